@@ -1,0 +1,91 @@
+//! Pre-tokenization: cutting text into pieces with the split pattern.
+//!
+//! The pattern is run with `fancy-regex`, the engine tiktoken uses, so every pattern means exactly
+//! what it means there (possessive quantifiers, look-ahead, `$` as end of text).
+
+use std::fmt;
+
+/// Why a text could not be split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SplitError {
+    /// The pattern does not compile.
+    BadPattern { pattern: String, reason: String },
+    /// The regex engine gave up on this text (e.g. its backtracking limit was reached).
+    Engine { reason: String },
+}
+
+impl fmt::Display for SplitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SplitError::BadPattern { pattern, reason } => {
+                write!(f, "split pattern {pattern:?} does not compile: {reason}")
+            }
+            SplitError::Engine { reason } => write!(f, "the split pattern failed on this text: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for SplitError {}
+
+/// Cuts text into pieces with a split pattern. Text the pattern does not match is dropped, as in
+/// tiktoken; the named patterns match every character.
+#[derive(Clone, Debug)]
+pub struct Splitter {
+    pattern: String,
+    regex: fancy_regex::Regex,
+}
+
+impl Splitter {
+    pub fn new(pattern: &str) -> Result<Self, SplitError> {
+        let regex = fancy_regex::Regex::new(pattern).map_err(|error| SplitError::BadPattern {
+            pattern: pattern.to_owned(),
+            reason: error.to_string(),
+        })?;
+        Ok(Self { pattern: pattern.to_owned(), regex })
+    }
+
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    /// Calls `on_piece(start, end)` with the byte range of each piece, in order.
+    pub fn for_each_piece(
+        &self,
+        text: &str,
+        mut on_piece: impl FnMut(usize, usize),
+    ) -> Result<(), SplitError> {
+        for found in self.regex.find_iter(text) {
+            let piece = found.map_err(|error| SplitError::Engine { reason: error.to_string() })?;
+            if piece.start() < piece.end() {
+                on_piece(piece.start(), piece.end());
+            }
+        }
+        Ok(())
+    }
+
+    /// The pieces of `text` as string slices (convenient for tests and training).
+    pub fn pieces<'t>(&self, text: &'t str) -> Result<Vec<&'t str>, SplitError> {
+        let mut pieces = Vec::new();
+        self.for_each_piece(text, |start, end| pieces.push(&text[start..end]))?;
+        Ok(pieces)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GPT2: &str =
+        r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+
+    #[test]
+    fn splits_words_with_their_leading_space() {
+        let splitter = Splitter::new(GPT2).unwrap();
+        assert_eq!(splitter.pieces("Hello world's  end").unwrap(), ["Hello", " world", "'s", " ", " end"]);
+    }
+
+    #[test]
+    fn bad_pattern_is_reported() {
+        assert!(matches!(Splitter::new("(unclosed"), Err(SplitError::BadPattern { .. })));
+    }
+}

@@ -1,0 +1,1 @@
+//! bindings (in progress)

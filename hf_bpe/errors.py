@@ -1,0 +1,48 @@
+"""The exceptions hf_bpe raises. Each message names the input, the problem and the fix."""
+
+from __future__ import annotations
+
+import os
+
+
+class DisallowedSpecialTokenError(ValueError):
+    """Text contains a special token that the caller did not allow (tiktoken's safety check)."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        super().__init__(
+            f"Encountered text corresponding to disallowed special token {token!r}.\n"
+            f"If you want this text to be encoded as a special token, pass it to `allowed_special`, "
+            f"e.g. `allowed_special={{{token!r}, ...}}`.\n"
+            f"If you want this text to be encoded as normal text, disable the check for this token "
+            f"by passing `disallowed_special=(enc.special_tokens_set - {{{token!r}}})`.\n"
+            f"To disable this check for all special tokens, pass `disallowed_special=()`.\n"
+        )
+
+
+class UnknownTokenError(KeyError, ValueError):
+    """A token id (or token bytes) that the vocabulary does not have."""
+
+    def __init__(self, token: object, n_vocab: int | None = None) -> None:
+        self.token = token
+        where = f" (ids run from 0 to {n_vocab - 1}, and may have holes)" if n_vocab else ""
+        self.message = f"unknown token {token!r}: it is not in this vocabulary{where}"
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidVocabularyError(ValueError):
+    """Ranks or special tokens that cannot form a model (duplicates, missing bytes, bad ids)."""
+
+
+class TokenizerFileError(ValueError):
+    """A tokenizer file that cannot be read: names the file, the line when known, and the problem."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str, *, line: int | None = None) -> None:
+        self.path = os.fspath(path)
+        self.line = line
+        self.problem = problem
+        where = f"{self.path}, line {line}" if line is not None else self.path
+        super().__init__(f"{where}: {problem}")
