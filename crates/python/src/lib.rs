@@ -231,6 +231,15 @@ impl CoreBPE {
         }
     }
 
+    /// A policy that cuts out arbitrary `(text, id)` tokens (e.g. tokens added by a tokenizer at
+    /// run time) and encodes them as those ids; nothing is disallowed. Longest match wins.
+    fn added_tokens_policy(&self, tokens: Vec<(String, Rank)>) -> SpecialPolicy {
+        SpecialPolicy {
+            allowed: SpecialMatcher::new(tokens.iter().map(|(text, id)| (text.as_str(), *id))),
+            disallowed: SpecialMatcher::new([]),
+        }
+    }
+
     fn encode_ordinary(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<Rank>> {
         let text = text_of(text, "encode_ordinary")?;
         self.run(py, text.len(), || self.encode_policy(&text, &self.ordinary))
