@@ -6,7 +6,9 @@
 'hello world'
 """
 
-from hf_bpe import patterns
+from typing import TYPE_CHECKING, Any
+
+from hf_bpe import _autotokenizer, patterns
 from hf_bpe.encodings import get_encoding, list_encoding_names
 from hf_bpe.errors import (
     DisallowedSpecialTokenError,
@@ -16,8 +18,12 @@ from hf_bpe.errors import (
 )
 from hf_bpe.model import BPE
 
+if TYPE_CHECKING:
+    from hf_bpe.hf import BPETokenizer, save_tokenizer_folder
+
 __all__ = [
     "BPE",
+    "BPETokenizer",
     "DisallowedSpecialTokenError",
     "InvalidVocabularyError",
     "TokenizerFileError",
@@ -25,5 +31,18 @@ __all__ = [
     "get_encoding",
     "list_encoding_names",
     "patterns",
+    "save_tokenizer_folder",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # The transformers tokenizer loads transformers, so it is imported on first use.
+    if name in ("BPETokenizer", "save_tokenizer_folder"):
+        from hf_bpe import hf
+
+        return getattr(hf, name)
+    raise AttributeError(f"module 'hf_bpe' has no attribute {name!r}")
+
+
+_autotokenizer.install()
