@@ -29,13 +29,21 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_token
 
 from hf_bpe import BPE, patterns
 from hf_bpe._io import atomic_write
-from hf_bpe.byte_level import token_to_str
+from hf_bpe.byte_level import BYTE_TO_UNICODE
 from hf_bpe.errors import InvalidVocabularyError
 
 __all__ = ["ConversionError", "build_tokenizer", "probe_texts", "recover_merges", "save", "translate_pattern"]
 
 PLACEHOLDER = "<unused id {id}>"
 """Vocabulary entry for an id the model does not use (never produced: it contains a space)."""
+
+
+_SPELLING = dict(BYTE_TO_UNICODE)
+
+
+def _spell(token: bytes) -> str:
+    """Token bytes in GPT-2's byte-to-unicode alphabet (``hf_bpe.byte_level.token_to_str``, faster)."""
+    return token.decode("latin-1").translate(_SPELLING)
 
 
 class ConversionError(ValueError):
@@ -208,7 +216,7 @@ def build_tokenizer(
         raise TypeError(f"build_tokenizer expects an hf_bpe.BPE, got {type(model).__name__}")
     ranks = model.mergeable_ranks
     tokens = _added_token_table(model, ranks, added_tokens or {})
-    vocab = {token_to_str(token): rank for token, rank in ranks.items()}
+    vocab = {_spell(token): rank for token, rank in ranks.items()}
 
     # Ids from `first_appended` on are consecutive added tokens that `tokenizers` numbers itself;
     # every smaller id must be in the model vocabulary to keep its number.
@@ -232,7 +240,7 @@ def build_tokenizer(
         merges = recover_merges(ranks)
     bpe = models.BPE(
         vocab=vocab,
-        merges=[(token_to_str(left), token_to_str(right)) for left, right in merges],
+        merges=[(_spell(left), _spell(right)) for left, right in merges],
         fuse_unk=False,
         byte_fallback=False,
         ignore_merges=True,
@@ -306,7 +314,7 @@ def _added_token_table(
         )
         for text, token_id in model.special_tokens.items()
     }
-    spelled = {rank: token_to_str(token) for token, rank in ranks.items()}
+    spelled = {rank: _spell(token) for token, rank in ranks.items()}
     for token_id, token in added_tokens.items():
         if isinstance(token, str):
             token = AddedToken(token, special=False, normalized=True)

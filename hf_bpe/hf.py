@@ -79,22 +79,28 @@ class BPETokenizer(PreTrainedTokenizer):
     ``tokenizer.json``. ``return_offsets_mapping=True`` gives character offsets.
     """
 
-    vocab_files_names: ClassVar[dict[str, str]] = {"model_file": MODEL_FILE}
+    vocab_files_names: ClassVar[dict[str, str]] = {"vocab_file": MODEL_FILE}
     model_input_names: ClassVar[list[str]] = ["input_ids", "attention_mask"]
+    add_prefix_space = False
+    """Text is encoded as given (GPT-2 style): no space is put before it, nor before pre-split words."""
 
     def __init__(
         self,
-        model_file: str | os.PathLike[str] | None = None,
+        vocab_file: str | os.PathLike[str] | None = None,
         *,
-        model: BPE | None = None,
         add_bos_token: bool | None = None,
         add_eos_token: bool | None = None,
         **kwargs: Any,
     ) -> None:
+        """Load the model from ``vocab_file`` (``hf_bpe.json``), or take ``model=`` (an
+        :class:`hf_bpe.BPE`, as :meth:`from_model` does); other arguments are transformers'."""
+        model = kwargs.pop("model", None)
+        if kwargs.pop("add_prefix_space", False):
+            raise ValueError("BPETokenizer encodes text as given; add_prefix_space=True is not supported")
         kwargs.pop("tokenizer_file", None)  # tokenizer.json is derived from the model on save
         settings = dict(kwargs.pop(CONFIG_KEY, None) or {})
         if model is None:
-            model = _load_model(model_file, kwargs.get("name_or_path"))
+            model = _load_model(vocab_file, kwargs.get("name_or_path"))
         elif not isinstance(model, BPE):
             raise TypeError(f"model must be an hf_bpe.BPE, got {type(model).__name__}")
         self._model = model
@@ -122,7 +128,7 @@ class BPETokenizer(PreTrainedTokenizer):
         extra += [text for text in model.special_tokens if text not in named and text not in present]
         if extra:
             kwargs["extra_special_tokens"] = extra
-        super().__init__(**kwargs)
+        super().__init__(add_bos_token=self._add_bos, add_eos_token=self._add_eos, **kwargs)
         self._update_trie()
         if (self._add_bos and self.bos_token is None) or (self._add_eos and self.eos_token is None):
             role = "bos" if self._add_bos and self.bos_token is None else "eos"
@@ -815,7 +821,7 @@ class BPETokenizer(PreTrainedTokenizer):
             texts, vocab_size - len(specials), pattern=self._model.pattern, special_tokens=specials, **kwargs
         )
         init = {
-            key: value for key, value in self.init_kwargs.items() if key not in ("name_or_path", "model_file")
+            key: value for key, value in self.init_kwargs.items() if key not in ("name_or_path", "vocab_file")
         }
         init.pop("added_tokens_decoder", None)
         for key in self.SPECIAL_TOKENS_ATTRIBUTES:
