@@ -161,9 +161,12 @@ def _class_end(pattern: str, start: int) -> int:
 def recover_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
     """The merge list of a rank table, in rank order.
 
-    Each multi-byte token's merge is the last step of BPE on its own bytes using only lower ranks
-    (minbpe's ``recover_merges``). A token that this does not reduce to two parts is reachable only
-    by the whole-piece rule and gets no merge.
+    A token's merge is the pair BPE reaches when it runs on the token's own bytes with every other
+    token, stopping at two parts. If tiktoken ever forms the token by merging, it merges exactly
+    this pair: no merge reaches outside the token's bytes before it forms, so they merge as they do
+    alone. For vocabularies whose tokens rank after their parts (trained ones, tiktoken's) the steps
+    all use lower ranks: minbpe's ``recover_merges``. A token that never gets down to two parts is
+    reachable only as a whole piece and has no merge.
 
     >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
     >>> recover_merges(ranks)
@@ -174,11 +177,11 @@ def recover_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
         if len(token) < 2:
             continue
         parts = [token[i : i + 1] for i in range(len(token))]
-        while len(parts) > 2:
-            best_index, best_rank = -1, rank
+        while len(parts) > 2:  # (so no pair joins into the token itself)
+            best_index, best_rank = -1, None
             for index in range(len(parts) - 1):
                 pair_rank = ranks.get(parts[index] + parts[index + 1])
-                if pair_rank is not None and pair_rank < best_rank:
+                if pair_rank is not None and (best_rank is None or pair_rank < best_rank):
                     best_index, best_rank = index, pair_rank
             if best_index < 0:
                 break
