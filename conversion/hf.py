@@ -53,19 +53,23 @@ class ConversionError(ValueError):
 # ------------------------------------------------------------------------------------- pattern
 
 _QUANTIFIER = re.compile(r"\*|\+|\?|\{\d+(?:,\d*)?\}")
+_FLAGS = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?([:)])")
 
 
 def translate_pattern(pattern: str) -> str:
-    """Rewrite a split regex for Oniguruma, the engine of `tokenizers`, keeping its meaning.
+    r"""Rewrite a split regex for Oniguruma, the engine of `tokenizers`, keeping its meaning.
 
-    Possessive quantifiers become atomic groups (Oniguruma reads ``X{1,3}+`` as ``(?:X{1,3})+``),
-    ``$`` becomes ``\\z`` and ``^`` becomes ``\\A`` (Oniguruma anchors them at every line).
+    tiktoken's regexes are fancy-regex's; `tokenizers` compiles them with Oniguruma's Ruby syntax.
+    Possessive quantifiers become atomic groups (Ruby reads ``X{1,3}+`` as ``(?:X{1,3})+``); ``^`` and
+    ``$`` become ``\A`` and ``\z`` (Ruby anchors them at every line) unless the ``m`` flag asks for
+    that; and flags are renamed (Ruby's ``m`` is fancy-regex's ``s``, "dot matches newline").
 
-    >>> translate_pattern(r"\\p{N}{1,3}+|\\s++$|[$^]")
-    '(?>\\\\p{N}{1,3})|(?>\\\\s+)\\\\z|[$^]'
+    >>> translate_pattern(r"\p{N}{1,3}+|\s++$|[$^]|(?s:.)")
+    '(?>\\p{N}{1,3})|(?>\\s+)\\z|[$^]|(?m:.)'
     """
     out: list[str] = []
-    groups: list[int] = []  # where each open group starts in `out`
+    groups: list[tuple[int, bool]] = []  # where each open group starts in `out`, and the m flag outside it
+    multiline = False
     atom: int | None = None  # where the last quantifiable item starts in `out`
     i = 0
     while i < len(pattern):
@@ -80,13 +84,26 @@ def translate_pattern(pattern: str) -> str:
             atom = len(out)
             out.append(pattern[i:end])
             i = end
+        elif char == "(" and (flags := _FLAGS.match(pattern, i)):
+            on, off, kind = flags.group(1), flags.group(2) or "", flags.group(3)
+            inner = (multiline or "m" in on) and "m" not in off
+            ruby_on, ruby_off = _ruby_flags(on), _ruby_flags(off)
+            written = f"(?{ruby_on}{'-' + ruby_off if ruby_off else ''}"
+            if kind == ":":
+                groups.append((len(out), multiline))
+                out.append(written + ":")
+            elif written != "(?":
+                out.append(written + ")")
+            multiline = inner
+            atom = None
+            i = flags.end()
         elif char == "(":
-            groups.append(len(out))
+            groups.append((len(out), multiline))
             out.append(char)
             atom = None
             i += 1
         elif char == ")":
-            atom = groups.pop() if groups else None
+            atom, multiline = groups.pop() if groups else (None, multiline)
             out.append(char)
             i += 1
         elif char == "|":
@@ -94,7 +111,7 @@ def translate_pattern(pattern: str) -> str:
             atom = None
             i += 1
         elif char in "$^":
-            out.append(r"\z" if char == "$" else r"\A")
+            out.append(char if multiline else r"\z" if char == "$" else r"\A")
             atom = len(out) - 1
             i += 1
         elif (match := _QUANTIFIER.match(pattern, i)) and atom is not None:
@@ -115,6 +132,11 @@ def translate_pattern(pattern: str) -> str:
             out.append(char)
             i += 1
     return "".join(out)
+
+
+def _ruby_flags(flags: str) -> str:
+    """fancy-regex inline flags as Ruby's: ``s`` is Ruby's ``m``; ``m`` is how Ruby always is."""
+    return "".join("m" if flag == "s" else flag for flag in flags if flag != "m")
 
 
 def _escape_end(pattern: str, start: int) -> int:
@@ -251,7 +273,7 @@ def build_tokenizer(
     tokenizer = Tokenizer(bpe)
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(translate_pattern(model.pattern)), behavior="isolated", invert=False),
+            pre_tokenizers.Split(Regex(translate_pattern(model.pattern)), behavior="removed", invert=True),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]
     )

@@ -19,16 +19,21 @@ import tarfile
 import tempfile
 import unittest
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("parameterized", reason="the mixin needs `parameterized` (pip install parameterized)")
 
-import hf_bpe  # noqa: E402
-from hf_bpe import BPETokenizer  # noqa: E402
+import hf_bpe
+from hf_bpe import BPETokenizer
 
-MIXIN_MODULES = ("test_tokenization_common.py", "test_tokenizers_backend_mixin.py", "test_sentencepiece_backend_mixin.py")
+MIXIN_MODULES = (
+    "test_tokenization_common.py",
+    "test_tokenizers_backend_mixin.py",
+    "test_sentencepiece_backend_mixin.py",
+)
 PACKAGE = "transformers_tests"  # transformers' get_tests_dir() wants a folder whose name ends in "tests"
 
 # The sdist has no tests/fixtures; setUpClass only reads this file into `_data`, which no test uses.
@@ -38,7 +43,10 @@ SAMPLE_TEXT = "This is a sample text for the tokenizer tests.\nIt has two lines.
 def _mixin_package() -> Path:
     """Folder holding the package with the mixin of the installed transformers version."""
     version = transformers.__version__
-    root = Path(os.environ.get("HF_BPE_MIXIN_CACHE", tempfile.gettempdir())) / f"hf_bpe-transformers-{version}-tests"
+    root = (
+        Path(os.environ.get("HF_BPE_MIXIN_CACHE", tempfile.gettempdir()))
+        / f"hf_bpe-transformers-{version}-tests"
+    )
     package = root / PACKAGE
     if all((package / name).is_file() for name in MIXIN_MODULES):
         return root
@@ -64,7 +72,9 @@ def _mixin_package() -> Path:
                 (package / name.name).write_bytes(source.read())
     missing = [name for name in MIXIN_MODULES if not (package / name).is_file()]
     if missing:
-        pytest.skip(f"the transformers {version} source release lacks tests/{missing[0]}", allow_module_level=True)
+        pytest.skip(
+            f"the transformers {version} source release lacks tests/{missing[0]}", allow_module_level=True
+        )
     (package / "__init__.py").write_text("")
     (package / "fixtures").mkdir(exist_ok=True)
     (package / "fixtures" / "sample_text.txt").write_text(SAMPLE_TEXT, encoding="utf-8")
@@ -104,7 +114,7 @@ class BPETokenizerConformance(common.TokenizerTesterMixin):
     tokenizer_class = BPETokenizer
     # prepare_seq2seq_batch is for encoder-decoder tokenizers (and needs torch); we do not define it.
     test_seq2seq = False
-    policy: dict[str, object] = {}
+    policy: ClassVar[dict[str, object]] = {}
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -148,4 +158,4 @@ class TestBPETokenizerConformance(BPETokenizerConformance, unittest.TestCase):
 class TestBPETokenizerConformanceBosEos(BPETokenizerConformance, unittest.TestCase):
     """GPT-2's vocabulary with BOS and EOS around each sequence."""
 
-    policy: dict[str, object] = {"add_bos_token": True, "add_eos_token": True}  # noqa: RUF012
+    policy: ClassVar[dict[str, object]] = {"add_bos_token": True, "add_eos_token": True}
