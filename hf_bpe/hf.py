@@ -121,13 +121,6 @@ class BPETokenizer(PreTrainedTokenizer):
         for token_id, token in saved.items():
             decoder[int(token_id)] = self._checked_added_token(int(token_id), token, where)
         self._added_tokens_decoder = decoder
-        # Special tokens of the model that are not named (bos, eos, ...) are extra special tokens.
-        extra = list(kwargs.pop("extra_special_tokens", None) or [])
-        named = {str(kwargs[key]) for key in self.SPECIAL_TOKENS_ATTRIBUTES if kwargs.get(key) is not None}
-        present = {str(token) for token in extra}
-        extra += [text for text in model.special_tokens if text not in named and text not in present]
-        if extra:
-            kwargs["extra_special_tokens"] = extra
         super().__init__(add_bos_token=self._add_bos, add_eos_token=self._add_eos, **kwargs)
         self._update_trie()
         if (self._add_bos and self.bos_token is None) or (self._add_eos and self.eos_token is None):
@@ -176,7 +169,18 @@ class BPETokenizer(PreTrainedTokenizer):
             if isinstance(value, int) and not isinstance(value, bool):
                 named[key] = _special_text(model, key, value)
         tokens = {key: value for key, value in named.items() if value is not None}
-        return cls(model=model, add_bos_token=add_bos_token, add_eos_token=add_eos_token, **tokens, **kwargs)
+        # The model's special tokens that get no name (bos, eos, ...) are extra special tokens.
+        extra = list(kwargs.pop("extra_special_tokens", None) or [])
+        taken = {str(token) for token in [*tokens.values(), *extra]}
+        extra += [text for text in model.special_tokens if text not in taken]
+        return cls(
+            model=model,
+            add_bos_token=add_bos_token,
+            add_eos_token=add_eos_token,
+            extra_special_tokens=extra,
+            **tokens,
+            **kwargs,
+        )
 
     @property
     def model(self) -> BPE:

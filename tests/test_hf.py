@@ -666,3 +666,15 @@ def test_train_new_from_iterator_keeps_the_setup() -> None:
     assert new.add_eos_token and new.eos_token == "<|endoftext|>"
     assert {"<|im_start|>", "<|im_end|>", "<|new|>"} <= set(new.all_special_tokens)
     assert new.decode(new("some text")["input_ids"], skip_special_tokens=True) == "some text"
+
+
+# ---------------------------------------------------------------------------------- examples
+
+
+@pytest.mark.parametrize("name", ["hf_bpe.hf", "conversion.hf", "hf_bpe.model_card"])
+def test_docstring_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples in {name} failed"
