@@ -18,8 +18,7 @@ use std::sync::OnceLock;
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, HirKind};
 
 /// GPT-2's pattern (tiktoken's `r50k_pat_str`), also used by `r50k_base` and `p50k_base`.
-pub const GPT2: &str =
-    r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+pub const GPT2: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
 
 /// GPT-3.5/GPT-4's pattern (`cl100k_base`).
 pub const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
@@ -68,19 +67,29 @@ impl Scanner {
 
     /// Calls `on_piece(start, end)` with the byte range of each piece, in order: the ranges
     /// `fancy_regex` finds with `self.pattern()`, which cover the whole text.
-    pub fn for_each_piece(self, text: &str, mut on_piece: impl FnMut(usize, usize)) {
+    pub fn for_each_piece(self, text: &str, on_piece: impl FnMut(usize, usize)) {
         let classes = ClassTable::get();
-        let bytes = text.as_bytes();
-        let mut start = 0;
-        while start < bytes.len() {
-            let end = match self {
-                Scanner::Gpt2 => classes.gpt2_piece(bytes, start),
-                Scanner::Cl100k => classes.cl100k_piece(bytes, start),
-                Scanner::O200k => classes.o200k_piece(bytes, start),
-            };
-            on_piece(start, end);
-            start = end;
+        match self {
+            Scanner::Gpt2 => split(classes, text.as_bytes(), ClassTable::gpt2_piece, on_piece),
+            Scanner::Cl100k => split(classes, text.as_bytes(), ClassTable::cl100k_piece, on_piece),
+            Scanner::O200k => split(classes, text.as_bytes(), ClassTable::o200k_piece, on_piece),
         }
+    }
+}
+
+/// Cuts `bytes` into consecutive pieces, `piece_end` telling where the piece at a position ends.
+#[inline(always)]
+fn split(
+    classes: &ClassTable,
+    bytes: &[u8],
+    piece_end: impl Fn(&ClassTable, &[u8], usize) -> usize,
+    mut on_piece: impl FnMut(usize, usize),
+) {
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = piece_end(classes, bytes, start);
+        on_piece(start, end);
+        start = end;
     }
 }
 
@@ -265,10 +274,8 @@ impl ClassTable {
         if at >= bytes.len() {
             return None;
         }
-        let (code_point, len) =
-            if bytes[at] < 0x80 { (u32::from(bytes[at]), 1) } else { decode(bytes, at) };
-        let letter =
-            self.folds.iter().find(|&&(folded, _)| folded as u32 == code_point).map(|&(_, l)| l)?;
+        let (code_point, len) = if bytes[at] < 0x80 { (u32::from(bytes[at]), 1) } else { decode(bytes, at) };
+        let letter = self.folds.iter().find(|&&(folded, _)| folded as u32 == code_point).map(|&(_, l)| l)?;
         Some((letter, len))
     }
 
@@ -286,6 +293,7 @@ impl ClassTable {
     }
 
     // GPT-2: '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s
+    #[inline(always)]
     fn gpt2_piece(&self, bytes: &[u8], start: usize) -> usize {
         // '(?:[sdmt]|ll|ve|re), case-sensitive.
         if bytes[start] == b'\'' {
@@ -331,6 +339,7 @@ impl ClassTable {
 
     // cl100k: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+
     //   | ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
+    #[inline(always)]
     fn cl100k_piece(&self, bytes: &[u8], start: usize) -> usize {
         let byte = bytes[start];
         if byte == b'\'' {
@@ -388,9 +397,8 @@ impl ClassTable {
         if class & LETTER != 0 {
             // No prefix (a letter is not one). Alternative 2 is reached only for an upper-case
             // word that alternative 1 cannot end with a lower-class character.
-            let end = self
-                .o200k_lower_word(bytes, start)
-                .unwrap_or_else(|| self.o200k_upper_word(bytes, start));
+            let end =
+                self.o200k_lower_word(bytes, start).unwrap_or_else(|| self.o200k_upper_word(bytes, start));
             return self.o200k_contraction_suffix(bytes, end);
         }
         if class & NUMBER != 0 {
@@ -423,8 +431,7 @@ impl ClassTable {
             };
             if let Some(body) = other_body {
                 let end = self.run(bytes, body, is_other);
-                return end
-                    + count_leading(&bytes[end..], |byte| matches!(byte, b'\r' | b'\n' | b'/'));
+                return end + count_leading(&bytes[end..], |byte| matches!(byte, b'\r' | b'\n' | b'/'));
             }
         }
         let run = self.space_run(bytes, start);
@@ -541,7 +548,11 @@ mod tests {
             let ranges = class_ranges(regex);
             for code_point in (0..CODE_POINTS as u32).step_by(7) {
                 let inside = ranges.iter().any(|&(first, last)| (first..=last).contains(&code_point));
-                assert_eq!(table.class_of_code_point(code_point) & bit != 0, inside, "{regex} {code_point:#x}");
+                assert_eq!(
+                    table.class_of_code_point(code_point) & bit != 0,
+                    inside,
+                    "{regex} {code_point:#x}"
+                );
             }
         }
     }
@@ -557,7 +568,10 @@ mod tests {
 
     #[test]
     fn gpt2_gives_back_the_last_space_before_a_word() {
-        assert_eq!(pieces(Scanner::Gpt2, "Hello world's  end  "), ["Hello", " world", "'s", " ", " end", "  "]);
+        assert_eq!(
+            pieces(Scanner::Gpt2, "Hello world's  end  "),
+            ["Hello", " world", "'s", " ", " end", "  "]
+        );
         assert_eq!(pieces(Scanner::Gpt2, "a\n\nb"), ["a", "\n", "\n", "b"]);
     }
 
