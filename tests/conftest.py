@@ -98,6 +98,16 @@ def tiktoken_encoding(tiktoken_cache: dict[str, str]) -> Callable[[str], Any]:
 
 
 @pytest.fixture(scope="session")
+def tiktoken_offline(tiktoken_cache: dict[str, str]) -> Any:
+    """The ``tiktoken`` module, with ``gpt2``, ``r50k_base``, ``cl100k_base`` and ``o200k_base`` working
+    offline; skips naming the missing package otherwise."""
+    tiktoken = _import_or_skip("tiktoken", "tiktoken")
+    if tiktoken_cache:
+        pytest.skip("; ".join(tiktoken_cache.values()))
+    return tiktoken
+
+
+@pytest.fixture(scope="session")
 def encoding_pair(tiktoken_encoding: Callable[[str], Any]) -> Callable[[str], tuple[Any, Any]]:
     """``encoding_pair(name)`` -> ``(hf_bpe.get_encoding(name), tiktoken.get_encoding(name))``, cached."""
     pairs: dict[str, tuple[Any, Any]] = {}

@@ -305,11 +305,32 @@ def document_sizes(rng: random.Random, total_bytes: int, *, small: int = 1, larg
         yield size
 
 
+def showcase(rng: random.Random, *, specials: bool = True) -> list[str]:
+    """A few documents that hold every listed case at least once (each script, whitespace, digit set,
+    contraction, emoji kind, code template and, when ``specials``, special-token look-alike), and an
+    empty document: the generated corpus covers them all however small it is."""
+    docs = [""]
+    docs.append(" ".join(random_letters(rng, alphabet, 12) for alphabet in SCRIPTS.values()))
+    docs.append("x".join(WHITESPACE) + " \n\t ")
+    docs.append(" ".join(digits + digits[::-1] for digits in DIGIT_SETS))
+    docs.append(" ".join(host + contraction for host in CONTRACTION_HOSTS[:3] for contraction in CONTRACTIONS))
+    docs.append(emoji_fragment(rng) + "".join(rng.choice(PEOPLE) + tone + ZWJ for tone in SKIN_TONES)
+                + "\u2764" + VS16 + "1" + VS16 + "\u20e3" + REGIONAL[0] + REGIONAL[1])
+    docs.extend(template.format(name="f", arg="x", key="k", n=1234, m=7, doc="doc") for template in
+                (PYTHON, JSON, C_CODE, HTML))
+    docs.append(" ".join(rng.choice(WORDS) for _ in range(200)) + ".")
+    if specials:
+        docs.append("|".join(SPECIAL_LOOKALIKES))
+    return docs
+
+
 def documents(rng: random.Random, total_bytes: int, *, huge: tuple[int, ...] = (),
               specials: bool = True) -> list[str]:
     """Generated documents of varied lengths (empty to ``large``, plus ``huge`` ones) totalling at least
-    ``total_bytes`` UTF-8 bytes."""
-    docs = [document(rng, size, specials=specials) for size in document_sizes(rng, total_bytes, huge=huge)]
+    ``total_bytes`` UTF-8 bytes, starting with the :func:`showcase` documents."""
+    docs = showcase(rng, specials=specials)
+    sizes = document_sizes(rng, total_bytes - utf8_size(docs), huge=huge)
+    docs.extend(document(rng, size, specials=specials) for size in sizes)
     rng.shuffle(docs)
     return docs
 
