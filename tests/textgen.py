@@ -225,7 +225,8 @@ def special_lookalike_fragment(rng: random.Random) -> str:
 
 
 def long_word_fragment(rng: random.Random) -> str:
-    """One long piece: a repeated letter, random letters, a URL, base64, hex, a punctuation rule, a compound."""
+    """One long piece: a repeated letter, random letters, a URL, base64, hex, a punctuation rule, a whitespace
+    run, a compound."""
     length = int(math.exp(rng.uniform(math.log(20), math.log(3000))))
     roll = rng.random()
     if roll < 0.15:
@@ -240,6 +241,8 @@ def long_word_fragment(rng: random.Random) -> str:
         word = random_letters(rng, list("0123456789abcdef"), length)
     elif roll < 0.8:
         word = rng.choice(["=", "-", ".", "*", "#", "~", "_", "!?"]) * (length // 4 + 1)
+    elif roll < 0.9:
+        word = rng.choice(WHITESPACE) * (length // 4 + 1) + rng.choice(["", "x", "1", "!"])
     else:
         word = "".join(rng.choice(WORDS).capitalize() for _ in range(length // 6 + 1))
     return rng.choice(["", " ", "\n"]) + word + rng.choice(["", " ", "\n", "."])
