@@ -10,7 +10,6 @@ import copy
 import functools
 import itertools
 import json
-import os
 import pickle
 import random
 from collections import Counter
@@ -21,6 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 import regex
+import textgen
+from conftest import require_shared, scaled
 
 import conversion.hf
 import hf_bpe
@@ -31,28 +32,17 @@ from hf_bpe.hf import MODEL_FILE, REMOTE_CODE_FILE
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
-SCALE = float(os.environ.get("HF_BPE_TEST_SCALE", "1"))
 NAMED = ["gpt2", "cl100k_base", "o200k_base"]
 
 
 # ------------------------------------------------------------------------------------ test data
 
 
-def corpus_chunks(chars_per_file: int, chunk: int = 2000) -> list[str]:
-    """Pieces of the shared corpora (English, Greek, Japanese, Ukrainian, Vietnamese)."""
-    folder = SHARED_DATA / "corpora"
-    if not folder.is_dir():
-        pytest.skip(f"shared corpora not found at {folder} (they live outside the repository)")
-    chunks = []
-    for path in sorted(folder.glob("*.txt")):
-        if "COPYING" in path.name:
-            continue
-        with path.open(encoding="utf-8") as file:
-            text = file.read(chars_per_file)
-        chunks += [text[start : start + chunk] for start in range(0, len(text), chunk)]
-    return chunks
+def corpus_chunks(bytes_per_file: int) -> list[str]:
+    """Documents cut from the shared corpora (English, Greek, Japanese, Ukrainian, Vietnamese)."""
+    paths = sorted(path for path in require_shared("corpora").glob("*.txt") if "COPYING" not in path.name)
+    corpora = textgen.corpus_documents(paths, random.Random(0), limit_bytes=bytes_per_file)
+    return [document for _, documents in corpora for document in documents]
 
 
 WORDS = [
@@ -226,8 +216,9 @@ def test_translate_pattern_rewrites_only_what_oniguruma_reads_differently() -> N
 @pytest.mark.parametrize("name", [*NAMED, "trained", "custom"])
 def test_tokenizer_json_gives_our_ids(name: str) -> None:
     model = encoding(name)
-    texts = conversion.hf.probe_texts(int(1500 * SCALE), seed=11) + varied_documents(int(200 * SCALE), seed=3)
+    texts = conversion.hf.probe_texts(scaled(1500), seed=11) + varied_documents(scaled(200), seed=3)
     texts = with_specials(texts, sorted(model.special_tokens), seed=5)
+    texts += textgen.documents(random.Random(name), scaled(300_000))
     theirs = [
         encoding.ids for encoding in reference_tokenizers(name).encode_batch(texts, add_special_tokens=False)
     ]
@@ -240,7 +231,7 @@ def test_tokenizer_json_gives_our_ids(name: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [*NAMED, "trained"])
 def test_tokenizer_json_gives_our_ids_on_corpora(name: str) -> None:
-    texts = corpus_chunks(int(100_000 * SCALE))
+    texts = corpus_chunks(scaled(100_000))
     model = encoding(name)
     theirs = [
         encoding.ids for encoding in reference_tokenizers(name).encode_batch(texts, add_special_tokens=False)
