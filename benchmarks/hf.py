@@ -1,0 +1,131 @@
+"""``tokenizer(batch)`` throughput: BPETokenizer vs the raw model vs transformers' TokenizersBackend.
+
+Usage (from the repository root, with hf_bpe built in release mode)::
+
+    python benchmarks/hf.py                          # ../shared/data/corpora, 5 MB, cl100k_base
+    python benchmarks/hf.py --limit-mb 2 --repeat 3 --encoding gpt2
+
+Three ways to get the ids of the same texts, all on ``--threads`` threads (default 2):
+
+- ``raw``: ``BPE.encode_batch(texts, allowed_special="all")``, the Rust core with nothing around it;
+- ``BPETokenizer``: ``tokenizer(texts)``, ids and attention masks as a ``BatchEncoding``;
+- ``TokenizersBackend``: ``tokenizer(texts)`` of transformers' tokenizers-backed class, loaded from the
+  ``tokenizer.json`` that ``BPETokenizer.save_pretrained`` wrote (what ``AutoTokenizer`` gives where
+  hf_bpe is not installed).
+
+Texts are fed in batches of ``--batch-size``, in two shapes: documents of 1-10 KB, and the lines of
+the same text (short inputs, where per-text Python work shows). Throughput is MB of UTF-8 input per
+second, the best of ``--repeat`` runs. All three must give the same ids; this is checked first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+THREADS_DEFAULT = 2
+# The tokenizers thread pool reads these when it starts: set them before anything imports tokenizers.
+os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS_DEFAULT))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+import textgen  # noqa: E402  (tests/textgen.py: generated text when no corpus is at hand)
+
+SHARED_CORPORA = REPO.parent / "shared" / "data" / "corpora"
+MB = 1_000_000
+
+
+def load_documents(corpus: Sequence[Path], limit_mb: float, seed: int) -> tuple[str, list[str]]:
+    """A description of the input and its 1-10 KB documents (generated text when no file is found)."""
+    rng = random.Random(seed)
+    files = [path for item in corpus for path in (sorted(item.glob("*.txt")) if item.is_dir() else [item])]
+    files = [path for path in files if path.is_file() and "COPYING" not in path.name]
+    if not files:
+        docs = textgen.documents(rng, int(limit_mb * MB), specials=False)
+        return f"generated text (textgen, seed {seed}), {textgen.utf8_size(docs) / MB:.1f} MB", docs
+    per_file = int(limit_mb * MB / len(files))
+    corpora = textgen.corpus_documents(files, rng, limit_bytes=per_file)
+    docs = [doc for _, file_docs in corpora for doc in file_docs]
+    names = ", ".join(f"{name} {textgen.utf8_size(file_docs) / MB:.1f} MB" for name, file_docs in corpora)
+    return names, docs
+
+
+def best_time(run: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def batches(texts: list[str], size: int) -> list[list[str]]:
+    return [texts[start : start + size] for start in range(0, len(texts), size)]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, nargs="*", default=[SHARED_CORPORA])
+    parser.add_argument("--limit-mb", type=float, default=5.0)
+    parser.add_argument("--encoding", default="cl100k_base")
+    parser.add_argument("--batch-size", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=THREADS_DEFAULT)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if os.environ["RAYON_NUM_THREADS"] != str(args.threads):
+        print(f"note: RAYON_NUM_THREADS={os.environ['RAYON_NUM_THREADS']} (set it to match --threads)")
+
+    import hf_bpe
+    from transformers import TokenizersBackend
+
+    description, documents = load_documents(args.corpus, args.limit_mb, args.seed)
+    lines = [line for doc in documents for line in doc.splitlines(keepends=True) if line.strip()]
+    model = hf_bpe.get_encoding(args.encoding)
+    ours = hf_bpe.BPETokenizer.from_model(model)
+    with tempfile.TemporaryDirectory() as folder:
+        ours.save_pretrained(folder, model_card=False)
+        theirs = TokenizersBackend.from_pretrained(folder)
+
+    print(f"input: {description}; encoding {args.encoding}; batches of {args.batch_size}; "
+          f"{args.threads} threads; best of {args.repeat}")  # fmt: skip
+    rows = []
+    for shape, texts in (("documents, 1-10 KB", documents), ("lines", lines)):
+        chunks = batches(texts, args.batch_size)
+        size = textgen.utf8_size(texts) / MB
+        runs: dict[str, Callable[[], Any]] = {
+            "raw": lambda: [model.encode_batch(c, allowed_special="all", num_threads=args.threads) for c in chunks],
+            "BPETokenizer": lambda: [ours(c) for c in chunks],
+            "TokenizersBackend": lambda: [theirs(c) for c in chunks],
+        }
+        ids = {name: [ids for chunk in run() for ids in (chunk if name == "raw" else chunk["input_ids"])]
+               for name, run in runs.items()}  # fmt: skip
+        for name in ("BPETokenizer", "TokenizersBackend"):
+            same = sum(a == b for a, b in zip(ids[name], ids["raw"]))
+            print(f"{shape}: {name} ids equal to raw on {same} of {len(texts)} texts")
+        speed = {name: size / best_time(run, args.repeat) for name, run in runs.items()}
+        rows.append((shape, len(texts), size, speed))
+
+    print()
+    print("| input | texts | MB | raw encode_batch MB/s | BPETokenizer MB/s | TokenizersBackend MB/s "
+          "| BPETokenizer / raw | BPETokenizer / TokenizersBackend |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for shape, count, size, speed in rows:
+        print(
+            f"| {shape} | {count:,} | {size:.1f} | {speed['raw']:.1f} | {speed['BPETokenizer']:.1f} "
+            f"| {speed['TokenizersBackend']:.1f} | {speed['BPETokenizer'] / speed['raw']:.2f}x "
+            f"| {speed['BPETokenizer'] / speed['TokenizersBackend']:.1f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main()
