@@ -460,7 +460,8 @@ class BPETokenizer(PreTrainedTokenizer):
             and truncation_strategy == TruncationStrategy.DO_NOT_TRUNCATE
             and not (is_split_into_words or return_offsets_mapping or return_token_type_ids)
             and not (return_overflowing_tokens or return_special_tokens_mask or return_length)
-            and padding_strategy in (PaddingStrategy.DO_NOT_PAD, PaddingStrategy.LONGEST, PaddingStrategy.MAX_LENGTH)
+            and padding_strategy
+            in (PaddingStrategy.DO_NOT_PAD, PaddingStrategy.LONGEST, PaddingStrategy.MAX_LENGTH)
             and all(isinstance(item, str) for item in text)
         ):
             return self._encode_texts_batch(
@@ -557,7 +558,9 @@ class BPETokenizer(PreTrainedTokenizer):
             rows = [bos + row + eos for row in rows]
         lengths = [len(row) for row in rows]
         if max_length is None and verbose and lengths and max(lengths) > self.model_max_length:
-            self._eventual_warn_about_too_long_sequence(rows[lengths.index(max(lengths))], max_length, verbose)
+            self._eventual_warn_about_too_long_sequence(
+                rows[lengths.index(max(lengths))], max_length, verbose
+            )
         target = None
         if padding_strategy == PaddingStrategy.LONGEST and rows:
             target = max(lengths)
@@ -878,7 +881,8 @@ class BPETokenizer(PreTrainedTokenizer):
     ) -> BPETokenizer:
         """Train a new tokenizer like this one (same split pattern, special tokens, BOS/EOS policy,
         chat template) on ``text_iterator``, texts or batches of texts, as the fast tokenizers'
-        method does. ``vocab_size`` counts every id, special tokens included. ``special_tokens_map``
+        method does. ``vocab_size`` counts every id, special tokens included (they take the last
+        ids). ``length`` is accepted for compatibility and unused. ``special_tokens_map``
         renames special tokens; ``new_special_tokens`` adds some. Other keyword arguments go to
         :func:`hf_bpe.train` (e.g. ``show_progress``)."""
         import hf_bpe
@@ -889,34 +893,31 @@ class BPETokenizer(PreTrainedTokenizer):
             if str(token) not in specials:
                 specials.append(str(token))
         texts = _TextStream(text_iterator)
-        n_merges = vocab_size - 256 - len(specials)
-        if n_merges < 0:
-            raise ValueError(
-                f"vocab_size={vocab_size} is too small: 256 byte tokens and {len(specials)} special tokens need "
-                f"{256 + len(specials)}"
-            )
         kwargs.setdefault("show_progress", False)
         model = hf_bpe.train(
-            texts, vocab_size - len(specials), pattern=self._model.pattern, special_tokens=specials, **kwargs
+            texts, vocab_size, pattern=self._model.pattern, special_tokens=specials, **kwargs
         )
-        init = {
-            key: value for key, value in self.init_kwargs.items() if key not in ("name_or_path", "vocab_file")
-        }
-        init.pop("added_tokens_decoder", None)
+        init = {key: value for key, value in self.init_kwargs.items() if key not in _NOT_INHERITED}
         for key in self.SPECIAL_TOKENS_ATTRIBUTES:
             value = self._special_tokens_map.get(key)
             if value is not None:
                 init[key] = rename.get(str(value), str(value))
-        init["extra_special_tokens"] = [
-            rename.get(str(token), str(token)) for token in self._extra_special_tokens
+        extra = [rename.get(str(token), str(token)) for token in self._extra_special_tokens]
+        init["extra_special_tokens"] = extra + [
+            str(token) for token in new_special_tokens or [] if str(token) not in extra
         ]
-        init["extra_special_tokens"] += [str(token) for token in new_special_tokens or []]
         init["chat_template"] = self.chat_template
-        card = {"training": {"texts": texts.count, "bytes": texts.bytes, "sample": texts.sample}}
+        training = {"texts": texts.count, "bytes": texts.bytes, "vocab_size": vocab_size}
+        if texts.sample:
+            training["sample_bytes"] = len(texts.sample.encode("utf-8"))
+            training["sample_tokens"] = len(model.encode_ordinary(texts.sample))
         return type(self)(
-            model=model, add_bos_token=self._add_bos, add_eos_token=self._add_eos, **{CONFIG_KEY: {"card": card}},
+            model=model,
+            add_bos_token=self._add_bos,
+            add_eos_token=self._add_eos,
+            **{CONFIG_KEY: {"card": {"training": training}}},
             **init,
-        )  # fmt: skip
+        )
 
     def _special_tokens_in_id_order(self) -> list[str]:
         return [
@@ -1162,6 +1163,16 @@ def _items(text: Any, text_pair: Any, batched: bool, is_split_into_words: bool) 
                 raise ValueError(f"Expected a pair of sequences, got {len(current)} sequences.")
         items.append((current, pair))
     return items
+
+
+_NOT_INHERITED = (
+    "name_or_path",
+    "vocab_file",
+    "added_tokens_decoder",
+    "add_bos_token",
+    "add_eos_token",
+    CONFIG_KEY,
+)
 
 
 class _TextStream:
