@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from transformers import AutoTokenizer, PreTrainedConfig, PreTrainedTokenizer
 from transformers.tokenization_utils_base import (
@@ -79,8 +79,8 @@ class BPETokenizer(PreTrainedTokenizer):
     ``tokenizer.json``. ``return_offsets_mapping=True`` gives character offsets.
     """
 
-    vocab_files_names: ClassVar[dict[str, str]] = {"vocab_file": MODEL_FILE}
-    model_input_names: ClassVar[list[str]] = ["input_ids", "attention_mask"]
+    vocab_files_names = {"vocab_file": MODEL_FILE}  # noqa: RUF012 - transformers' class attributes
+    model_input_names = ["input_ids", "attention_mask"]  # noqa: RUF012
     add_prefix_space = False
     """Text is encoded as given (GPT-2 style): no space is put before it, nor before pre-split words."""
 
@@ -168,7 +168,7 @@ class BPETokenizer(PreTrainedTokenizer):
         for key, value in named.items():
             if isinstance(value, int) and not isinstance(value, bool):
                 named[key] = _special_text(model, key, value)
-        tokens = {key: value for key, value in named.items() if value is not None}
+        tokens: dict[str, Any] = {key: value for key, value in named.items() if value is not None}
         # The model's special tokens that get no name (bos, eos, ...) are extra special tokens.
         extra = list(kwargs.pop("extra_special_tokens", None) or [])
         taken = {str(token) for token in [*tokens.values(), *extra]}
@@ -243,7 +243,7 @@ class BPETokenizer(PreTrainedTokenizer):
             return self._added_tokens_encoder.get(str(self.unk_token)) if self.unk_token is not None else None
         return token_id
 
-    def _convert_id_to_token(self, index: int) -> str | None:
+    def _convert_id_to_token(self, index: int) -> str | None:  # type: ignore[override]  # None: unused id
         spelled = self._get_tables().spelled
         if 0 <= index < len(spelled):
             return spelled[index]
@@ -345,8 +345,8 @@ class BPETokenizer(PreTrainedTokenizer):
         return self.convert_ids_to_tokens(ids)
 
     def _tokenize(self, text: str, **kwargs: Any) -> list[str]:
-        spelled = self._get_tables().spelled
-        return [spelled[token_id] for token_id in self._model.encode_ordinary(text)]
+        spelled = self._get_tables().spelled  # ordinary ids are never holes
+        return [cast(str, spelled[token_id]) for token_id in self._model.encode_ordinary(text)]
 
     def _encode_without_added_tokens(self, text: str) -> list[int]:
         return self._model.encode_ordinary(text)
@@ -502,7 +502,7 @@ class BPETokenizer(PreTrainedTokenizer):
                 encoded.pop("overflowing_tokens", None)
                 encoded.pop("num_truncated_tokens", None)
             if padding_strategy != PaddingStrategy.DO_NOT_PAD or return_attention_mask:
-                encoded = self.pad(
+                encoded = self.pad(  # type: ignore[assignment]
                     encoded,
                     max_length=max_length,
                     padding=padding_strategy.value,
@@ -533,7 +533,7 @@ class BPETokenizer(PreTrainedTokenizer):
             padding_side=padding_side,
             return_attention_mask=return_attention_mask,
         )
-        return BatchEncoding(padded, tensor_type=return_tensors)
+        return BatchEncoding(padded.data, tensor_type=return_tensors)
 
     def _encode_texts_batch(
         self,
@@ -624,10 +624,10 @@ class BPETokenizer(PreTrainedTokenizer):
                 ids, pair_ids=pair_ids, num_tokens_to_remove=remove, truncation_strategy=truncation_strategy,
                 stride=stride,
             )  # fmt: skip
-            if spans is not None:
-                spans, pair_spans, _ = self.truncate_sequences(
-                    spans, pair_ids=pair_spans, num_tokens_to_remove=remove, truncation_strategy=truncation_strategy,
-                    stride=stride,
+            if spans is not None:  # truncate_sequences only slices: the spans are cut like the ids
+                spans, pair_spans, _ = self.truncate_sequences(  # type: ignore[assignment]
+                    spans, pair_ids=pair_spans, num_tokens_to_remove=remove,  # type: ignore[arg-type]
+                    truncation_strategy=truncation_strategy, stride=stride,
                 )  # fmt: skip
             ids, pair_ids = kept_ids, kept_pair
         if add_special_tokens:
@@ -738,7 +738,8 @@ class BPETokenizer(PreTrainedTokenizer):
         if not outside or not any(token_id in outside for token_id in ids):
             text_bytes = core.decode_bytes(ids)
         else:
-            parts, run = [], []
+            parts: list[bytes] = []
+            run: list[int] = []
             for token_id in ids:
                 if token_id in outside:
                     parts.append(core.decode_bytes(run))
@@ -915,7 +916,7 @@ class BPETokenizer(PreTrainedTokenizer):
             model=model,
             add_bos_token=self._add_bos,
             add_eos_token=self._add_eos,
-            **{CONFIG_KEY: {"card": {"training": training}}},
+            **cast(dict[str, Any], {CONFIG_KEY: {"card": {"training": training}}}),
             **init,
         )
 
@@ -1113,7 +1114,7 @@ class _SequenceEncoder:
                 if not self._words:  # a list of token strings, as PythonBackend reads it
                     if self._offsets:
                         raise ValueError("return_offsets_mapping=True needs text, not token strings")
-                    return self._tokenizer.convert_tokens_to_ids(list(sequence)), None
+                    return cast(list[int], self._tokenizer.convert_tokens_to_ids(list(sequence))), None
                 ids: list[int] = []
                 spans: list[tuple[int, int]] | None = [] if self._offsets else None
                 for _ in sequence:

@@ -133,7 +133,9 @@ class BPE:
         policy = self._policy(allowed_special, disallowed_special)
         return self._core.encode_batch(texts, policy, num_threads)
 
-    def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> list[list[int]]:
+    def encode_ordinary_batch(
+        self, texts: Iterable[str], *, num_threads: int | None = None
+    ) -> list[list[int]]:
         """Encode many texts in parallel, treating special tokens as ordinary text.
 
         >>> import hf_bpe
@@ -273,7 +275,10 @@ class BPE:
             "name": self.name,
             "pattern": self.pattern,
             "special_tokens": self._special_tokens,
-            "ranks": [[base64.b64encode(token).decode("ascii"), rank] for token, rank in self.mergeable_ranks.items()],
+            "ranks": [
+                [base64.b64encode(token).decode("ascii"), rank]
+                for token, rank in self.mergeable_ranks.items()
+            ],
         }
         return atomic_write(path, json.dumps(document, ensure_ascii=False, indent=0))
 
@@ -286,7 +291,7 @@ class BPE:
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise TokenizerFileError(path, f"not an hf_bpe model file: {error}") from None
         if not isinstance(document, dict) or document.get("format") != MODEL_FORMAT:
-            raise TokenizerFileError(path, f"not an hf_bpe model file (no \"format\": \"{MODEL_FORMAT}\")")
+            raise TokenizerFileError(path, f'not an hf_bpe model file (no "format": "{MODEL_FORMAT}")')
         if document.get("version") != MODEL_FORMAT_VERSION:
             raise TokenizerFileError(
                 path, f"model file version {document.get('version')!r} is not supported (expected 1)"
@@ -338,7 +343,9 @@ class BPE:
         if disallowed_special == "all":
             disallowed = self._special_tokens_set - allowed
         elif isinstance(disallowed_special, (str, bytes)) or not isinstance(disallowed_special, Collection):
-            raise TypeError(f'disallowed_special must be "all" or a collection of str, got {disallowed_special!r}')
+            raise TypeError(
+                f'disallowed_special must be "all" or a collection of str, got {disallowed_special!r}'
+            )
         else:
             disallowed = frozenset(disallowed_special)
         key = (allowed, disallowed)

@@ -87,12 +87,12 @@ def _special_tokens(tokenizer: BPETokenizer) -> str:
     for role, token in tokenizer.special_tokens_map.items():
         roles.setdefault(str(token), []).append(role.removesuffix("_token"))
     rows = ["| id | token | role | special |", "|---|---|---|---|"]
-    for token_id, token in tokenizer.added_tokens_decoder.items():
-        role = ", ".join(roles.get(token.content, [])) or (
-            "model" if token.content in tokenizer.model.special_tokens else "added"
+    for token_id, added in tokenizer.added_tokens_decoder.items():
+        role = ", ".join(roles.get(added.content, [])) or (
+            "model" if added.content in tokenizer.model.special_tokens else "added"
         )
         rows.append(
-            f"| {token_id} | `{_escape(token.content)}` | {role} | {'yes' if token.special else 'no'} |"
+            f"| {token_id} | `{_escape(added.content)}` | {role} | {'yes' if added.special else 'no'} |"
         )
     return "\n".join(rows) if len(rows) > 2 else "None."
 
