@@ -40,6 +40,9 @@ def measure(tokenizer, inputs):
     out["left"] = dict(tokenizer(texts, padding="longest", padding_side="left"))
     out["pairs"] = [dict(tokenizer(first, second, return_token_type_ids=True)) for first, second in pairs]
     out["truncated"] = dict(tokenizer(texts, truncation=True, max_length=6, padding="max_length"))
+    words = tokenizer([text.split(" ") for text in texts], is_split_into_words=True, return_offsets_mapping=True)
+    out["words"] = {key: [[list(item) if isinstance(item, tuple) else item for item in row] for row in value]
+                    for key, value in words.items()}
     ids = out["batch"]["input_ids"]
     out["decode"] = [tokenizer.decode(row) for row in ids]
     out["decode_skip"] = tokenizer.batch_decode(ids, skip_special_tokens=True)
