@@ -5,6 +5,7 @@
 //! Nothing here knows about Python; the bindings live in the `hf_bpe_python` crate.
 
 pub mod pretokenize;
+pub mod train;
 
 /// A token id. In tiktoken-style vocabularies the id of a mergeable token is also its merge rank.
 pub type Rank = u32;
