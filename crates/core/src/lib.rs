@@ -4,8 +4,15 @@
 //! piece), `special` (special-token matching), `model` (the model: vocabulary, encode, decode).
 //! Nothing here knows about Python; the bindings live in the `hf_bpe_python` crate.
 
+pub mod merge;
+pub mod model;
 pub mod pretokenize;
+pub mod special;
 pub mod train;
+
+pub use model::{BuildError, Model};
+pub use pretokenize::{SplitError, Splitter};
+pub use special::SpecialMatcher;
 
 /// A token id. In tiktoken-style vocabularies the id of a mergeable token is also its merge rank.
 pub type Rank = u32;

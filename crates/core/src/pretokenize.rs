@@ -20,7 +20,9 @@ impl fmt::Display for SplitError {
             SplitError::BadPattern { pattern, reason } => {
                 write!(f, "split pattern {pattern:?} does not compile: {reason}")
             }
-            SplitError::Engine { reason } => write!(f, "the split pattern failed on this text: {reason}"),
+            SplitError::Engine { reason } => {
+                write!(f, "the split pattern failed on this text: {reason}")
+            }
         }
     }
 }
@@ -41,7 +43,10 @@ impl Splitter {
             pattern: pattern.to_owned(),
             reason: error.to_string(),
         })?;
-        Ok(Self { pattern: pattern.to_owned(), regex })
+        Ok(Self {
+            pattern: pattern.to_owned(),
+            regex,
+        })
     }
 
     pub fn pattern(&self) -> &str {
@@ -55,7 +60,9 @@ impl Splitter {
         mut on_piece: impl FnMut(usize, usize),
     ) -> Result<(), SplitError> {
         for found in self.regex.find_iter(text) {
-            let piece = found.map_err(|error| SplitError::Engine { reason: error.to_string() })?;
+            let piece = found.map_err(|error| SplitError::Engine {
+                reason: error.to_string(),
+            })?;
             if piece.start() < piece.end() {
                 on_piece(piece.start(), piece.end());
             }
@@ -81,11 +88,17 @@ mod tests {
     #[test]
     fn splits_words_with_their_leading_space() {
         let splitter = Splitter::new(GPT2).unwrap();
-        assert_eq!(splitter.pieces("Hello world's  end").unwrap(), ["Hello", " world", "'s", " ", " end"]);
+        assert_eq!(
+            splitter.pieces("Hello world's  end").unwrap(),
+            ["Hello", " world", "'s", " ", " end"]
+        );
     }
 
     #[test]
     fn bad_pattern_is_reported() {
-        assert!(matches!(Splitter::new("(unclosed"), Err(SplitError::BadPattern { .. })));
+        assert!(matches!(
+            Splitter::new("(unclosed"),
+            Err(SplitError::BadPattern { .. })
+        ));
     }
 }

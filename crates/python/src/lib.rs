@@ -1,1 +1,420 @@
-//! bindings (in progress)
+//! Python bindings of the hf_bpe core: type conversion, GIL release and error mapping only.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use hf_bpe_core::{Model, Rank, SpecialMatcher, SplitError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+/// Texts at least this long are encoded with the GIL released.
+const RELEASE_GIL_FROM: usize = 4096;
+
+fn split_error(error: SplitError) -> PyErr {
+    PyValueError::new_err(error.to_string())
+}
+
+/// Raises one of the exception classes of `hf_bpe.errors`.
+fn hf_bpe_error<'py>(py: Python<'py>, class: &str, args: impl IntoPyObject<'py>) -> PyErr {
+    match py
+        .import("hf_bpe.errors")
+        .and_then(|module| module.getattr(class))
+    {
+        Ok(class) => match class.call1((args,)) {
+            Ok(error) => PyErr::from_value(error),
+            Err(error) => error,
+        },
+        Err(error) => error,
+    }
+}
+
+/// The text of a `str`, with lone surrogates handled as tiktoken does: round-trip through UTF-16
+/// with `surrogatepass`, which joins valid surrogate pairs and replaces lone ones with U+FFFD.
+fn text_of<'a, 'py>(value: &'a Bound<'py, PyAny>, what: &str) -> PyResult<Cow<'a, str>> {
+    let text = value.cast::<PyString>().map_err(|_| {
+        let type_name = value
+            .get_type()
+            .name()
+            .map(|name| name.to_string())
+            .unwrap_or_default();
+        PyTypeError::new_err(format!("{what} expects str, got {type_name}"))
+    })?;
+    match text.to_str() {
+        Ok(text) => Ok(Cow::Borrowed(text)),
+        Err(_) => {
+            let repaired = text
+                .call_method1("encode", ("utf-16", "surrogatepass"))?
+                .call_method1("decode", ("utf-16", "replace"))?;
+            Ok(Cow::Owned(
+                repaired.cast::<PyString>()?.to_str()?.to_owned(),
+            ))
+        }
+    }
+}
+
+/// Ids from a Python sequence of ints, each checked against the vocabulary's id range.
+fn ids_of(py: Python<'_>, value: &Bound<'_, PyAny>, n_vocab: usize) -> PyResult<Vec<Rank>> {
+    if value.is_instance_of::<PyString>() || value.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(
+            "expected a sequence of int token ids, got a string",
+        ));
+    }
+    let ids: Vec<i64> = value.extract().map_err(|_| {
+        let type_name = value
+            .get_type()
+            .name()
+            .map(|name| name.to_string())
+            .unwrap_or_default();
+        PyTypeError::new_err(format!(
+            "expected a sequence of int token ids, got {type_name}"
+        ))
+    })?;
+    ids.into_iter()
+        .map(|id| {
+            Rank::try_from(id).map_err(|_| hf_bpe_error(py, "UnknownTokenError", (id, n_vocab)))
+        })
+        .collect()
+}
+
+fn thread_pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
+    static POOLS: OnceLock<Mutex<FxHashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    if let Some(pool) = pools.get(&threads) {
+        return Ok(pool.clone());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|error| {
+            PyValueError::new_err(format!("cannot start {threads} threads: {error}"))
+        })?;
+    let pool = Arc::new(pool);
+    pools.insert(threads, pool.clone());
+    Ok(pool)
+}
+
+/// Which special tokens `encode` turns into their ids, and which make it raise.
+#[pyclass(frozen, module = "hf_bpe._core")]
+struct SpecialPolicy {
+    allowed: SpecialMatcher,
+    disallowed: SpecialMatcher,
+}
+
+/// The Rust model behind `hf_bpe.BPE`.
+#[pyclass(frozen, module = "hf_bpe._core")]
+struct CoreBPE {
+    model: Model,
+    /// Encodes everything as ordinary text.
+    ordinary: SpecialPolicy,
+}
+
+impl CoreBPE {
+    fn encode_policy(
+        &self,
+        text: &str,
+        policy: &SpecialPolicy,
+    ) -> Result<Vec<Rank>, EncodeFailure> {
+        if let Some((token, _)) = policy.disallowed.find(text) {
+            return Err(EncodeFailure::Disallowed(token.to_owned()));
+        }
+        let mut ids = Vec::with_capacity(text.len() / 3);
+        self.model
+            .encode(text, &policy.allowed, &mut ids)
+            .map_err(EncodeFailure::Split)?;
+        Ok(ids)
+    }
+
+    fn run<T: Send>(&self, py: Python<'_>, size: usize, work: impl FnOnce() -> T + Send) -> T {
+        if size >= RELEASE_GIL_FROM {
+            py.detach(work)
+        } else {
+            work()
+        }
+    }
+}
+
+enum EncodeFailure {
+    Disallowed(String),
+    Split(SplitError),
+}
+
+impl EncodeFailure {
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            EncodeFailure::Disallowed(token) => {
+                hf_bpe_error(py, "DisallowedSpecialTokenError", token)
+            }
+            EncodeFailure::Split(error) => split_error(error),
+        }
+    }
+}
+
+#[pymethods]
+impl CoreBPE {
+    #[new]
+    fn new(
+        ranks: &Bound<'_, PyDict>,
+        pattern: &str,
+        special_tokens: &Bound<'_, PyDict>,
+    ) -> PyResult<Self> {
+        let py = ranks.py();
+        let mut rank_list = Vec::with_capacity(ranks.len());
+        for (token, rank) in ranks.iter() {
+            let token = token.cast::<PyBytes>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "ranks keys must be bytes, got {}",
+                    token.repr().map(|r| r.to_string()).unwrap_or_default()
+                ))
+            })?;
+            let rank: i64 = rank.extract().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "the rank of {} must be an int",
+                    token.repr().map(|r| r.to_string()).unwrap_or_default()
+                ))
+            })?;
+            let rank = Rank::try_from(rank).map_err(|_| {
+                hf_bpe_error(
+                    py,
+                    "InvalidVocabularyError",
+                    format!(
+                        "rank {rank} of {:?} is out of range (0 to 2**31 - 1)",
+                        token.as_bytes()
+                    ),
+                )
+            })?;
+            rank_list.push((token.as_bytes().to_vec(), rank));
+        }
+        let mut specials = Vec::with_capacity(special_tokens.len());
+        for (token, id) in special_tokens.iter() {
+            let token: String = token
+                .extract()
+                .map_err(|_| PyTypeError::new_err("special token names must be str"))?;
+            let id: i64 = id.extract().map_err(|_| {
+                PyTypeError::new_err(format!("the id of special token {token:?} must be an int"))
+            })?;
+            let id = Rank::try_from(id).map_err(|_| {
+                hf_bpe_error(
+                    py,
+                    "InvalidVocabularyError",
+                    format!("special token {token:?} has id {id}, out of range (0 to 2**31 - 1)"),
+                )
+            })?;
+            specials.push((token, id));
+        }
+        let model = py
+            .detach(|| Model::from_ranks(rank_list, pattern, specials))
+            .map_err(|error| match error {
+                hf_bpe_core::BuildError::Pattern(error) => PyValueError::new_err(error.to_string()),
+                other => hf_bpe_error(py, "InvalidVocabularyError", other.to_string()),
+            })?;
+        let ordinary = SpecialPolicy {
+            allowed: SpecialMatcher::new([]),
+            disallowed: SpecialMatcher::new([]),
+        };
+        Ok(Self { model, ordinary })
+    }
+
+    /// A policy: `allowed` special tokens are encoded as their ids, `disallowed` ones raise.
+    fn special_policy(&self, allowed: Vec<String>, disallowed: Vec<String>) -> SpecialPolicy {
+        SpecialPolicy {
+            allowed: self
+                .model
+                .special_matcher(allowed.iter().map(String::as_str)),
+            // Like tiktoken, any text may be disallowed, not only special tokens.
+            disallowed: SpecialMatcher::new(disallowed.iter().map(|text| (text.as_str(), 0))),
+        }
+    }
+
+    /// A policy that cuts out arbitrary `(text, id)` tokens (e.g. tokens added by a tokenizer at
+    /// run time) and encodes them as those ids; nothing is disallowed. Longest match wins.
+    fn added_tokens_policy(&self, tokens: Vec<(String, Rank)>) -> SpecialPolicy {
+        SpecialPolicy {
+            allowed: SpecialMatcher::new(tokens.iter().map(|(text, id)| (text.as_str(), *id))),
+            disallowed: SpecialMatcher::new([]),
+        }
+    }
+
+    fn encode_ordinary(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<Rank>> {
+        let text = text_of(text, "encode_ordinary")?;
+        self.run(py, text.len(), || self.encode_policy(&text, &self.ordinary))
+            .map_err(|f| f.into_py(py))
+    }
+
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyAny>,
+        policy: &SpecialPolicy,
+    ) -> PyResult<Vec<Rank>> {
+        let text = text_of(text, "encode")?;
+        self.run(py, text.len(), || self.encode_policy(&text, policy))
+            .map_err(|f| f.into_py(py))
+    }
+
+    /// Ids and the character offset where each token starts.
+    fn encode_with_offsets(
+        &self,
+        py: Python<'_>,
+        text: &Bound<'_, PyAny>,
+        policy: &SpecialPolicy,
+    ) -> PyResult<(Vec<Rank>, Vec<usize>)> {
+        let text = text_of(text, "encode")?;
+        let work = || -> Result<(Vec<Rank>, Vec<usize>), EncodeFailure> {
+            if let Some((token, _)) = policy.disallowed.find(&text) {
+                return Err(EncodeFailure::Disallowed(token.to_owned()));
+            }
+            let (mut ids, mut starts) = (Vec::new(), Vec::new());
+            self.model
+                .encode_with_offsets(&text, &policy.allowed, &mut ids, Some(&mut starts))
+                .map_err(EncodeFailure::Split)?;
+            Ok((ids, byte_to_char_offsets(&text, starts)))
+        };
+        self.run(py, text.len(), work).map_err(|f| f.into_py(py))
+    }
+
+    #[pyo3(signature = (texts, policy=None, num_threads=None))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        policy: Option<&SpecialPolicy>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Vec<Vec<Rank>>> {
+        if texts.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(
+                "encode_batch expects a list of str, got a single str",
+            ));
+        }
+        let items: Vec<Bound<'_, PyAny>> = texts
+            .try_iter()
+            .map_err(|_| PyTypeError::new_err("encode_batch expects an iterable of str"))?
+            .collect::<PyResult<_>>()?;
+        let texts: Vec<Cow<'_, str>> = items
+            .iter()
+            .map(|item| text_of(item, "encode_batch"))
+            .collect::<PyResult<_>>()?;
+        let policy = policy.unwrap_or(&self.ordinary);
+        let pool = match num_threads {
+            Some(0) => return Err(PyValueError::new_err("num_threads must be at least 1")),
+            Some(threads) => Some(thread_pool(threads)?),
+            None => None,
+        };
+        let work = || -> Vec<Result<Vec<Rank>, EncodeFailure>> {
+            let encode_all = || {
+                texts
+                    .par_iter()
+                    .map(|text| self.encode_policy(text, policy))
+                    .collect()
+            };
+            match &pool {
+                Some(pool) => pool.install(encode_all),
+                None => encode_all(),
+            }
+        };
+        let results = py.detach(work);
+        results
+            .into_iter()
+            .map(|result| result.map_err(|f| f.into_py(py)))
+            .collect()
+    }
+
+    fn decode_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        ids: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let ids = ids_of(py, ids, self.model.n_vocab())?;
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        self.model
+            .decode_bytes(&ids, &mut out)
+            .map_err(|id| hf_bpe_error(py, "UnknownTokenError", (id, self.model.n_vocab())))?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    fn decode_single_token_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let value: i64 = id
+            .extract()
+            .map_err(|_| PyTypeError::new_err("a token id must be an int"))?;
+        Rank::try_from(value)
+            .ok()
+            .and_then(|id| self.model.token_bytes(id))
+            .map(|bytes| PyBytes::new(py, bytes))
+            .ok_or_else(|| hf_bpe_error(py, "UnknownTokenError", (value, self.model.n_vocab())))
+    }
+
+    /// The id of a mergeable token given its bytes, or None.
+    fn token_id(&self, token: &[u8]) -> Option<Rank> {
+        self.model.token_id(token)
+    }
+
+    fn token_byte_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(
+            py,
+            self.model
+                .sorted_token_bytes()
+                .into_iter()
+                .map(|bytes| PyBytes::new(py, bytes)),
+        )
+    }
+
+    /// Every mergeable token and its id, as a dict ordered by id.
+    fn mergeable_ranks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let ranks = PyDict::new(py);
+        for (token, rank) in self.model.ranks() {
+            ranks.set_item(PyBytes::new(py, token), rank)?;
+        }
+        Ok(ranks)
+    }
+
+    #[getter]
+    fn n_vocab(&self) -> usize {
+        self.model.n_vocab()
+    }
+
+    #[getter]
+    fn n_mergeable(&self) -> usize {
+        self.model.n_mergeable()
+    }
+
+    #[getter]
+    fn pattern(&self) -> &str {
+        self.model.pattern()
+    }
+}
+
+/// Converts ascending byte offsets into `text` to character offsets.
+fn byte_to_char_offsets(text: &str, byte_offsets: Vec<usize>) -> Vec<usize> {
+    let mut chars = 0;
+    let mut byte = 0;
+    let bytes = text.as_bytes();
+    byte_offsets
+        .into_iter()
+        .map(|target| {
+            while byte < target {
+                // Count character starts (bytes that are not UTF-8 continuation bytes).
+                if bytes[byte] & 0xC0 != 0x80 {
+                    chars += 1;
+                }
+                byte += 1;
+            }
+            chars
+        })
+        .collect()
+}
+
+#[pymodule]
+fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<CoreBPE>()?;
+    module.add_class::<SpecialPolicy>()?;
+    Ok(())
+}

@@ -1,0 +1,306 @@
+//! Byte-pair merging of one piece.
+//!
+//! A `MergeTable` maps an adjacent pair of token ids to the merge it allows: the id of the merged
+//! token and its priority (lower merges first). Each format fills the table its own way (tiktoken
+//! ranks: every split of every token; merges lists: the listed pairs only), and the loop is the same:
+//! repeatedly merge the adjacent pair with the lowest priority, ties to the leftmost pair.
+//!
+//! Short pieces use a flat scan (cache-friendly, like tiktoken); long pieces use a linked list and a
+//! min-heap with lazy deletion, so a megabyte without whitespace stays O(n log n).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+
+use crate::Rank;
+
+/// Pieces longer than this (in bytes) use the heap-based merge.
+const HEAP_THRESHOLD: usize = 128;
+
+/// What merging an adjacent pair yields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Merge {
+    /// Lower merges first.
+    pub priority: u32,
+    /// The token the pair becomes.
+    pub merged: Rank,
+}
+
+const NO_MERGE: Merge = Merge {
+    priority: u32::MAX,
+    merged: Rank::MAX,
+};
+
+#[inline]
+fn pair_key(left: Rank, right: Rank) -> u64 {
+    (u64::from(left) << 32) | u64::from(right)
+}
+
+/// The pair table and the initial symbol of each byte.
+#[derive(Clone, Debug)]
+pub struct MergeTable {
+    byte_ids: [Rank; 256],
+    pairs: FxHashMap<u64, Merge>,
+}
+
+impl MergeTable {
+    pub fn new(byte_ids: [Rank; 256]) -> Self {
+        Self {
+            byte_ids,
+            pairs: FxHashMap::default(),
+        }
+    }
+
+    /// Allows `left` + `right` to merge into `merged` with `priority`. A pair given twice keeps the
+    /// merge with the lower priority.
+    pub fn insert(&mut self, left: Rank, right: Rank, merge: Merge) {
+        self.pairs
+            .entry(pair_key(left, right))
+            .and_modify(|existing| {
+                if merge.priority < existing.priority {
+                    *existing = merge;
+                }
+            })
+            .or_insert(merge);
+    }
+
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    #[inline]
+    pub fn byte_id(&self, byte: u8) -> Rank {
+        self.byte_ids[byte as usize]
+    }
+
+    #[inline]
+    fn lookup(&self, left: Rank, right: Rank) -> Merge {
+        self.pairs
+            .get(&pair_key(left, right))
+            .copied()
+            .unwrap_or(NO_MERGE)
+    }
+
+    /// Appends the ids of `piece` (at least one byte) to `out`.
+    pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        match piece.len() {
+            0 => {}
+            1 => out.push(self.byte_id(piece[0])),
+            len if len <= HEAP_THRESHOLD => self.merge_flat(piece, out),
+            _ => self.merge_heap(piece, out),
+        }
+    }
+
+    fn merge_flat(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        let start = out.len();
+        out.extend(piece.iter().map(|&byte| self.byte_id(byte)));
+        let symbols = &mut out[start..];
+        let mut len = symbols.len();
+        // merges[i] is what the pair (symbols[i], symbols[i + 1]) would become; on the stack, since
+        // this runs once per piece.
+        let mut merges = [NO_MERGE; HEAP_THRESHOLD];
+        for (merge, pair) in merges.iter_mut().zip(symbols.windows(2)) {
+            *merge = self.lookup(pair[0], pair[1]);
+        }
+        loop {
+            let mut best = NO_MERGE.priority;
+            let mut at = usize::MAX;
+            for (index, merge) in merges[..len - 1].iter().enumerate() {
+                if merge.priority < best {
+                    best = merge.priority;
+                    at = index;
+                }
+            }
+            if at == usize::MAX {
+                break;
+            }
+            symbols[at] = merges[at].merged;
+            symbols.copy_within(at + 2..len, at + 1);
+            merges.copy_within(at + 1..len - 1, at);
+            len -= 1;
+            if at > 0 {
+                merges[at - 1] = self.lookup(symbols[at - 1], symbols[at]);
+            }
+            if at + 1 < len {
+                merges[at] = self.lookup(symbols[at], symbols[at + 1]);
+            }
+        }
+        out.truncate(start + len);
+    }
+
+    fn merge_heap(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        const NONE: u32 = u32::MAX;
+        let len = piece.len();
+        // Symbols are indexed by the position of their first byte; merged-away ones are dead.
+        let mut ids: Vec<Rank> = piece.iter().map(|&byte| self.byte_id(byte)).collect();
+        let mut next: Vec<u32> = (1..=len as u32).collect();
+        next[len - 1] = NONE;
+        let mut prev: Vec<u32> = (0..len as u32)
+            .map(|position| position.wrapping_sub(1))
+            .collect();
+        prev[0] = NONE;
+        let mut alive = vec![true; len];
+
+        // (priority, left position, left id, right id); stale entries are skipped when popped.
+        let mut heap: BinaryHeap<Reverse<(u32, u32, Rank, Rank)>> = BinaryHeap::with_capacity(len);
+        for position in 0..len - 1 {
+            let merge = self.lookup(ids[position], ids[position + 1]);
+            if merge.priority != NO_MERGE.priority {
+                heap.push(Reverse((
+                    merge.priority,
+                    position as u32,
+                    ids[position],
+                    ids[position + 1],
+                )));
+            }
+        }
+        while let Some(Reverse((_, left, left_id, right_id))) = heap.pop() {
+            let left = left as usize;
+            // A token's id changes whenever it merges (it gets longer), so matching ids mean the
+            // pair is still exactly the one this entry was made for.
+            if !alive[left] || ids[left] != left_id {
+                continue;
+            }
+            let right = next[left];
+            if right == NONE || ids[right as usize] != right_id {
+                continue;
+            }
+            let right = right as usize;
+            ids[left] = self.lookup(left_id, right_id).merged;
+            alive[right] = false;
+            next[left] = next[right];
+            if next[right] != NONE {
+                prev[next[right] as usize] = left as u32;
+            }
+            if prev[left] != NONE {
+                let before = prev[left] as usize;
+                let merge = self.lookup(ids[before], ids[left]);
+                if merge.priority != NO_MERGE.priority {
+                    heap.push(Reverse((
+                        merge.priority,
+                        before as u32,
+                        ids[before],
+                        ids[left],
+                    )));
+                }
+            }
+            if next[left] != NONE {
+                let after = next[left] as usize;
+                let merge = self.lookup(ids[left], ids[after]);
+                if merge.priority != NO_MERGE.priority {
+                    heap.push(Reverse((
+                        merge.priority,
+                        left as u32,
+                        ids[left],
+                        ids[after],
+                    )));
+                }
+            }
+        }
+        let mut position = 0u32;
+        while position != NONE {
+            out.push(ids[position as usize]);
+            position = next[position as usize];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes are ids 0-255; merges given as (left, right, merged) in priority order.
+    fn table(merges: &[(Rank, Rank, Rank)]) -> MergeTable {
+        let mut byte_ids = [0; 256];
+        for (byte, id) in byte_ids.iter_mut().enumerate() {
+            *id = byte as Rank;
+        }
+        let mut table = MergeTable::new(byte_ids);
+        for (priority, &(left, right, merged)) in merges.iter().enumerate() {
+            table.insert(
+                left,
+                right,
+                Merge {
+                    priority: priority as u32,
+                    merged,
+                },
+            );
+        }
+        table
+    }
+
+    /// The readable quadratic loop: find the lowest-priority adjacent pair (leftmost on ties), merge.
+    fn naive(table: &MergeTable, piece: &[u8]) -> Vec<Rank> {
+        let mut symbols: Vec<Rank> = piece.iter().map(|&byte| table.byte_id(byte)).collect();
+        loop {
+            let best = (0..symbols.len().saturating_sub(1))
+                .map(|i| (table.lookup(symbols[i], symbols[i + 1]), i))
+                .filter(|(merge, _)| merge.priority != NO_MERGE.priority)
+                .min_by_key(|(merge, i)| (merge.priority, *i));
+            let Some((merge, i)) = best else {
+                return symbols;
+            };
+            symbols[i] = merge.merged;
+            symbols.remove(i + 1);
+        }
+    }
+
+    fn both_ways(table: &MergeTable, piece: &[u8]) -> Vec<Rank> {
+        let expected = naive(table, piece);
+        let mut heap = Vec::new();
+        table.merge_heap(piece, &mut heap);
+        assert_eq!(
+            heap, expected,
+            "heap merge differs from the naive loop on {piece:?}"
+        );
+        if piece.len() <= HEAP_THRESHOLD {
+            let mut flat = Vec::new();
+            table.merge_flat(piece, &mut flat);
+            assert_eq!(
+                flat, expected,
+                "flat merge differs from the naive loop on {piece:?}"
+            );
+        }
+        expected
+    }
+
+    #[test]
+    fn ties_go_to_the_leftmost_pair() {
+        let aa = 256;
+        let table = table(&[(b'a' as Rank, b'a' as Rank, aa)]);
+        assert_eq!(both_ways(&table, b"aaa"), vec![aa, b'a' as Rank]);
+        assert_eq!(both_ways(&table, b"aaaa"), vec![aa, aa]);
+    }
+
+    #[test]
+    fn lowest_priority_merges_first() {
+        let (ab, bc) = (256, 257);
+        // bc has the lower priority, so "abc" becomes a + bc.
+        let table = table(&[
+            (b'b' as Rank, b'c' as Rank, bc),
+            (b'a' as Rank, b'b' as Rank, ab),
+        ]);
+        assert_eq!(both_ways(&table, b"abc"), vec![b'a' as Rank, bc]);
+    }
+
+    #[test]
+    fn heap_and_flat_agree_on_long_repetitive_pieces() {
+        let (aa, aaaa, ab) = (256, 257, 258);
+        let table = table(&[
+            (b'a' as Rank, b'a' as Rank, aa),
+            (aa, aa, aaaa),
+            (b'a' as Rank, b'b' as Rank, ab),
+        ]);
+        for len in [2usize, 3, 5, 7, 64, 129, 1000] {
+            let piece: Vec<u8> = (0..len)
+                .map(|i| if i % 7 == 3 { b'b' } else { b'a' })
+                .collect();
+            both_ways(&table, &piece);
+        }
+    }
+}

@@ -1,0 +1,29 @@
+"""hf_bpe: exact, fast byte-level BPE for the Hugging Face ecosystem.
+
+>>> import hf_bpe
+>>> enc = hf_bpe.get_encoding("gpt2")
+>>> enc.decode(enc.encode("hello world"))
+'hello world'
+"""
+
+from hf_bpe import patterns
+from hf_bpe.encodings import get_encoding, list_encoding_names
+from hf_bpe.errors import (
+    DisallowedSpecialTokenError,
+    InvalidVocabularyError,
+    TokenizerFileError,
+    UnknownTokenError,
+)
+from hf_bpe.model import BPE
+
+__all__ = [
+    "BPE",
+    "DisallowedSpecialTokenError",
+    "InvalidVocabularyError",
+    "TokenizerFileError",
+    "UnknownTokenError",
+    "get_encoding",
+    "list_encoding_names",
+    "patterns",
+]
+__version__ = "0.1.0"
