@@ -15,15 +15,20 @@ from hf_bpe.errors import (
     UnknownTokenError,
 )
 from hf_bpe.model import BPE
+from hf_bpe.train import PieceCounts, count_pieces, train, train_from_counts
 
 __all__ = [
     "BPE",
+    "PieceCounts",
     "DisallowedSpecialTokenError",
     "InvalidVocabularyError",
     "TokenizerFileError",
     "UnknownTokenError",
+    "count_pieces",
     "get_encoding",
     "list_encoding_names",
     "patterns",
+    "train",
+    "train_from_counts",
 ]
 __version__ = "0.1.0"

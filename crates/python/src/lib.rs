@@ -3,6 +3,8 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, OnceLock};
 
+mod train;
+
 use hf_bpe_core::{Model, Rank, SpecialMatcher, SplitError};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -416,5 +418,6 @@ fn byte_to_char_offsets(text: &str, byte_offsets: Vec<usize>) -> Vec<usize> {
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<CoreBPE>()?;
     module.add_class::<SpecialPolicy>()?;
+    train::register(module)?;
     Ok(())
 }

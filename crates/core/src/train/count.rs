@@ -29,6 +29,8 @@ pub enum CountError {
     Split(SplitError),
     /// A special token that cannot be used (empty, or given twice).
     BadSpecialToken(String),
+    /// The progress callback asked to stop.
+    Interrupted,
 }
 
 impl fmt::Display for CountError {
@@ -43,6 +45,7 @@ impl fmt::Display for CountError {
             ),
             CountError::Split(error) => write!(f, "{error}"),
             CountError::BadSpecialToken(problem) => write!(f, "{problem}"),
+            CountError::Interrupted => write!(f, "counting was interrupted"),
         }
     }
 }
@@ -267,12 +270,13 @@ impl Counter {
     }
 
     /// Counts UTF-8 text files, streamed in chunks, in parallel. Each file is a document (pieces
-    /// never span two files). `on_bytes(n)` is called as each chunk of `n` bytes is counted.
+    /// never span two files). `on_bytes(n)` is called as each chunk of `n` bytes is counted; when
+    /// it returns `false`, counting stops with [`CountError::Interrupted`].
     /// Call [`check_utf8`] first to fail before counting anything.
     pub fn count_files(
         &self,
         paths: &[PathBuf],
-        on_bytes: impl Fn(u64) + Sync,
+        on_bytes: impl Fn(u64) -> bool + Sync,
     ) -> Result<PieceCounts, CountError> {
         paths
             .iter()
@@ -281,7 +285,9 @@ impl Counter {
             .try_fold(PieceCounts::new, |mut counts, chunk| {
                 let chunk = chunk?;
                 self.count_text(&chunk, &mut counts)?;
-                on_bytes(chunk.len() as u64);
+                if !on_bytes(chunk.len() as u64) {
+                    return Err(CountError::Interrupted);
+                }
                 Ok::<_, CountError>(counts)
             })
             .try_reduce(PieceCounts::new, |mut left, right| {
@@ -486,7 +492,7 @@ mod tests {
             let expected = whole(&counter, &text);
             for chunk_bytes in [1, 7, 64, 100_000] {
                 let small = counter.clone().with_chunk_bytes(chunk_bytes);
-                let counted = small.count_files(&[path.clone()], |_| {}).unwrap();
+                let counted = small.count_files(&[path.clone()], |_| true).unwrap();
                 assert_eq!(counted, expected, "chunk {chunk_bytes}");
             }
         }
@@ -494,7 +500,7 @@ mod tests {
         let error = check_utf8(&[path.clone()]).unwrap_err();
         assert!(matches!(error, CountError::NotUtf8 { offset: 8, byte: 0xff, .. }), "{error}");
         let counter = Counter::new(GPT2, &[]).unwrap();
-        assert!(matches!(counter.count_files(&[path], |_| {}), Err(CountError::NotUtf8 { offset: 8, .. })));
+        assert!(matches!(counter.count_files(&[path], |_| true), Err(CountError::NotUtf8 { offset: 8, .. })));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -34,10 +34,6 @@ fn unpack(pair: PackedPair) -> (Rank, Rank) {
     ((pair >> 32) as Rank, pair as Rank)
 }
 
-/// A merge learned by training: the ids of the two tokens joined (the new token's id is
-/// `256 + its position in the merge list`).
-pub type MergePair = (Rank, Rank);
-
 /// The words (distinct pieces of two or more bytes) in one flat array of symbols.
 struct Words {
     symbols: Vec<Rank>,
@@ -161,11 +157,18 @@ fn compare_pairs(tokens: &[Vec<u8>], a: PackedPair, b: PackedPair) -> Ordering {
         .then_with(|| tokens[a_right as usize].cmp(&tokens[b_right as usize]))
 }
 
-/// Learns up to `num_merges` merges from `counts`. Fewer come back when no adjacent pair is left
-/// (every piece has become a single token). `on_merge(done)` is called after each merge.
-pub fn learn_merges(counts: &PieceCounts, num_merges: usize, mut on_merge: impl FnMut(usize)) -> Vec<MergePair> {
+/// Learns up to `num_tokens` new tokens from `counts` by merging; returns their bytes in id order
+/// (ids `256..`). Fewer come back when no adjacent pair is left (every piece has become a single
+/// token). `on_token(done)` is called after each new token; when it returns `false` (the caller
+/// was interrupted) the tokens learned so far come back.
+///
+/// A merge whose bytes equal an existing token (possible in principle: the same bytes reached by
+/// two different splits) reuses that token's id and adds nothing to the vocabulary, so equal bytes
+/// are always one symbol, as in a trainer that works on byte strings.
+pub fn learn_merges(counts: &PieceCounts, num_tokens: usize, mut on_token: impl FnMut(usize) -> bool) -> Vec<Vec<u8>> {
     let mut words = Words::from_counts(counts);
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
+    let mut token_ids: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
 
     let mut pair_counts: FxHashMap<PackedPair, u64> = FxHashMap::default();
     let mut pair_words: FxHashMap<PackedPair, Vec<u32>> = FxHashMap::default();
@@ -185,10 +188,9 @@ pub fn learn_merges(counts: &PieceCounts, num_merges: usize, mut on_merge: impl 
     heap.heapify(&|a: &(u64, PackedPair), b: &(u64, PackedPair)| {
         a.0.cmp(&b.0).then_with(|| compare_pairs(&tokens, a.1, b.1)) == Ordering::Greater
     });
-    let mut merges: Vec<MergePair> = Vec::with_capacity(num_merges);
     let mut changes: FxHashMap<PackedPair, i64> = FxHashMap::default();
 
-    while merges.len() < num_merges {
+    while tokens.len() - 256 < num_tokens {
         let greater = |a: &(u64, PackedPair), b: &(u64, PackedPair)| {
             a.0.cmp(&b.0).then_with(|| compare_pairs(&tokens, a.1, b.1)) == Ordering::Greater
         };
@@ -202,11 +204,16 @@ pub fn learn_merges(counts: &PieceCounts, num_merges: usize, mut on_merge: impl 
         }
 
         let (left, right) = unpack(pair);
-        let merged = Rank::try_from(tokens.len()).expect("more than 4 billion tokens");
-        let mut bytes = tokens[left as usize].clone();
-        bytes.extend_from_slice(&tokens[right as usize]);
-        tokens.push(bytes);
-        merges.push((left, right));
+        let bytes = [&tokens[left as usize][..], &tokens[right as usize][..]].concat();
+        let merged = match token_ids.get(&bytes) {
+            Some(&existing) => existing,
+            None => {
+                let id = Rank::try_from(tokens.len()).expect("more than 4 billion tokens");
+                token_ids.insert(bytes.clone(), id);
+                tokens.push(bytes);
+                id
+            }
+        };
         pair_counts.remove(&pair);
 
         for word in pair_words.remove(&pair).unwrap_or_default() {
@@ -238,18 +245,9 @@ pub fn learn_merges(counts: &PieceCounts, num_merges: usize, mut on_merge: impl 
                 heap.push((updated, changed), &greater);
             }
         }
-        on_merge(merges.len());
-    }
-    merges
-}
-
-/// The bytes of every token a merge list creates, in id order (ids `256..`).
-pub fn merged_tokens(merges: &[MergePair]) -> Vec<Vec<u8>> {
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
-    for &(left, right) in merges {
-        let mut bytes = tokens[left as usize].clone();
-        bytes.extend_from_slice(&tokens[right as usize]);
-        tokens.push(bytes);
+        if !on_token(tokens.len() - 256) {
+            break;
+        }
     }
     tokens.split_off(256)
 }
@@ -262,8 +260,8 @@ mod tests {
     fn naive_merges(counts: &PieceCounts, num_merges: usize) -> Vec<Vec<u8>> {
         let mut words: Vec<(Vec<Vec<u8>>, u64)> =
             counts.iter().map(|(piece, count)| (piece.iter().map(|&b| vec![b]).collect(), count)).collect();
-        let mut learned = Vec::new();
-        for _ in 0..num_merges {
+        let mut learned: Vec<Vec<u8>> = Vec::new();
+        while learned.len() < num_merges {
             let mut pairs: FxHashMap<(Vec<u8>, Vec<u8>), u64> = FxHashMap::default();
             for (symbols, count) in &words {
                 for window in symbols.windows(2) {
@@ -289,7 +287,9 @@ mod tests {
                 }
                 *symbols = out;
             }
-            learned.push(merged);
+            if !learned.contains(&merged) && merged.len() > 1 {
+                learned.push(merged);
+            }
         }
         learned
     }
@@ -302,14 +302,14 @@ mod tests {
     fn most_frequent_pair_first_and_ties_to_greatest_bytes() {
         // "ab" and "cd" both occur 3 times: "cd" wins the tie, then "ab"; "cdab" needs both.
         let counts = table(&[("ab", 3), ("cd", 3), ("xy", 1)]);
-        let merges = learn_merges(&counts, 3, |_| {});
-        assert_eq!(merged_tokens(&merges), vec![b"cd".to_vec(), b"ab".to_vec(), b"xy".to_vec()]);
+        let tokens = learn_merges(&counts, 3, |_| true);
+        assert_eq!(tokens, vec![b"cd".to_vec(), b"ab".to_vec(), b"xy".to_vec()]);
     }
 
     #[test]
     fn overlapping_runs_merge_left_to_right() {
         let counts = table(&[("aaaa", 1), ("aaa", 2)]);
-        let fast = merged_tokens(&learn_merges(&counts, 10, |_| {}));
+        let fast = learn_merges(&counts, 10, |_| true);
         assert_eq!(fast, naive_merges(&counts, 10));
         assert_eq!(fast, vec![b"aa".to_vec(), b"aaa".to_vec(), b"aaaa".to_vec()]);
     }
@@ -317,7 +317,7 @@ mod tests {
     #[test]
     fn stops_when_no_pair_is_left() {
         let counts = table(&[("ab", 1), ("c", 5)]);
-        assert_eq!(learn_merges(&counts, 100, |_| {}).len(), 1);
+        assert_eq!(learn_merges(&counts, 100, |_| true).len(), 1);
     }
 
     #[test]
@@ -336,7 +336,7 @@ mod tests {
                 let piece: Vec<u8> = (0..len).map(|_| b"abcde"[(next() % 5) as usize]).collect();
                 counts.add(&piece, 1 + next() % 4);
             }
-            let fast = merged_tokens(&learn_merges(&counts, 40, |_| {}));
+            let fast = learn_merges(&counts, 40, |_| true);
             assert_eq!(fast, naive_merges(&counts, 40));
         }
     }
