@@ -158,9 +158,12 @@ class BPE:
         else:
             raise TypeError(f"encode_single_token expects bytes or str, got {type(token).__name__}")
         rank = self._core.token_id(token_bytes)
-        if rank is None:
+        if rank is not None:
+            return rank
+        special = self._special_tokens.get(token_bytes.decode("utf-8", errors="replace"))
+        if special is None:
             raise UnknownTokenError(token)
-        return rank
+        return special
 
     # ----------------------------------------------------------------------------------- decoding
 

@@ -7,6 +7,7 @@
 pub mod merge;
 pub mod model;
 pub mod pretokenize;
+pub mod scan;
 pub mod special;
 pub mod train;
 

@@ -57,7 +57,7 @@ impl fmt::Display for BuildError {
                 "ranks lack the single byte {}; a byte-level BPE needs all 256 single bytes as tokens",
                 show_bytes(&[*byte])
             ),
-            BuildError::IdTooLarge { id } => write!(f, "id {id} is too large; ids must be below 2**31"),
+            BuildError::IdTooLarge { id } => write!(f, "id {id} is out of range (0 to 2**31 - 1)"),
             BuildError::SpecialCollidesWithToken { special, id, token } => write!(
                 f,
                 "special token {special:?} has id {id}, which is already the id of the token {}",

@@ -1,9 +1,12 @@
 //! Pre-tokenization: cutting text into pieces with the split pattern.
 //!
 //! The pattern is run with `fancy-regex`, the engine tiktoken uses, so every pattern means exactly
-//! what it means there (possessive quantifiers, look-ahead, `$` as end of text).
+//! what it means there (possessive quantifiers, look-ahead, `$` as end of text). The three named
+//! patterns run on hand-written scanners (`crate::scan`) that find the same pieces, faster.
 
 use std::fmt;
+
+use crate::scan::Scanner;
 
 /// Why a text could not be split.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,9 +23,7 @@ impl fmt::Display for SplitError {
             SplitError::BadPattern { pattern, reason } => {
                 write!(f, "split pattern {pattern:?} does not compile: {reason}")
             }
-            SplitError::Engine { reason } => {
-                write!(f, "the split pattern failed on this text: {reason}")
-            }
+            SplitError::Engine { reason } => write!(f, "the split pattern failed on this text: {reason}"),
         }
     }
 }
@@ -35,18 +36,24 @@ impl std::error::Error for SplitError {}
 pub struct Splitter {
     pattern: String,
     regex: fancy_regex::Regex,
+    /// The hand-written scanner when `pattern` is exactly a named pattern.
+    scanner: Option<Scanner>,
 }
 
 impl Splitter {
     pub fn new(pattern: &str) -> Result<Self, SplitError> {
+        let mut splitter = Self::regex_only(pattern)?;
+        splitter.scanner = Scanner::for_pattern(pattern);
+        Ok(splitter)
+    }
+
+    /// A splitter that always runs the regex, even for a named pattern (to test the scanners).
+    pub fn regex_only(pattern: &str) -> Result<Self, SplitError> {
         let regex = fancy_regex::Regex::new(pattern).map_err(|error| SplitError::BadPattern {
             pattern: pattern.to_owned(),
             reason: error.to_string(),
         })?;
-        Ok(Self {
-            pattern: pattern.to_owned(),
-            regex,
-        })
+        Ok(Self { pattern: pattern.to_owned(), regex, scanner: None })
     }
 
     pub fn pattern(&self) -> &str {
@@ -59,10 +66,12 @@ impl Splitter {
         text: &str,
         mut on_piece: impl FnMut(usize, usize),
     ) -> Result<(), SplitError> {
+        if let Some(scanner) = self.scanner {
+            scanner.for_each_piece(text, on_piece);
+            return Ok(());
+        }
         for found in self.regex.find_iter(text) {
-            let piece = found.map_err(|error| SplitError::Engine {
-                reason: error.to_string(),
-            })?;
+            let piece = found.map_err(|error| SplitError::Engine { reason: error.to_string() })?;
             if piece.start() < piece.end() {
                 on_piece(piece.start(), piece.end());
             }
@@ -82,23 +91,30 @@ impl Splitter {
 mod tests {
     use super::*;
 
-    const GPT2: &str =
-        r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+    use crate::scan::GPT2;
 
     #[test]
     fn splits_words_with_their_leading_space() {
         let splitter = Splitter::new(GPT2).unwrap();
-        assert_eq!(
-            splitter.pieces("Hello world's  end").unwrap(),
-            ["Hello", " world", "'s", " ", " end"]
-        );
+        assert_eq!(splitter.pieces("Hello world's  end").unwrap(), ["Hello", " world", "'s", " ", " end"]);
+    }
+
+    #[test]
+    fn named_patterns_use_a_scanner_and_others_the_regex() {
+        assert!(Splitter::new(GPT2).unwrap().scanner.is_some());
+        assert!(Splitter::regex_only(GPT2).unwrap().scanner.is_none());
+        assert!(Splitter::new(r"\w+|\s+").unwrap().scanner.is_none());
+    }
+
+    #[test]
+    fn regex_only_splits_like_the_scanner() {
+        let text = "Hello world's  end";
+        let regex = Splitter::regex_only(GPT2).unwrap();
+        assert_eq!(regex.pieces(text), Splitter::new(GPT2).unwrap().pieces(text));
     }
 
     #[test]
     fn bad_pattern_is_reported() {
-        assert!(matches!(
-            Splitter::new("(unclosed"),
-            Err(SplitError::BadPattern { .. })
-        ));
+        assert!(matches!(Splitter::new("(unclosed"), Err(SplitError::BadPattern { .. })));
     }
 }

@@ -394,22 +394,22 @@ impl CoreBPE {
     }
 }
 
-/// Converts ascending byte offsets into `text` to character offsets.
+/// Converts ascending byte offsets into `text` to the index of the character holding each byte.
 fn byte_to_char_offsets(text: &str, byte_offsets: Vec<usize>) -> Vec<usize> {
-    let mut chars = 0;
-    let mut byte = 0;
     let bytes = text.as_bytes();
+    let mut chars_started = 0;
+    let mut byte = 0;
     byte_offsets
         .into_iter()
         .map(|target| {
-            while byte < target {
-                // Count character starts (bytes that are not UTF-8 continuation bytes).
+            while byte <= target && byte < bytes.len() {
+                // A character starts at every byte that is not a UTF-8 continuation byte.
                 if bytes[byte] & 0xC0 != 0x80 {
-                    chars += 1;
+                    chars_started += 1;
                 }
                 byte += 1;
             }
-            chars
+            chars_started.max(1) - 1
         })
         .collect()
 }

@@ -1,0 +1,90 @@
+//! Pre-tokenization speed, hand-written scanner vs fancy-regex, single thread, on the shared
+//! corpora: `cargo run --release -p hf_bpe_core --example scan_bench [corpus files...]`.
+//!
+//! Times are the thread's CPU time (best of the runs in about a second), so other processes on a
+//! busy machine disturb them less than wall-clock time would.
+
+use std::time::{Duration, Instant};
+
+use hf_bpe_core::pretokenize::Splitter;
+use hf_bpe_core::scan::Scanner;
+
+const CORPORA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/corpora");
+
+/// CPU time used by this thread so far.
+fn thread_cpu_time() -> Duration {
+    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `time` is a valid, writable timespec.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) };
+    assert_eq!(status, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    Duration::new(time.tv_sec as u64, time.tv_nsec as u32)
+}
+
+/// MB/s (10^6 bytes of UTF-8 input per CPU second) of the best of a few runs, and the piece count.
+fn megabytes_per_second(text: &str, mut split: impl FnMut(&str) -> usize) -> (f64, usize) {
+    let mut best = Duration::MAX;
+    let mut pieces = 0;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(1) || best == Duration::MAX {
+        let run = thread_cpu_time();
+        pieces = split(text);
+        best = best.min(thread_cpu_time() - run);
+    }
+    (text.len() as f64 / best.as_secs_f64() / 1e6, pieces)
+}
+
+fn count_pieces(splitter: &Splitter, text: &str) -> usize {
+    let mut pieces = 0;
+    splitter.for_each_piece(text, |_, _| pieces += 1).expect("the regex splits the corpus");
+    pieces
+}
+
+fn main() {
+    let mut files: Vec<String> = std::env::args().skip(1).collect();
+    if files.is_empty() {
+        let mut found: Vec<String> = std::fs::read_dir(CORPORA)
+            .unwrap_or_else(|error| panic!("cannot read {CORPORA}: {error}"))
+            .map(|entry| entry.unwrap().path().display().to_string())
+            .filter(|path| path.ends_with(".txt") && !path.ends_with("COPYING.txt"))
+            .collect();
+        found.sort();
+        files = found;
+    }
+    let corpora: Vec<(String, String)> = files
+        .iter()
+        .map(|path| {
+            let name = path.rsplit('/').next().unwrap().trim_end_matches(".txt").to_owned();
+            (name, std::fs::read_to_string(path).unwrap())
+        })
+        .collect();
+    let all: String = corpora.iter().map(|(_, text)| text.as_str()).collect();
+
+    println!(
+        "{:<8} {:<20} {:>9} {:>12} {:>11} {:>8}",
+        "pattern", "corpus", "MB", "scanner MB/s", "regex MB/s", "speedup"
+    );
+    for scanner in [Scanner::Gpt2, Scanner::Cl100k, Scanner::O200k] {
+        let fast = Splitter::new(scanner.pattern()).unwrap();
+        let regex = Splitter::regex_only(scanner.pattern()).unwrap();
+        let named: Vec<(&str, &str)> = corpora
+            .iter()
+            .map(|(name, text)| (name.as_str(), text.as_str()))
+            .chain([("all", all.as_str())])
+            .collect();
+        for (name, text) in named {
+            let (scanner_speed, scanner_pieces) =
+                megabytes_per_second(text, |text| count_pieces(&fast, text));
+            let (regex_speed, regex_pieces) = megabytes_per_second(text, |text| count_pieces(&regex, text));
+            assert_eq!(scanner_pieces, regex_pieces, "{scanner:?} on {name}");
+            println!(
+                "{:<8} {:<20} {:>9.1} {:>12.1} {:>11.1} {:>7.1}x",
+                format!("{scanner:?}"),
+                name,
+                text.len() as f64 / 1e6,
+                scanner_speed,
+                regex_speed,
+                scanner_speed / regex_speed
+            );
+        }
+    }
+}

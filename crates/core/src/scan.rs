@@ -1,0 +1,589 @@
+//! Hand-written pre-tokenizers for the three named split patterns (GPT-2, cl100k, o200k).
+//!
+//! A scanner cuts text into exactly the pieces `fancy_regex::Regex::find_iter` finds with its
+//! pattern, several times faster. The character classes (`\p{L}`, `\p{N}`, `\s`, o200k's upper
+//! and lower classes) and the case folding of the contractions are derived once from
+//! `regex-syntax`, the crate the regex engine builds them with, so both agree on every code point.
+//! `tests/scan_identity.rs` compares scanner and regex on corpora, fuzzed text and every code point.
+//!
+//! Every named pattern matches at every position of any text (each character is a letter, a
+//! number, white space or "other", and some alternative takes each), never with an empty match.
+//! So each piece starts where the previous one ended, and a scanner only decides where the first
+//! alternative that matches there — in the regex's backtracking order — ends. How each
+//! alternative resolves is written next to the code that implements it.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, HirKind};
+
+/// GPT-2's pattern (tiktoken's `r50k_pat_str`), also used by `r50k_base` and `p50k_base`.
+pub const GPT2: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+
+/// GPT-3.5/GPT-4's pattern (`cl100k_base`).
+pub const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+
+/// GPT-4o's pattern (`o200k_base`).
+pub const O200K: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"\p{N}{1,3}",
+    "|",
+    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    "|",
+    r"\s*[\r\n]+",
+    "|",
+    r"\s+(?!\S)",
+    "|",
+    r"\s+",
+);
+
+/// A hand-written scanner for one of the named patterns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scanner {
+    Gpt2,
+    Cl100k,
+    O200k,
+}
+
+impl Scanner {
+    /// The scanner for `pattern` when it is exactly one of the named patterns.
+    pub fn for_pattern(pattern: &str) -> Option<Scanner> {
+        [Scanner::Gpt2, Scanner::Cl100k, Scanner::O200k]
+            .into_iter()
+            .find(|scanner| scanner.pattern() == pattern)
+    }
+
+    /// The regex this scanner is identical to.
+    pub fn pattern(self) -> &'static str {
+        match self {
+            Scanner::Gpt2 => GPT2,
+            Scanner::Cl100k => CL100K,
+            Scanner::O200k => O200K,
+        }
+    }
+
+    /// Calls `on_piece(start, end)` with the byte range of each piece, in order: the ranges
+    /// `fancy_regex` finds with `self.pattern()`, which cover the whole text.
+    pub fn for_each_piece(self, text: &str, on_piece: impl FnMut(usize, usize)) {
+        let classes = ClassTable::get();
+        match self {
+            Scanner::Gpt2 => split(classes, text.as_bytes(), ClassTable::gpt2_piece, on_piece),
+            Scanner::Cl100k => split(classes, text.as_bytes(), ClassTable::cl100k_piece, on_piece),
+            Scanner::O200k => split(classes, text.as_bytes(), ClassTable::o200k_piece, on_piece),
+        }
+    }
+}
+
+/// Cuts `bytes` into consecutive pieces, `piece_end` telling where the piece at a position ends.
+#[inline(always)]
+fn split(
+    classes: &ClassTable,
+    bytes: &[u8],
+    piece_end: impl Fn(&ClassTable, &[u8], usize) -> usize,
+    mut on_piece: impl FnMut(usize, usize),
+) {
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = piece_end(classes, bytes, start);
+        on_piece(start, end);
+        start = end;
+    }
+}
+
+// Class bits of a character.
+/// `\p{L}`
+const LETTER: u8 = 1;
+/// `\p{N}`
+const NUMBER: u8 = 1 << 1;
+/// `\s` (Unicode White_Space)
+const SPACE: u8 = 1 << 2;
+/// o200k's `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`
+const UPPER: u8 = 1 << 3;
+/// o200k's `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`
+const LOWER: u8 = 1 << 4;
+/// Past the end of the text (no character).
+const END: u8 = 1 << 7;
+
+/// `[^\s\p{L}\p{N}]`: punctuation, symbols, marks, controls, unassigned code points...
+#[inline(always)]
+fn is_other(class: u8) -> bool {
+    class & (LETTER | NUMBER | SPACE | END) == 0
+}
+
+/// Code points per block of the two-level class table.
+const BLOCK_BITS: u32 = 7;
+const BLOCK_LEN: usize = 1 << BLOCK_BITS;
+const CODE_POINTS: usize = 0x11_0000;
+
+/// The letters of the contractions `'s 't 're 've 'm 'll 'd`.
+const CONTRACTION_LETTERS: &[u8] = b"sdmtlvre";
+
+/// The class bits of every code point, and the case folding of the contraction letters.
+struct ClassTable {
+    ascii: [u8; 128],
+    /// Block number of each `BLOCK_LEN` code points; identical blocks are stored once.
+    block_of: Box<[u16]>,
+    blocks: Box<[u8]>,
+    /// Each character a contraction letter matches case-insensitively, with that (lowercase ASCII)
+    /// letter: `s`, `S` and U+017F LATIN SMALL LETTER LONG S for `s`, and so on.
+    folds: Box<[(char, u8)]>,
+}
+
+/// The code points of a regex class, as `regex-syntax` (Unicode mode) parses it.
+fn class_ranges(regex: &str) -> Vec<(u32, u32)> {
+    let hir = regex_syntax::Parser::new()
+        .parse(regex)
+        .unwrap_or_else(|error| panic!("regex-syntax rejects the class {regex}: {error}"));
+    match hir.kind() {
+        HirKind::Class(Class::Unicode(class)) => {
+            class.ranges().iter().map(|range| (range.start() as u32, range.end() as u32)).collect()
+        }
+        other => panic!("{regex} is not a Unicode class: {other:?}"),
+    }
+}
+
+impl ClassTable {
+    fn get() -> &'static ClassTable {
+        static TABLE: OnceLock<ClassTable> = OnceLock::new();
+        TABLE.get_or_init(ClassTable::build)
+    }
+
+    fn build() -> ClassTable {
+        let mut class_of = vec![0u8; CODE_POINTS];
+        for (regex, bit) in [
+            (r"\p{L}", LETTER),
+            (r"\p{N}", NUMBER),
+            (r"\s", SPACE),
+            (r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", UPPER),
+            (r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]", LOWER),
+        ] {
+            for (first, last) in class_ranges(regex) {
+                for class in &mut class_of[first as usize..=last as usize] {
+                    *class |= bit;
+                }
+            }
+        }
+
+        let mut ascii = [0u8; 128];
+        ascii.copy_from_slice(&class_of[..128]);
+        let mut block_of = Vec::with_capacity(CODE_POINTS / BLOCK_LEN);
+        let mut blocks = Vec::new();
+        let mut known: HashMap<&[u8], u16> = HashMap::new();
+        for block in class_of.chunks(BLOCK_LEN) {
+            let number = *known.entry(block).or_insert_with(|| {
+                blocks.extend_from_slice(block);
+                u16::try_from(blocks.len() / BLOCK_LEN - 1).expect("fewer than 65536 distinct blocks")
+            });
+            block_of.push(number);
+        }
+
+        // Each contraction letter's simple case-fold class: what fancy-regex's case-insensitive
+        // literals match (its `LitCasei` is built the same way).
+        let mut folds = Vec::new();
+        for &letter in CONTRACTION_LETTERS {
+            let letter_char = char::from(letter);
+            let mut class = ClassUnicode::new([ClassUnicodeRange::new(letter_char, letter_char)]);
+            class.try_case_fold_simple().expect("regex-syntax has its case-folding tables");
+            for range in class.ranges() {
+                for folded in range.start()..=range.end() {
+                    assert!(
+                        folds.iter().all(|&(known, _)| known != folded),
+                        "{folded:?} folds to two contraction letters"
+                    );
+                    folds.push((folded, letter));
+                }
+            }
+        }
+
+        ClassTable { ascii, block_of: block_of.into(), blocks: blocks.into(), folds: folds.into() }
+    }
+
+    #[inline(always)]
+    fn class_of_code_point(&self, code_point: u32) -> u8 {
+        let block = self.block_of[(code_point >> BLOCK_BITS) as usize] as usize;
+        self.blocks[(block << BLOCK_BITS) | (code_point as usize & (BLOCK_LEN - 1))]
+    }
+
+    /// The class of the character at byte `at` and its length in bytes; `(END, 0)` at the end.
+    #[inline(always)]
+    fn class_at(&self, bytes: &[u8], at: usize) -> (u8, usize) {
+        match bytes.get(at) {
+            Some(&byte) if byte < 0x80 => (self.ascii[byte as usize], 1),
+            Some(_) => {
+                let (code_point, len) = decode(bytes, at);
+                (self.class_of_code_point(code_point), len)
+            }
+            None => (END, 0),
+        }
+    }
+
+    /// The end of the longest run of characters from `from` whose class satisfies `keep`.
+    #[inline(always)]
+    fn run(&self, bytes: &[u8], from: usize, keep: impl Fn(u8) -> bool) -> usize {
+        let mut at = from;
+        while let Some(&byte) = bytes.get(at) {
+            let (class, len) = if byte < 0x80 {
+                (self.ascii[byte as usize], 1)
+            } else {
+                let (code_point, len) = decode(bytes, at);
+                (self.class_of_code_point(code_point), len)
+            };
+            if !keep(class) {
+                break;
+            }
+            at += len;
+        }
+        at
+    }
+
+    /// The white-space run starting at `start` (which must be white space).
+    fn space_run(&self, bytes: &[u8], start: usize) -> SpaceRun {
+        let mut run = SpaceRun { end: start, last_start: start, after_last_newline: None };
+        while let Some(&byte) = bytes.get(run.end) {
+            let (class, len) = self.class_at(bytes, run.end);
+            if class & SPACE == 0 {
+                break;
+            }
+            if byte == b'\r' || byte == b'\n' {
+                run.after_last_newline = Some(run.end + 1);
+            }
+            run.last_start = run.end;
+            run.end += len;
+        }
+        run
+    }
+
+    /// `\p{N}{1,3}` from `start`, which is a number.
+    fn up_to_three_numbers(&self, bytes: &[u8], start: usize, first_len: usize) -> usize {
+        let mut end = start + first_len;
+        for _ in 0..2 {
+            let (class, len) = self.class_at(bytes, end);
+            if class & NUMBER == 0 {
+                break;
+            }
+            end += len;
+        }
+        end
+    }
+
+    /// The contraction letter the character at `at` matches case-insensitively, and its length.
+    fn folded_letter(&self, bytes: &[u8], at: usize) -> Option<(u8, usize)> {
+        if at >= bytes.len() {
+            return None;
+        }
+        let (code_point, len) = if bytes[at] < 0x80 { (u32::from(bytes[at]), 1) } else { decode(bytes, at) };
+        let letter = self.folds.iter().find(|&&(folded, _)| folded as u32 == code_point).map(|&(_, l)| l)?;
+        Some((letter, len))
+    }
+
+    /// The end of `(?i:[sdmt]|ll|ve|re)` at `at` (just after an apostrophe), if it matches.
+    fn contraction(&self, bytes: &[u8], at: usize) -> Option<usize> {
+        let (first, first_len) = self.folded_letter(bytes, at)?;
+        let second_wanted = match first {
+            b's' | b'd' | b'm' | b't' => return Some(at + first_len),
+            b'l' => b'l',
+            b'v' | b'r' => b'e',
+            _ => return None,
+        };
+        let (second, second_len) = self.folded_letter(bytes, at + first_len)?;
+        (second == second_wanted).then_some(at + first_len + second_len)
+    }
+
+    // GPT-2: '(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s
+    #[inline(always)]
+    fn gpt2_piece(&self, bytes: &[u8], start: usize) -> usize {
+        // '(?:[sdmt]|ll|ve|re), case-sensitive.
+        if bytes[start] == b'\'' {
+            let at = start + 1;
+            let end = match (bytes.get(at), bytes.get(at + 1)) {
+                (Some(b's' | b'd' | b'm' | b't'), _) => Some(at + 1),
+                (Some(b'l'), Some(b'l')) | (Some(b'v' | b'r'), Some(b'e')) => Some(at + 2),
+                _ => None,
+            };
+            if let Some(end) = end {
+                return end;
+            }
+        }
+        // ` ?X++` for X = letters, numbers, other: an ASCII space joins the run of the non-space
+        // that follows it; otherwise the run starts here.
+        let (mut class, len) = self.class_at(bytes, start);
+        let mut body = start + len;
+        if bytes[start] == b' ' {
+            let (next, next_len) = self.class_at(bytes, body);
+            if next & (SPACE | END) == 0 {
+                class = next;
+                body += next_len;
+            }
+        }
+        if class & LETTER != 0 {
+            return self.run(bytes, body, |class| class & LETTER != 0);
+        }
+        if class & NUMBER != 0 {
+            return self.run(bytes, body, |class| class & NUMBER != 0);
+        }
+        if class & SPACE == 0 {
+            return self.run(bytes, body, is_other);
+        }
+        let run = self.space_run(bytes, start);
+        if run.end == bytes.len() {
+            run.end // \s++$
+        } else if run.last_start > start {
+            run.last_start // \s+(?!\S) gives back the last white space before a non-space
+        } else {
+            run.end // \s
+        }
+    }
+
+    // cl100k: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+
+    //   | ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
+    #[inline(always)]
+    fn cl100k_piece(&self, bytes: &[u8], start: usize) -> usize {
+        let byte = bytes[start];
+        if byte == b'\'' {
+            if let Some(end) = self.contraction(bytes, start + 1) {
+                return end;
+            }
+        }
+        let (class, len) = self.class_at(bytes, start);
+        let after = start + len;
+        // [^\r\n\p{L}\p{N}]?+\p{L}++: letters, with any one non-letter, non-number character
+        // before them except a line break (a space, a tab, punctuation, a mark...).
+        if class & LETTER != 0 {
+            return self.run(bytes, after, |class| class & LETTER != 0);
+        }
+        if class & NUMBER != 0 {
+            return self.up_to_three_numbers(bytes, start, len);
+        }
+        let (next, next_len) = self.class_at(bytes, after);
+        if next & LETTER != 0 && byte != b'\r' && byte != b'\n' {
+            return self.run(bytes, after + next_len, |class| class & LETTER != 0);
+        }
+        //  ?[^\s\p{L}\p{N}]++[\r\n]*+
+        let other_body = if is_other(class) {
+            Some(after)
+        } else if byte == b' ' && is_other(next) {
+            Some(after + next_len)
+        } else {
+            None
+        };
+        if let Some(body) = other_body {
+            let end = self.run(bytes, body, is_other);
+            return end + count_leading(&bytes[end..], |byte| matches!(byte, b'\r' | b'\n'));
+        }
+        let run = self.space_run(bytes, start);
+        if run.end == bytes.len() {
+            run.end // \s++$
+        } else if let Some(end) = run.after_last_newline {
+            end // \s*[\r\n]: up to the run's last line break
+        } else if run.last_start > start {
+            run.last_start // \s+(?!\S)
+        } else {
+            run.end // \s
+        }
+    }
+
+    // o200k, in backtracking order:
+    //   1. [^\r\n\p{L}\p{N}]?[UPPER]*[LOWER]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+    //   2. [^\r\n\p{L}\p{N}]?[UPPER]+[LOWER]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+    //   3. \p{N}{1,3}   4.  ?[^\s\p{L}\p{N}]+[\r\n/]*   5. \s*[\r\n]+   6. \s+(?!\S)   7. \s+
+    // Alternatives 1 and 2 first try with the one-character prefix, then without it.
+    fn o200k_piece(&self, bytes: &[u8], start: usize) -> usize {
+        let byte = bytes[start];
+        let (class, len) = self.class_at(bytes, start);
+        let after = start + len;
+        if class & LETTER != 0 {
+            // No prefix (a letter is not one). Alternative 2 is reached only for an upper-case
+            // word that alternative 1 cannot end with a lower-class character.
+            let end =
+                self.o200k_lower_word(bytes, start).unwrap_or_else(|| self.o200k_upper_word(bytes, start));
+            return self.o200k_contraction_suffix(bytes, end);
+        }
+        if class & NUMBER != 0 {
+            return self.up_to_three_numbers(bytes, start, len);
+        }
+        if byte != b'\r' && byte != b'\n' {
+            // This character can be the prefix.
+            let word_end = if let Some(end) = self.o200k_lower_word(bytes, after) {
+                Some(end)
+            } else if class & UPPER != 0 {
+                // A mark (the only non-letter in UPPER) is in both UPPER and LOWER, so
+                // alternative 1 without the prefix matches at least the mark itself.
+                self.o200k_lower_word(bytes, start)
+            } else if self.class_at(bytes, after).0 & UPPER != 0 {
+                Some(self.o200k_upper_word(bytes, after))
+            } else {
+                None
+            };
+            if let Some(end) = word_end {
+                return self.o200k_contraction_suffix(bytes, end);
+            }
+            //  ?[^\s\p{L}\p{N}]+[\r\n/]*
+            let (next, next_len) = self.class_at(bytes, after);
+            let other_body = if is_other(class) {
+                Some(after)
+            } else if byte == b' ' && is_other(next) {
+                Some(after + next_len)
+            } else {
+                None
+            };
+            if let Some(body) = other_body {
+                let end = self.run(bytes, body, is_other);
+                return end + count_leading(&bytes[end..], |byte| matches!(byte, b'\r' | b'\n' | b'/'));
+            }
+        }
+        let run = self.space_run(bytes, start);
+        if let Some(end) = run.after_last_newline {
+            end // \s*[\r\n]+: up to the run's last line break
+        } else if run.end == bytes.len() {
+            run.end // \s+(?!\S) at the end of the text
+        } else if run.last_start > start {
+            run.last_start // \s+(?!\S) gives back the last white space before a non-space
+        } else {
+            run.end // \s+ of one character
+        }
+    }
+
+    /// The end of o200k's `[UPPER]*[LOWER]+` at `start`, if it matches. `[UPPER]*` backtracks from
+    /// its longest run: it ends before the first character after the run if that is LOWER (a
+    /// lower-case letter), else before the run's last character that is also LOWER (Lm, Lo or a
+    /// mark), which `[LOWER]+` then matches alone (the characters after it in the run are not LOWER).
+    fn o200k_lower_word(&self, bytes: &[u8], start: usize) -> Option<usize> {
+        let mut at = start;
+        let mut after_last_lower = None;
+        loop {
+            let (class, len) = self.class_at(bytes, at);
+            if class & UPPER == 0 {
+                if class & LOWER != 0 {
+                    return Some(self.run(bytes, at + len, |class| class & LOWER != 0));
+                }
+                return after_last_lower;
+            }
+            if class & LOWER != 0 {
+                after_last_lower = Some(at + len);
+            }
+            at += len;
+        }
+    }
+
+    /// The end of o200k's `[UPPER]+[LOWER]*` at `start`, whose character is UPPER.
+    fn o200k_upper_word(&self, bytes: &[u8], start: usize) -> usize {
+        let upper_end = self.run(bytes, start, |class| class & UPPER != 0);
+        self.run(bytes, upper_end, |class| class & LOWER != 0)
+    }
+
+    /// `end` extended by o200k's optional `(?i:'s|'t|'re|'ve|'m|'ll|'d)` there.
+    fn o200k_contraction_suffix(&self, bytes: &[u8], end: usize) -> usize {
+        if bytes.get(end) == Some(&b'\'') {
+            if let Some(contraction_end) = self.contraction(bytes, end + 1) {
+                return contraction_end;
+            }
+        }
+        end
+    }
+}
+
+struct SpaceRun {
+    /// Just after the run.
+    end: usize,
+    /// Where the run's last character starts.
+    last_start: usize,
+    /// Just after the run's last `\r` or `\n`, if it has one.
+    after_last_newline: Option<usize>,
+}
+
+/// How many leading bytes of `bytes` satisfy `keep`.
+#[inline(always)]
+fn count_leading(bytes: &[u8], keep: impl Fn(u8) -> bool) -> usize {
+    bytes.iter().take_while(|&&byte| keep(byte)).count()
+}
+
+/// Decodes the multi-byte UTF-8 character starting at `at` (`bytes` is valid UTF-8): its code
+/// point and length.
+#[inline(always)]
+fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
+    let lead = u32::from(bytes[at]);
+    let continuation = |offset: usize| u32::from(bytes[at + offset]) & 0x3F;
+    if lead < 0xE0 {
+        (((lead & 0x1F) << 6) | continuation(1), 2)
+    } else if lead < 0xF0 {
+        (((lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2), 3)
+    } else {
+        (((lead & 0x07) << 18) | (continuation(1) << 12) | (continuation(2) << 6) | continuation(3), 4)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(scanner: Scanner, text: &str) -> Vec<&str> {
+        let mut pieces = Vec::new();
+        scanner.for_each_piece(text, |start, end| pieces.push(&text[start..end]));
+        pieces
+    }
+
+    #[test]
+    fn named_patterns_are_recognised_exactly() {
+        assert_eq!(Scanner::for_pattern(GPT2), Some(Scanner::Gpt2));
+        assert_eq!(Scanner::for_pattern(CL100K), Some(Scanner::Cl100k));
+        assert_eq!(Scanner::for_pattern(O200K), Some(Scanner::O200k));
+        assert_eq!(Scanner::for_pattern(&format!("{GPT2}|x")), None);
+    }
+
+    #[test]
+    fn decode_agrees_with_std() {
+        for text in ["é", "€", "𝄞", "\u{7FF}", "\u{800}", "\u{FFFF}", "\u{10000}", "\u{10FFFF}"] {
+            let expected = text.chars().next().unwrap();
+            assert_eq!(decode(text.as_bytes(), 0), (expected as u32, text.len()), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn class_table_matches_regex_syntax_ranges() {
+        let table = ClassTable::get();
+        for (regex, bit) in [(r"\p{L}", LETTER), (r"\p{N}", NUMBER), (r"\s", SPACE)] {
+            let ranges = class_ranges(regex);
+            for code_point in (0..CODE_POINTS as u32).step_by(7) {
+                let inside = ranges.iter().any(|&(first, last)| (first..=last).contains(&code_point));
+                assert_eq!(
+                    table.class_of_code_point(code_point) & bit != 0,
+                    inside,
+                    "{regex} {code_point:#x}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn contraction_folds_include_long_s() {
+        let table = ClassTable::get();
+        assert!(table.folds.contains(&('\u{17F}', b's')));
+        assert!(table.folds.contains(&('S', b's')));
+        assert_eq!(pieces(Scanner::Cl100k, "it'\u{17F}"), ["it", "'\u{17F}"]);
+        assert_eq!(pieces(Scanner::Gpt2, "it'\u{17F}"), ["it", "'", "\u{17F}"]);
+    }
+
+    #[test]
+    fn gpt2_gives_back_the_last_space_before_a_word() {
+        assert_eq!(
+            pieces(Scanner::Gpt2, "Hello world's  end  "),
+            ["Hello", " world", "'s", " ", " end", "  "]
+        );
+        assert_eq!(pieces(Scanner::Gpt2, "a\n\nb"), ["a", "\n", "\n", "b"]);
+    }
+
+    #[test]
+    fn cl100k_cuts_numbers_in_threes_and_keeps_line_breaks_together() {
+        assert_eq!(pieces(Scanner::Cl100k, "x 1234567 \n\n y"), ["x", " ", "123", "456", "7", " \n\n", " y"]);
+        assert_eq!(pieces(Scanner::Cl100k, "\tword!!\n\nI'M"), ["\tword", "!!\n\n", "I", "'M"]);
+    }
+
+    #[test]
+    fn o200k_splits_camel_case_and_attaches_contractions() {
+        assert_eq!(pieces(Scanner::O200k, "HTMLParser don't WE'LL"), ["HTMLParser", " don't", " WE'LL"]);
+        assert_eq!(pieces(Scanner::O200k, "helloWorld a/b\n/"), ["hello", "World", " a", "/b", "\n", "/"]);
+    }
+}

@@ -1,0 +1,321 @@
+"""The BPE model: tiktoken's semantics on random vocabularies, the API contract, bad input."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hf_bpe
+from hf_bpe import BPE, patterns
+from hf_bpe.errors import DisallowedSpecialTokenError, InvalidVocabularyError, UnknownTokenError
+
+tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is the oracle; pip install -e '.[test]'")
+
+BYTES = {bytes([byte]): byte for byte in range(256)}
+
+
+def random_ranks(seed: int, merges: int, *, holes: bool = False, unreachable: int = 0) -> dict[bytes, int]:
+    """Byte-level ranks plus random merges of existing tokens (biased to letters and spaces so they
+    fire on text), optionally with id holes and tokens that no merge can reach."""
+    rng = random.Random(seed)
+    ranks = dict(BYTES)
+    tokens = [bytes([byte]) for byte in b" etaoinshrdlucmfwyp\n.,'0123456789"] + [b"\xc3", b"\xa9", b"\xe3"]
+    next_id = 256
+    while len(ranks) < 256 + merges:
+        token = rng.choice(tokens) + rng.choice(tokens)
+        if token in ranks or len(token) > 12:
+            continue
+        ranks[token] = next_id
+        tokens.append(token)
+        next_id += rng.randint(2, 9) if holes and rng.random() < 0.1 else 1
+    for _ in range(unreachable):
+        token = bytes(rng.randrange(97, 123) for _ in range(rng.randint(3, 6)))
+        if token not in ranks:
+            ranks[token] = next_id
+            next_id += 1
+    return ranks
+
+
+def pair(ranks: dict[bytes, int], pattern: str, specials: dict[str, int] | None = None):
+    specials = specials or {}
+    ours = BPE(ranks, pattern, specials, name="random")
+    theirs = tiktoken.Encoding("random", pat_str=patterns.resolve(pattern), mergeable_ranks=ranks, special_tokens=specials)
+    return ours, theirs
+
+
+VOCABS = {
+    "dense": random_ranks(1, 600),
+    "holes": random_ranks(2, 600, holes=True),
+    "unreachable": random_ranks(3, 400, unreachable=50),
+}
+
+text_alphabet = st.characters(codec="utf-8") | st.sampled_from(list(" \n\t\r'etaoinshrdl.0123456789éèー日本"))
+
+
+@pytest.mark.parametrize("vocab", sorted(VOCABS))
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(alphabet=text_alphabet, max_size=300))
+def test_random_vocabularies_encode_like_tiktoken(vocab: str, pattern: str, text: str) -> None:
+    ours, theirs = pair(VOCABS[vocab], pattern)
+    assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+    assert ours.decode(ours.encode_ordinary(text)) == text
+
+
+@pytest.mark.parametrize("length", [2, 127, 128, 129, 1000, 20_000])
+def test_long_pieces_merge_like_tiktoken(length: int) -> None:
+    """Pieces past the flat-merge threshold take the heap path; both must keep tiktoken's order."""
+    ours, theirs = pair(VOCABS["dense"], r"\S+|\s+")
+    rng = random.Random(length)
+    for alphabet in ("e", "et", "etaoin shrdl", "aé日"):
+        text = "".join(rng.choice(alphabet) for _ in range(length))
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text), (alphabet, length)
+
+
+def test_whole_piece_rule_emits_a_token_that_merges_cannot_reach() -> None:
+    ranks = dict(BYTES) | {b"ab": 256, b"xyz": 300}
+    ours, theirs = pair(ranks, "gpt2")
+    assert ours.encode_ordinary("xyz") == [300] == theirs.encode_ordinary("xyz")
+    assert ours.encode_ordinary("xyzxyz") == theirs.encode_ordinary("xyzxyz")
+
+
+SPECIALS = {"<|endoftext|>": 1000, "<|fim|>": 1001, "<|a": 1002, "<|a|>": 1003}
+
+
+@pytest.mark.parametrize(
+    ("allowed", "disallowed"),
+    [
+        (set(), "all"),
+        ("all", "all"),
+        ({"<|endoftext|>"}, "all"),
+        ({"<|endoftext|>"}, ()),
+        (set(), ()),
+        (set(), {"<|fim|>"}),
+        ({"<|fim|>"}, {"hello"}),
+    ],
+)
+@settings(max_examples=60, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(["hello", " world", "<|endoftext|>", "<|fim|>", "<|a", "<|a|>", "<|endof", " ", "\n", "é"]),
+        max_size=12,
+    )
+)
+def test_special_token_policies_match_tiktoken(allowed, disallowed, parts: list[str]) -> None:
+    ranks = random_ranks(4, 300)
+    # Overlapping specials ("<|a" / "<|a|>") are only compared where tiktoken's choice is defined.
+    specials = {token: id for token, id in SPECIALS.items() if token not in ("<|a", "<|a|>")}
+    ours, theirs = pair(ranks, "cl100k", specials)
+    text = "".join(parts)
+    kwargs = {"allowed_special": allowed, "disallowed_special": disallowed}
+    try:
+        expected = theirs.encode(text, **kwargs)
+    except ValueError:
+        with pytest.raises(DisallowedSpecialTokenError):
+            ours.encode(text, **kwargs)
+        return
+    assert ours.encode(text, **kwargs) == expected
+    assert ours.encode_batch([text, text], **kwargs) == [expected, expected]
+
+
+def test_longest_special_token_wins() -> None:
+    ours = BPE(BYTES, "gpt2", {"<|a": 300, "<|a|>": 301})
+    assert ours.encode("x<|a|>y<|a", allowed_special="all") == [ord("x"), 301, ord("y"), 300]
+
+
+def test_disallowed_special_token_error_names_the_token() -> None:
+    ours = BPE(BYTES, "gpt2", {"<|endoftext|>": 300})
+    with pytest.raises(DisallowedSpecialTokenError, match=r"'<\|endoftext\|>'") as raised:
+        ours.encode("a <|endoftext|> b")
+    assert isinstance(raised.value, ValueError)
+    assert "allowed_special" in str(raised.value)
+    assert ours.encode_ordinary("<|endoftext|>") == list(b"<|endoftext|>")
+
+
+def test_unknown_allowed_special_is_rejected() -> None:
+    ours = BPE(BYTES, "gpt2", {"<|endoftext|>": 300})
+    with pytest.raises(ValueError, match="<|eos|>"):
+        ours.encode("x", allowed_special={"<|eos|>"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["\ud800", "a\udfffb", "\ud83d\ude00", "x\ud83dy", "\udc00\ud800"],
+)
+def test_lone_surrogates_encode_like_tiktoken(text: str) -> None:
+    ours, theirs = pair(VOCABS["dense"], "cl100k")
+    assert ours.encode(text) == theirs.encode(text)
+    assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+    assert ours.encode_batch([text]) == [theirs.encode_ordinary(text)]
+
+
+def test_decode_and_vocabulary_accessors_match_tiktoken() -> None:
+    ranks = VOCABS["holes"]
+    ours, theirs = pair(ranks, "gpt2", {"<|endoftext|>": max(ranks.values()) + 5})
+    ids = ours.encode("the rain in spain <|endoftext|>", allowed_special="all")
+    assert ours.decode_bytes(ids) == theirs.decode_bytes(ids)
+    assert ours.decode(ids) == theirs.decode(ids)
+    assert ours.decode_tokens_bytes(ids) == theirs.decode_tokens_bytes(ids)
+    assert ours.token_byte_values() == theirs.token_byte_values()
+    assert ours.n_vocab == theirs.n_vocab
+    assert ours.max_token_value == theirs.max_token_value
+    assert ours.eot_token == theirs.eot_token
+    assert ours.special_tokens_set == theirs.special_tokens_set
+    assert ours.mergeable_ranks == ranks
+    for token in (b"e", b" t", b"<|endoftext|>"):
+        if token in ranks or token == b"<|endoftext|>":
+            assert ours.encode_single_token(token) == theirs.encode_single_token(token)
+
+
+def test_decode_with_errors_policy() -> None:
+    ours = BPE(BYTES, "gpt2")
+    assert ours.decode([0xC3]) == "\ufffd"
+    assert ours.decode([0xC3], errors="ignore") == ""
+    with pytest.raises(UnicodeDecodeError):
+        ours.decode([0xC3], errors="strict")
+
+
+@pytest.mark.parametrize("bad_id", [5000, -1, 2**40])
+def test_unknown_ids_in_decode_name_the_id(bad_id: int) -> None:
+    ours = BPE(BYTES | {b"ab": 300}, "gpt2")
+    for call in (ours.decode, ours.decode_bytes):
+        with pytest.raises(UnknownTokenError, match=str(bad_id)):
+            call([97, bad_id])
+    with pytest.raises(KeyError):
+        ours.decode_single_token_bytes(bad_id)
+    # A hole in the ids is unknown too.
+    with pytest.raises(UnknownTokenError, match="299"):
+        ours.decode([299])
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        ("encode", b"bytes"),
+        ("encode", 42),
+        ("encode", None),
+        ("encode_ordinary", ["a list"]),
+        ("encode_batch", "one string"),
+        ("encode_batch", ["ok", 3]),
+        ("decode", "abc"),
+        ("decode", [1.5]),
+        ("decode_bytes", None),
+        ("encode_single_token", 3),
+    ],
+)
+def test_wrong_types_raise_type_error(call: str, argument: object) -> None:
+    ours = BPE(BYTES, "gpt2")
+    with pytest.raises(TypeError):
+        getattr(ours, call)(argument)
+
+
+@pytest.mark.parametrize(
+    ("ranks", "specials", "message"),
+    [
+        ({k: v for k, v in BYTES.items() if k != b"q"}, {}, r"single byte b'q'"),
+        (BYTES | {b"ab": 97}, {}, "rank 97"),
+        (BYTES | {b"": 300}, {}, "empty token"),
+        (BYTES, {"<s>": 65}, "<s>"),
+        (BYTES, {"<s>": 300, "</s>": 300}, "both have id 300"),
+        (BYTES, {"": 300}, "empty string"),
+        (BYTES | {b"ab": 2**31}, {}, "out of range"),
+        (BYTES | {b"ab": -3}, {}, "out of range"),
+    ],
+)
+def test_invalid_vocabularies_are_rejected(ranks, specials, message) -> None:
+    with pytest.raises(InvalidVocabularyError, match=message):
+        BPE(ranks, "gpt2", specials)
+
+
+@pytest.mark.parametrize(
+    ("ranks", "pattern", "specials"),
+    [
+        ([(b"a", 1)], "gpt2", None),
+        ({"a": 1}, "gpt2", None),
+        ({b"a": "1"}, "gpt2", None),
+        (BYTES, 3, None),
+        (BYTES, "gpt2", ["<s>"]),
+        (BYTES, "gpt2", {3: 300}),
+    ],
+)
+def test_wrong_constructor_types_raise_type_error(ranks, pattern, specials) -> None:
+    with pytest.raises(TypeError):
+        BPE(ranks, pattern, specials)
+
+
+def test_bad_pattern_is_a_value_error_naming_it() -> None:
+    with pytest.raises(ValueError, match=r"\(unclosed"):
+        BPE(BYTES, "(unclosed")
+
+
+def test_catastrophic_pattern_fails_cleanly_instead_of_hanging() -> None:
+    ours = BPE(BYTES, r"(?:x?a|a)+(?=\w)!")  # exponential backtracking on "aaa...c"
+    with pytest.raises(ValueError, match="split pattern failed"):
+        ours.encode_ordinary("a" * 40 + "c")
+
+
+def test_named_patterns_resolve() -> None:
+    assert BPE(BYTES, "cl100k").pattern == patterns.CL100K
+    assert BPE(BYTES, "r50k").pattern == patterns.GPT2
+    assert BPE(BYTES, "o200k").pattern == patterns.O200K
+    assert BPE(BYTES, r"\w+").pattern == r"\w+"
+
+
+def test_models_survive_pickle_and_deepcopy() -> None:
+    ours = BPE(VOCABS["holes"], "cl100k", {"<|endoftext|>": 5000}, name="holes")
+    text = "the rain in spain <|endoftext|> falls"
+    expected = ours.encode(text, allowed_special="all")
+    for clone in (pickle.loads(pickle.dumps(ours)), copy.deepcopy(ours), copy.copy(ours)):
+        assert clone == ours
+        assert clone.name == "holes"
+        assert clone.encode(text, allowed_special="all") == expected
+
+
+def test_encode_batch_matches_serial_encoding_with_any_thread_count() -> None:
+    ours = BPE(VOCABS["dense"], "gpt2")
+    rng = random.Random(7)
+    texts = ["".join(rng.choice("etaoin shrdlu\n") for _ in range(rng.randint(0, 5000))) for _ in range(64)]
+    serial = [ours.encode_ordinary(text) for text in texts]
+    assert ours.encode_batch(texts) == serial
+    assert ours.encode_ordinary_batch(iter(texts), num_threads=1) == serial
+    assert ours.encode_batch(texts, num_threads=3) == serial
+    with pytest.raises(ValueError):
+        ours.encode_batch(texts, num_threads=0)
+
+
+def test_encode_with_offsets_gives_character_offsets() -> None:
+    ours = BPE(BYTES | {b"\xc3\xa9": 300}, "gpt2", {"<|e|>": 400})
+    text = "é日x<|e|> é"
+    ids, starts = ours.encode_with_offsets(text, allowed_special="all")
+    assert ids == ours.encode(text, allowed_special="all")
+    # Each start is the character where the token's first byte lies.
+    byte_starts, position = [], 0
+    for id in ids:
+        byte_starts.append(position)
+        position += len(ours.decode_single_token_bytes(id))
+    encoded = text.encode()
+    assert starts == [len(encoded[:start].decode("utf-8", errors="ignore")) for start in byte_starts]
+
+
+def test_model_file_round_trip(tmp_path) -> None:
+    ours = BPE(VOCABS["holes"], "o200k", {"<|endoftext|>": 5000}, name="holes")
+    path = ours.save(tmp_path / "model.json")
+    loaded = BPE.load(path)
+    assert loaded == ours and loaded.name == "holes"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"{", b"\xff\xfe", b"[]", b'{"format": "other"}', b'{"format": "hf_bpe", "version": 99}',
+     b'{"format": "hf_bpe", "version": 1, "pattern": "gpt2", "special_tokens": {}, "ranks": [["!!", 1]]}'],
+)
+def test_corrupt_model_files_name_the_file(tmp_path, content: bytes) -> None:
+    path = tmp_path / "broken.json"
+    path.write_bytes(content)
+    with pytest.raises(hf_bpe.TokenizerFileError, match="broken.json"):
+        BPE.load(path)
