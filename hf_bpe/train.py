@@ -16,7 +16,7 @@ come last; so the model is also a valid tiktoken rank table.
 >>> import hf_bpe
 >>> model = hf_bpe.train(["low lower lowest", "newer newest"], 260, show_progress=False)
 >>> [model.decode_single_token_bytes(i) for i in range(256, 260)]
-[b'we', b'st', b'es', b'est']
+[b'we', b'lo', b'wes', b'west']
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def train(
         num_threads=num_threads,
         text_column=text_column,
     )
-    return train_from_counts(counts, vocab_size, show_progress=show_progress, num_threads=num_threads, name=name)
+    return _merge(counts, vocab_size, show_progress, num_threads, name, warn_stacklevel=3)
 
 
 def count_pieces(
@@ -98,7 +98,7 @@ def count_pieces(
     >>> total == hf_bpe.count_pieces(["the cat sat", "the hat"], show_progress=False)
     True
     >>> total.most_common(2)
-    [(b' hat', 1), (b' sat', 1)]
+    [(b'the', 2), (b' cat', 1)]
     """
     specials = _special_tokens(special_tokens)
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
@@ -132,10 +132,21 @@ def train_from_counts(
     >>> counts = hf_bpe.PieceCounts({"hug": 10, "pug": 5, "pun": 12, "bun": 4}, pattern=r"\\w+")
     >>> model = hf_bpe.train_from_counts(counts, 259, show_progress=False)
     >>> [model.decode_single_token_bytes(i) for i in (256, 257, 258)]
-    [b'ug', b'un', b'hug']
+    [b'pu', b'pun', b'ug']
     """
     if not isinstance(counts, PieceCounts):
         raise TypeError(f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}")
+    return _merge(counts, vocab_size, show_progress, num_threads, name, warn_stacklevel=3)
+
+
+def _merge(
+    counts: PieceCounts,
+    vocab_size: int,
+    show_progress: bool,
+    num_threads: int | None,
+    name: str | None,
+    warn_stacklevel: int,
+) -> BPE:
     specials = list(counts.special_tokens)
     num_merges = _num_merges(vocab_size, len(specials))
     if counts.total == 0:
@@ -147,7 +158,7 @@ def train_from_counts(
         warnings.warn(
             f"the corpus allows only {len(tokens)} merges (every piece became a single token), so the "
             f"vocabulary has {BYTE_TOKENS + len(tokens) + len(specials)} tokens instead of {vocab_size}",
-            stacklevel=2,
+            stacklevel=warn_stacklevel,
         )
     ranks = {bytes([byte]): byte for byte in range(BYTE_TOKENS)}
     for token in tokens:

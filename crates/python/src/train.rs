@@ -2,12 +2,13 @@
 //! Type conversion, GIL release, progress callbacks and error mapping only.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use hf_bpe_core::train::{self, CountError, Counter, PieceCounts};
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
+use rustc_hash::FxHashMap;
 
 fn count_error(error: CountError) -> PyErr {
     let message = error.to_string();
@@ -43,19 +44,33 @@ fn stopped(py: Python<'_>) -> PyErr {
     PyErr::take(py).unwrap_or_else(|| PyKeyboardInterrupt::new_err(()))
 }
 
-fn run<T: Send>(pool: &Option<Arc<rayon::ThreadPool>>, work: impl FnOnce() -> T + Send) -> T {
-    match pool {
-        Some(pool) => pool.install(work),
-        None => work(),
-    }
+fn run<T: Send>(pool: &rayon::ThreadPool, work: impl FnOnce() -> T + Send) -> T {
+    pool.install(work)
 }
 
-fn pool_for(num_threads: Option<usize>) -> PyResult<Option<Arc<rayon::ThreadPool>>> {
-    match num_threads {
-        Some(0) => Err(PyValueError::new_err("num_threads must be at least 1 (or None for all cores)")),
-        Some(threads) => Ok(Some(crate::thread_pool(threads)?)),
-        None => Ok(None),
+/// The thread pool for `num_threads` (all cores when None), one per process and size.
+///
+/// Never rayon's global pool: its threads live only in the process that started them, so a
+/// process forked after that (a `datasets.map(num_proc=...)` worker, a `multiprocessing` fork)
+/// would wait for them forever. Pools are keyed by process id, so a forked child builds its own.
+fn pool_for(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
+    static POOLS: OnceLock<Mutex<FxHashMap<(u32, usize), Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let threads = match num_threads {
+        Some(0) => return Err(PyValueError::new_err("num_threads must be at least 1 (or None for all cores)")),
+        Some(threads) => threads,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let mut pools = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|poison| poison.into_inner());
+    if let Some(pool) = pools.get(&(std::process::id(), threads)) {
+        return Ok(pool.clone());
     }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|error| PyValueError::new_err(format!("cannot start {threads} threads: {error}")))?;
+    let pool = Arc::new(pool);
+    pools.insert((std::process::id(), threads), pool.clone());
+    Ok(pool)
 }
 
 /// A piece as bytes: `str` pieces are taken as UTF-8.
@@ -186,20 +201,22 @@ impl PyPieceCounts {
         Ok(dict)
     }
 
-    fn __add__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
-        let Ok(other) = other.cast::<PyPieceCounts>() else { return Ok(None) };
+    fn __add__<'py>(&self, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = other.py();
+        let Ok(other) = other.cast::<PyPieceCounts>() else { return Ok(py.NotImplemented().into_bound(py)) };
         let other = other.borrow();
         self.check_compatible(&other)?;
         let mut sum = self.clone();
         sum.counts.absorb(other.counts.clone());
-        Ok(Some(sum))
+        Ok(Bound::new(py, sum)?.into_any())
     }
 
     /// ``0 + counts`` is ``counts``, so ``sum(tables)`` works without a start value.
-    fn __radd__(&self, other: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
+    fn __radd__<'py>(&self, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = other.py();
         match other.extract::<i64>() {
-            Ok(0) => Ok(Some(self.clone())),
-            _ => Ok(None),
+            Ok(0) => Ok(Bound::new(py, self.clone())?.into_any()),
+            _ => Ok(py.NotImplemented().into_bound(py)),
         }
     }
 
@@ -293,7 +310,7 @@ pub struct PyPieceCounter {
     pattern: String,
     special_tokens: Vec<String>,
     counts: PieceCounts,
-    pool: Option<Arc<rayon::ThreadPool>>,
+    pool: Arc<rayon::ThreadPool>,
 }
 
 #[pymethods]
@@ -367,7 +384,8 @@ impl PyPieceCounter {
 /// Checks that files exist and are UTF-8 (in parallel); returns their total size in bytes.
 #[pyfunction]
 fn check_utf8_files(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<u64> {
-    py.detach(|| train::check_utf8(&paths)).map_err(count_error)
+    let pool = pool_for(None)?;
+    py.detach(|| run(&pool, || train::check_utf8(&paths))).map_err(count_error)
 }
 
 /// Whether texts split with this regex are cut into chunks (streamed and counted in parallel);
