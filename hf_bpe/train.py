@@ -75,7 +75,8 @@ def train(
         num_threads=num_threads,
         text_column=text_column,
     )
-    return _merge(counts, vocab_size, show_progress, num_threads, name, warn_stacklevel=3)
+    # The table is ours alone: let the merge loop free it as soon as it has its own copy.
+    return _merge(counts, vocab_size, show_progress, name, consume=True, warn_stacklevel=3)
 
 
 def count_pieces(
@@ -121,7 +122,6 @@ def train_from_counts(
     vocab_size: int,
     *,
     show_progress: bool = True,
-    num_threads: int | None = None,
     name: str | None = None,
 ) -> BPE:
     """Run the merge loop on a count table (from :func:`count_pieces`, possibly summed over shards).
@@ -136,24 +136,19 @@ def train_from_counts(
     """
     if not isinstance(counts, PieceCounts):
         raise TypeError(f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}")
-    return _merge(counts, vocab_size, show_progress, num_threads, name, warn_stacklevel=3)
+    return _merge(counts, vocab_size, show_progress, name, consume=False, warn_stacklevel=3)
 
 
 def _merge(
-    counts: PieceCounts,
-    vocab_size: int,
-    show_progress: bool,
-    num_threads: int | None,
-    name: str | None,
-    warn_stacklevel: int,
+    counts: PieceCounts, vocab_size: int, show_progress: bool, name: str | None, *, consume: bool, warn_stacklevel: int
 ) -> BPE:
     specials = list(counts.special_tokens)
     num_merges = _num_merges(vocab_size, len(specials))
     if counts.total == 0:
         raise ValueError("the piece counts are empty: there is nothing to learn merges from")
+    pattern = counts.pattern
     with _progress(show_progress, total=num_merges, unit=" merges", desc="Merging") as bar:
-        report = (lambda done: bar.update(done - bar.n)) if bar else None
-        tokens = counts._learn_merges(num_merges, report, num_threads)
+        tokens = counts._learn_merges(num_merges, bar.update if bar else None, consume)
     if len(tokens) < num_merges:
         warnings.warn(
             f"the corpus allows only {len(tokens)} merges (every piece became a single token), so the "
@@ -164,7 +159,7 @@ def _merge(
     for token in tokens:
         ranks[token] = len(ranks)
     special_ids = {token: len(ranks) + i for i, token in enumerate(specials)}
-    return BPE(ranks, counts.pattern, special_ids, name=name)
+    return BPE(ranks, pattern, special_ids, name=name)
 
 
 def _special_tokens(special_tokens: Iterable[str]) -> list[str]:

@@ -440,3 +440,34 @@ def test_documents_that_are_not_text_are_refused() -> None:
         hf_bpe.train(b"raw bytes", 300, show_progress=False)
     with pytest.raises(ValueError, match="num_threads"):
         hf_bpe.train(["text"], 300, num_threads=0, show_progress=False)
+
+
+def test_ctrl_c_stops_training_promptly(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "long_training.py"
+    script.write_text(
+        "import random, warnings, hf_bpe\n"
+        "warnings.simplefilter('ignore')\n"
+        "random.seed(0)\n"
+        "words = [''.join(random.choices('abcdefghijklmnopqrstuvwxyz', k=random.randint(3, 12))) for _ in range(100_000)]\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    hf_bpe.train([' '.join(words)] * 2, 10_000_000, show_progress=False)\n"
+        "    print('finished', flush=True)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n",
+        encoding="utf-8",
+    )
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    child.send_signal(signal.SIGINT)
+    started = time.perf_counter()
+    out, _ = child.communicate(timeout=30)
+    assert out.strip() == "interrupted"
+    assert time.perf_counter() - started < 5

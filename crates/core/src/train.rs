@@ -10,4 +10,4 @@ pub mod merges;
 
 pub use count::{check_utf8, CountError, Counter};
 pub use counts::PieceCounts;
-pub use merges::learn_merges;
+pub use merges::{learn_merges, learn_merges_consuming};

@@ -2,7 +2,10 @@
 //! Type conversion, GIL release, progress callbacks and error mapping only.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use hf_bpe_core::train::{self, CountError, Counter, PieceCounts};
 use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError};
@@ -22,26 +25,62 @@ fn count_error(error: CountError) -> PyErr {
     }
 }
 
-/// Calls a Python progress callback from any thread; `false` when Python wants to stop (Ctrl-C).
-fn report(callback: &Option<Py<PyAny>>, done: u64) -> bool {
-    match callback {
-        None => true,
-        Some(callback) => Python::attach(|py| {
-            let called = callback.call1(py, (done,)).and_then(|_| py.check_signals());
-            match called {
-                Ok(()) => true,
-                Err(error) => {
-                    error.restore(py);
-                    false
-                }
-            }
-        }),
+/// Shared between a worker and the thread watching it: how much is done, and whether to stop.
+#[derive(Default)]
+struct Watch {
+    done: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Watch {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
     }
 }
 
-/// The Python error a callback left behind, or a `KeyboardInterrupt`.
-fn stopped(py: Python<'_>) -> PyErr {
-    PyErr::take(py).unwrap_or_else(|| PyKeyboardInterrupt::new_err(()))
+/// Runs `work` on a helper thread with the GIL released, while the calling thread stays the one
+/// that talks to Python: every 0.1 s it passes the progress made (`progress(increment)`) and checks
+/// for Ctrl-C (signals reach only the main thread), asking the work to stop on either failing.
+fn watched<T: Send>(py: Python<'_>, progress: Option<&Py<PyAny>>, work: impl FnOnce(&Watch) -> T + Send) -> PyResult<T> {
+    let watch = Watch::default();
+    let (result, failure) = py.detach(|| {
+        std::thread::scope(|scope| {
+            let (sender, receiver) = mpsc::channel();
+            let watch = &watch;
+            scope.spawn(move || {
+                let _ = sender.send(work(watch));
+            });
+            let (mut reported, mut failure) = (0u64, None::<PyErr>);
+            loop {
+                let finished = receiver.recv_timeout(Duration::from_millis(100));
+                let done = watch.done.load(Ordering::Relaxed);
+                if failure.is_none() && (done > reported || finished.is_err()) {
+                    let status = Python::attach(|py| -> PyResult<()> {
+                        if let (Some(progress), true) = (progress, done > reported) {
+                            progress.call1(py, (done - reported,))?;
+                        }
+                        py.check_signals()
+                    });
+                    reported = done;
+                    if let Err(error) = status {
+                        watch.stop.store(true, Ordering::Relaxed);
+                        failure = Some(error);
+                    }
+                }
+                match finished {
+                    Ok(result) => return (Some(result), failure),
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    // The work panicked: leaving the scope re-raises the panic.
+                    Err(RecvTimeoutError::Disconnected) => return (None, failure),
+                }
+            }
+        })
+    });
+    match (failure, result) {
+        (Some(error), _) => Err(error),
+        (None, Some(result)) => Ok(result),
+        (None, None) => unreachable!("a panic in the work propagates out of the scope"),
+    }
 }
 
 fn run<T: Send>(pool: &rayon::ThreadPool, work: impl FnOnce() -> T + Send) -> T {
@@ -275,30 +314,24 @@ impl PyPieceCounts {
     }
 
     /// Learns up to ``num_merges`` merges; returns the new tokens' bytes in id order (ids 256 on).
-    /// ``progress(n)`` is called now and then with the number of merges done.
-    #[pyo3(signature = (num_merges, progress=None, num_threads=None))]
+    /// ``progress(n)`` is called now and then with the number of merges done since the last call.
+    /// With ``consume=True`` the table is emptied (its memory freed) once the merge loop has its
+    /// own copy of the pieces.
+    #[pyo3(signature = (num_merges, progress=None, consume=false))]
     fn _learn_merges<'py>(
-        &self,
+        &mut self,
         py: Python<'py>,
         num_merges: usize,
         progress: Option<Py<PyAny>>,
-        num_threads: Option<usize>,
+        consume: bool,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let pool = pool_for(num_threads)?;
-        let every = (num_merges / 500).max(1);
-        let mut interrupted = false;
-        let tokens = py.detach(|| {
-            run(&pool, || {
-                train::learn_merges(&self.counts, num_merges, |done| {
-                    let go_on = (done % every != 0 && done != num_merges) || report(&progress, done as u64);
-                    interrupted |= !go_on;
-                    go_on
-                })
+        let counts = if consume { std::mem::take(&mut self.counts) } else { self.counts.clone() };
+        let tokens = watched(py, progress.as_ref(), |watch| {
+            train::learn_merges_consuming(counts, num_merges, |done| {
+                watch.done.store(done as u64, Ordering::Relaxed);
+                !watch.stopped()
             })
-        });
-        if interrupted {
-            return Err(stopped(py));
-        }
+        })?;
         Ok(tokens.iter().map(|token| PyBytes::new(py, token)).collect())
     }
 }
@@ -356,19 +389,20 @@ impl PyPieceCounter {
     }
 
     /// Counts files (each one document), streamed in chunks and in parallel, with the GIL
-    /// released. ``progress(n)`` is called with the bytes of each chunk counted.
+    /// released. ``progress(n)`` is called now and then with the bytes counted since the last call.
     #[pyo3(signature = (paths, progress=None))]
     fn add_files(&mut self, py: Python<'_>, paths: Vec<PathBuf>, progress: Option<Py<PyAny>>) -> PyResult<()> {
-        let (counter, pool, counts) = (&self.counter, &self.pool, &mut self.counts);
-        let counted = py.detach(|| run(pool, || counter.count_files(&paths, |bytes| report(&progress, bytes))));
-        match counted {
-            Ok(batch) => {
-                counts.absorb(batch);
-                Ok(())
-            }
-            Err(CountError::Interrupted) => Err(stopped(py)),
-            Err(error) => Err(count_error(error)),
-        }
+        let (counter, pool) = (&self.counter, &self.pool);
+        let counted = watched(py, progress.as_ref(), |watch| {
+            run(pool, || {
+                counter.count_files(&paths, |bytes| {
+                    watch.done.fetch_add(bytes, Ordering::Relaxed);
+                    !watch.stopped()
+                })
+            })
+        })?;
+        self.counts.absorb(counted.map_err(count_error)?);
+        Ok(())
     }
 
     /// The counts so far, leaving the counter empty.

@@ -44,9 +44,16 @@ struct Words {
 
 impl Words {
     fn from_counts(counts: &PieceCounts) -> Self {
-        let mut words = Words { symbols: Vec::new(), start: Vec::new(), len: Vec::new(), count: Vec::new() };
         // Pieces of one byte hold no pair and never change: leave them out.
-        for (piece, count) in counts.iter().filter(|(piece, count)| piece.len() >= 2 && *count > 0) {
+        let kept = || counts.iter().filter(|(piece, count)| piece.len() >= 2 && *count > 0);
+        let (n_words, n_symbols) = kept().fold((0, 0), |(words, symbols), (piece, _)| (words + 1, symbols + piece.len()));
+        let mut words = Words {
+            symbols: Vec::with_capacity(n_symbols),
+            start: Vec::with_capacity(n_words),
+            len: Vec::with_capacity(n_words),
+            count: Vec::with_capacity(n_words),
+        };
+        for (piece, count) in kept() {
             words.start.push(words.symbols.len());
             words.len.push(u32::try_from(piece.len()).expect("a piece longer than 4 GiB"));
             words.count.push(count);
@@ -165,19 +172,42 @@ fn compare_pairs(tokens: &[Vec<u8>], a: PackedPair, b: PackedPair) -> Ordering {
 /// A merge whose bytes equal an existing token (possible in principle: the same bytes reached by
 /// two different splits) reuses that token's id and adds nothing to the vocabulary, so equal bytes
 /// are always one symbol, as in a trainer that works on byte strings.
-pub fn learn_merges(counts: &PieceCounts, num_tokens: usize, mut on_token: impl FnMut(usize) -> bool) -> Vec<Vec<u8>> {
-    let mut words = Words::from_counts(counts);
+pub fn learn_merges(counts: &PieceCounts, num_tokens: usize, on_token: impl FnMut(usize) -> bool) -> Vec<Vec<u8>> {
+    learn(Words::from_counts(counts), num_tokens, on_token)
+}
+
+/// [`learn_merges`], dropping the count table as soon as the merge loop has its own copy of the
+/// pieces (lower peak memory when the caller has no further use for the table).
+pub fn learn_merges_consuming(counts: PieceCounts, num_tokens: usize, on_token: impl FnMut(usize) -> bool) -> Vec<Vec<u8>> {
+    let words = Words::from_counts(&counts);
+    drop(counts);
+    learn(words, num_tokens, on_token)
+}
+
+fn learn(mut words: Words, num_tokens: usize, mut on_token: impl FnMut(usize) -> bool) -> Vec<Vec<u8>> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
     let mut token_ids: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
 
+    // Two passes, so that each pair's word list is allocated once at its exact size.
     let mut pair_counts: FxHashMap<PackedPair, u64> = FxHashMap::default();
-    let mut pair_words: FxHashMap<PackedPair, Vec<u32>> = FxHashMap::default();
+    let mut incidences: FxHashMap<PackedPair, (u32, u32)> = FxHashMap::default(); // (words, last word)
     for word in 0..words.count.len() {
         let count = words.count[word];
         for window in words.symbols(word).windows(2) {
             let pair = pack(window[0], window[1]);
             *pair_counts.entry(pair).or_insert(0) += count;
-            let listed = pair_words.entry(pair).or_default();
+            let (listed, last) = incidences.entry(pair).or_insert((0, u32::MAX));
+            if *last != word as u32 {
+                *listed += 1;
+                *last = word as u32;
+            }
+        }
+    }
+    let mut pair_words: FxHashMap<PackedPair, Vec<u32>> =
+        incidences.into_iter().map(|(pair, (listed, _))| (pair, Vec::with_capacity(listed as usize))).collect();
+    for word in 0..words.count.len() {
+        for window in words.symbols(word).windows(2) {
+            let listed = pair_words.get_mut(&pack(window[0], window[1])).expect("counted in the first pass");
             if listed.last() != Some(&(word as u32)) {
                 listed.push(word as u32);
             }
