@@ -118,9 +118,21 @@ def child(trainer: str, files: list[Path], vocab_size: int, threads: int) -> Non
     print(json.dumps({"seconds": seconds, "peak_mib": peak_kib / 1024}))
 
 
-def measure(trainer: str, files: list[Path], vocab_size: int, threads: int, timeout: float) -> dict[str, float] | None:
-    command = [sys.executable, __file__, "--child", trainer, "--vocab", str(vocab_size), "--threads", str(threads),
-               "--files", *map(str, files)]
+def measure(
+    trainer: str, files: list[Path], vocab_size: int, threads: int, timeout: float
+) -> dict[str, float] | None:
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        trainer,
+        "--vocab",
+        str(vocab_size),
+        "--threads",
+        str(threads),
+        "--files",
+        *map(str, files),
+    ]
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
@@ -147,7 +159,9 @@ def cs336_seconds(repeats: int = 5) -> float | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--trainers", nargs="+", default=TRAINERS, choices=TRAINERS)
     parser.add_argument("--vocab", nargs="+", type=int, default=[8192, 32768])
     parser.add_argument("--size-mb", type=float, default=25.0, help="corpus size (default 25)")
@@ -165,8 +179,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         files = build_corpus(Path(folder), arguments.size_mb)
         size = sum(path.stat().st_size for path in files)
-        print(f"Corpus: {size / 1e6:.1f} MB in {len(files)} files ({', '.join(path.name for path in files)}); "
-              f"{arguments.threads} threads; GPT-2 split pattern\n")
+        print(
+            f"Corpus: {size / 1e6:.1f} MB in {len(files)} files ({', '.join(path.name for path in files)}); "
+            f"{arguments.threads} threads; GPT-2 split pattern\n"
+        )
         print("| trainer | vocab | wall time (s) | peak memory (MiB) | fed with |")
         print("|---|---:|---:|---:|---|")
         for vocab_size in arguments.vocab:
@@ -181,7 +197,9 @@ def main() -> None:
                 print(f"| {trainer} | {vocab_size} | {cells}| {HOW_FED[trainer]} |", flush=True)
     seconds = cs336_seconds()
     if seconds is not None:
-        print(f"\nCS336 bar (corpus.en, vocab 500, <|endoftext|>): hf_bpe {seconds:.3f} s (best of 5; bar: 1.5 s)")
+        print(
+            f"\nCS336 bar (corpus.en, vocab 500, <|endoftext|>): hf_bpe {seconds:.3f} s (best of 5; bar: 1.5 s)"
+        )
 
 
 if __name__ == "__main__":

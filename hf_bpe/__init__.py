@@ -19,9 +19,9 @@ from hf_bpe.train import PieceCounts, count_pieces, train, train_from_counts
 
 __all__ = [
     "BPE",
-    "PieceCounts",
     "DisallowedSpecialTokenError",
     "InvalidVocabularyError",
+    "PieceCounts",
     "TokenizerFileError",
     "UnknownTokenError",
     "count_pieces",

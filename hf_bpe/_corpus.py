@@ -91,7 +91,9 @@ def _files(paths: list[Any]) -> Files:
     resolved = [Path(path) for path in paths]
     for path in resolved:
         if path.is_dir():
-            raise IsADirectoryError(f"{path}: is a folder; pass the text files in it (e.g. sorted(folder.glob('*.txt')))")
+            raise IsADirectoryError(
+                f"{path}: is a folder; pass the text files in it (e.g. sorted(folder.glob('*.txt')))"
+            )
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such corpus file")
     size = _core.check_utf8_files([os.fspath(path) for path in resolved])
@@ -122,7 +124,7 @@ def _as_dataset(corpus: Any, text_column: str) -> Documents | None:
     if isinstance(corpus, (datasets.DatasetDict, datasets.IterableDatasetDict)):
         raise TypeError(
             f"corpus is a {type(corpus).__name__} with splits {sorted(corpus)}: pick one, "
-            f"e.g. corpus[{sorted(corpus)[0]!r}]"
+            f"e.g. corpus[{min(corpus)!r}]"
         )
     if not isinstance(corpus, (datasets.Dataset, datasets.IterableDataset)):
         return None

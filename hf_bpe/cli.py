@@ -59,19 +59,44 @@ def _parser() -> argparse.ArgumentParser:
         "embedded default corpus: Python's own documentation (pydoc_data.topics).",
     )
     source = train.add_argument_group("input (at most one of FILES and --dataset)")
-    source.add_argument("files", nargs="*", type=Path, metavar="FILES", help="UTF-8 text files, each a document")
-    source.add_argument("--dataset", metavar="NAME_OR_PATH", help="a datasets name, a folder saved with "
-                        "save_to_disk, or a .json/.jsonl/.csv/.parquet/.txt data file")
+    source.add_argument(
+        "files", nargs="*", type=Path, metavar="FILES", help="UTF-8 text files, each a document"
+    )
+    source.add_argument(
+        "--dataset",
+        metavar="NAME_OR_PATH",
+        help="a datasets name, a folder saved with "
+        "save_to_disk, or a .json/.jsonl/.csv/.parquet/.txt data file",
+    )
     source.add_argument("--dataset-config", metavar="NAME", help="the dataset's configuration name")
     source.add_argument("--split", default="train", help="the dataset split (default: train)")
-    source.add_argument("--text-column", default="text", metavar="C", help="the column with the text (default: text)")
-    train.add_argument("--vocab-size", type=int, required=True, metavar="N",
-                       help="tokens in all: 256 bytes + merges + special tokens")
-    train.add_argument("--pattern", default="gpt2", metavar="P",
-                       help="split pattern: gpt2, cl100k, o200k or a regex (default: gpt2)")
-    train.add_argument("--special-token", action="append", default=[], metavar="T", dest="special_tokens",
-                       help="a special token (repeat for more); ids follow the merges")
-    train.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write the tokenizer to")
+    source.add_argument(
+        "--text-column", default="text", metavar="C", help="the column with the text (default: text)"
+    )
+    train.add_argument(
+        "--vocab-size",
+        type=int,
+        required=True,
+        metavar="N",
+        help="tokens in all: 256 bytes + merges + special tokens",
+    )
+    train.add_argument(
+        "--pattern",
+        default="gpt2",
+        metavar="P",
+        help="split pattern: gpt2, cl100k, o200k or a regex (default: gpt2)",
+    )
+    train.add_argument(
+        "--special-token",
+        action="append",
+        default=[],
+        metavar="T",
+        dest="special_tokens",
+        help="a special token (repeat for more); ids follow the merges",
+    )
+    train.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="folder to write the tokenizer to"
+    )
     train.add_argument("--name", help="the model's name (default: the folder's name)")
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -134,7 +159,7 @@ def _default_corpus() -> list[str]:
 
 
 def _load_dataset(name_or_path: str, config: str | None, split: str) -> Any:
-    import datasets
+    import datasets  # type: ignore[import-untyped]
 
     path = Path(name_or_path)
     if path.is_dir() and any((path / marker).exists() for marker in ("state.json", "dataset_dict.json")):
@@ -147,8 +172,10 @@ def _load_dataset(name_or_path: str, config: str | None, split: str) -> Any:
     if path.is_file():
         builder = DATA_FILE_BUILDERS.get(path.suffix.lower())
         if builder is None:
-            raise UsageError(f"--dataset {path}: cannot read {path.suffix or 'extension-less'} files; "
-                             f"use one of {sorted(DATA_FILE_BUILDERS)}")
+            raise UsageError(
+                f"--dataset {path}: cannot read {path.suffix or 'extension-less'} files; "
+                f"use one of {sorted(DATA_FILE_BUILDERS)}"
+            )
         return datasets.load_dataset(builder, data_files=str(path), split=split)
     return datasets.load_dataset(name_or_path, config, split=split)
 

@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, TypeAlias
 
 from hf_bpe import _core, patterns
 from hf_bpe._corpus import Corpus, Documents, Files, open_corpus
 from hf_bpe.model import BPE
 
-PieceCounts = _core.PieceCounts
+PieceCounts: TypeAlias = _core.PieceCounts
 
 __all__ = ["PieceCounts", "count_pieces", "train", "train_from_counts"]
 
@@ -135,12 +137,20 @@ def train_from_counts(
     [b'pu', b'pun', b'ug']
     """
     if not isinstance(counts, PieceCounts):
-        raise TypeError(f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}")
+        raise TypeError(
+            f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}"
+        )
     return _merge(counts, vocab_size, show_progress, name, consume=False, warn_stacklevel=3)
 
 
 def _merge(
-    counts: PieceCounts, vocab_size: int, show_progress: bool, name: str | None, *, consume: bool, warn_stacklevel: int
+    counts: PieceCounts,
+    vocab_size: int,
+    show_progress: bool,
+    name: str | None,
+    *,
+    consume: bool,
+    warn_stacklevel: int,
 ) -> BPE:
     specials = list(counts.special_tokens)
     num_merges = _num_merges(vocab_size, len(specials))
@@ -207,17 +217,10 @@ def _count_documents(counter: _core.PieceCounter, source: Documents, show_progre
                 bar.update(pending_size)
 
 
-class _NoBar:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def _progress(show: bool, *, desc: str = "Counting pieces", **options: object) -> _NoBar | Callable[..., object]:
+def _progress(show: bool, *, desc: str = "Counting pieces", **options: Any) -> AbstractContextManager[Any]:
+    """A tqdm bar, or ``None`` when progress is off."""
     if not show:
-        return _NoBar()
-    from tqdm.auto import tqdm
+        return nullcontext(None)
+    from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
-    return tqdm(desc=desc, **options)  # type: ignore[call-overload,no-any-return]
+    return tqdm(desc=desc, **options)  # type: ignore[no-any-return]

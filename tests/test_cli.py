@@ -13,11 +13,26 @@ import hf_bpe
 from hf_bpe.cli import MODEL_FILE, main
 
 
-def test_train_on_files_writes_the_model_and_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_train_on_files_writes_the_model_and_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat on the mat<|endoftext|>the hat\n" * 200, encoding="utf-8")
-    status = main(["train", str(corpus), "--vocab-size", "270", "--special-token", "<|endoftext|>",
-                   "--special-token", "<pad>", "--out", str(tmp_path / "tok"), "--quiet"])
+    status = main(
+        [
+            "train",
+            str(corpus),
+            "--vocab-size",
+            "270",
+            "--special-token",
+            "<|endoftext|>",
+            "--special-token",
+            "<pad>",
+            "--out",
+            str(tmp_path / "tok"),
+            "--quiet",
+        ]
+    )
     assert status == 0
     out = capsys.readouterr().out
     assert f"Wrote {tmp_path / 'tok' / MODEL_FILE}" in out
@@ -29,7 +44,9 @@ def test_train_on_files_writes_the_model_and_a_summary(tmp_path: Path, capsys: p
     assert model.mergeable_ranks == expected.mergeable_ranks
 
 
-def test_train_with_no_input_uses_pythons_documentation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_train_with_no_input_uses_pythons_documentation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     status = main(["train", "--vocab-size", "1000", "--pattern", "cl100k", "--out", str(tmp_path / "docs")])
     assert status == 0
     captured = capsys.readouterr()
@@ -45,17 +62,45 @@ def test_train_on_a_saved_dataset_and_a_data_file(tmp_path: Path, capsys: pytest
 
     rows = {"id": [1, 2, 3], "body": ["first text here", "second text there", "third text everywhere"]}
     datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows)}).save_to_disk(str(tmp_path / "saved"))
-    status = main(["train", "--dataset", str(tmp_path / "saved"), "--text-column", "body", "--vocab-size", "265",
-                   "--out", str(tmp_path / "a"), "--quiet"])
+    status = main(
+        [
+            "train",
+            "--dataset",
+            str(tmp_path / "saved"),
+            "--text-column",
+            "body",
+            "--vocab-size",
+            "265",
+            "--out",
+            str(tmp_path / "a"),
+            "--quiet",
+        ]
+    )
     assert status == 0
     jsonl = tmp_path / "rows.jsonl"
     jsonl.write_text("".join(json.dumps({"body": body}) + "\n" for body in rows["body"]), encoding="utf-8")
-    status = main(["train", "--dataset", str(jsonl), "--text-column", "body", "--vocab-size", "265",
-                   "--out", str(tmp_path / "b"), "--quiet"])
+    status = main(
+        [
+            "train",
+            "--dataset",
+            str(jsonl),
+            "--text-column",
+            "body",
+            "--vocab-size",
+            "265",
+            "--out",
+            str(tmp_path / "b"),
+            "--quiet",
+        ]
+    )
     assert status == 0
     a = hf_bpe.BPE.load(tmp_path / "a" / MODEL_FILE)
     b = hf_bpe.BPE.load(tmp_path / "b" / MODEL_FILE)
-    assert a.mergeable_ranks == b.mergeable_ranks == hf_bpe.train(rows["body"], 265, show_progress=False).mergeable_ranks
+    assert (
+        a.mergeable_ranks
+        == b.mergeable_ranks
+        == hf_bpe.train(rows["body"], 265, show_progress=False).mergeable_ranks
+    )
     assert "dataset" in capsys.readouterr().out
 
 
@@ -86,8 +131,20 @@ def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("hello hello world\n" * 50, encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "hf_bpe.cli", "train", str(corpus), "--vocab-size", "260", "--out", str(tmp_path / "t")],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "hf_bpe.cli",
+            "train",
+            str(corpus),
+            "--vocab-size",
+            "260",
+            "--out",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "260 tokens" in done.stdout

@@ -4,6 +4,7 @@ forms), progress, and bad input."""
 from __future__ import annotations
 
 import doctest
+import itertools
 import pickle
 import re
 from collections import Counter
@@ -28,7 +29,9 @@ NAMED = ["gpt2", "cl100k", "o200k"]
 # --------------------------------------------------------------------------- a naive reference
 
 
-def naive_train(documents: list[str], vocab_size: int, pattern: str, special_tokens: list[str]) -> list[bytes]:
+def naive_train(
+    documents: list[str], vocab_size: int, pattern: str, special_tokens: list[str]
+) -> list[bytes]:
     """The seeds' loop, written for reading: split on specials, pre-tokenize, count pieces; then
     recount every pair before each merge and take the most frequent, ties to the greatest bytes.
     Returns the learned tokens in order."""
@@ -48,7 +51,7 @@ def naive_train(documents: list[str], vocab_size: int, pattern: str, special_tok
     while 256 + len(learned) + len(special_tokens) < vocab_size:
         pairs: Counter[tuple[bytes, bytes]] = Counter()
         for word, n in words.items():
-            for pair in zip(word, word[1:]):
+            for pair in itertools.pairwise(word):
                 pairs[pair] += n
         if not pairs:
             break
@@ -119,11 +122,15 @@ documents_strategy = st.lists(
     pattern=st.sampled_from(NAMED + [r"\w+|\s+|[^\w\s]+"]),
     special_tokens=st.sampled_from([[], ["<|x|>"], ["<|x|>", "ll"]]),
 )
-def test_agrees_with_the_naive_trainer(documents: list[str], merges: int, pattern: str, special_tokens: list[str]) -> None:
+def test_agrees_with_the_naive_trainer(
+    documents: list[str], merges: int, pattern: str, special_tokens: list[str]
+) -> None:
     vocab_size = 256 + len(special_tokens) + merges
     expected = naive_train(documents, vocab_size, pattern, special_tokens)
     try:
-        model = hf_bpe.train(documents, vocab_size, pattern=pattern, special_tokens=special_tokens, show_progress=False)
+        model = hf_bpe.train(
+            documents, vocab_size, pattern=pattern, special_tokens=special_tokens, show_progress=False
+        )
     except ValueError as error:  # nothing but special tokens: the naive loop saw no piece either
         assert "empty" in str(error)
         assert expected == []
@@ -193,15 +200,44 @@ def test_a_small_corpus_gives_a_smaller_vocabulary_with_a_warning() -> None:
 # ------------------------------------------------------------------------------------- counting
 
 tricky = fragments(
-    [" ", "  ", "\n", "\r\n", "\t", "\u00a0", "\u3000", "a", "Bc", "z", "é", "日本", "1", "23", "/", "'", "'s",
-     ".", "!?", "\u0301", "\U0001f600", "<|x|>", "<|", "|>", "x"],
+    [
+        " ",
+        "  ",
+        "\n",
+        "\r\n",
+        "\t",
+        "\u00a0",
+        "\u3000",
+        "a",
+        "Bc",
+        "z",
+        "é",
+        "日本",
+        "1",
+        "23",
+        "/",
+        "'",
+        "'s",
+        ".",
+        "!?",
+        "\u0301",
+        "\U0001f600",
+        "<|x|>",
+        "<|",
+        "|>",
+        "x",
+    ],
     150,
 )
 
 
 @settings(max_examples=120, deadline=None)
-@given(text=tricky, chunk_bytes=st.integers(1, 24), pattern=st.sampled_from(NAMED), with_special=st.booleans())
-def test_counting_in_chunks_equals_counting_whole_texts(text: str, chunk_bytes: int, pattern: str, with_special: bool) -> None:
+@given(
+    text=tricky, chunk_bytes=st.integers(1, 24), pattern=st.sampled_from(NAMED), with_special=st.booleans()
+)
+def test_counting_in_chunks_equals_counting_whole_texts(
+    text: str, chunk_bytes: int, pattern: str, with_special: bool
+) -> None:
     specials = ["<|x|>", "|>\n"] if with_special else []
     regex_ = patterns.resolve(pattern)
     whole = _core.PieceCounter(regex_, specials, None, 1 << 40)
@@ -213,7 +249,9 @@ def test_counting_in_chunks_equals_counting_whole_texts(text: str, chunk_bytes: 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=tricky, chunk_bytes=st.integers(1, 24), pattern=st.sampled_from(NAMED))
-def test_streaming_files_in_chunks_equals_counting_whole_texts(tmp_path: Path, text: str, chunk_bytes: int, pattern: str) -> None:
+def test_streaming_files_in_chunks_equals_counting_whole_texts(
+    tmp_path: Path, text: str, chunk_bytes: int, pattern: str
+) -> None:
     path = tmp_path / "corpus.txt"
     path.write_bytes(text.encode("utf-8"))
     regex_ = patterns.resolve(pattern)
@@ -246,7 +284,9 @@ def test_files_lists_of_text_and_datasets_count_the_same(tmp_path: Path) -> None
     from_texts = hf_bpe.count_pieces(iter(documents), show_progress=False)
     dataset = datasets.Dataset.from_dict({"id": [0, 1, 2], "body": documents})
     from_dataset = hf_bpe.count_pieces(dataset, text_column="body", show_progress=False)
-    from_iterable = hf_bpe.count_pieces(dataset.to_iterable_dataset(), text_column="body", show_progress=False)
+    from_iterable = hf_bpe.count_pieces(
+        dataset.to_iterable_dataset(), text_column="body", show_progress=False
+    )
     assert from_files == from_texts == from_dataset == from_iterable
     one_path = hf_bpe.count_pieces(str(paths[0]), show_progress=False)
     assert one_path == hf_bpe.count_pieces([documents[0]], show_progress=False)
@@ -267,8 +307,9 @@ def test_shards_counted_apart_and_summed_train_the_same_model() -> None:
 
 
 def test_counting_in_dataset_map_worker_processes_and_summing_gives_the_same_model() -> None:
-    import datasets
     from pydoc_data.topics import topics
+
+    import datasets
 
     dataset = datasets.Dataset.from_dict({"text": [topics[name] for name in sorted(topics)]})
 
@@ -402,7 +443,9 @@ def test_empty_corpora_are_refused(tmp_path: Path) -> None:
         hf_bpe.train(["", "<s>"], 300, special_tokens=["<s>"], show_progress=False)
 
 
-def test_a_file_that_is_not_utf8_is_named_with_the_byte_offset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_that_is_not_utf8_is_named_with_the_byte_offset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = tmp_path / "good.txt"
     good.write_text("plenty of good text\n" * 1000, encoding="utf-8")
     bad = tmp_path / "latin1.txt"

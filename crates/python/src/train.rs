@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use hf_bpe_core::train::{self, CountError, Counter, PieceCounts};
-use pyo3::exceptions::{PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 use rustc_hash::FxHashMap;
@@ -41,7 +43,11 @@ impl Watch {
 /// Runs `work` on a helper thread with the GIL released, while the calling thread stays the one
 /// that talks to Python: every 0.1 s it passes the progress made (`progress(increment)`) and checks
 /// for Ctrl-C (signals reach only the main thread), asking the work to stop on either failing.
-fn watched<T: Send>(py: Python<'_>, progress: Option<&Py<PyAny>>, work: impl FnOnce(&Watch) -> T + Send) -> PyResult<T> {
+fn watched<T: Send>(
+    py: Python<'_>,
+    progress: Option<&Py<PyAny>>,
+    work: impl FnOnce(&Watch) -> T + Send,
+) -> PyResult<T> {
     let watch = Watch::default();
     let (result, failure) = py.detach(|| {
         std::thread::scope(|scope| {
@@ -93,20 +99,30 @@ fn run<T: Send>(pool: &rayon::ThreadPool, work: impl FnOnce() -> T + Send) -> T 
 /// process forked after that (a `datasets.map(num_proc=...)` worker, a `multiprocessing` fork)
 /// would wait for them forever. Pools are keyed by process id, so a forked child builds its own.
 fn pool_for(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
-    static POOLS: OnceLock<Mutex<FxHashMap<(u32, usize), Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    type PoolsByProcessAndSize = FxHashMap<(u32, usize), Arc<rayon::ThreadPool>>;
+    static POOLS: OnceLock<Mutex<PoolsByProcessAndSize>> = OnceLock::new();
     let threads = match num_threads {
-        Some(0) => return Err(PyValueError::new_err("num_threads must be at least 1 (or None for all cores)")),
+        Some(0) => {
+            return Err(PyValueError::new_err(
+                "num_threads must be at least 1 (or None for all cores)",
+            ))
+        }
         Some(threads) => threads,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let mut pools = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|poison| poison.into_inner());
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
     if let Some(pool) = pools.get(&(std::process::id(), threads)) {
         return Ok(pool.clone());
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
-        .map_err(|error| PyValueError::new_err(format!("cannot start {threads} threads: {error}")))?;
+        .map_err(|error| {
+            PyValueError::new_err(format!("cannot start {threads} threads: {error}"))
+        })?;
     let pool = Arc::new(pool);
     pools.insert((std::process::id(), threads), pool.clone());
     Ok(pool)
@@ -120,9 +136,18 @@ fn piece_of(piece: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(bytes) = piece.cast::<PyBytes>() {
         return Ok(bytes.as_bytes().to_vec());
     }
-    let type_name = piece.get_type().name().map(|name| name.to_string()).unwrap_or_default();
-    Err(PyTypeError::new_err(format!("a piece is str or bytes, got {type_name}")))
+    let type_name = piece
+        .get_type()
+        .name()
+        .map(|name| name.to_string())
+        .unwrap_or_default();
+    Err(PyTypeError::new_err(format!(
+        "a piece is str or bytes, got {type_name}"
+    )))
 }
+
+/// What pickling stores: pattern, special tokens and the serialized table.
+type State<'py> = (String, Vec<String>, Bound<'py, PyBytes>);
 
 /// How often each distinct piece occurs in a corpus, with the split pattern and special tokens
 /// that cut it. Tables add with ``+`` (so ``sum(tables)`` works), pickle, and compare equal when
@@ -172,7 +197,10 @@ impl PyPieceCounts {
         pattern: &str,
         special_tokens: Vec<String>,
     ) -> PyResult<Self> {
-        let pattern: String = py.import("hf_bpe.patterns")?.call_method1("resolve", (pattern,))?.extract()?;
+        let pattern: String = py
+            .import("hf_bpe.patterns")?
+            .call_method1("resolve", (pattern,))?
+            .extract()?;
         let mut table = PieceCounts::new();
         if let Some(counts) = counts {
             let items = counts.call_method0("items").map_err(|_| {
@@ -185,7 +213,11 @@ impl PyPieceCounts {
                 table.add(&piece_of(&piece)?, count);
             }
         }
-        Ok(Self { counts: table, pattern, special_tokens })
+        Ok(Self {
+            counts: table,
+            pattern,
+            special_tokens,
+        })
     }
 
     /// The split regex the pieces were cut with.
@@ -223,7 +255,11 @@ impl PyPieceCounts {
     /// The ``n`` most frequent pieces as ``(bytes, count)``, most frequent first (all when
     /// ``n`` is None).
     #[pyo3(signature = (n=None))]
-    fn most_common<'py>(&self, py: Python<'py>, n: Option<usize>) -> Vec<(Bound<'py, PyBytes>, u64)> {
+    fn most_common<'py>(
+        &self,
+        py: Python<'py>,
+        n: Option<usize>,
+    ) -> Vec<(Bound<'py, PyBytes>, u64)> {
         self.counts
             .most_common(n.unwrap_or(usize::MAX))
             .into_iter()
@@ -242,7 +278,9 @@ impl PyPieceCounts {
 
     fn __add__<'py>(&self, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let py = other.py();
-        let Ok(other) = other.cast::<PyPieceCounts>() else { return Ok(py.NotImplemented().into_bound(py)) };
+        let Ok(other) = other.cast::<PyPieceCounts>() else {
+            return Ok(py.NotImplemented().into_bound(py));
+        };
         let other = other.borrow();
         self.check_compatible(&other)?;
         let mut sum = self.clone();
@@ -296,21 +334,30 @@ impl PyPieceCounts {
         )
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String, Vec<String>, Bound<'py, PyBytes>))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, State<'py>)> {
         let py = slf.py();
         let this = slf.borrow();
         let counts = &this.counts;
         let bytes = py.detach(|| counts.to_bytes());
         Ok((
             slf.get_type().getattr("_from_state")?,
-            (this.pattern.clone(), this.special_tokens.clone(), PyBytes::new(py, &bytes)),
+            (
+                this.pattern.clone(),
+                this.special_tokens.clone(),
+                PyBytes::new(py, &bytes),
+            ),
         ))
     }
 
     #[staticmethod]
     fn _from_state(pattern: String, special_tokens: Vec<String>, counts: &[u8]) -> PyResult<Self> {
-        let counts = PieceCounts::from_bytes(counts).map_err(|error| PyValueError::new_err(error.to_string()))?;
-        Ok(Self { counts, pattern, special_tokens })
+        let counts = PieceCounts::from_bytes(counts)
+            .map_err(|error| PyValueError::new_err(error.to_string()))?;
+        Ok(Self {
+            counts,
+            pattern,
+            special_tokens,
+        })
     }
 
     /// Learns up to ``num_merges`` merges; returns the new tokens' bytes in id order (ids 256 on).
@@ -325,7 +372,11 @@ impl PyPieceCounts {
         progress: Option<Py<PyAny>>,
         consume: bool,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let counts = if consume { std::mem::take(&mut self.counts) } else { self.counts.clone() };
+        let counts = if consume {
+            std::mem::take(&mut self.counts)
+        } else {
+            self.counts.clone()
+        };
         let tokens = watched(py, progress.as_ref(), |watch| {
             train::learn_merges_consuming(counts, num_merges, |done| {
                 watch.done.store(done as u64, Ordering::Relaxed);
@@ -361,7 +412,13 @@ impl PyPieceCounter {
         if let Some(chunk_bytes) = chunk_bytes {
             counter = counter.with_chunk_bytes(chunk_bytes);
         }
-        Ok(Self { counter, pattern, special_tokens, counts: PieceCounts::new(), pool: pool_for(num_threads)? })
+        Ok(Self {
+            counter,
+            pattern,
+            special_tokens,
+            counts: PieceCounts::new(),
+            pool: pool_for(num_threads)?,
+        })
     }
 
     /// Counts each text as one document, in parallel, with the GIL released.
@@ -371,7 +428,11 @@ impl PyPieceCounter {
             .map(|text| match text.cast::<PyString>() {
                 Ok(text) => Ok(text.to_string_lossy().into_owned()),
                 Err(_) => {
-                    let type_name = text.get_type().name().map(|name| name.to_string()).unwrap_or_default();
+                    let type_name = text
+                        .get_type()
+                        .name()
+                        .map(|name| name.to_string())
+                        .unwrap_or_default();
                     Err(PyTypeError::new_err(format!(
                         "the corpus must yield str (the text of each document), got {type_name}"
                     )))
@@ -391,7 +452,12 @@ impl PyPieceCounter {
     /// Counts files (each one document), streamed in chunks and in parallel, with the GIL
     /// released. ``progress(n)`` is called now and then with the bytes counted since the last call.
     #[pyo3(signature = (paths, progress=None))]
-    fn add_files(&mut self, py: Python<'_>, paths: Vec<PathBuf>, progress: Option<Py<PyAny>>) -> PyResult<()> {
+    fn add_files(
+        &mut self,
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
         let (counter, pool) = (&self.counter, &self.pool);
         let counted = watched(py, progress.as_ref(), |watch| {
             run(pool, || {
@@ -419,7 +485,8 @@ impl PyPieceCounter {
 #[pyfunction]
 fn check_utf8_files(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<u64> {
     let pool = pool_for(None)?;
-    py.detach(|| run(&pool, || train::check_utf8(&paths))).map_err(count_error)
+    py.detach(|| run(&pool, || train::check_utf8(&paths)))
+        .map_err(count_error)
 }
 
 /// Whether texts split with this regex are cut into chunks (streamed and counted in parallel);

@@ -24,7 +24,11 @@ pub enum CountError {
     /// A file could not be opened or read.
     Io { path: PathBuf, error: io::Error },
     /// A file is not valid UTF-8: `offset` is the position of the first bad byte.
-    NotUtf8 { path: PathBuf, offset: u64, byte: u8 },
+    NotUtf8 {
+        path: PathBuf,
+        offset: u64,
+        byte: u8,
+    },
     /// The split pattern failed (or does not compile).
     Split(SplitError),
     /// A special token that cannot be used (empty, or given twice).
@@ -93,11 +97,16 @@ fn char_at(text: &[u8], at: usize) -> Option<char> {
         byte if byte >= 0xE0 => 3,
         _ => 2,
     };
-    std::str::from_utf8(text.get(at..at + width)?).ok()?.chars().next()
+    std::str::from_utf8(text.get(at..at + width)?)
+        .ok()?
+        .chars()
+        .next()
 }
 
 fn char_before(text: &[u8], end: usize) -> Option<char> {
-    let start = (end.saturating_sub(4)..end).rev().find(|&i| text[i] & 0xC0 != 0x80)?;
+    let start = (end.saturating_sub(4)..end)
+        .rev()
+        .find(|&i| text[i] & 0xC0 != 0x80)?;
     std::str::from_utf8(&text[start..end]).ok()?.chars().next()
 }
 
@@ -124,9 +133,12 @@ fn safe_cut(text: &[u8], at: usize) -> bool {
         b'\n' => {
             let before = char_before(text, at - 1);
             let after = char_at(text, at);
-            matches!(before, Some(c) if !c.is_whitespace()) && matches!(after, Some(c) if !c.is_whitespace() && c != '/')
+            matches!(before, Some(c) if !c.is_whitespace())
+                && matches!(after, Some(c) if !c.is_whitespace() && c != '/')
         }
-        byte if byte.is_ascii_alphabetic() => text[at] == b' ' && text[at + 1].is_ascii_alphabetic(),
+        byte if byte.is_ascii_alphabetic() => {
+            text[at] == b' ' && text[at + 1].is_ascii_alphabetic()
+        }
         _ => false,
     }
 }
@@ -156,17 +168,24 @@ impl Counter {
         let mut seen = std::collections::HashSet::new();
         for token in special_tokens {
             if token.is_empty() {
-                return Err(CountError::BadSpecialToken("a special token cannot be the empty string".into()));
+                return Err(CountError::BadSpecialToken(
+                    "a special token cannot be the empty string".into(),
+                ));
             }
             if !seen.insert(token) {
-                return Err(CountError::BadSpecialToken(format!("special token {token:?} is given twice")));
+                return Err(CountError::BadSpecialToken(format!(
+                    "special token {token:?} is given twice"
+                )));
             }
         }
         let specials = if special_tokens.is_empty() {
             None
         } else {
             let build = |kind| {
-                AhoCorasick::builder().match_kind(kind).build(special_tokens).expect("special tokens are plain strings")
+                AhoCorasick::builder()
+                    .match_kind(kind)
+                    .build(special_tokens)
+                    .expect("special tokens are plain strings")
             };
             Some(Specials {
                 splitter: build(MatchKind::LeftmostLongest),
@@ -175,7 +194,12 @@ impl Counter {
             })
         };
         let cut_rule = can_chunk(pattern).then_some(CutRule::NamedPatterns);
-        Ok(Self { splitter, specials, cut_rule, chunk_bytes: DEFAULT_CHUNK_BYTES })
+        Ok(Self {
+            splitter,
+            specials,
+            cut_rule,
+            chunk_bytes: DEFAULT_CHUNK_BYTES,
+        })
     }
 
     /// Sets the chunk size (tests use tiny chunks to exercise cutting).
@@ -188,7 +212,9 @@ impl Counter {
     pub fn count_text(&self, text: &str, counts: &mut PieceCounts) -> Result<(), SplitError> {
         let bytes = text.as_bytes();
         let mut count_part = |part: &str| {
-            self.splitter.for_each_piece(part, |start, end| counts.add(&part.as_bytes()[start..end], 1))
+            self.splitter.for_each_piece(part, |start, end| {
+                counts.add(&part.as_bytes()[start..end], 1)
+            })
         };
         match &self.specials {
             None => count_part(text),
@@ -224,12 +250,17 @@ impl Counter {
     /// Bytes past a cut that [`Counter::can_cut`] must see: the rule looks one character ahead and
     /// special tokens reach `longest` bytes.
     fn lookahead(&self) -> usize {
-        4 + self.specials.as_ref().map_or(0, |specials| specials.longest)
+        4 + self
+            .specials
+            .as_ref()
+            .map_or(0, |specials| specials.longest)
     }
 
     /// The last position in `text[..limit]` after `floor` where it may be cut.
     fn last_cut(&self, text: &[u8], floor: usize, limit: usize) -> Option<usize> {
-        (floor.max(1)..limit).rev().find(|&at| self.can_cut(text, at))
+        (floor.max(1)..limit)
+            .rev()
+            .find(|&at| self.can_cut(text, at))
     }
 
     /// Cuts `text` into chunks of about the chunk size at safe positions.
@@ -237,7 +268,9 @@ impl Counter {
         let bytes = text.as_bytes();
         let mut chunks = Vec::new();
         let mut start = 0;
-        while self.cut_rule.is_some() && bytes.len() - start > self.chunk_bytes + self.chunk_bytes / 2 {
+        while self.cut_rule.is_some()
+            && bytes.len() - start > self.chunk_bytes + self.chunk_bytes / 2
+        {
             let target = start + self.chunk_bytes;
             let cut = self
                 .last_cut(bytes, start + 1, target)
@@ -327,7 +360,10 @@ impl<'c> FileChunks<'c> {
     }
 
     fn io_error(&self, error: io::Error) -> CountError {
-        CountError::Io { path: self.path.clone(), error }
+        CountError::Io {
+            path: self.path.clone(),
+            error,
+        }
     }
 
     /// Validates newly read bytes; an incomplete character at the very end waits for more input.
@@ -368,9 +404,15 @@ impl<'c> FileChunks<'c> {
         }
         let chunk_bytes = self.counter.chunk_bytes;
         loop {
-            let want = (chunk_bytes + self.counter.lookahead()).saturating_sub(self.pending.len()).max(chunk_bytes / 2).max(64);
+            let want = (chunk_bytes + self.counter.lookahead())
+                .saturating_sub(self.pending.len())
+                .max(chunk_bytes / 2)
+                .max(64);
             let file = self.file.as_mut().expect("opened above");
-            let read = file.take(want as u64).read_to_end(&mut self.pending).map_err(|error| self.io_error(error))?;
+            let read = file
+                .take(want as u64)
+                .read_to_end(&mut self.pending)
+                .map_err(|error| self.io_error(error))?;
             let at_end = read == 0;
             self.check(at_end)?;
             if at_end {
@@ -383,7 +425,10 @@ impl<'c> FileChunks<'c> {
             let limit = self.checked.saturating_sub(self.counter.lookahead());
             let floor = self.searched;
             self.searched = limit;
-            if let Some(cut) = self.counter.last_cut(&self.pending[..self.checked], floor, limit) {
+            if let Some(cut) = self
+                .counter
+                .last_cut(&self.pending[..self.checked], floor, limit)
+            {
                 return Ok(Some(self.take(cut)));
             }
         }
@@ -407,12 +452,16 @@ impl Iterator for FileChunks<'_> {
 /// Checks that every file exists and is UTF-8, in parallel, without counting anything; returns
 /// the total size in bytes. Errors name the file (and the byte offset of the first bad byte).
 pub fn check_utf8(paths: &[PathBuf]) -> Result<u64, CountError> {
-    let sizes: Result<Vec<u64>, CountError> = paths.par_iter().map(|path| check_file(path)).collect();
+    let sizes: Result<Vec<u64>, CountError> =
+        paths.par_iter().map(|path| check_file(path)).collect();
     Ok(sizes?.into_iter().sum())
 }
 
 fn check_file(path: &Path) -> Result<u64, CountError> {
-    let io_error = |error| CountError::Io { path: path.to_owned(), error };
+    let io_error = |error| CountError::Io {
+        path: path.to_owned(),
+        error,
+    };
     let mut file = File::open(path).map_err(io_error)?;
     let mut block = vec![0u8; DEFAULT_CHUNK_BYTES];
     let (mut filled, mut offset) = (0usize, 0u64);
@@ -425,7 +474,11 @@ fn check_file(path: &Path) -> Result<u64, CountError> {
             Err(error) if error.error_len().is_none() && !at_end => error.valid_up_to(),
             Err(error) => {
                 let bad = error.valid_up_to();
-                return Err(CountError::NotUtf8 { path: path.to_owned(), offset: offset + bad as u64, byte: block[bad] });
+                return Err(CountError::NotUtf8 {
+                    path: path.to_owned(),
+                    offset: offset + bad as u64,
+                    byte: block[bad],
+                });
             }
         };
         if at_end {
@@ -453,8 +506,10 @@ mod tests {
     fn special_tokens_split_documents_and_are_not_counted() {
         let counter = Counter::new(GPT2, &["<|endoftext|>".to_owned()]).unwrap();
         let counts = whole(&counter, "a b<|endoftext|> c");
-        let expected: PieceCounts =
-            [("a", 1), (" b", 1), (" c", 1)].iter().map(|(p, c)| (p.as_bytes().to_vec(), *c)).collect();
+        let expected: PieceCounts = [("a", 1), (" b", 1), (" c", 1)]
+            .iter()
+            .map(|(p, c)| (p.as_bytes().to_vec(), *c))
+            .collect();
         assert_eq!(counts, expected);
     }
 
@@ -475,7 +530,11 @@ mod tests {
             let expected = whole(&counter, &text.repeat(7));
             for chunk_bytes in [1, 2, 3, 5, 8, 13, 40, 1000] {
                 let small = counter.clone().with_chunk_bytes(chunk_bytes);
-                assert_eq!(small.count_texts(&[&text.repeat(7)]).unwrap(), expected, "chunk {chunk_bytes}");
+                assert_eq!(
+                    small.count_texts(&[&text.repeat(7)]).unwrap(),
+                    expected,
+                    "chunk {chunk_bytes}"
+                );
             }
         }
     }
@@ -492,15 +551,28 @@ mod tests {
             let expected = whole(&counter, &text);
             for chunk_bytes in [1, 7, 64, 100_000] {
                 let small = counter.clone().with_chunk_bytes(chunk_bytes);
-                let counted = small.count_files(&[path.clone()], |_| true).unwrap();
+                let counted = small.count_files(std::slice::from_ref(&path), |_| true).unwrap();
                 assert_eq!(counted, expected, "chunk {chunk_bytes}");
             }
         }
         std::fs::write(&path, b"ok text\n\xff bad").unwrap();
-        let error = check_utf8(&[path.clone()]).unwrap_err();
-        assert!(matches!(error, CountError::NotUtf8 { offset: 8, byte: 0xff, .. }), "{error}");
+        let error = check_utf8(std::slice::from_ref(&path)).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                CountError::NotUtf8 {
+                    offset: 8,
+                    byte: 0xff,
+                    ..
+                }
+            ),
+            "{error}"
+        );
         let counter = Counter::new(GPT2, &[]).unwrap();
-        assert!(matches!(counter.count_files(&[path], |_| true), Err(CountError::NotUtf8 { offset: 8, .. })));
+        assert!(matches!(
+            counter.count_files(&[path], |_| true),
+            Err(CountError::NotUtf8 { offset: 8, .. })
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

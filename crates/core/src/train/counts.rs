@@ -70,7 +70,9 @@ impl PieceCounts {
 
     /// Every distinct piece with its count, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
-        self.counts.iter().map(|(piece, &count)| (&piece[..], count))
+        self.counts
+            .iter()
+            .map(|(piece, &count)| (&piece[..], count))
     }
 
     /// The `n` most frequent pieces, most frequent first (ties: smaller bytes first).
@@ -120,7 +122,9 @@ impl PieceCounts {
             }
         }
         if reader.at != rest.len() {
-            return Err(CountsFormatError("trailing bytes after the last piece".into()));
+            return Err(CountsFormatError(
+                "trailing bytes after the last piece".into(),
+            ));
         }
         Ok(Self { counts })
     }
@@ -169,7 +173,10 @@ impl<'b> Reader<'b> {
     }
 
     fn take(&mut self, len: usize) -> Result<&'b [u8], CountsFormatError> {
-        let end = self.at.checked_add(len).filter(|&end| end <= self.bytes.len());
+        let end = self
+            .at
+            .checked_add(len)
+            .filter(|&end| end <= self.bytes.len());
         let end = end.ok_or_else(|| CountsFormatError("truncated".into()))?;
         let slice = &self.bytes[self.at..end];
         self.at = end;
@@ -182,7 +189,10 @@ mod tests {
     use super::*;
 
     fn table(entries: &[(&str, u64)]) -> PieceCounts {
-        entries.iter().map(|(piece, count)| (piece.as_bytes().to_vec(), *count)).collect()
+        entries
+            .iter()
+            .map(|(piece, count)| (piece.as_bytes().to_vec(), *count))
+            .collect()
     }
 
     #[test]
@@ -208,7 +218,14 @@ mod tests {
     #[test]
     fn most_common_orders_by_count_then_bytes() {
         let counts = table(&[("a", 1), ("b", 5), ("c", 5), ("d", 2)]);
-        let top: Vec<_> = counts.most_common(3).into_iter().map(|(p, c)| (p.to_vec(), c)).collect();
-        assert_eq!(top, vec![(b"b".to_vec(), 5), (b"c".to_vec(), 5), (b"d".to_vec(), 2)]);
+        let top: Vec<_> = counts
+            .most_common(3)
+            .into_iter()
+            .map(|(p, c)| (p.to_vec(), c))
+            .collect();
+        assert_eq!(
+            top,
+            vec![(b"b".to_vec(), 5), (b"c".to_vec(), 5), (b"d".to_vec(), 2)]
+        );
     }
 }

@@ -45,8 +45,14 @@ struct Words {
 impl Words {
     fn from_counts(counts: &PieceCounts) -> Self {
         // Pieces of one byte hold no pair and never change: leave them out.
-        let kept = || counts.iter().filter(|(piece, count)| piece.len() >= 2 && *count > 0);
-        let (n_words, n_symbols) = kept().fold((0, 0), |(words, symbols), (piece, _)| (words + 1, symbols + piece.len()));
+        let kept = || {
+            counts
+                .iter()
+                .filter(|(piece, count)| piece.len() >= 2 && *count > 0)
+        };
+        let (n_words, n_symbols) = kept().fold((0, 0), |(words, symbols), (piece, _)| {
+            (words + 1, symbols + piece.len())
+        });
         let mut words = Words {
             symbols: Vec::with_capacity(n_symbols),
             start: Vec::with_capacity(n_words),
@@ -55,11 +61,18 @@ impl Words {
         };
         for (piece, count) in kept() {
             words.start.push(words.symbols.len());
-            words.len.push(u32::try_from(piece.len()).expect("a piece longer than 4 GiB"));
+            words
+                .len
+                .push(u32::try_from(piece.len()).expect("a piece longer than 4 GiB"));
             words.count.push(count);
-            words.symbols.extend(piece.iter().map(|&byte| Rank::from(byte)));
+            words
+                .symbols
+                .extend(piece.iter().map(|&byte| Rank::from(byte)));
         }
-        assert!(words.count.len() <= u32::MAX as usize, "more than 4 billion distinct pieces");
+        assert!(
+            words.count.len() <= u32::MAX as usize,
+            "more than 4 billion distinct pieces"
+        );
         words
     }
 
@@ -69,7 +82,14 @@ impl Words {
 
     /// Replaces every occurrence of `(left, right)` in `word` (left to right, non-overlapping) by
     /// `merged`, reporting each adjacent pair that disappears (`-1`) or appears (`+1`).
-    fn merge(&mut self, word: usize, left: Rank, right: Rank, merged: Rank, mut change: impl FnMut(PackedPair, i64)) {
+    fn merge(
+        &mut self,
+        word: usize,
+        left: Rank,
+        right: Rank,
+        merged: Rank,
+        mut change: impl FnMut(PackedPair, i64),
+    ) {
         let start = self.start[word];
         let len = self.len[word] as usize;
         let symbols = &mut self.symbols[start..start + len];
@@ -108,7 +128,11 @@ struct PairHeap {
 }
 
 impl PairHeap {
-    fn push(&mut self, entry: (u64, PackedPair), greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool) {
+    fn push(
+        &mut self,
+        entry: (u64, PackedPair),
+        greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool,
+    ) {
         self.entries.push(entry);
         let mut child = self.entries.len() - 1;
         while child > 0 {
@@ -121,7 +145,10 @@ impl PairHeap {
         }
     }
 
-    fn pop(&mut self, greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool) -> Option<(u64, PackedPair)> {
+    fn pop(
+        &mut self,
+        greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool,
+    ) -> Option<(u64, PackedPair)> {
         let last = self.entries.pop()?;
         if self.entries.is_empty() {
             return Some(last);
@@ -131,7 +158,11 @@ impl PairHeap {
         Some(top)
     }
 
-    fn sift_down(&mut self, mut parent: usize, greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool) {
+    fn sift_down(
+        &mut self,
+        mut parent: usize,
+        greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool,
+    ) {
         let n = self.entries.len();
         loop {
             let left = 2 * parent + 1;
@@ -139,7 +170,11 @@ impl PairHeap {
                 break;
             }
             let right = left + 1;
-            let child = if right < n && greater(&self.entries[right], &self.entries[left]) { right } else { left };
+            let child = if right < n && greater(&self.entries[right], &self.entries[left]) {
+                right
+            } else {
+                left
+            };
             if !greater(&self.entries[child], &self.entries[parent]) {
                 break;
             }
@@ -172,19 +207,31 @@ fn compare_pairs(tokens: &[Vec<u8>], a: PackedPair, b: PackedPair) -> Ordering {
 /// A merge whose bytes equal an existing token (possible in principle: the same bytes reached by
 /// two different splits) reuses that token's id and adds nothing to the vocabulary, so equal bytes
 /// are always one symbol, as in a trainer that works on byte strings.
-pub fn learn_merges(counts: &PieceCounts, num_tokens: usize, on_token: impl FnMut(usize) -> bool) -> Vec<Vec<u8>> {
+pub fn learn_merges(
+    counts: &PieceCounts,
+    num_tokens: usize,
+    on_token: impl FnMut(usize) -> bool,
+) -> Vec<Vec<u8>> {
     learn(Words::from_counts(counts), num_tokens, on_token)
 }
 
 /// [`learn_merges`], dropping the count table as soon as the merge loop has its own copy of the
 /// pieces (lower peak memory when the caller has no further use for the table).
-pub fn learn_merges_consuming(counts: PieceCounts, num_tokens: usize, on_token: impl FnMut(usize) -> bool) -> Vec<Vec<u8>> {
+pub fn learn_merges_consuming(
+    counts: PieceCounts,
+    num_tokens: usize,
+    on_token: impl FnMut(usize) -> bool,
+) -> Vec<Vec<u8>> {
     let words = Words::from_counts(&counts);
     drop(counts);
     learn(words, num_tokens, on_token)
 }
 
-fn learn(mut words: Words, num_tokens: usize, mut on_token: impl FnMut(usize) -> bool) -> Vec<Vec<u8>> {
+fn learn(
+    mut words: Words,
+    num_tokens: usize,
+    mut on_token: impl FnMut(usize) -> bool,
+) -> Vec<Vec<u8>> {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
     let mut token_ids: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
 
@@ -203,18 +250,27 @@ fn learn(mut words: Words, num_tokens: usize, mut on_token: impl FnMut(usize) ->
             }
         }
     }
-    let mut pair_words: FxHashMap<PackedPair, Vec<u32>> =
-        incidences.into_iter().map(|(pair, (listed, _))| (pair, Vec::with_capacity(listed as usize))).collect();
+    let mut pair_words: FxHashMap<PackedPair, Vec<u32>> = incidences
+        .into_iter()
+        .map(|(pair, (listed, _))| (pair, Vec::with_capacity(listed as usize)))
+        .collect();
     for word in 0..words.count.len() {
         for window in words.symbols(word).windows(2) {
-            let listed = pair_words.get_mut(&pack(window[0], window[1])).expect("counted in the first pass");
+            let listed = pair_words
+                .get_mut(&pack(window[0], window[1]))
+                .expect("counted in the first pass");
             if listed.last() != Some(&(word as u32)) {
                 listed.push(word as u32);
             }
         }
     }
 
-    let mut heap = PairHeap { entries: pair_counts.iter().map(|(&pair, &count)| (count, pair)).collect() };
+    let mut heap = PairHeap {
+        entries: pair_counts
+            .iter()
+            .map(|(&pair, &count)| (count, pair))
+            .collect(),
+    };
     heap.heapify(&|a: &(u64, PackedPair), b: &(u64, PackedPair)| {
         a.0.cmp(&b.0).then_with(|| compare_pairs(&tokens, a.1, b.1)) == Ordering::Greater
     });
@@ -224,7 +280,9 @@ fn learn(mut words: Words, num_tokens: usize, mut on_token: impl FnMut(usize) ->
         let greater = |a: &(u64, PackedPair), b: &(u64, PackedPair)| {
             a.0.cmp(&b.0).then_with(|| compare_pairs(&tokens, a.1, b.1)) == Ordering::Greater
         };
-        let Some((count, pair)) = heap.pop(&greater) else { break };
+        let Some((count, pair)) = heap.pop(&greater) else {
+            break;
+        };
         let current = pair_counts.get(&pair).copied().unwrap_or(0);
         if current != count {
             if current > 0 {
@@ -288,17 +346,24 @@ mod tests {
 
     /// The seeds' algorithm: recount every pair of every word before each merge.
     fn naive_merges(counts: &PieceCounts, num_merges: usize) -> Vec<Vec<u8>> {
-        let mut words: Vec<(Vec<Vec<u8>>, u64)> =
-            counts.iter().map(|(piece, count)| (piece.iter().map(|&b| vec![b]).collect(), count)).collect();
+        let mut words: Vec<(Vec<Vec<u8>>, u64)> = counts
+            .iter()
+            .map(|(piece, count)| (piece.iter().map(|&b| vec![b]).collect(), count))
+            .collect();
         let mut learned: Vec<Vec<u8>> = Vec::new();
         while learned.len() < num_merges {
             let mut pairs: FxHashMap<(Vec<u8>, Vec<u8>), u64> = FxHashMap::default();
             for (symbols, count) in &words {
                 for window in symbols.windows(2) {
-                    *pairs.entry((window[0].clone(), window[1].clone())).or_insert(0) += count;
+                    *pairs
+                        .entry((window[0].clone(), window[1].clone()))
+                        .or_insert(0) += count;
                 }
             }
-            let Some(best) = pairs.into_iter().max_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0))) else {
+            let Some(best) = pairs
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)))
+            else {
                 break;
             };
             let ((left, right), _) = best;
@@ -325,7 +390,10 @@ mod tests {
     }
 
     fn table(entries: &[(&str, u64)]) -> PieceCounts {
-        entries.iter().map(|(piece, count)| (piece.as_bytes().to_vec(), *count)).collect()
+        entries
+            .iter()
+            .map(|(piece, count)| (piece.as_bytes().to_vec(), *count))
+            .collect()
     }
 
     #[test]
@@ -341,7 +409,10 @@ mod tests {
         let counts = table(&[("aaaa", 1), ("aaa", 2)]);
         let fast = learn_merges(&counts, 10, |_| true);
         assert_eq!(fast, naive_merges(&counts, 10));
-        assert_eq!(fast, vec![b"aa".to_vec(), b"aaa".to_vec(), b"aaaa".to_vec()]);
+        assert_eq!(
+            fast,
+            vec![b"aa".to_vec(), b"aaa".to_vec(), b"aaaa".to_vec()]
+        );
     }
 
     #[test]
