@@ -179,14 +179,11 @@ impl Model {
                 if let (Some(&left), Some(&right)) =
                     (encoder.get(&token[..split]), encoder.get(&token[split..]))
                 {
-                    merges.insert(
-                        left,
-                        right,
-                        Merge {
-                            priority: rank,
-                            merged: rank,
-                        },
-                    );
+                    let merge = Merge {
+                        priority: rank,
+                        merged: rank,
+                    };
+                    merges.insert_joining(left, right, merge, token[split - 1], token[split]);
                 }
             }
         }
