@@ -95,7 +95,10 @@ def _files(paths: list[Any]) -> Files:
                 f"{path}: is a folder; pass the text files in it (e.g. sorted(folder.glob('*.txt')))"
             )
         if not path.exists():
-            raise FileNotFoundError(f"{path}: no such corpus file")
+            hint = ""
+            if len(paths) == 1 and isinstance(paths[0], str) and (len(paths[0]) > 200 or "\n" in paths[0]):
+                hint = " (a str corpus is a path; to train on the text itself, pass [text])"
+            raise FileNotFoundError(f"{str(path)[:100]}: no such corpus file{hint}")
     size = _core.check_utf8_files([os.fspath(path) for path in resolved])
     if size == 0:
         names = ", ".join(str(path) for path in resolved[:3]) + (", ..." if len(resolved) > 3 else "")

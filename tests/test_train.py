@@ -458,6 +458,8 @@ def test_a_file_that_is_not_utf8_is_named_with_the_byte_offset(
 def test_missing_files_and_folders_are_refused(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="nowhere.txt"):
         hf_bpe.train(tmp_path / "nowhere.txt", 300, show_progress=False)
+    with pytest.raises(FileNotFoundError, match=r"pass \[text\]"):
+        hf_bpe.train("a text, not a path\nwith lines", 300, show_progress=False)
     with pytest.raises(IsADirectoryError, match="is a folder"):
         hf_bpe.train(tmp_path, 300, show_progress=False)
 
