@@ -516,3 +516,29 @@ def test_ctrl_c_stops_training_promptly(tmp_path: Path) -> None:
     out, _ = child.communicate(timeout=30)
     assert out.strip() == "interrupted"
     assert time.perf_counter() - started < 5
+
+
+def test_counting_a_file_streams_it(tmp_path: Path) -> None:
+    """Memory grows with the distinct pieces, not with the file: counting 40 MB of repeated text
+    raises the peak resident size by far less than the file's size."""
+    import subprocess
+    import sys
+
+    from pydoc_data.topics import topics
+
+    text = "\n".join(topics[name] for name in sorted(topics))
+    path = tmp_path / "big.txt"
+    with path.open("w", encoding="utf-8") as file:
+        for _ in range(40_000_000 // len(text) + 1):
+            file.write(text)
+    script = (
+        "import resource, sys, hf_bpe\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "counts = hf_bpe.count_pieces(sys.argv[1], show_progress=False)\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(len(counts), (after - before) // 1024)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True)
+    distinct, grown_mib = map(int, done.stdout.split())
+    assert distinct < 60_000
+    assert grown_mib < 20, f"counting a {path.stat().st_size >> 20} MiB file grew the peak by {grown_mib} MiB"
