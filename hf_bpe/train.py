@@ -110,7 +110,7 @@ def count_pieces(
     source = open_corpus(corpus, text_column=text_column)
     if isinstance(source, Files):
         with _progress(show_progress, total=source.size, unit="B", unit_scale=True, unit_divisor=1024) as bar:
-            counter.add_files([os.fspath(path) for path in source.paths], bar.update if bar else None)
+            counter.add_files([os.fspath(path) for path in source.paths], bar.update if bar is not None else None)
     else:
         _count_documents(counter, source, show_progress)
     counts = counter.take()
@@ -158,7 +158,7 @@ def _merge(
         raise ValueError("the piece counts are empty: there is nothing to learn merges from")
     pattern = counts.pattern
     with _progress(show_progress, total=num_merges, unit=" merges", desc="Merging") as bar:
-        tokens = counts._learn_merges(num_merges, bar.update if bar else None, consume)
+        tokens = counts._learn_merges(num_merges, bar.update if bar is not None else None, consume)
     if len(tokens) < num_merges:
         warnings.warn(
             f"the corpus allows only {len(tokens)} merges (every piece became a single token), so the "
@@ -208,12 +208,12 @@ def _count_documents(counter: _core.PieceCounter, source: Documents, show_progre
         for batch in source.batches:
             if pending is not None:
                 pending.result()
-                if bar:
+                if bar is not None:
                     bar.update(pending_size)
             pending, pending_size = worker.submit(counter.add_texts, batch), len(batch)
         if pending is not None:
             pending.result()
-            if bar:
+            if bar is not None:
                 bar.update(pending_size)
 
 

@@ -381,6 +381,8 @@ def test_progress_bars_show_counting_and_merging(tmp_path: Path, capsys: pytest.
     assert "Merging" in shown and "merges" in shown
     hf_bpe.train(["some text"] * 10, 260, show_progress=True)
     assert "docs" in capsys.readouterr().err
+    hf_bpe.train((text for text in ["some text"] * 10), 260, show_progress=True)  # no length known
+    assert "10 docs" in capsys.readouterr().err
 
 
 @pytest.mark.filterwarnings("ignore:the corpus allows only")
