@@ -9,6 +9,7 @@
 from hf_bpe import patterns
 from hf_bpe.encodings import get_encoding, list_encoding_names
 from hf_bpe.errors import (
+    ConversionError,
     DisallowedSpecialTokenError,
     InvalidVocabularyError,
     TokenizerFileError,
@@ -18,6 +19,7 @@ from hf_bpe.model import BPE
 
 __all__ = [
     "BPE",
+    "ConversionError",
     "DisallowedSpecialTokenError",
     "InvalidVocabularyError",
     "TokenizerFileError",
