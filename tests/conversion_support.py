@@ -1,21 +1,17 @@
 """Shared material for the conversion tests: varied strings, the real tokenizer files the formats'
 owners ship on PyPI, a tiny reference trainer, and comparison helpers.
 
-No pytest fixtures here (the modules are plain helpers); file lookups skip through
-:func:`require` when a package or ``../shared/data`` is absent.
-
-Strings (:func:`varied_texts`): lines and slices of the shared corpora when present, plus generated
-strings mixing scripts, combining marks, emoji sequences, digits, code, contractions, whitespace
-runs of every kind, leading and trailing spaces, and text that looks like special tokens of every
-format here (tiktoken's ``<|...|>``, SentencePiece's ``<s>``/``<unk>``/``<0x41>``/``▁``, Mistral's
-``[INST]``, tekken's ``<SPECIAL_5>``).
+Strings (:func:`varied_texts`): lines and slices of the shared corpora when present, plus
+``textgen`` fragments (scripts, emoji sequences, whitespace runs, digits, code, contractions,
+tiktoken-style special-token look-alikes, long words), joined in twos and threes, with leading or
+trailing whitespace now and then, and look-alikes of the other formats' special pieces
+(SentencePiece's ``<s>``/``<unk>``/``<0x41>``/``▁``, Mistral's ``[INST]``, tekken's ``<SPECIAL_5>``).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -24,25 +20,8 @@ from typing import Any
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-"""Reference data written by others (``../shared/data`` from the repository root); may be absent."""
-
-
-def scale() -> float:
-    """``HF_BPE_TEST_SCALE`` (1.0 when unset): the size of the large checks."""
-    raw = os.environ.get("HF_BPE_TEST_SCALE", "1.0")
-    try:
-        value = float(raw)
-    except ValueError:
-        raise pytest.UsageError(f"HF_BPE_TEST_SCALE must be a number, got {raw!r}") from None
-    if value <= 0:
-        raise pytest.UsageError(f"HF_BPE_TEST_SCALE must be positive, got {raw!r}")
-    return value
-
-
-def scaled(amount: float, minimum: int = 1) -> int:
-    return max(minimum, int(amount * scale()))
-
+import textgen
+from conftest import SHARED_DATA, require_shared, scaled
 
 PARITY_STRINGS = scaled(20_000)
 """Strings per model in the import-exactness checks (20,000 at the default scale)."""
@@ -55,10 +34,7 @@ def require(condition: Any, reason: str) -> Any:
 
 
 def shared(*parts: str) -> Path:
-    path = SHARED_DATA.joinpath(*parts)
-    require(path.exists(), f"reference data {path} is absent (it lives next to the repository in "
-                           "../shared/data, which a fresh clone does not have)")
-    return path
+    return require_shared(*parts)
 
 
 def package_file(package: str, relative: str, pip_name: str) -> Path:
@@ -96,78 +72,24 @@ CL100K_SPECIALS = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_mid
 # ------------------------------------------------------------------------------------------- strings
 
 
-def _span(first: int, last: int) -> str:
-    return "".join(chr(code) for code in range(first, last + 1))
-
-
-SCRIPTS = [
-    _span(0x61, 0x7A) * 3 + _span(0x41, 0x5A) + "éèêëàâäçñöüßøåæœ",
-    _span(0x3B1, 0x3C9) + "άέήίόύώ\u0301",
-    _span(0x430, 0x44F) + _span(0x410, 0x42F) + "ёіїєґ",
-    _span(0x4E00, 0x4E80) + "。、「」",
-    _span(0x3041, 0x3096) + _span(0x30A1, 0x30FA) + "ー",
-    _span(0x621, 0x64A) + "\u064b\u0650",
-    _span(0x5D0, 0x5EA),
-    _span(0x905, 0x939) + "\u093e\u094d\u0902",
-    _span(0xE01, 0xE2E) + "\u0e31\u0e34",
-    _span(0xAC00, 0xAC40),
-    _span(0x1780, 0x17A2) + "\u17b6\u17d2",
+FORMAT_LOOKALIKES = [
+    "<s>", "</s>", "<unk>", "<pad>", "<0x41>", "<0xE6>", "▁", "▁▁", "▁the", "[INST]", "[/INST]", "[IMG]",
+    "[TOOL_CALLS]", "[REF]", "[REFERENCE_DOC_3]", "<SPECIAL_5>", "<SPECIAL_999>", " ⁇ ", "<mask>", "<<s>>",
+    "[INST][/INST]", "<|endoftext|>", "<|fim_prefix|>",
 ]
-EMOJI = ["😀", "🦙", "👍🏽", "👨\u200d👩\u200d👧", "🇺🇸", "🇯🇵", "❤\ufe0f", "1\ufe0f\u20e3", "🏳\ufe0f\u200d🌈", "🤖"]
-WHITESPACE = [" ", "  ", "   ", "\t", "\n", "\n\n", "\r\n", "\r", "\xa0", "\u3000", "\u2009", "\u2028", "\x0b",
-              "\x0c", "\x85", " \n ", "\t\t", "        "]
-LOOKALIKES = [
-    "<|endoftext|>", "<|endof", "<|fim_prefix|>", "<|endofprompt|>", "<|im_start|>", "<s>", "</s>", "<unk>",
-    "<pad>", "<0x41>", "<0xE6>", "▁", "▁▁", "▁the", "[INST]", "[/INST]", "[IMG]", "[TOOL_CALLS]", "[REF]",
-    "<SPECIAL_5>", "<SPECIAL_999>", " ⁇ ", "<mask>", "<|", "|>", "<<s>>", "[INST][/INST]",
-]
-WORDS = ("the of and to in is was for on that with as by at from his her it an were are which this be or "
-         "has had not but first one their new after who they have two been also into more only time can "
-         "naïve café façade résumé Straße über señor niño").split()
-PUNCTUATION = ".,;:!?-—…()[]{}\"'«»“”‘’/\\@#$%^&*_+=<>|~`"
-CODE = ["def f(x):\n    return x ** 2\n", "if (a && b) { return -1; }", '{"key": [1, 2.5, null]}',
-        "for i in range(10):\n\tprint(i)", "x = y // 3  # comment", "<div class=\"a\">b</div>\r\n"]
-CONTRACTIONS = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'LL", "'Re", "\u2019s", "''"]
-
-
-def _piece(rng: random.Random) -> str:
-    kind = rng.random()
-    if kind < 0.30:
-        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6)))
-    if kind < 0.45:
-        alphabet = rng.choice(SCRIPTS)
-        return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
-    if kind < 0.53:
-        return "".join(rng.choice(EMOJI) for _ in range(rng.randint(1, 3)))
-    if kind < 0.63:
-        return rng.choice(WHITESPACE)
-    if kind < 0.70:
-        return str(rng.randrange(10 ** rng.randint(1, 12))) + rng.choice(["", ".5", ",000", "%"])
-    if kind < 0.75:
-        return rng.choice(CODE)
-    if kind < 0.80:
-        return rng.choice(WORDS) + rng.choice(CONTRACTIONS)
-    if kind < 0.86:
-        return rng.choice(LOOKALIKES)
-    if kind < 0.93:
-        return "".join(rng.choice(PUNCTUATION) for _ in range(rng.randint(1, 4)))
-    if kind < 0.97:
-        return "".join(chr(rng.choice([rng.randrange(0x20, 0x2FFF), rng.randrange(0xA000, 0xD7FF),
-                                       rng.randrange(0xE000, 0xFFFD), rng.randrange(0x10000, 0x2FFFF),
-                                       rng.randrange(0, 0x20)]))
-                       for _ in range(rng.randint(1, 5)))
-    return rng.choice("abcxyz") * rng.randint(20, 300)
+"""Text that looks like the special pieces of the formats here (textgen covers tiktoken's)."""
 
 
 def generated_text(rng: random.Random) -> str:
-    """One generated string: a few pieces, sometimes with leading or trailing whitespace."""
-    parts = [_piece(rng) for _ in range(rng.randint(1, 6))]
-    joiner = rng.choice(["", " ", " ", "\n"])
-    text = joiner.join(parts)
+    """One to three ``textgen`` fragments or format look-alikes, sometimes with leading or trailing
+    whitespace."""
+    parts = [rng.choice(FORMAT_LOOKALIKES) if rng.random() < 0.1 else textgen.fragment(rng)
+             for _ in range(rng.choice([1, 1, 2, 3]))]
+    text = rng.choice(["", " ", "\n"]).join(parts)
     if rng.random() < 0.15:
-        text = rng.choice(WHITESPACE) + text
+        text = rng.choice(textgen.WHITESPACE) + text
     if rng.random() < 0.15:
-        text += rng.choice(WHITESPACE)
+        text += rng.choice(textgen.WHITESPACE)
     return text
 
 
@@ -206,7 +128,7 @@ def varied_texts(count: int, seed: int = 0) -> tuple[str, ...]:
 
 def llamacpp_cases() -> list[tuple[str, list[int]]]:
     """llama.cpp's GPT-2 test strings with the reference ids."""
-    base = shared("llamacpp")
+    base = require_shared("llamacpp")
     inputs = (base / "ggml-vocab-gpt-2.gguf.inp").read_text(encoding="utf-8").split("\n__ggml_vocab_test__\n")
     outputs = (base / "ggml-vocab-gpt-2.gguf.out").read_text(encoding="utf-8").split("\n")
     assert inputs[-1] == "" and outputs[-1] == "", "unexpected llama.cpp test file layout"

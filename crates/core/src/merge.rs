@@ -45,14 +45,46 @@ fn pair_key(left: Rank, right: Rank) -> u64 {
 pub struct MergeTable {
     byte_ids: [Rank; 256],
     pairs: FxHashMap<u64, Merge>,
+    /// Bit `x * 256 + y` is set when some merge joins a token ending in byte `x` to a token starting
+    /// with byte `y`. Where it is clear, no token can ever span that boundary, so a long piece can be
+    /// cut there and its parts merged independently: the result is the same, and each part is short.
+    joinable: Box<[u64; 1024]>,
 }
 
 impl MergeTable {
+    /// A table whose pieces are never cut (every byte boundary is assumed joinable) until
+    /// [`MergeTable::insert_joining`] records which boundaries merges can cross.
     pub fn new(byte_ids: [Rank; 256]) -> Self {
         Self {
             byte_ids,
             pairs: FxHashMap::default(),
+            joinable: Box::new([u64::MAX; 1024]),
         }
+    }
+
+    /// Like [`MergeTable::insert`], also recording the bytes the merge joins (the last byte of
+    /// `left`, the first byte of `right`). A table filled only through this method cuts long pieces
+    /// at boundaries no merge can cross.
+    pub fn insert_joining(
+        &mut self,
+        left: Rank,
+        right: Rank,
+        merge: Merge,
+        last_of_left: u8,
+        first_of_right: u8,
+    ) {
+        if self.pairs.is_empty() {
+            self.joinable.fill(0);
+        }
+        let bit = usize::from(last_of_left) * 256 + usize::from(first_of_right);
+        self.joinable[bit / 64] |= 1 << (bit % 64);
+        self.insert(left, right, merge);
+    }
+
+    #[inline]
+    fn can_join(&self, left: u8, right: u8) -> bool {
+        let bit = usize::from(left) * 256 + usize::from(right);
+        self.joinable[bit / 64] & (1 << (bit % 64)) != 0
     }
 
     /// Allows `left` + `right` to merge into `merged` with `priority`. A pair given twice keeps the
@@ -95,8 +127,23 @@ impl MergeTable {
             .unwrap_or(NO_MERGE)
     }
 
-    /// Appends the ids of `piece` (at least one byte) to `out`.
+    /// Appends the ids of `piece` to `out`.
     pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        if piece.len() <= HEAP_THRESHOLD {
+            return self.encode_segment(piece, out);
+        }
+        let mut start = 0;
+        for end in 1..piece.len() {
+            if !self.can_join(piece[end - 1], piece[end]) {
+                self.encode_segment(&piece[start..end], out);
+                start = end;
+            }
+        }
+        self.encode_segment(&piece[start..], out);
+    }
+
+    /// Merges a piece, or a part of one that no merge crosses into or out of.
+    fn encode_segment(&self, piece: &[u8], out: &mut Vec<Rank>) {
         match piece.len() {
             0 => {}
             1 => out.push(self.byte_id(piece[0])),
@@ -301,6 +348,40 @@ mod tests {
             );
         }
         expected
+    }
+
+    #[test]
+    fn cutting_at_unjoinable_boundaries_changes_nothing() {
+        // Random merges over a small alphabet; the same table filled with and without join bits.
+        let mut uncut = table(&[]);
+        let mut cut = table(&[]);
+        let alphabet = b"abcdxyz";
+        let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
+        let mut ids: Vec<Rank> = alphabet.iter().map(|&b| b as Rank).collect();
+        let mut seed = 12345u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        for merged in 256..400 {
+            let (l, r) = (next() % tokens.len(), next() % tokens.len());
+            let merge = Merge { priority: merged, merged };
+            uncut.insert(ids[l], ids[r], merge);
+            let (last, first) = (*tokens[l].last().unwrap(), tokens[r][0]);
+            cut.insert_joining(ids[l], ids[r], merge, last, first);
+            tokens.push([tokens[l].clone(), tokens[r].clone()].concat());
+            ids.push(merged);
+        }
+        for len in [130usize, 500, 5000] {
+            let piece: Vec<u8> = (0..len).map(|_| alphabet[next() % alphabet.len()]).collect();
+            let (mut expected, mut actual) = (Vec::new(), Vec::new());
+            uncut.encode_piece(&piece, &mut expected);
+            cut.encode_piece(&piece, &mut actual);
+            assert_eq!(actual, expected);
+            assert_eq!(expected, naive(&uncut, &piece));
+        }
     }
 
     #[test]

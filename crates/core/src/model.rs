@@ -326,7 +326,8 @@ impl Model {
         for (token, &rank) in &encoder {
             for split in 1..token.len() {
                 if let (Some(&left), Some(&right)) = (encoder.get(&token[..split]), encoder.get(&token[split..])) {
-                    merges.insert(left, right, Merge { priority: rank, merged: rank });
+                    let merge = Merge { priority: rank, merged: rank };
+                    merges.insert_joining(left, right, merge, token[split - 1], token[split]);
                 }
             }
         }
@@ -371,7 +372,9 @@ impl Model {
                     right: bytes_of[&right].to_vec(),
                 });
             };
-            table.insert(left, right, Merge { priority: merge_list.len() as u32, merged });
+            let merge = Merge { priority: merge_list.len() as u32, merged };
+            let (last_of_left, first_of_right) = (bytes_of[&left][bytes_of[&left].len() - 1], bytes_of[&right][0]);
+            table.insert_joining(left, right, merge, last_of_left, first_of_right);
             merge_list.push((left, right));
         }
         let rule = Rule::ByteLevel(ByteLevel {

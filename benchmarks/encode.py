@@ -1,0 +1,170 @@
+"""Encode throughput: hf_bpe vs tiktoken (and HF tokenizers for cl100k), same text, one process.
+
+Usage (from the repository root, with hf_bpe built in release mode)::
+
+    python benchmarks/encode.py                      # ../shared/data/corpora, up to 20 MB
+    python benchmarks/encode.py --corpus my.txt --limit-mb 5 --repeat 3
+
+The text is cut into documents of 1-10 KB at blank lines. Modes:
+
+- ``single``: one thread, ``encode_ordinary`` per document (HF: ``Tokenizer.encode``).
+- ``batch``: all documents at once on ``--threads`` threads: ours ``encode_ordinary_batch(num_threads=)``,
+  tiktoken ``encode_ordinary_batch(num_threads=)``, HF ``encode_batch`` with ``RAYON_NUM_THREADS``.
+
+Throughput is MB of UTF-8 input per second, the best of ``--repeat`` runs. Before timing, the ids of every
+library are compared with tiktoken's on the whole benchmarked text and the result is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+THREADS_DEFAULT = 2
+# The HF tokenizers' thread pool reads these when it starts: set them before anything imports tokenizers.
+os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS_DEFAULT))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+import oracles  # noqa: E402  (tests/oracles.py: offline tiktoken cache)
+import textgen  # noqa: E402  (tests/textgen.py: generated text when no corpus is at hand)
+
+SHARED_CORPORA = REPO.parent / "shared" / "data" / "corpora"
+ENCODINGS = ("cl100k_base", "o200k_base", "gpt2")
+MB = 1_000_000
+
+
+def load_documents(corpus: Sequence[Path], limit_mb: float, seed: int) -> tuple[str, list[str]]:
+    """A description of the input and its documents: each corpus file contributes in proportion to its
+    size up to ``limit_mb`` in total; generated text when no file is given or found."""
+    rng = random.Random(seed)
+    files = [path for item in corpus for path in (sorted(item.glob("*.txt")) if item.is_dir() else [item])]
+    files = [path for path in files if path.is_file() and "COPYING" not in path.name]
+    if not files:
+        docs = textgen.documents(rng, int(limit_mb * MB), specials=False)
+        return f"generated text (textgen, seed {seed}), {textgen.utf8_size(docs) / MB:.1f} MB", docs
+    sizes = {path: path.stat().st_size for path in files}
+    share = min(1.0, limit_mb * MB / sum(sizes.values()))
+    docs, parts = [], []
+    for path in files:
+        limit = None if share >= 1.0 else int(sizes[path] * share)
+        [(name, file_docs)] = textgen.corpus_documents([path], rng, limit_bytes=limit)
+        docs.extend(file_docs)
+        parts.append(f"{name} {textgen.utf8_size(file_docs) / MB:.1f} MB")
+    rng.shuffle(docs)
+    return f"{textgen.utf8_size(docs) / MB:.1f} MB: " + ", ".join(parts), docs
+
+
+def best_seconds(run: Callable[[], Any], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def hf_cl100k(cache_dir: Path, tiktoken_encoding: Any) -> Any:
+    """cl100k as an HF ``tokenizers.Tokenizer``, converted by transformers' ``TikTokenConverter``."""
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    rank_file = cache_dir / oracles.cache_key(oracles.CL100K_URL)
+    converter = TikTokenConverter(vocab_file=str(rank_file),
+                                  extra_special_tokens=sorted(tiktoken_encoding.special_tokens_set))
+    return converter.converted()
+
+
+def mismatches(ids: Sequence[Sequence[int]], expected: Sequence[Sequence[int]]) -> int:
+    return sum(1 for mine, theirs in zip(ids, expected) if list(mine) != list(theirs))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, nargs="*", default=[SHARED_CORPORA],
+                        help="text files or folders of *.txt (default: ../shared/data/corpora; generated text "
+                             "when absent)")
+    parser.add_argument("--limit-mb", type=float, default=20.0, help="at most this many MB of input (default 20)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per measurement, best kept (default 3)")
+    parser.add_argument("--threads", type=int, default=THREADS_DEFAULT, help="threads for batch mode (default 2; "
+                        "HF reads RAYON_NUM_THREADS, set it too)")
+    parser.add_argument("--encodings", default=",".join(ENCODINGS), help="comma-separated (default: all three)")
+    parser.add_argument("--no-hf", action="store_true", help="skip HF tokenizers")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    import tiktoken
+
+    import hf_bpe
+
+    description, docs = load_documents(args.corpus, args.limit_mb, args.seed)
+    total_mb = textgen.utf8_size(docs) / MB
+    print(f"input: {description}; {len(docs)} documents")
+    print(f"threads for batch mode: {args.threads} (RAYON_NUM_THREADS={os.environ['RAYON_NUM_THREADS']}); "
+          f"best of {args.repeat} runs; {os.cpu_count()} CPUs")
+
+    rows = []
+    with tempfile.TemporaryDirectory() as cache, oracles.offline_tiktoken(cache):
+        missing = oracles.fill_tiktoken_cache(cache)
+        for name in args.encodings.split(","):
+            if name in missing:
+                print(f"skipping {name}: {missing[name]}")
+                continue
+            ours, theirs = hf_bpe.get_encoding(name), tiktoken.get_encoding(name)
+            expected = theirs.encode_ordinary_batch(docs, num_threads=args.threads)
+            peers: list[tuple[str, Callable[[str], Any], Callable[[list[str]], Any]]] = [
+                ("tiktoken", theirs.encode_ordinary,
+                 lambda texts, theirs=theirs: theirs.encode_ordinary_batch(texts, num_threads=args.threads))]
+            if name == "cl100k_base" and not args.no_hf:
+                hf = hf_cl100k(Path(cache), theirs)
+                peers.append(("HF tokenizers", lambda text, hf=hf: hf.encode(text, add_special_tokens=False).ids,
+                              lambda texts, hf=hf: hf.encode_batch(texts, add_special_tokens=False)))
+
+            single_ids = [ours.encode_ordinary(doc) for doc in docs]
+            batch_ids = ours.encode_ordinary_batch(docs, num_threads=args.threads)
+            print(f"{name}: hf_bpe ids equal tiktoken's on {len(docs) - mismatches(single_ids, expected)}/{len(docs)} "
+                  f"documents (single), {len(docs) - mismatches(batch_ids, expected)}/{len(docs)} (batch)")
+            for peer, _, batch in peers[1:]:
+                peer_ids = [encoding.ids for encoding in batch(docs)]
+                bad = mismatches(peer_ids, expected)
+                print(f"{name}: {peer} ids equal tiktoken's on {len(docs) - bad}/{len(docs)} documents "
+                      f"(mismatch rate {bad / max(1, len(docs)):.2%})")
+
+            def ours_single(ours: Any = ours) -> None:
+                for doc in docs:
+                    ours.encode_ordinary(doc)
+
+            ours_single_seconds = best_seconds(ours_single, args.repeat)
+            ours_batch_seconds = best_seconds(lambda: ours.encode_ordinary_batch(docs, num_threads=args.threads),
+                                              args.repeat)
+            for peer, single, batch in peers:
+                def peer_single(single: Callable[[str], Any] = single) -> None:
+                    for doc in docs:
+                        single(doc)
+
+                for mode, ours_seconds, run in (("single", ours_single_seconds, peer_single),
+                                                (f"batch, {args.threads} threads", ours_batch_seconds,
+                                                 lambda batch=batch: batch(docs))):
+                    peer_seconds = best_seconds(run, args.repeat)
+                    rows.append((name, mode, total_mb / ours_seconds, peer, total_mb / peer_seconds))
+                    print(f"  {name} {mode}: hf_bpe {total_mb / ours_seconds:.2f} MB/s, {peer} "
+                          f"{total_mb / peer_seconds:.2f} MB/s", flush=True)
+
+    print()
+    print("| encoding | mode | hf_bpe MB/s | peer | peer MB/s | hf_bpe / peer |")
+    print("|---|---|---:|---|---:|---:|")
+    for name, mode, ours_rate, peer, peer_rate in rows:
+        print(f"| {name} | {mode} | {ours_rate:.2f} | {peer} | {peer_rate:.2f} | {ours_rate / peer_rate:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

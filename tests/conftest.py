@@ -1,0 +1,123 @@
+"""Shared fixtures: tiktoken as an offline oracle, the shared reference data, and the test scale.
+
+- ``HF_BPE_TEST_SCALE`` (float, default 1.0) sizes the large checks (``scale`` fixture, :func:`scaled`);
+  CI runs the suite at a reduced scale. The large checks carry the ``slow`` marker.
+- ``tiktoken_cache`` fills a temporary ``TIKTOKEN_CACHE_DIR`` from PyPI packages (see ``oracles.py``) for
+  the whole session and restores the variable afterwards.
+- ``encoding_pair(name)`` returns ``(ours, theirs)``: ``hf_bpe.get_encoding(name)`` and
+  ``tiktoken.get_encoding(name)``, skipping with the missing package's name when one is absent.
+- ``shared_data`` / :func:`require_shared` give ``../shared/data`` (next to the repository), skipping
+  with a clear reason when it is absent (a fresh clone has no ``../shared``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import oracles
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+"""Reference data written by others (``../shared/data`` from the repository root); may be absent."""
+
+PARITY_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
+
+
+def scale_factor() -> float:
+    """``HF_BPE_TEST_SCALE`` as a positive float (1.0 when unset)."""
+    raw = os.environ.get("HF_BPE_TEST_SCALE", "1.0")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"HF_BPE_TEST_SCALE must be a number, got {raw!r}") from None
+    if value <= 0:
+        raise pytest.UsageError(f"HF_BPE_TEST_SCALE must be positive, got {raw!r}")
+    return value
+
+
+def scaled(amount: float, minimum: int = 1) -> int:
+    """``amount`` times the test scale, as an int of at least ``minimum``."""
+    return max(minimum, int(amount * scale_factor()))
+
+
+def require_shared(*parts: str) -> Path:
+    """The path ``../shared/data/<parts>``, or skip the test saying that it is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"reference data {path} is absent (it lives next to the repository, in ../shared/data, "
+                    f"which a fresh clone does not have)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def scale() -> float:
+    return scale_factor()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    return require_shared()
+
+
+@pytest.fixture(scope="session")
+def tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A ``TIKTOKEN_CACHE_DIR`` filled from PyPI packages for the session; yields
+    ``{encoding: reason}`` for the encodings that cannot work offline."""
+    cache = tmp_path_factory.mktemp("tiktoken-cache")
+    missing = oracles.fill_tiktoken_cache(cache)
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    try:
+        yield missing
+    finally:
+        patch.undo()
+
+
+def _import_or_skip(module: str, package: str) -> Any:
+    try:
+        return __import__(module)
+    except ImportError as error:
+        pytest.skip(f"the PyPI package {package} is not installed ({error}); install the test extras: "
+                    f"pip install -e '.[test]'")
+
+
+@pytest.fixture(scope="session")
+def tiktoken_encoding(tiktoken_cache: dict[str, str]) -> Callable[[str], Any]:
+    """``tiktoken_encoding(name)``: tiktoken's encoding, offline, or skip naming the missing package."""
+    def load(name: str) -> Any:
+        tiktoken = _import_or_skip("tiktoken", "tiktoken")
+        if name in tiktoken_cache:
+            pytest.skip(tiktoken_cache[name])
+        return tiktoken.get_encoding(name)
+
+    return load
+
+
+@pytest.fixture(scope="session")
+def tiktoken_offline(tiktoken_cache: dict[str, str]) -> Any:
+    """The ``tiktoken`` module, with ``gpt2``, ``r50k_base``, ``cl100k_base`` and ``o200k_base`` working
+    offline; skips naming the missing package otherwise."""
+    tiktoken = _import_or_skip("tiktoken", "tiktoken")
+    if tiktoken_cache:
+        pytest.skip("; ".join(tiktoken_cache.values()))
+    return tiktoken
+
+
+@pytest.fixture(scope="session")
+def encoding_pair(tiktoken_encoding: Callable[[str], Any]) -> Callable[[str], tuple[Any, Any]]:
+    """``encoding_pair(name)`` -> ``(hf_bpe.get_encoding(name), tiktoken.get_encoding(name))``, cached."""
+    pairs: dict[str, tuple[Any, Any]] = {}
+
+    def load(name: str) -> tuple[Any, Any]:
+        if name not in pairs:
+            theirs = tiktoken_encoding(name)
+            import hf_bpe
+
+            pairs[name] = (hf_bpe.get_encoding(name), theirs)
+        return pairs[name]
+
+    return load

