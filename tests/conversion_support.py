@@ -191,3 +191,10 @@ def train_reference(text: str, merges: int, pattern: str, specials: Sequence[str
         words = updated
     special_tokens = {special: len(ranks) + offset for offset, special in enumerate(specials)}
     return BPE(ranks, pattern, special_tokens, name="trained")
+
+
+@functools.lru_cache(maxsize=None)
+def trained_model(pattern: str = "gpt2") -> Any:
+    """A small model trained by :func:`train_reference` on generated and corpus text (cached)."""
+    corpus = " ".join(varied_texts(2_000, seed=2))[:25_000]
+    return train_reference(corpus, 200, pattern, ["<|endoftext|>"])

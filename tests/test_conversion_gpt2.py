@@ -20,7 +20,7 @@ from conversion_support import (
     cl100k_file,
     gpt2_files,
     llamacpp_cases,
-    train_reference,
+    trained_model,
     varied_texts,
 )
 from hf_bpe import BPE, patterns
@@ -119,8 +119,7 @@ def test_saved_files_are_read_identically_by_gpt2_tokenizer_and_tiktoken(source:
     if source == "gpt2":
         model = gpt2
     else:
-        corpus = " ".join(varied_texts(3_000, seed=2))
-        model = train_reference(corpus[:60_000], 300, "gpt2", ["<|endoftext|>"])
+        model = trained_model()
     folder = conversion.gpt2.save(model, tmp_path / source)
     texts = list(varied_texts(3_000, seed=9))
     theirs = gpt2_tokenizer(folder)
