@@ -239,16 +239,16 @@ def oniguruma_to_fancy(pattern: str) -> str:
             out.append(f"(?m:{char})")
             atom = None
             index += 1
-        elif char == "{" and atom is not None and (end := _interval_end(pattern, index)) is not None:
-            if end < len(pattern) and pattern[end] == "+":
-                repeated = "".join(out[atom:]) + pattern[index:end]
+        elif char == "{" and atom is not None and (interval_end := _interval_end(pattern, index)) is not None:
+            if interval_end < len(pattern) and pattern[interval_end] == "+":
+                repeated = "".join(out[atom:]) + pattern[index:interval_end]
                 del out[atom:]
                 out.append(f"(?:{repeated})+")
-                end += 1
+                interval_end += 1
             else:
-                out.append(pattern[index:end])
+                out.append(pattern[index:interval_end])
             atom = None
-            index = end
+            index = interval_end
         else:
             atom = len(out) if char not in "*+?" else None
             out.append(char)

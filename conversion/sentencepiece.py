@@ -44,7 +44,7 @@ def read_proto(model_file: str | os.PathLike[str]) -> Any:
     """Parse ``model_file`` as a ``ModelProto``, raising :class:`~hf_bpe.errors.TokenizerFileError`
     when it does not parse or lacks its specs."""
     pb2 = _protobuf()
-    from google.protobuf.message import DecodeError
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
     data = Path(model_file).read_bytes()
     proto = pb2.ModelProto()

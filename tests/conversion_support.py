@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import itertools
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import textgen
 from conftest import SHARED_DATA, require_shared, scaled
 
@@ -93,7 +93,7 @@ def generated_text(rng: random.Random) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _corpus_lines() -> tuple[str, ...]:
     lines: list[str] = []
     folder = SHARED_DATA / "corpora"
@@ -169,7 +169,7 @@ def train_reference(text: str, merges: int, pattern: str, specials: Sequence[str
     for _ in range(merges):
         pairs: Counter[tuple[bytes, bytes]] = Counter()
         for word, count in words.items():
-            for pair in zip(word, word[1:]):
+            for pair in itertools.pairwise(word):
                 pairs[pair] += count
         if not pairs:
             break
@@ -193,7 +193,7 @@ def train_reference(text: str, merges: int, pattern: str, specials: Sequence[str
     return BPE(ranks, pattern, special_tokens, name="trained")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def trained_model(pattern: str = "gpt2") -> Any:
     """A small model trained by :func:`train_reference` on generated and corpus text (cached)."""
     corpus = " ".join(varied_texts(2_000, seed=2))[:25_000]

@@ -9,9 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-import conversion.gpt2
-import conversion.tiktoken
 from conversion_support import (
     CL100K_SPECIALS,
     PARITY_STRINGS,
@@ -23,6 +20,9 @@ from conversion_support import (
     trained_model,
     varied_texts,
 )
+
+import conversion.gpt2
+import conversion.tiktoken
 from hf_bpe import BPE, patterns
 from hf_bpe.byte_level import token_to_str
 from hf_bpe.errors import ConversionError, TokenizerFileError
@@ -169,8 +169,9 @@ def test_tokens_only_the_whole_piece_rule_makes_are_refused_unless_lossy(tmp_pat
 
 
 def test_sentencepiece_models_are_refused(tmp_path: Path) -> None:
-    import conversion.sentencepiece
     from conversion_support import mistral_file
+
+    import conversion.sentencepiece
 
     pytest.importorskip("google.protobuf")
     model = conversion.sentencepiece.load(mistral_file("tokenizer.model.v1"))

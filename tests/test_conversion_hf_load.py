@@ -8,15 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
+from conversion_support import PARITY_STRINGS, assert_same, gpt2_files, varied_texts
 
 from conversion import _hf_load as hf_load
-from conversion_support import PARITY_STRINGS, assert_same, gpt2_files, varied_texts
 from hf_bpe import BPE, patterns
 from hf_bpe.byte_level import token_to_str
 from hf_bpe.errors import TokenizerFileError
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is the oracle; pip install -e '.[test]'")
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")

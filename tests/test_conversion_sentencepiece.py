@@ -9,9 +9,6 @@ import random
 from pathlib import Path
 
 import pytest
-
-import conversion.sentencepiece
-import hf_bpe
 from conversion_support import (
     PARITY_STRINGS,
     assert_same,
@@ -21,6 +18,9 @@ from conversion_support import (
     train_reference,
     varied_texts,
 )
+
+import conversion.sentencepiece
+import hf_bpe
 from hf_bpe import BPE
 from hf_bpe.errors import ConversionError, TokenizerFileError
 from hf_bpe.sentencepiece import CONTROL, Piece

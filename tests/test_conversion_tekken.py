@@ -8,8 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
-import conversion.tiktoken
 from conversion_support import (
     CL100K_SPECIALS,
     PARITY_STRINGS,
@@ -20,6 +18,8 @@ from conversion_support import (
     train_reference,
     varied_texts,
 )
+
+import conversion.tiktoken
 from hf_bpe import BPE
 from hf_bpe.errors import ConversionError, TokenizerFileError
 

@@ -10,8 +10,8 @@ import random
 from pathlib import Path
 
 import pytest
-
 from conversion_support import scaled
+
 from hf_bpe import BPE, patterns
 from hf_bpe.byte_level import token_to_str
 from hf_bpe.errors import InvalidVocabularyError
@@ -124,7 +124,7 @@ def test_recovered_merges_encode_like_the_rank_model_when_no_difference_is_repor
     rng = random.Random(5)
     checked = 0
     for case in range(CASES * 2):
-        vocab, merges = random_merges(rng, rng.randint(5, 60), proper=False)
+        vocab, _ = random_merges(rng, rng.randint(5, 60), proper=False)
         ranks = BPE(vocab, "gpt2")
         for ignore_merges in (False, True):
             if ranks.merge_rule_difference(ignore_merges) is not None:
