@@ -18,6 +18,8 @@ from conversion_support import (
     train_reference,
     varied_texts,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import conversion.sentencepiece
 import hf_bpe
@@ -207,3 +209,49 @@ def test_spec_built_by_hand_encodes_like_sentencepiece(tmp_path: Path) -> None:
     rng = random.Random(1)
     texts = ["".join(rng.choice("ab ") for _ in range(rng.randint(0, 14))) for _ in range(3_000)]
     assert_same_ids("ties", texts, model.encode_ordinary, theirs.encode)
+
+
+@pytest.mark.parametrize("charsmap_from", ["identity", "botchan_en_bpe_1000.model", "botchan_en_unigram_1000.model"])
+@pytest.mark.parametrize("add_dummy_prefix", [True, False])
+@pytest.mark.parametrize("remove_extra_whitespaces", [True, False])
+@pytest.mark.parametrize("escape_whitespaces", [True, False])
+def test_every_normalizer_setting_matches_sentencepiece(charsmap_from: str, add_dummy_prefix: bool,
+                                                        remove_extra_whitespaces: bool, escape_whitespaces: bool,
+                                                        tmp_path: Path) -> None:
+    """Botchan's BPE pieces under each normalizer (identity, nmt_nfkc's and nfkc's character maps) and
+    whitespace setting, written as a .model and read by SentencePiece."""
+    import dataclasses
+
+    base = conversion.sentencepiece.load(shared("sentencepiece", "botchan_en_bpe_1000.model")).sentencepiece
+    assert base is not None
+    if charsmap_from == "identity":
+        name, charsmap = "identity", b""
+    else:
+        normalizer = conversion.sentencepiece.read_proto(shared("sentencepiece", charsmap_from)).normalizer_spec
+        name, charsmap = normalizer.name, normalizer.precompiled_charsmap
+    spec = dataclasses.replace(base, normalizer_name=name, charsmap=charsmap, add_dummy_prefix=add_dummy_prefix,
+                               remove_extra_whitespaces=remove_extra_whitespaces,
+                               escape_whitespaces=escape_whitespaces)
+    model = BPE.from_sentencepiece(spec)
+    path = conversion.sentencepiece.save(model, tmp_path / "variant.model")
+    theirs = spm.SentencePieceProcessor(model_file=os.fspath(path))
+    texts = list(varied_texts(600, seed=13)) + ["  ", " a  b ", "ｆｕｌｌ　ｗｉｄｔｈ", "①②", "ﬁ", "\u3000x\u3000"]
+    assert_same("normalized text", texts, [model.encode_ordinary(text) for text in texts], theirs.encode(texts))
+    encoded = theirs.encode(texts)
+    assert_same("decoded", texts, [model.decode(ids) for ids in encoded], [theirs.decode(ids) for ids in encoded])
+
+
+@pytest.fixture(scope="module")
+def v1_pair() -> tuple[BPE, object]:
+    path = mistral_file("tokenizer.model.v1")
+    return conversion.sentencepiece.load(path), spm.SentencePieceProcessor(model_file=os.fspath(path))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.lists(st.text(st.characters(codec="utf-8")) | st.sampled_from([" ", "  ", "▁", "\n", "<s>", "[INST]"]))
+       .map("".join))
+def test_any_text_encodes_and_decodes_like_sentencepiece(v1_pair: tuple[BPE, object], text: str) -> None:
+    ours, theirs = v1_pair
+    ids = theirs.encode(text)
+    assert ours.encode_ordinary(text) == ids
+    assert ours.decode(ids) == theirs.decode(ids)
