@@ -155,6 +155,12 @@ def save(model: BPE, directory: str | os.PathLike[str], *, lossy: bool = False) 
     ``GPT2Tokenizer`` always splits with GPT-2's), or the merges list (a rank model's is recovered
     from its ranks) does not reproduce the model without a whole-piece rule. SentencePiece models
     are always refused.
+
+    >>> import conversion.gpt2, hf_bpe, tempfile
+    >>> model = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256}, "gpt2")
+    >>> folder = conversion.gpt2.save(model, tempfile.mkdtemp())
+    >>> (folder / "merges.txt").read_text()
+    '#version: 0.2\\na b\\n'
     """
     if not isinstance(model, BPE):
         raise TypeError(f"save expects an hf_bpe.BPE, got {type(model).__name__}")

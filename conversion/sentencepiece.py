@@ -63,11 +63,13 @@ def read_proto(model_file: str | os.PathLike[str]) -> Any:
 def load(model_file: str | os.PathLike[str], *, name: str | None = None) -> BPE:
     """Load a SentencePiece BPE ``.model`` file.
 
-    >>> import conversion.sentencepiece, importlib.util, os
-    >>> folder = importlib.util.find_spec("mistral_common").submodule_search_locations[0]  # doctest: +SKIP
-    >>> model = conversion.sentencepiece.load(os.path.join(folder, "data", "tokenizer.model.v1"))  # doctest: +SKIP
-    >>> model.encode_ordinary("Hello world")  # doctest: +SKIP
-    [22557, 1526]
+    >>> import os, tempfile, hf_bpe
+    >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, UNKNOWN
+    >>> spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1), Piece("a", -2), Piece("▁a", -3)))
+    >>> path = save(hf_bpe.BPE.from_sentencepiece(spec), os.path.join(tempfile.mkdtemp(), "tiny.model"))
+    >>> model = load(path)
+    >>> model.encode_ordinary("a a"), model.decode([3, 3])
+    ([3, 3], 'a a')
     """
     proto = read_proto(model_file)
     trainer, normalizer = proto.trainer_spec, proto.normalizer_spec

@@ -360,14 +360,26 @@ class BPE:
     def rank_rule_difference(self) -> str | None:
         """For a merges-list model: how tiktoken's rank rule (ranks = these ids) would encode some
         text differently, or ``None`` when it provably encodes all text the same (then the model
-        can be written as a tiktoken file). ``None`` for rank models."""
+        can be written as a tiktoken file). ``None`` for rank models.
+
+        >>> import hf_bpe
+        >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258}
+        >>> listed = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "gpt2")
+        >>> listed.rank_rule_difference()
+        "the bytes of b'bc' merge to b'b' + b'c', a pair no merge joins; the rank rule would join them ..."
+        """
         if self._sentencepiece is not None:
             return "a SentencePiece model merges characters by piece score, not bytes by rank"
         return self._core.rank_rule_difference()
 
     def merge_rule_difference(self, ignore_merges: bool) -> str | None:
         """How :attr:`merges` applied as a merges list (HF's BPE; ``ignore_merges`` as given) would
-        encode some text differently from this model, or ``None`` when it provably does not."""
+        encode some text differently from this model, or ``None`` when it provably does not.
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").merge_rule_difference(ignore_merges=False) is None
+        True
+        """
         if self._sentencepiece is not None:
             return "a SentencePiece model merges characters by piece score, not bytes by a list"
         return self._core.merge_rule_difference(bool(ignore_merges))
