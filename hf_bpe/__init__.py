@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 from hf_bpe import _autotokenizer, patterns
 from hf_bpe.encodings import get_encoding, list_encoding_names
 from hf_bpe.errors import (
+    ConversionError,
     DisallowedSpecialTokenError,
     InvalidVocabularyError,
     TokenizerFileError,
     UnknownTokenError,
 )
 from hf_bpe.model import BPE
+from hf_bpe.train import PieceCounts, count_pieces, train, train_from_counts
 
 if TYPE_CHECKING:
     from hf_bpe.hf import BPETokenizer, save_tokenizer_folder
@@ -24,14 +26,19 @@ if TYPE_CHECKING:
 __all__ = [
     "BPE",
     "BPETokenizer",
+    "ConversionError",
     "DisallowedSpecialTokenError",
     "InvalidVocabularyError",
+    "PieceCounts",
     "TokenizerFileError",
     "UnknownTokenError",
+    "count_pieces",
     "get_encoding",
     "list_encoding_names",
     "patterns",
     "save_tokenizer_folder",
+    "train",
+    "train_from_counts",
 ]
 __version__ = "0.1.0"
 

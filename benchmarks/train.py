@@ -1,0 +1,228 @@
+"""Training benchmark: hf_bpe against HF ``tokenizers``, ``rustbpe`` and SentencePiece (BPE).
+
+Every trainer learns from the same text (by default ~25 MB of ``../shared/data/corpora``: Shakespeare
+and Milton plus four Wikipedia languages) with the GPT-2 split pattern and a byte-level alphabet where
+the trainer has them, at each vocabulary size. Each run happens in a fresh subprocess, which reports
+its wall time for the training call and its own peak resident memory (``ru_maxrss``, the whole
+process: interpreter, imports and training). Also timed: CS336's bar (``corpus.en``, vocab 500).
+
+    python benchmarks/train.py                      # all trainers, vocab 8192 and 32768
+    python benchmarks/train.py --trainers hf_bpe tokenizers --vocab 8192 --size-mb 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+SOURCES = ["shakespeare_milton.txt", "wiki_ja.txt", "wiki_el.txt", "wiki_vi.txt", "wiki_uk.txt"]
+TRAINERS = ["hf_bpe", "tokenizers", "rustbpe", "sentencepiece"]
+HOW_FED = {
+    "hf_bpe": "the files (streamed, each a document)",
+    "tokenizers": "the files (`Tokenizer.train`, read by lines)",
+    "rustbpe": "the files' lines (`train_from_iterator`)",
+    "sentencepiece": "the files (lines are sentences)",
+}
+
+
+def build_corpus(folder: Path, size_mb: float) -> list[Path]:
+    """Shakespeare and Milton whole, the rest of ``size_mb`` shared evenly by the four Wikipedias;
+    every file cut at a line end."""
+    budget = int(size_mb * 1_000_000)
+    first = (SHARED / "corpora" / SOURCES[0]).read_bytes()
+    shares = [min(len(first), budget // 2)] + [(budget - min(len(first), budget // 2)) // 4] * 4
+    paths = []
+    for source, share in zip(SOURCES, shares):
+        data = (SHARED / "corpora" / source).read_bytes()
+        cut = data.rfind(b"\n", 0, share) + 1 if share < len(data) else len(data)
+        path = folder / source
+        path.write_bytes(data[:cut])
+        paths.append(path)
+    return paths
+
+
+# ----------------------------------------------------------------------- one trainer, in a child
+
+
+def run_hf_bpe(files: list[Path], vocab_size: int, threads: int) -> None:
+    import hf_bpe
+
+    hf_bpe.train(files, vocab_size, pattern="gpt2", show_progress=False, num_threads=threads)
+
+
+def hf_bpe_counting(files: list[Path], threads: int) -> str:
+    """Counting alone (timed after the measured run), to split its time into the two stages."""
+    import hf_bpe
+
+    started = time.perf_counter()
+    counts = hf_bpe.count_pieces(files, pattern="gpt2", show_progress=False, num_threads=threads)
+    return f"counting {time.perf_counter() - started:.2f} s ({len(counts):,} distinct pieces)"
+
+
+def run_tokenizers(files: list[Path], vocab_size: int, threads: int) -> None:
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    from hf_bpe import patterns
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(patterns.GPT2), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+    )
+    tokenizer.train([str(path) for path in files], trainer)
+
+
+def run_rustbpe(files: list[Path], vocab_size: int, threads: int) -> None:
+    import rustbpe
+
+    from hf_bpe import patterns
+
+    def lines():
+        for path in files:
+            with open(path, encoding="utf-8", newline="") as file:
+                yield from file
+
+    rustbpe.Tokenizer().train_from_iterator(lines(), vocab_size, pattern=patterns.GPT2)
+
+
+def run_sentencepiece(files: list[Path], vocab_size: int, threads: int) -> None:
+    import sentencepiece
+
+    with tempfile.TemporaryDirectory() as folder:
+        sentencepiece.SentencePieceTrainer.train(
+            input=",".join(str(path) for path in files),
+            model_prefix=os.path.join(folder, "m"),
+            model_type="bpe",
+            vocab_size=vocab_size,
+            byte_fallback=True,
+            character_coverage=0.9995,
+            input_sentence_size=0,
+            max_sentence_length=1 << 16,
+            num_threads=threads,
+            hard_vocab_limit=False,
+            minloglevel=2,
+        )
+
+
+def child(trainer: str, files: list[Path], vocab_size: int, threads: int) -> None:
+    os.environ["RAYON_NUM_THREADS"] = str(threads)
+    run = globals()[f"run_{trainer}"]
+    started = time.perf_counter()
+    run(files, vocab_size, threads)
+    seconds = time.perf_counter() - started
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    detail = hf_bpe_counting(files, threads) if trainer == "hf_bpe" else None
+    print(json.dumps({"seconds": seconds, "peak_mib": peak_kib / 1024, "detail": detail}))
+
+
+def measure(
+    trainer: str, files: list[Path], vocab_size: int, threads: int, timeout: float
+) -> dict[str, float] | None:
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        trainer,
+        "--vocab",
+        str(vocab_size),
+        "--threads",
+        str(threads),
+        "--files",
+        *map(str, files),
+    ]
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0:
+        print(f"{trainer} failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+        return {}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cs336_seconds(repeats: int = 5) -> float | None:
+    corpus = SHARED / "cs336" / "corpus.en"
+    if not corpus.is_file():
+        return None
+    import hf_bpe
+
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        hf_bpe.train(corpus, 500, special_tokens=["<|endoftext|>"], show_progress=False)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--trainers", nargs="+", default=TRAINERS, choices=TRAINERS)
+    parser.add_argument("--vocab", nargs="+", type=int, default=[8192, 32768])
+    parser.add_argument("--size-mb", type=float, default=25.0, help="corpus size (default 25)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is shown")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds before a run is given up")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--files", nargs="+", type=Path, help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.child:
+        child(arguments.child, arguments.files, arguments.vocab[0], arguments.threads)
+        return
+    if not (SHARED / "corpora").is_dir():
+        sys.exit(f"{SHARED / 'corpora'} is absent: the benchmark needs the shared corpora")
+
+    with tempfile.TemporaryDirectory() as folder:
+        files = build_corpus(Path(folder), arguments.size_mb)
+        size = sum(path.stat().st_size for path in files)
+        print(
+            f"Best of {arguments.repeat} run(s) per cell. Corpus: {size / 1e6:.1f} MB in {len(files)} files "
+            f"({', '.join(path.name for path in files)}); {arguments.threads} threads; GPT-2 split pattern\n"
+        )
+        print("| trainer | vocab | wall time (s) | peak memory (MiB) | fed with |")
+        print("|---|---:|---:|---:|---|")
+        details = []
+        for vocab_size in arguments.vocab:
+            for trainer in arguments.trainers:
+                runs = [
+                    measure(trainer, files, vocab_size, arguments.threads, arguments.timeout)
+                    for _ in range(arguments.repeat)
+                ]
+                result = min(runs, key=lambda run: run["seconds"] if run else float("inf"))
+                if result is None:
+                    cells = f"> {arguments.timeout:.0f} (stopped) | – "
+                elif not result:
+                    cells = "failed | – "
+                else:
+                    cells = f"{result['seconds']:.2f} | {result['peak_mib']:.0f} "
+                    if result.get("detail"):
+                        details.append(
+                            f"{trainer} at {vocab_size}: {result['detail']} of the {result['seconds']:.2f} s"
+                        )
+                print(f"| {trainer} | {vocab_size} | {cells}| {HOW_FED[trainer]} |", flush=True)
+        if details:
+            print("\n" + "\n".join(details))
+    seconds = cs336_seconds()
+    if seconds is not None:
+        print(
+            f"\nCS336 bar (corpus.en, vocab 500, <|endoftext|>): hf_bpe {seconds:.3f} s (best of 5; bar: 1.5 s)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+//! Training: learn a byte-level BPE vocabulary from a corpus.
+//!
+//! Two stages, each usable alone: [`count`] turns text into a [`PieceCounts`] table (parallel,
+//! streaming, summable across workers), and [`merges::learn_merges`] runs the incremental merge loop
+//! on a table. Ids: 0–255 are the single bytes, the `i`-th learned token gets id `256 + i`.
+
+pub mod count;
+pub mod counts;
+pub mod merges;
+
+pub use count::{check_utf8, CountError, Counter};
+pub use counts::PieceCounts;
+pub use merges::{learn_merges, learn_merges_consuming};

@@ -1,0 +1,231 @@
+//! The count table: how often each distinct piece occurs in a corpus.
+//!
+//! This is the unit of work that counting produces and the merge loop consumes. Tables from several
+//! workers (or machines) merge by addition, so counting can be spread anywhere.
+
+use rustc_hash::FxHashMap;
+
+/// Distinct pieces (byte strings produced by the split pattern) and how often each occurred.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PieceCounts {
+    counts: FxHashMap<Box<[u8]>, u64>,
+}
+
+/// Why bytes could not be read back as a [`PieceCounts`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountsFormatError(pub String);
+
+impl std::fmt::Display for CountsFormatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not a serialized piece-count table: {}", self.0)
+    }
+}
+
+impl std::error::Error for CountsFormatError {}
+
+impl PieceCounts {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `count` occurrences of `piece`. Allocates only the first time a piece is seen.
+    #[inline]
+    pub fn add(&mut self, piece: &[u8], count: u64) {
+        if let Some(existing) = self.counts.get_mut(piece) {
+            *existing += count;
+        } else {
+            self.counts.insert(piece.into(), count);
+        }
+    }
+
+    /// Adds every count of `other` into `self` (the sum of two tables).
+    pub fn absorb(&mut self, mut other: PieceCounts) {
+        if other.counts.len() > self.counts.len() {
+            std::mem::swap(self, &mut other);
+        }
+        self.counts.reserve(other.counts.len() / 4);
+        for (piece, count) in other.counts {
+            *self.counts.entry(piece).or_insert(0) += count;
+        }
+    }
+
+    /// How often `piece` occurred (0 if never).
+    pub fn get(&self, piece: &[u8]) -> u64 {
+        self.counts.get(piece).copied().unwrap_or(0)
+    }
+
+    /// The number of distinct pieces.
+    pub fn len(&self) -> usize {
+        self.counts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
+    /// The number of pieces counted (with repetition).
+    pub fn total(&self) -> u64 {
+        self.counts.values().sum()
+    }
+
+    /// Every distinct piece with its count, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
+        self.counts
+            .iter()
+            .map(|(piece, &count)| (&piece[..], count))
+    }
+
+    /// The `n` most frequent pieces, most frequent first (ties: smaller bytes first).
+    pub fn most_common(&self, n: usize) -> Vec<(&[u8], u64)> {
+        let mut all: Vec<(&[u8], u64)> = self.iter().collect();
+        let order = |a: &(&[u8], u64), b: &(&[u8], u64)| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0));
+        if n < all.len() {
+            all.select_nth_unstable_by(n, order);
+            all.truncate(n);
+        }
+        all.sort_unstable_by(order);
+        all
+    }
+
+    /// A compact, stable byte encoding: a magic tag, then per piece (sorted by bytes) the varint
+    /// length, the bytes and the varint count. Equal tables serialize to equal bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut entries: Vec<(&[u8], u64)> = self.iter().collect();
+        entries.sort_unstable();
+        let size: usize = entries.iter().map(|(piece, _)| piece.len() + 4).sum();
+        let mut out = Vec::with_capacity(MAGIC.len() + 10 + size);
+        out.extend_from_slice(MAGIC);
+        write_varint(&mut out, entries.len() as u64);
+        for (piece, count) in entries {
+            write_varint(&mut out, piece.len() as u64);
+            out.extend_from_slice(piece);
+            write_varint(&mut out, count);
+        }
+        out
+    }
+
+    /// Reads what [`PieceCounts::to_bytes`] wrote.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CountsFormatError> {
+        let rest = bytes
+            .strip_prefix(MAGIC)
+            .ok_or_else(|| CountsFormatError("missing the format tag".into()))?;
+        let mut reader = Reader { bytes: rest, at: 0 };
+        let n = reader.varint()? as usize;
+        let mut counts = FxHashMap::default();
+        counts.reserve(n.min(rest.len()));
+        for _ in 0..n {
+            let len = reader.varint()? as usize;
+            let piece = reader.take(len)?;
+            let count = reader.varint()?;
+            if counts.insert(Box::<[u8]>::from(piece), count).is_some() {
+                return Err(CountsFormatError("a piece appears twice".into()));
+            }
+        }
+        if reader.at != rest.len() {
+            return Err(CountsFormatError(
+                "trailing bytes after the last piece".into(),
+            ));
+        }
+        Ok(Self { counts })
+    }
+}
+
+impl FromIterator<(Vec<u8>, u64)> for PieceCounts {
+    fn from_iter<I: IntoIterator<Item = (Vec<u8>, u64)>>(pieces: I) -> Self {
+        let mut counts = PieceCounts::new();
+        for (piece, count) in pieces {
+            counts.add(&piece, count);
+        }
+        counts
+    }
+}
+
+const MAGIC: &[u8] = b"hf_bpe.PieceCounts.v1\0";
+
+fn write_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+struct Reader<'b> {
+    bytes: &'b [u8],
+    at: usize,
+}
+
+impl<'b> Reader<'b> {
+    fn varint(&mut self) -> Result<u64, CountsFormatError> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *self
+                .bytes
+                .get(self.at)
+                .ok_or_else(|| CountsFormatError("truncated".into()))?;
+            self.at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(CountsFormatError("a number is too long".into()))
+    }
+
+    fn take(&mut self, len: usize) -> Result<&'b [u8], CountsFormatError> {
+        let end = self
+            .at
+            .checked_add(len)
+            .filter(|&end| end <= self.bytes.len());
+        let end = end.ok_or_else(|| CountsFormatError("truncated".into()))?;
+        let slice = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(slice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(entries: &[(&str, u64)]) -> PieceCounts {
+        entries
+            .iter()
+            .map(|(piece, count)| (piece.as_bytes().to_vec(), *count))
+            .collect()
+    }
+
+    #[test]
+    fn absorbing_adds_counts() {
+        let mut left = table(&[("a", 1), ("b", 2)]);
+        left.absorb(table(&[("b", 3), ("c", 4), ("d", 1)]));
+        assert_eq!(left, table(&[("a", 1), ("b", 5), ("c", 4), ("d", 1)]));
+        assert_eq!(left.total(), 11);
+    }
+
+    #[test]
+    fn bytes_round_trip_and_are_canonical() {
+        let counts = table(&[("hello", 300), (" world", 1), ("", 7), ("\u{e9}", u64::MAX)]);
+        let bytes = counts.to_bytes();
+        assert_eq!(PieceCounts::from_bytes(&bytes).unwrap(), counts);
+        let mut same = PieceCounts::new();
+        same.absorb(counts.clone());
+        assert_eq!(same.to_bytes(), bytes);
+        assert!(PieceCounts::from_bytes(&bytes[..bytes.len() - 1]).is_err());
+        assert!(PieceCounts::from_bytes(b"nonsense").is_err());
+    }
+
+    #[test]
+    fn most_common_orders_by_count_then_bytes() {
+        let counts = table(&[("a", 1), ("b", 5), ("c", 5), ("d", 2)]);
+        let top: Vec<_> = counts
+            .most_common(3)
+            .into_iter()
+            .map(|(p, c)| (p.to_vec(), c))
+            .collect();
+        assert_eq!(
+            top,
+            vec![(b"b".to_vec(), 5), (b"c".to_vec(), 5), (b"d".to_vec(), 2)]
+        );
+    }
+}

@@ -1,0 +1,444 @@
+//! The merge loop: learn merges from a count table, incrementally.
+//!
+//! Each distinct piece becomes a *word*: its current symbols (token ids, starting from its bytes)
+//! and its count. We keep
+//! - `pair_counts`: for every adjacent pair of symbols, its occurrences weighted by word count;
+//! - `pair_words`: for every pair, the words it was seen in (entries may go stale: a word listed
+//!   there may no longer hold the pair, which costs a scan but changes nothing);
+//! - a max-heap of `(count, pair)` entries with lazy deletion: an entry whose count is out of date
+//!   is re-pushed with the current count when popped instead of being updated in place.
+//!
+//! The heap is exact because a pair's count only ever grows during the merge that creates the
+//! newer of its two tokens (every new adjacency involves the new token); we push it then. Later it
+//! can only shrink, so a stale entry overstates its pair and is popped (and corrected) before any
+//! entry it could wrongly outrank.
+//!
+//! Order: the most frequent pair wins; ties go to the lexicographically greatest pair compared as
+//! `(bytes of left token, bytes of right token)`.
+
+use super::counts::PieceCounts;
+use crate::Rank;
+use rustc_hash::FxHashMap;
+use std::cmp::Ordering;
+
+/// Two adjacent token ids, packed as `left << 32 | right` for cheap hashing.
+type PackedPair = u64;
+
+#[inline]
+fn pack(left: Rank, right: Rank) -> PackedPair {
+    (u64::from(left) << 32) | u64::from(right)
+}
+
+#[inline]
+fn unpack(pair: PackedPair) -> (Rank, Rank) {
+    ((pair >> 32) as Rank, pair as Rank)
+}
+
+/// The words (distinct pieces of two or more bytes) in one flat array of symbols.
+struct Words {
+    symbols: Vec<Rank>,
+    start: Vec<usize>,
+    len: Vec<u32>,
+    count: Vec<u64>,
+}
+
+impl Words {
+    fn from_counts(counts: &PieceCounts) -> Self {
+        // Pieces of one byte hold no pair and never change: leave them out.
+        let kept = || {
+            counts
+                .iter()
+                .filter(|(piece, count)| piece.len() >= 2 && *count > 0)
+        };
+        let (n_words, n_symbols) = kept().fold((0, 0), |(words, symbols), (piece, _)| {
+            (words + 1, symbols + piece.len())
+        });
+        let mut words = Words {
+            symbols: Vec::with_capacity(n_symbols),
+            start: Vec::with_capacity(n_words),
+            len: Vec::with_capacity(n_words),
+            count: Vec::with_capacity(n_words),
+        };
+        for (piece, count) in kept() {
+            words.start.push(words.symbols.len());
+            words
+                .len
+                .push(u32::try_from(piece.len()).expect("a piece longer than 4 GiB"));
+            words.count.push(count);
+            words
+                .symbols
+                .extend(piece.iter().map(|&byte| Rank::from(byte)));
+        }
+        assert!(
+            words.count.len() <= u32::MAX as usize,
+            "more than 4 billion distinct pieces"
+        );
+        words
+    }
+
+    fn symbols(&self, word: usize) -> &[Rank] {
+        &self.symbols[self.start[word]..self.start[word] + self.len[word] as usize]
+    }
+
+    /// Replaces every occurrence of `(left, right)` in `word` (left to right, non-overlapping) by
+    /// `merged`, reporting each adjacent pair that disappears (`-1`) or appears (`+1`).
+    fn merge(
+        &mut self,
+        word: usize,
+        left: Rank,
+        right: Rank,
+        merged: Rank,
+        mut change: impl FnMut(PackedPair, i64),
+    ) {
+        let start = self.start[word];
+        let len = self.len[word] as usize;
+        let symbols = &mut self.symbols[start..start + len];
+        let (mut read, mut write) = (0, 0);
+        while read < len {
+            if read + 1 < len && symbols[read] == left && symbols[read + 1] == right {
+                // The symbol before is already written (it may be a `merged` from just before);
+                // the one after is not yet read.
+                if write > 0 {
+                    let before = symbols[write - 1];
+                    change(pack(before, left), -1);
+                    change(pack(before, merged), 1);
+                }
+                change(pack(left, right), -1);
+                if read + 2 < len {
+                    let after = symbols[read + 2];
+                    change(pack(right, after), -1);
+                    change(pack(merged, after), 1);
+                }
+                symbols[write] = merged;
+                read += 2;
+            } else {
+                symbols[write] = symbols[read];
+                read += 1;
+            }
+            write += 1;
+        }
+        self.len[word] = write as u32;
+    }
+}
+
+/// A max-heap of `(count, pair)` whose order needs the vocabulary (ties compare token bytes), so it
+/// takes the comparison as an argument instead of implementing `Ord`.
+struct PairHeap {
+    entries: Vec<(u64, PackedPair)>,
+}
+
+impl PairHeap {
+    fn push(
+        &mut self,
+        entry: (u64, PackedPair),
+        greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool,
+    ) {
+        self.entries.push(entry);
+        let mut child = self.entries.len() - 1;
+        while child > 0 {
+            let parent = (child - 1) / 2;
+            if !greater(&self.entries[child], &self.entries[parent]) {
+                break;
+            }
+            self.entries.swap(child, parent);
+            child = parent;
+        }
+    }
+
+    fn pop(
+        &mut self,
+        greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool,
+    ) -> Option<(u64, PackedPair)> {
+        let last = self.entries.pop()?;
+        if self.entries.is_empty() {
+            return Some(last);
+        }
+        let top = std::mem::replace(&mut self.entries[0], last);
+        self.sift_down(0, greater);
+        Some(top)
+    }
+
+    fn sift_down(
+        &mut self,
+        mut parent: usize,
+        greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool,
+    ) {
+        let n = self.entries.len();
+        loop {
+            let left = 2 * parent + 1;
+            if left >= n {
+                break;
+            }
+            let right = left + 1;
+            let child = if right < n && greater(&self.entries[right], &self.entries[left]) {
+                right
+            } else {
+                left
+            };
+            if !greater(&self.entries[child], &self.entries[parent]) {
+                break;
+            }
+            self.entries.swap(child, parent);
+            parent = child;
+        }
+    }
+
+    fn heapify(&mut self, greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool) {
+        for parent in (0..self.entries.len() / 2).rev() {
+            self.sift_down(parent, greater);
+        }
+    }
+}
+
+/// Compares two pairs by `(bytes of left, bytes of right)`.
+fn compare_pairs(tokens: &[Vec<u8>], a: PackedPair, b: PackedPair) -> Ordering {
+    let (a_left, a_right) = unpack(a);
+    let (b_left, b_right) = unpack(b);
+    tokens[a_left as usize]
+        .cmp(&tokens[b_left as usize])
+        .then_with(|| tokens[a_right as usize].cmp(&tokens[b_right as usize]))
+}
+
+/// Learns up to `num_tokens` new tokens from `counts` by merging; returns their bytes in id order
+/// (ids `256..`). Fewer come back when no adjacent pair is left (every piece has become a single
+/// token). `on_token(done)` is called after each new token; when it returns `false` (the caller
+/// was interrupted) the tokens learned so far come back.
+///
+/// A merge whose bytes equal an existing token (possible in principle: the same bytes reached by
+/// two different splits) reuses that token's id and adds nothing to the vocabulary, so equal bytes
+/// are always one symbol, as in a trainer that works on byte strings.
+pub fn learn_merges(
+    counts: &PieceCounts,
+    num_tokens: usize,
+    on_token: impl FnMut(usize) -> bool,
+) -> Vec<Vec<u8>> {
+    learn(Words::from_counts(counts), num_tokens, on_token)
+}
+
+/// [`learn_merges`], dropping the count table as soon as the merge loop has its own copy of the
+/// pieces (lower peak memory when the caller has no further use for the table).
+pub fn learn_merges_consuming(
+    counts: PieceCounts,
+    num_tokens: usize,
+    on_token: impl FnMut(usize) -> bool,
+) -> Vec<Vec<u8>> {
+    let words = Words::from_counts(&counts);
+    drop(counts);
+    learn(words, num_tokens, on_token)
+}
+
+fn learn(
+    mut words: Words,
+    num_tokens: usize,
+    mut on_token: impl FnMut(usize) -> bool,
+) -> Vec<Vec<u8>> {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
+    let mut token_ids: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
+
+    // Two passes, so that each pair's word list is allocated once at its exact size.
+    let mut pair_counts: FxHashMap<PackedPair, u64> = FxHashMap::default();
+    let mut incidences: FxHashMap<PackedPair, (u32, u32)> = FxHashMap::default(); // (words, last word)
+    for word in 0..words.count.len() {
+        let count = words.count[word];
+        for window in words.symbols(word).windows(2) {
+            let pair = pack(window[0], window[1]);
+            *pair_counts.entry(pair).or_insert(0) += count;
+            let (listed, last) = incidences.entry(pair).or_insert((0, u32::MAX));
+            if *last != word as u32 {
+                *listed += 1;
+                *last = word as u32;
+            }
+        }
+    }
+    let mut pair_words: FxHashMap<PackedPair, Vec<u32>> = incidences
+        .into_iter()
+        .map(|(pair, (listed, _))| (pair, Vec::with_capacity(listed as usize)))
+        .collect();
+    for word in 0..words.count.len() {
+        for window in words.symbols(word).windows(2) {
+            let listed = pair_words
+                .get_mut(&pack(window[0], window[1]))
+                .expect("counted in the first pass");
+            if listed.last() != Some(&(word as u32)) {
+                listed.push(word as u32);
+            }
+        }
+    }
+
+    let mut heap = PairHeap {
+        entries: pair_counts
+            .iter()
+            .map(|(&pair, &count)| (count, pair))
+            .collect(),
+    };
+    heap.heapify(&|a: &(u64, PackedPair), b: &(u64, PackedPair)| {
+        a.0.cmp(&b.0).then_with(|| compare_pairs(&tokens, a.1, b.1)) == Ordering::Greater
+    });
+    let mut changes: FxHashMap<PackedPair, i64> = FxHashMap::default();
+
+    while tokens.len() - 256 < num_tokens {
+        let greater = |a: &(u64, PackedPair), b: &(u64, PackedPair)| {
+            a.0.cmp(&b.0).then_with(|| compare_pairs(&tokens, a.1, b.1)) == Ordering::Greater
+        };
+        let Some((count, pair)) = heap.pop(&greater) else {
+            break;
+        };
+        let current = pair_counts.get(&pair).copied().unwrap_or(0);
+        if current != count {
+            if current > 0 {
+                heap.push((current, pair), &greater);
+            }
+            continue;
+        }
+
+        let (left, right) = unpack(pair);
+        let bytes = [&tokens[left as usize][..], &tokens[right as usize][..]].concat();
+        let merged = match token_ids.get(&bytes) {
+            Some(&existing) => existing,
+            None => {
+                let id = Rank::try_from(tokens.len()).expect("more than 4 billion tokens");
+                token_ids.insert(bytes.clone(), id);
+                tokens.push(bytes);
+                id
+            }
+        };
+        pair_counts.remove(&pair);
+
+        for word in pair_words.remove(&pair).unwrap_or_default() {
+            let word_count = words.count[word as usize] as i64;
+            words.merge(word as usize, left, right, merged, |changed, delta| {
+                *changes.entry(changed).or_insert(0) += delta * word_count;
+                if delta > 0 {
+                    let listed = pair_words.entry(changed).or_default();
+                    if listed.last() != Some(&word) {
+                        listed.push(word);
+                    }
+                }
+            });
+        }
+        let greater = |a: &(u64, PackedPair), b: &(u64, PackedPair)| {
+            a.0.cmp(&b.0).then_with(|| compare_pairs(&tokens, a.1, b.1)) == Ordering::Greater
+        };
+        for (changed, delta) in changes.drain() {
+            if changed == pair || delta == 0 {
+                continue;
+            }
+            let entry = pair_counts.entry(changed).or_insert(0);
+            let updated = (*entry as i64 + delta) as u64;
+            *entry = updated;
+            if updated == 0 {
+                pair_counts.remove(&changed);
+                pair_words.remove(&changed);
+            } else if delta > 0 {
+                heap.push((updated, changed), &greater);
+            }
+        }
+        if !on_token(tokens.len() - 256) {
+            break;
+        }
+    }
+    tokens.split_off(256)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seeds' algorithm: recount every pair of every word before each merge.
+    fn naive_merges(counts: &PieceCounts, num_merges: usize) -> Vec<Vec<u8>> {
+        let mut words: Vec<(Vec<Vec<u8>>, u64)> = counts
+            .iter()
+            .map(|(piece, count)| (piece.iter().map(|&b| vec![b]).collect(), count))
+            .collect();
+        let mut learned: Vec<Vec<u8>> = Vec::new();
+        while learned.len() < num_merges {
+            let mut pairs: FxHashMap<(Vec<u8>, Vec<u8>), u64> = FxHashMap::default();
+            for (symbols, count) in &words {
+                for window in symbols.windows(2) {
+                    *pairs
+                        .entry((window[0].clone(), window[1].clone()))
+                        .or_insert(0) += count;
+                }
+            }
+            let Some(best) = pairs
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)))
+            else {
+                break;
+            };
+            let ((left, right), _) = best;
+            let merged = [left.clone(), right.clone()].concat();
+            for (symbols, _) in &mut words {
+                let mut out = Vec::new();
+                let mut i = 0;
+                while i < symbols.len() {
+                    if i + 1 < symbols.len() && symbols[i] == left && symbols[i + 1] == right {
+                        out.push(merged.clone());
+                        i += 2;
+                    } else {
+                        out.push(symbols[i].clone());
+                        i += 1;
+                    }
+                }
+                *symbols = out;
+            }
+            if !learned.contains(&merged) && merged.len() > 1 {
+                learned.push(merged);
+            }
+        }
+        learned
+    }
+
+    fn table(entries: &[(&str, u64)]) -> PieceCounts {
+        entries
+            .iter()
+            .map(|(piece, count)| (piece.as_bytes().to_vec(), *count))
+            .collect()
+    }
+
+    #[test]
+    fn most_frequent_pair_first_and_ties_to_greatest_bytes() {
+        // "ab" and "cd" both occur 3 times: "cd" wins the tie, then "ab"; "cdab" needs both.
+        let counts = table(&[("ab", 3), ("cd", 3), ("xy", 1)]);
+        let tokens = learn_merges(&counts, 3, |_| true);
+        assert_eq!(tokens, vec![b"cd".to_vec(), b"ab".to_vec(), b"xy".to_vec()]);
+    }
+
+    #[test]
+    fn overlapping_runs_merge_left_to_right() {
+        let counts = table(&[("aaaa", 1), ("aaa", 2)]);
+        let fast = learn_merges(&counts, 10, |_| true);
+        assert_eq!(fast, naive_merges(&counts, 10));
+        assert_eq!(
+            fast,
+            vec![b"aa".to_vec(), b"aaa".to_vec(), b"aaaa".to_vec()]
+        );
+    }
+
+    #[test]
+    fn stops_when_no_pair_is_left() {
+        let counts = table(&[("ab", 1), ("c", 5)]);
+        assert_eq!(learn_merges(&counts, 100, |_| true).len(), 1);
+    }
+
+    #[test]
+    fn agrees_with_the_naive_loop_on_pseudo_random_tables() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..200 {
+            let mut counts = PieceCounts::new();
+            for _ in 0..(next() % 30) {
+                let len = 1 + next() % 8;
+                let piece: Vec<u8> = (0..len).map(|_| b"abcde"[(next() % 5) as usize]).collect();
+                counts.add(&piece, 1 + next() % 4);
+            }
+            let fast = learn_merges(&counts, 40, |_| true);
+            assert_eq!(fast, naive_merges(&counts, 40));
+        }
+    }
+}

@@ -1,0 +1,505 @@
+//! Bindings for training: the `PieceCounts` table, the counter that fills it, and the merge loop.
+//! Type conversion, GIL release, progress callbacks and error mapping only.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use hf_bpe_core::train::{self, CountError, Counter, PieceCounts};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString, PyTuple};
+use rustc_hash::FxHashMap;
+
+fn count_error(error: CountError) -> PyErr {
+    let message = error.to_string();
+    match error {
+        CountError::Io { error, .. } if error.kind() == std::io::ErrorKind::NotFound => {
+            PyFileNotFoundError::new_err(message)
+        }
+        CountError::Io { .. } => PyOSError::new_err(message),
+        CountError::Interrupted => PyKeyboardInterrupt::new_err(()),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// Shared between a worker and the thread watching it: how much is done, and whether to stop.
+#[derive(Default)]
+struct Watch {
+    done: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Watch {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs `work` on a helper thread with the GIL released, while the calling thread stays the one
+/// that talks to Python: every 0.1 s it passes the progress made (`progress(increment)`) and checks
+/// for Ctrl-C (signals reach only the main thread), asking the work to stop on either failing.
+fn watched<T: Send>(
+    py: Python<'_>,
+    progress: Option<&Py<PyAny>>,
+    work: impl FnOnce(&Watch) -> T + Send,
+) -> PyResult<T> {
+    let watch = Watch::default();
+    let (result, failure) = py.detach(|| {
+        std::thread::scope(|scope| {
+            let (sender, receiver) = mpsc::channel();
+            let watch = &watch;
+            scope.spawn(move || {
+                let _ = sender.send(work(watch));
+            });
+            let (mut reported, mut failure) = (0u64, None::<PyErr>);
+            loop {
+                let finished = receiver.recv_timeout(Duration::from_millis(100));
+                let done = watch.done.load(Ordering::Relaxed);
+                if failure.is_none() && (done > reported || finished.is_err()) {
+                    let status = Python::attach(|py| -> PyResult<()> {
+                        if let (Some(progress), true) = (progress, done > reported) {
+                            progress.call1(py, (done - reported,))?;
+                        }
+                        py.check_signals()
+                    });
+                    reported = done;
+                    if let Err(error) = status {
+                        watch.stop.store(true, Ordering::Relaxed);
+                        failure = Some(error);
+                    }
+                }
+                match finished {
+                    Ok(result) => return (Some(result), failure),
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    // The work panicked: leaving the scope re-raises the panic.
+                    Err(RecvTimeoutError::Disconnected) => return (None, failure),
+                }
+            }
+        })
+    });
+    match (failure, result) {
+        (Some(error), _) => Err(error),
+        (None, Some(result)) => Ok(result),
+        (None, None) => unreachable!("a panic in the work propagates out of the scope"),
+    }
+}
+
+fn run<T: Send>(pool: &rayon::ThreadPool, work: impl FnOnce() -> T + Send) -> T {
+    pool.install(work)
+}
+
+/// The thread pool for `num_threads` (all cores when None), one per process and size.
+///
+/// Never rayon's global pool: its threads live only in the process that started them, so a
+/// process forked after that (a `datasets.map(num_proc=...)` worker, a `multiprocessing` fork)
+/// would wait for them forever. Pools are keyed by process id, so a forked child builds its own.
+fn pool_for(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
+    type PoolsByProcessAndSize = FxHashMap<(u32, usize), Arc<rayon::ThreadPool>>;
+    static POOLS: OnceLock<Mutex<PoolsByProcessAndSize>> = OnceLock::new();
+    let threads = match num_threads {
+        Some(0) => {
+            return Err(PyValueError::new_err(
+                "num_threads must be at least 1 (or None for all cores)",
+            ))
+        }
+        Some(threads) => threads,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    if let Some(pool) = pools.get(&(std::process::id(), threads)) {
+        return Ok(pool.clone());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|error| {
+            PyValueError::new_err(format!("cannot start {threads} threads: {error}"))
+        })?;
+    let pool = Arc::new(pool);
+    pools.insert((std::process::id(), threads), pool.clone());
+    Ok(pool)
+}
+
+/// A piece as bytes: `str` pieces are taken as UTF-8.
+fn piece_of(piece: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(text) = piece.cast::<PyString>() {
+        return Ok(text.to_str()?.as_bytes().to_vec());
+    }
+    if let Ok(bytes) = piece.cast::<PyBytes>() {
+        return Ok(bytes.as_bytes().to_vec());
+    }
+    let type_name = piece
+        .get_type()
+        .name()
+        .map(|name| name.to_string())
+        .unwrap_or_default();
+    Err(PyTypeError::new_err(format!(
+        "a piece is str or bytes, got {type_name}"
+    )))
+}
+
+/// What pickling stores: pattern, special tokens and the serialized table.
+type State<'py> = (String, Vec<String>, Bound<'py, PyBytes>);
+
+/// How often each distinct piece occurs in a corpus, with the split pattern and special tokens
+/// that cut it. Tables add with ``+`` (so ``sum(tables)`` works), pickle, and compare equal when
+/// their counts, pattern and special tokens are equal.
+///
+/// >>> import hf_bpe
+/// >>> counts = hf_bpe.count_pieces(["the cat", "the hat"], show_progress=False)
+/// >>> counts[b" the"], counts["the"], len(counts), counts.total
+/// (0, 2, 3, 4)
+#[pyclass(module = "hf_bpe._core", name = "PieceCounts")]
+#[derive(Clone)]
+pub struct PyPieceCounts {
+    counts: PieceCounts,
+    pattern: String,
+    special_tokens: Vec<String>,
+}
+
+impl PyPieceCounts {
+    fn check_compatible(&self, other: &PyPieceCounts) -> PyResult<()> {
+        if self.pattern != other.pattern {
+            return Err(PyValueError::new_err(format!(
+                "cannot add piece counts made with different split patterns ({:?} and {:?}): \
+                 count every shard with the same pattern",
+                self.pattern, other.pattern
+            )));
+        }
+        if self.special_tokens != other.special_tokens {
+            return Err(PyValueError::new_err(format!(
+                "cannot add piece counts made with different special tokens ({:?} and {:?}): \
+                 count every shard with the same special tokens",
+                self.special_tokens, other.special_tokens
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PyPieceCounts {
+    /// ``PieceCounts(counts={}, *, pattern="gpt2", special_tokens=())``: a table from a mapping
+    /// of pieces (``str`` or ``bytes``) to counts, e.g. one gathered by another engine.
+    #[new]
+    #[pyo3(signature = (counts=None, *, pattern="gpt2", special_tokens=Vec::new()))]
+    fn new(
+        py: Python<'_>,
+        counts: Option<&Bound<'_, PyAny>>,
+        pattern: &str,
+        special_tokens: Vec<String>,
+    ) -> PyResult<Self> {
+        let pattern: String = py
+            .import("hf_bpe.patterns")?
+            .call_method1("resolve", (pattern,))?
+            .extract()?;
+        let mut table = PieceCounts::new();
+        if let Some(counts) = counts {
+            let items = counts.call_method0("items").map_err(|_| {
+                PyTypeError::new_err("counts must be a mapping of pieces (str or bytes) to int")
+            })?;
+            for item in items.try_iter()? {
+                let (piece, count): (Bound<'_, PyAny>, u64) = item?.extract().map_err(|_| {
+                    PyValueError::new_err("counts must map pieces to non-negative int counts")
+                })?;
+                table.add(&piece_of(&piece)?, count);
+            }
+        }
+        Ok(Self {
+            counts: table,
+            pattern,
+            special_tokens,
+        })
+    }
+
+    /// The split regex the pieces were cut with.
+    #[getter]
+    fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    /// The special tokens documents were split on (they are not counted).
+    #[getter]
+    fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.special_tokens)
+    }
+
+    /// The number of pieces counted, with repetition.
+    #[getter]
+    fn total(&self) -> u64 {
+        self.counts.total()
+    }
+
+    /// The number of distinct pieces.
+    fn __len__(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// How often ``piece`` (str or bytes) occurred; 0 when never.
+    fn __getitem__(&self, piece: &Bound<'_, PyAny>) -> PyResult<u64> {
+        Ok(self.counts.get(&piece_of(piece)?))
+    }
+
+    fn __contains__(&self, piece: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.counts.get(&piece_of(piece)?) > 0)
+    }
+
+    /// The ``n`` most frequent pieces as ``(bytes, count)``, most frequent first (all when
+    /// ``n`` is None).
+    #[pyo3(signature = (n=None))]
+    fn most_common<'py>(
+        &self,
+        py: Python<'py>,
+        n: Option<usize>,
+    ) -> Vec<(Bound<'py, PyBytes>, u64)> {
+        self.counts
+            .most_common(n.unwrap_or(usize::MAX))
+            .into_iter()
+            .map(|(piece, count)| (PyBytes::new(py, piece), count))
+            .collect()
+    }
+
+    /// Every piece with its count, as a ``dict[bytes, int]``.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let dict = pyo3::types::PyDict::new(py);
+        for (piece, count) in self.counts.iter() {
+            dict.set_item(PyBytes::new(py, piece), count)?;
+        }
+        Ok(dict)
+    }
+
+    fn __add__<'py>(&self, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = other.py();
+        let Ok(other) = other.cast::<PyPieceCounts>() else {
+            return Ok(py.NotImplemented().into_bound(py));
+        };
+        let other = other.borrow();
+        self.check_compatible(&other)?;
+        let mut sum = self.clone();
+        sum.counts.absorb(other.counts.clone());
+        Ok(Bound::new(py, sum)?.into_any())
+    }
+
+    /// ``0 + counts`` is ``counts``, so ``sum(tables)`` works without a start value.
+    fn __radd__<'py>(&self, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = other.py();
+        match other.extract::<i64>() {
+            Ok(0) => Ok(Bound::new(py, self.clone())?.into_any()),
+            _ => Ok(py.NotImplemented().into_bound(py)),
+        }
+    }
+
+    fn __iadd__(&mut self, other: &Bound<'_, PyAny>) -> PyResult<()> {
+        let other = other.cast::<PyPieceCounts>().map_err(|_| {
+            PyTypeError::new_err("only another PieceCounts can be added to a PieceCounts")
+        })?;
+        let other = other.borrow();
+        self.check_compatible(&other)?;
+        self.counts.absorb(other.counts.clone());
+        Ok(())
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        match other.cast::<PyPieceCounts>() {
+            Ok(other) => {
+                let other = other.borrow();
+                self.pattern == other.pattern
+                    && self.special_tokens == other.special_tokens
+                    && self.counts == other.counts
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let pattern = match self.pattern.as_str() {
+            p if p.starts_with("'(?:[sdmt]") => "gpt2".to_owned(),
+            p if p.starts_with("'(?i:[sdmt]") => "cl100k".to_owned(),
+            p if p.starts_with("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}") => "o200k".to_owned(),
+            p => format!("{p:?}"),
+        };
+        format!(
+            "PieceCounts({} distinct pieces, {} in all, pattern={pattern}, special_tokens={:?})",
+            self.counts.len(),
+            self.counts.total(),
+            self.special_tokens
+        )
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, State<'py>)> {
+        let py = slf.py();
+        let this = slf.borrow();
+        let counts = &this.counts;
+        let bytes = py.detach(|| counts.to_bytes());
+        Ok((
+            slf.get_type().getattr("_from_state")?,
+            (
+                this.pattern.clone(),
+                this.special_tokens.clone(),
+                PyBytes::new(py, &bytes),
+            ),
+        ))
+    }
+
+    #[staticmethod]
+    fn _from_state(pattern: String, special_tokens: Vec<String>, counts: &[u8]) -> PyResult<Self> {
+        let counts = PieceCounts::from_bytes(counts)
+            .map_err(|error| PyValueError::new_err(error.to_string()))?;
+        Ok(Self {
+            counts,
+            pattern,
+            special_tokens,
+        })
+    }
+
+    /// Learns up to ``num_merges`` merges; returns the new tokens' bytes in id order (ids 256 on).
+    /// ``progress(n)`` is called now and then with the number of merges done since the last call.
+    /// With ``consume=True`` the table is emptied (its memory freed) once the merge loop has its
+    /// own copy of the pieces.
+    #[pyo3(signature = (num_merges, progress=None, consume=false))]
+    fn _learn_merges<'py>(
+        &mut self,
+        py: Python<'py>,
+        num_merges: usize,
+        progress: Option<Py<PyAny>>,
+        consume: bool,
+    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let counts = if consume {
+            std::mem::take(&mut self.counts)
+        } else {
+            self.counts.clone()
+        };
+        let tokens = watched(py, progress.as_ref(), |watch| {
+            train::learn_merges_consuming(counts, num_merges, |done| {
+                watch.done.store(done as u64, Ordering::Relaxed);
+                !watch.stopped()
+            })
+        })?;
+        Ok(tokens.iter().map(|token| PyBytes::new(py, token)).collect())
+    }
+}
+
+/// Fills a `PieceCounts` from texts and files: pattern and special tokens fixed at creation.
+#[pyclass(module = "hf_bpe._core", name = "PieceCounter")]
+pub struct PyPieceCounter {
+    counter: Counter,
+    pattern: String,
+    special_tokens: Vec<String>,
+    counts: PieceCounts,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+#[pymethods]
+impl PyPieceCounter {
+    /// ``pattern`` is a regex (already resolved from a name).
+    #[new]
+    #[pyo3(signature = (pattern, special_tokens, num_threads=None, chunk_bytes=None))]
+    fn new(
+        pattern: String,
+        special_tokens: Vec<String>,
+        num_threads: Option<usize>,
+        chunk_bytes: Option<usize>,
+    ) -> PyResult<Self> {
+        let mut counter = Counter::new(&pattern, &special_tokens).map_err(count_error)?;
+        if let Some(chunk_bytes) = chunk_bytes {
+            counter = counter.with_chunk_bytes(chunk_bytes);
+        }
+        Ok(Self {
+            counter,
+            pattern,
+            special_tokens,
+            counts: PieceCounts::new(),
+            pool: pool_for(num_threads)?,
+        })
+    }
+
+    /// Counts each text as one document, in parallel, with the GIL released.
+    fn add_texts(&mut self, py: Python<'_>, texts: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
+        let texts: Vec<String> = texts
+            .iter()
+            .map(|text| match text.cast::<PyString>() {
+                Ok(text) => Ok(text.to_string_lossy().into_owned()),
+                Err(_) => {
+                    let type_name = text
+                        .get_type()
+                        .name()
+                        .map(|name| name.to_string())
+                        .unwrap_or_default();
+                    Err(PyTypeError::new_err(format!(
+                        "the corpus must yield str (the text of each document), got {type_name}"
+                    )))
+                }
+            })
+            .collect::<PyResult<_>>()?;
+        let (counter, pool, counts) = (&self.counter, &self.pool, &mut self.counts);
+        py.detach(|| {
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let batch = run(pool, || counter.count_texts(&texts))?;
+            counts.absorb(batch);
+            Ok::<_, hf_bpe_core::SplitError>(())
+        })
+        .map_err(|error| PyValueError::new_err(error.to_string()))
+    }
+
+    /// Counts files (each one document), streamed in chunks and in parallel, with the GIL
+    /// released. ``progress(n)`` is called now and then with the bytes counted since the last call.
+    #[pyo3(signature = (paths, progress=None))]
+    fn add_files(
+        &mut self,
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let (counter, pool) = (&self.counter, &self.pool);
+        let counted = watched(py, progress.as_ref(), |watch| {
+            run(pool, || {
+                counter.count_files(&paths, |bytes| {
+                    watch.done.fetch_add(bytes, Ordering::Relaxed);
+                    !watch.stopped()
+                })
+            })
+        })?;
+        self.counts.absorb(counted.map_err(count_error)?);
+        Ok(())
+    }
+
+    /// The counts so far, leaving the counter empty.
+    fn take(&mut self) -> PyPieceCounts {
+        PyPieceCounts {
+            counts: std::mem::take(&mut self.counts),
+            pattern: self.pattern.clone(),
+            special_tokens: self.special_tokens.clone(),
+        }
+    }
+}
+
+/// Checks that files exist and are UTF-8 (in parallel); returns their total size in bytes.
+#[pyfunction]
+fn check_utf8_files(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<u64> {
+    let pool = pool_for(None)?;
+    py.detach(|| run(&pool, || train::check_utf8(&paths)))
+        .map_err(count_error)
+}
+
+/// Whether texts split with this regex are cut into chunks (streamed and counted in parallel);
+/// otherwise each file or document is counted whole.
+#[pyfunction]
+fn can_chunk(pattern: &str) -> bool {
+    train::count::can_chunk(pattern)
+}
+
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<PyPieceCounts>()?;
+    module.add_class::<PyPieceCounter>()?;
+    module.add_function(wrap_pyfunction!(check_utf8_files, module)?)?;
+    module.add_function(wrap_pyfunction!(can_chunk, module)?)?;
+    Ok(())
+}

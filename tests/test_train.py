@@ -1,0 +1,546 @@
+"""Training: exact semantics (CS336's reference, a naive trainer), counting (chunks, shards, corpus
+forms), progress, and bad input."""
+
+from __future__ import annotations
+
+import doctest
+import itertools
+import pickle
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import regex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hf_bpe
+from hf_bpe import _core, patterns
+from hf_bpe.byte_level import str_to_token
+
+CS336 = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cs336"
+needs_cs336 = pytest.mark.skipif(not CS336.is_dir(), reason="../shared/data/cs336 is absent (a fresh clone)")
+
+NAMED = ["gpt2", "cl100k", "o200k"]
+
+
+# --------------------------------------------------------------------------- a naive reference
+
+
+def naive_train(
+    documents: list[str], vocab_size: int, pattern: str, special_tokens: list[str]
+) -> list[bytes]:
+    """The seeds' loop, written for reading: split on specials, pre-tokenize, count pieces; then
+    recount every pair before each merge and take the most frequent, ties to the greatest bytes.
+    Returns the learned tokens in order."""
+    pieces: Counter[bytes] = Counter()
+    for document in documents:
+        if special_tokens:
+            longest_first = sorted(special_tokens, key=len, reverse=True)
+            parts = re.split("|".join(map(re.escape, longest_first)), document)
+        else:
+            parts = [document]
+        for part in parts:
+            for piece in regex.findall(patterns.resolve(pattern), part):
+                pieces[piece.encode("utf-8")] += 1
+
+    words: dict[tuple[bytes, ...], int] = {tuple(bytes([b]) for b in piece): n for piece, n in pieces.items()}
+    learned: list[bytes] = []
+    while 256 + len(learned) + len(special_tokens) < vocab_size:
+        pairs: Counter[tuple[bytes, bytes]] = Counter()
+        for word, n in words.items():
+            for pair in itertools.pairwise(word):
+                pairs[pair] += n
+        if not pairs:
+            break
+        best = max(pairs, key=lambda pair: (pairs[pair], pair))
+        merged = best[0] + best[1]
+        if merged not in learned:  # the same bytes reached twice stay one token
+            learned.append(merged)
+        new_words: Counter[tuple[bytes, ...]] = Counter()
+        for word, n in words.items():
+            out, i = [], 0
+            while i < len(word):
+                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
+                    out.append(merged)
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            new_words[tuple(out)] += n
+        words = dict(new_words)
+    return learned
+
+
+def learned_tokens(model: hf_bpe.BPE, special_tokens: int = 0) -> list[bytes]:
+    return [model.decode_single_token_bytes(i) for i in range(256, model.n_vocab - special_tokens)]
+
+
+# ------------------------------------------------------------------------------ exact semantics
+
+
+@needs_cs336
+def test_cs336_reference_merges_are_reproduced_in_order() -> None:
+    model = hf_bpe.train(CS336 / "corpus.en", 500, special_tokens=["<|endoftext|>"], show_progress=False)
+    reference = []
+    for line in (CS336 / "train-bpe-reference-merges.txt").read_text(encoding="utf-8").splitlines():
+        left, right = line.split(" ")
+        reference.append(str_to_token(left) + str_to_token(right))
+    assert len(reference) == 243
+    assert learned_tokens(model, special_tokens=1) == reference
+    assert model.n_vocab == 500
+    assert model.encode("<|endoftext|>", allowed_special="all") == [499]
+
+
+@needs_cs336
+def test_cs336_reference_vocabulary_is_the_same_set_of_tokens() -> None:
+    import json
+
+    model = hf_bpe.train(CS336 / "corpus.en", 500, special_tokens=["<|endoftext|>"], show_progress=False)
+    reference = json.loads((CS336 / "train-bpe-reference-vocab.json").read_text(encoding="utf-8"))
+    expected = {str_to_token(token) for token in reference if token != "<|endoftext|>"}
+    assert set(model.token_byte_values()) == expected
+
+
+def fragments(pieces: list[str], max_size: int) -> st.SearchStrategy[str]:
+    """Texts made of the given fragments (multi-character ones make special tokens and repeats likely)."""
+    return st.lists(st.sampled_from(pieces), max_size=max_size).map("".join)
+
+
+documents_strategy = st.lists(
+    fragments(list("aab  \n\t.,'s0é日\u00a0") + ["<|x|>", "ll", "ab"], 40), min_size=1, max_size=6
+)
+
+
+@pytest.mark.filterwarnings("ignore:the corpus allows only")
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    documents=documents_strategy,
+    merges=st.integers(0, 40),
+    pattern=st.sampled_from(NAMED + [r"\w+|\s+|[^\w\s]+"]),
+    special_tokens=st.sampled_from([[], ["<|x|>"], ["<|x|>", "ll"]]),
+)
+def test_agrees_with_the_naive_trainer(
+    documents: list[str], merges: int, pattern: str, special_tokens: list[str]
+) -> None:
+    vocab_size = 256 + len(special_tokens) + merges
+    expected = naive_train(documents, vocab_size, pattern, special_tokens)
+    try:
+        model = hf_bpe.train(
+            documents, vocab_size, pattern=pattern, special_tokens=special_tokens, show_progress=False
+        )
+    except ValueError as error:  # nothing but special tokens: the naive loop saw no piece either
+        assert "empty" in str(error)
+        assert expected == []
+        return
+    assert learned_tokens(model, len(special_tokens)) == expected
+    assert [model.encode_single_token(token) for token in special_tokens] == list(
+        range(256 + len(expected), 256 + len(expected) + len(special_tokens))
+    )
+
+
+@pytest.fixture(scope="module")
+def pydoc_model() -> hf_bpe.BPE:
+    from pydoc_data.topics import topics
+
+    text = "\n".join(topics[name] for name in sorted(topics))[:150_000]
+    return hf_bpe.train([text], 1000, special_tokens=["<|endoftext|>"], show_progress=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text())
+def test_trained_model_round_trips_any_text(pydoc_model: hf_bpe.BPE, text: str) -> None:
+    assert pydoc_model.decode(pydoc_model.encode(text)) == text
+    assert pydoc_model.decode(pydoc_model.encode(text + "<|endoftext|>" + text, allowed_special="all")) == (
+        text + "<|endoftext|>" + text
+    )
+
+
+def test_trained_model_compresses_its_own_training_text(pydoc_model: hf_bpe.BPE) -> None:
+    from pydoc_data.topics import topics
+
+    sample = topics["if"]
+    assert len(pydoc_model.encode(sample)) < len(sample.encode("utf-8")) / 2.5
+
+
+@pytest.mark.filterwarnings("ignore:the corpus allows only")
+def test_special_tokens_are_never_split_nor_merged() -> None:
+    documents = ["hello<|end|>hello<|end|>" * 20, "<|end|><|end|>end|><|"]
+    model = hf_bpe.train(documents, 300, special_tokens=["<|end|>"], show_progress=False)
+    assert not any(b"<|end|>" in token for token in learned_tokens(model, 1))
+    assert model.encode("<|end|>", allowed_special="all") == [model.n_vocab - 1]
+    # Pieces never cross a special token: "o<" never merges although the text has "hello<|end|>".
+    assert b"o<" not in learned_tokens(model, 1)
+
+
+def test_ids_are_bytes_then_merges_then_special_tokens() -> None:
+    model = hf_bpe.train(["abab abab"] * 3, 260, special_tokens=["<a>", "<b>"], show_progress=False)
+    assert [model.decode_single_token_bytes(i) for i in range(256)] == [bytes([i]) for i in range(256)]
+    assert model.special_tokens_set == {"<a>", "<b>"}
+    assert model.encode("<a><b>", allowed_special="all") == [258, 259]
+    assert learned_tokens(model, 2) == [b"ab", b"abab"]
+
+
+def test_one_thread_and_all_threads_learn_the_same_model() -> None:
+    documents = [f"document {i}: the quick brown fox jumps over the lazy dog {i * 7919}" for i in range(2000)]
+    one = hf_bpe.train(documents, 400, show_progress=False, num_threads=1)
+    every = hf_bpe.train(documents, 400, show_progress=False)
+    assert learned_tokens(one) == learned_tokens(every)
+
+
+def test_a_small_corpus_gives_a_smaller_vocabulary_with_a_warning() -> None:
+    with pytest.warns(UserWarning, match="allows only 2 merges") as caught:
+        model = hf_bpe.train(["ab ab"], 1000, show_progress=False)
+    assert model.n_vocab == 258
+    assert caught[0].filename == __file__  # the warning points at the caller's line
+
+
+# ------------------------------------------------------------------------------------- counting
+
+tricky = fragments(
+    [
+        " ",
+        "  ",
+        "\n",
+        "\r\n",
+        "\t",
+        "\u00a0",
+        "\u3000",
+        "a",
+        "Bc",
+        "z",
+        "é",
+        "日本",
+        "1",
+        "23",
+        "/",
+        "'",
+        "'s",
+        ".",
+        "!?",
+        "\u0301",
+        "\U0001f600",
+        "<|x|>",
+        "<|",
+        "|>",
+        "x",
+    ],
+    150,
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    text=tricky, chunk_bytes=st.integers(1, 24), pattern=st.sampled_from(NAMED), with_special=st.booleans()
+)
+def test_counting_in_chunks_equals_counting_whole_texts(
+    text: str, chunk_bytes: int, pattern: str, with_special: bool
+) -> None:
+    specials = ["<|x|>", "|>\n"] if with_special else []
+    regex_ = patterns.resolve(pattern)
+    whole = _core.PieceCounter(regex_, specials, None, 1 << 40)
+    chunked = _core.PieceCounter(regex_, specials, None, chunk_bytes)
+    whole.add_texts([text])
+    chunked.add_texts([text])
+    assert chunked.take() == whole.take()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=tricky, chunk_bytes=st.integers(1, 24), pattern=st.sampled_from(NAMED))
+def test_streaming_files_in_chunks_equals_counting_whole_texts(
+    tmp_path: Path, text: str, chunk_bytes: int, pattern: str
+) -> None:
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(text.encode("utf-8"))
+    regex_ = patterns.resolve(pattern)
+    whole = _core.PieceCounter(regex_, ["<|x|>"], None, 1 << 40)
+    streamed = _core.PieceCounter(regex_, ["<|x|>"], None, chunk_bytes)
+    whole.add_texts([text])
+    streamed.add_files([str(path)])
+    assert streamed.take() == whole.take()
+
+
+def test_only_patterns_worked_out_for_cutting_are_cut() -> None:
+    assert all(_core.can_chunk(patterns.resolve(name)) for name in NAMED)
+    assert not _core.can_chunk(r"\w+|\s+")
+    # A custom pattern is counted one whole file at a time, whatever the chunk size.
+    text = "one line\n" * 50
+    whole = _core.PieceCounter(r"(?s).+", [], None, 8)
+    whole.add_texts([text])
+    assert whole.take().most_common() == [(text.encode(), 1)]
+
+
+def test_files_lists_of_text_and_datasets_count_the_same(tmp_path: Path) -> None:
+    import datasets
+
+    documents = ["First document.\nWith two lines.", "Second one, café ☕ 42", "  third\n\n"]
+    paths = []
+    for i, document in enumerate(documents):
+        paths.append(tmp_path / f"doc{i}.txt")
+        paths[-1].write_text(document, encoding="utf-8", newline="")
+    from_files = hf_bpe.count_pieces(paths, show_progress=False)
+    from_texts = hf_bpe.count_pieces(iter(documents), show_progress=False)
+    dataset = datasets.Dataset.from_dict({"id": [0, 1, 2], "body": documents})
+    from_dataset = hf_bpe.count_pieces(dataset, text_column="body", show_progress=False)
+    from_iterable = hf_bpe.count_pieces(
+        dataset.to_iterable_dataset(), text_column="body", show_progress=False
+    )
+    assert from_files == from_texts == from_dataset == from_iterable
+    one_path = hf_bpe.count_pieces(str(paths[0]), show_progress=False)
+    assert one_path == hf_bpe.count_pieces([documents[0]], show_progress=False)
+
+
+def test_shards_counted_apart_and_summed_train_the_same_model() -> None:
+    from pydoc_data.topics import topics
+
+    documents = [topics[name] for name in sorted(topics)]
+    shards = [documents[i::3] for i in range(3)]
+    # Each shard's table travels as a pickle, as it would from a worker process or another machine.
+    tables = [pickle.loads(pickle.dumps(hf_bpe.count_pieces(shard, show_progress=False))) for shard in shards]
+    total = sum(tables)
+    assert total == hf_bpe.count_pieces(documents, show_progress=False)
+    summed = hf_bpe.train_from_counts(total, 600, show_progress=False)
+    direct = hf_bpe.train(documents, 600, show_progress=False)
+    assert summed.mergeable_ranks == direct.mergeable_ranks
+
+
+def test_counting_in_dataset_map_worker_processes_and_summing_gives_the_same_model() -> None:
+    from pydoc_data.topics import topics
+
+    import datasets
+
+    dataset = datasets.Dataset.from_dict({"text": [topics[name] for name in sorted(topics)]})
+
+    def count_batch(batch: dict[str, list[str]]) -> dict[str, list[bytes]]:
+        table = hf_bpe.count_pieces(batch["text"], special_tokens=["<|endoftext|>"], show_progress=False)
+        return {"counts": [pickle.dumps(table)]}
+
+    shards = dataset.map(count_batch, batched=True, batch_size=20, num_proc=2, remove_columns=["text"])
+    total = sum(pickle.loads(table) for table in shards["counts"])
+    model = hf_bpe.train_from_counts(total, 500, show_progress=False)
+    direct = hf_bpe.train(dataset, 500, special_tokens=["<|endoftext|>"], show_progress=False)
+    assert model.mergeable_ranks == direct.mergeable_ranks
+    assert model.special_tokens_set == {"<|endoftext|>"}
+
+
+def test_piece_counts_is_a_value() -> None:
+    counts = hf_bpe.PieceCounts({"the": 3, b" cat": 1})
+    assert counts["the"] == counts[b"the"] == 3 and counts["dog"] == 0
+    assert "the" in counts and "dog" not in counts
+    assert len(counts) == 2 and counts.total == 4
+    assert counts.pattern == patterns.GPT2 and counts.special_tokens == ()
+    assert (counts + counts)["the"] == 6
+    assert sum([counts, counts, counts]).total == 12
+    assert pickle.loads(pickle.dumps(counts)) == counts
+    assert counts.to_dict() == {b"the": 3, b" cat": 1}
+    assert counts.most_common(1) == [(b"the", 3)]
+    assert "2 distinct pieces" in repr(counts) and "pattern=gpt2" in repr(counts)
+    accumulated = hf_bpe.PieceCounts()
+    accumulated += counts
+    assert accumulated == counts
+
+
+def test_piece_counts_of_different_patterns_or_special_tokens_do_not_add() -> None:
+    gpt2 = hf_bpe.PieceCounts({"a": 1})
+    with pytest.raises(ValueError, match="different split patterns"):
+        gpt2 + hf_bpe.PieceCounts({"a": 1}, pattern="cl100k")
+    with pytest.raises(ValueError, match="different special tokens"):
+        gpt2 + hf_bpe.PieceCounts({"a": 1}, special_tokens=["<s>"])
+    with pytest.raises(TypeError):
+        gpt2 + 1
+
+
+def test_piece_counts_docstring_example_runs() -> None:
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner()
+    for test in finder.find(hf_bpe.PieceCounts, "PieceCounts", globs={}):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries > 0
+
+
+@pytest.mark.parametrize("module", ["hf_bpe.train", "hf_bpe._corpus"])
+def test_docstring_examples(module: str) -> None:
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+
+
+# ------------------------------------------------------------------------------------- progress
+
+
+@pytest.mark.filterwarnings("ignore:the corpus allows only")
+def test_progress_bars_show_counting_and_merging(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "corpus.txt"
+    path.write_text("some text to count and merge\n" * 100, encoding="utf-8")
+    hf_bpe.train(path, 300, show_progress=True)
+    shown = capsys.readouterr().err
+    assert "Counting pieces" in shown and "B/s" in shown or "B " in shown
+    assert "Merging" in shown and "merges" in shown
+    hf_bpe.train(["some text"] * 10, 260, show_progress=True)
+    assert "docs" in capsys.readouterr().err
+    hf_bpe.train((text for text in ["some text"] * 10), 260, show_progress=True)  # no length known
+    assert "10 docs" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:the corpus allows only")
+def test_no_progress_output_when_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "corpus.txt"
+    path.write_text("some text to count and merge\n" * 100, encoding="utf-8")
+    hf_bpe.train(path, 300, show_progress=False)
+    hf_bpe.train(["some text"] * 10, 260, show_progress=False)
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+
+# ------------------------------------------------------------------------------------ bad input
+
+
+def untouched_corpus() -> tuple[Iterator[str], list[str]]:
+    consumed: list[str] = []
+
+    def documents() -> Iterator[str]:
+        for document in ["some", "text"]:
+            consumed.append(document)
+            yield document
+
+    return documents(), consumed
+
+
+def test_vocab_size_below_bytes_and_special_tokens_fails_before_reading() -> None:
+    corpus, consumed = untouched_corpus()
+    with pytest.raises(ValueError, match=r"vocab_size 257 is too small: .* 2 special tokens alone take 258"):
+        hf_bpe.train(corpus, 257, special_tokens=["<a>", "<b>"], show_progress=False)
+    with pytest.raises(ValueError, match="vocab_size 100 is too small"):
+        hf_bpe.train(corpus, 100, show_progress=False)
+    with pytest.raises(TypeError, match="vocab_size must be an int"):
+        hf_bpe.train(corpus, "1000", show_progress=False)  # type: ignore[arg-type]
+    assert consumed == []
+    with pytest.raises(ValueError, match="vocab_size 256 is too small"):
+        hf_bpe.train_from_counts(hf_bpe.PieceCounts({"ab": 1}, special_tokens=["<s>"]), 256)
+
+
+def test_bad_special_tokens_and_patterns_fail_before_reading() -> None:
+    corpus, consumed = untouched_corpus()
+    with pytest.raises(ValueError, match="given more than once"):
+        hf_bpe.train(corpus, 300, special_tokens=["<a>", "<a>"], show_progress=False)
+    with pytest.raises(ValueError, match="empty string"):
+        hf_bpe.train(corpus, 300, special_tokens=[""], show_progress=False)
+    with pytest.raises(ValueError, match="does not compile"):
+        hf_bpe.train(corpus, 300, pattern="(unclosed", show_progress=False)
+    assert consumed == []
+
+
+def test_empty_corpora_are_refused(tmp_path: Path) -> None:
+    import datasets
+
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    for corpus in ([], iter([]), empty, [empty, empty], datasets.Dataset.from_dict({"text": []})):
+        with pytest.raises(ValueError, match="empty"):
+            hf_bpe.train(corpus, 300, show_progress=False)
+    with pytest.raises(ValueError, match="empty"):
+        hf_bpe.train(["", "<s>"], 300, special_tokens=["<s>"], show_progress=False)
+
+
+def test_a_file_that_is_not_utf8_is_named_with_the_byte_offset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.txt"
+    good.write_text("plenty of good text\n" * 1000, encoding="utf-8")
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("caf\u00e9 au lait".encode("utf-8") + b"\nna\xefve")
+    with pytest.raises(ValueError, match=r"latin1\.txt: not UTF-8 text: invalid byte 0xef at byte offset 16"):
+        hf_bpe.train([good, bad], 300, show_progress=True)
+    assert "Counting" not in capsys.readouterr().err  # refused before counting began
+
+
+def test_missing_files_and_folders_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nowhere.txt"):
+        hf_bpe.train(tmp_path / "nowhere.txt", 300, show_progress=False)
+    with pytest.raises(FileNotFoundError, match=r"pass \[text\]"):
+        hf_bpe.train("a text, not a path\nwith lines", 300, show_progress=False)
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        hf_bpe.train(tmp_path, 300, show_progress=False)
+
+
+def test_a_dataset_without_the_text_column_lists_its_columns() -> None:
+    import datasets
+
+    dataset = datasets.Dataset.from_dict({"id": [1], "content": ["text"]})
+    with pytest.raises(ValueError, match=r"no column 'text'; its columns are \['id', 'content'\]"):
+        hf_bpe.train(dataset, 300, show_progress=False)
+    with pytest.raises(ValueError, match=r"no column 'body'.*\['id', 'content'\]"):
+        hf_bpe.train(dataset.to_iterable_dataset(), 300, text_column="body", show_progress=False)
+    with pytest.raises(TypeError, match="pick one"):
+        hf_bpe.train(datasets.DatasetDict({"train": dataset}), 300, show_progress=False)
+
+
+def test_documents_that_are_not_text_are_refused() -> None:
+    with pytest.raises(TypeError, match="must yield str"):
+        hf_bpe.train([b"bytes"], 300, show_progress=False)
+    with pytest.raises(TypeError, match="got int"):
+        hf_bpe.train(["text", 3], 300, show_progress=False)
+    with pytest.raises(TypeError, match="corpus is bytes"):
+        hf_bpe.train(b"raw bytes", 300, show_progress=False)
+    with pytest.raises(ValueError, match="num_threads"):
+        hf_bpe.train(["text"], 300, num_threads=0, show_progress=False)
+
+
+def test_ctrl_c_stops_training_promptly(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "long_training.py"
+    script.write_text(
+        "import random, warnings, hf_bpe\n"
+        "warnings.simplefilter('ignore')\n"
+        "random.seed(0)\n"
+        "words = [''.join(random.choices('abcdefghijklmnopqrstuvwxyz', k=random.randint(3, 12))) for _ in range(100_000)]\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    hf_bpe.train([' '.join(words)] * 2, 10_000_000, show_progress=False)\n"
+        "    print('finished', flush=True)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n",
+        encoding="utf-8",
+    )
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    child.send_signal(signal.SIGINT)
+    started = time.perf_counter()
+    out, _ = child.communicate(timeout=30)
+    assert out.strip() == "interrupted"
+    assert time.perf_counter() - started < 5
+
+
+def test_counting_a_file_streams_it(tmp_path: Path) -> None:
+    """Memory grows with the distinct pieces, not with the file: counting 40 MB of repeated text
+    raises the peak resident size by far less than the file's size."""
+    import subprocess
+    import sys
+
+    from pydoc_data.topics import topics
+
+    text = "\n".join(topics[name] for name in sorted(topics))
+    path = tmp_path / "big.txt"
+    with path.open("w", encoding="utf-8") as file:
+        for _ in range(40_000_000 // len(text) + 1):
+            file.write(text)
+    script = (
+        "import resource, sys, hf_bpe\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "counts = hf_bpe.count_pieces(sys.argv[1], show_progress=False)\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(len(counts), (after - before) // 1024)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True)
+    distinct, grown_mib = map(int, done.stdout.split())
+    assert distinct < 60_000
+    assert grown_mib < 20, f"counting a {path.stat().st_size >> 20} MiB file grew the peak by {grown_mib} MiB"
