@@ -109,8 +109,7 @@ def _read_verified(candidate: Path, remote: RemoteFile) -> bytes:
     digest = hashlib.sha256(data).hexdigest()
     if digest != remote.sha256:
         raise TokenizerFileError(
-            candidate,
-            f"this is not the official {remote.filename} (SHA-256 {digest}, expected {remote.sha256})",
+            candidate, f"this is not the official {remote.filename} (SHA-256 {digest}, expected {remote.sha256})"
         )
     return data
 
@@ -152,12 +151,7 @@ def find_file(remote: RemoteFile, path: str | os.PathLike[str] | None = None) ->
 
 
 def _from_rank_file(
-    remote: RemoteFile,
-    path: str | os.PathLike[str] | None,
-    *,
-    name: str,
-    pattern: str,
-    special_tokens: dict[str, int],
+    remote: RemoteFile, path: str | os.PathLike[str] | None, *, name: str, pattern: str, special_tokens: dict[str, int]
 ) -> BPE:
     import conversion.tiktoken  # the converter owns the file format
 
@@ -180,9 +174,7 @@ def r50k_base(path: str | os.PathLike[str] | None = None) -> BPE:
     """``r50k_base``: GPT-2's ranks. Read from ``r50k_base.tiktoken`` when present, else from GPT-2's
     own files, which hold the same ranks."""
     try:
-        return _from_rank_file(
-            R50K, path, name="r50k_base", pattern=patterns.GPT2, special_tokens={ENDOFTEXT: 50256}
-        )
+        return _from_rank_file(R50K, path, name="r50k_base", pattern=patterns.GPT2, special_tokens={ENDOFTEXT: 50256})
     except FileNotFoundError:
         model = gpt2(path)
         model.name = "r50k_base"
@@ -191,13 +183,7 @@ def r50k_base(path: str | os.PathLike[str] | None = None) -> BPE:
 
 def cl100k_base(path: str | os.PathLike[str] | None = None) -> BPE:
     """GPT-3.5/GPT-4's ``cl100k_base``."""
-    specials = {
-        ENDOFTEXT: 100257,
-        FIM_PREFIX: 100258,
-        FIM_MIDDLE: 100259,
-        FIM_SUFFIX: 100260,
-        ENDOFPROMPT: 100276,
-    }
+    specials = {ENDOFTEXT: 100257, FIM_PREFIX: 100258, FIM_MIDDLE: 100259, FIM_SUFFIX: 100260, ENDOFPROMPT: 100276}
     return _from_rank_file(CL100K, path, name="cl100k_base", pattern=patterns.CL100K, special_tokens=specials)
 
 

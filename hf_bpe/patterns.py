@@ -49,9 +49,7 @@ def resolve(pattern: str) -> str:
     '\\\\w+|\\\\s+'
     """
     if not isinstance(pattern, str):
-        raise TypeError(
-            f"pattern must be a regex string or one of {sorted(NAMED)}, got {type(pattern).__name__}"
-        )
+        raise TypeError(f"pattern must be a regex string or one of {sorted(NAMED)}, got {type(pattern).__name__}")
     return NAMED.get(pattern, pattern)
 
 

@@ -55,9 +55,7 @@ def test_explicit_path_to_folder_or_file(tmp_path: Path, fresh_registry: None) -
     assert by_folder == by_file == hf_bpe.get_encoding("cl100k_base")
 
 
-def test_tiktoken_cache_dir_is_used(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry: None
-) -> None:
+def test_tiktoken_cache_dir_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry: None) -> None:
     _, data = encodings.find_file(encodings.O200K)
     cached = tmp_path / hashlib.sha1(encodings.O200K.url.encode()).hexdigest()
     cached.write_bytes(data)

@@ -44,9 +44,7 @@ def random_ranks(seed: int, merges: int, *, holes: bool = False, unreachable: in
 def pair(ranks: dict[bytes, int], pattern: str, specials: dict[str, int] | None = None):
     specials = specials or {}
     ours = BPE(ranks, pattern, specials, name="random")
-    theirs = tiktoken.Encoding(
-        "random", pat_str=patterns.resolve(pattern), mergeable_ranks=ranks, special_tokens=specials
-    )
+    theirs = tiktoken.Encoding("random", pat_str=patterns.resolve(pattern), mergeable_ranks=ranks, special_tokens=specials)
     return ours, theirs
 
 
@@ -104,9 +102,7 @@ SPECIALS = {"<|endoftext|>": 1000, "<|fim|>": 1001, "<|a": 1002, "<|a|>": 1003}
 @settings(max_examples=60, deadline=None)
 @given(
     parts=st.lists(
-        st.sampled_from(
-            ["hello", " world", "<|endoftext|>", "<|fim|>", "<|a", "<|a|>", "<|endof", " ", "\n", "é"]
-        ),
+        st.sampled_from(["hello", " world", "<|endoftext|>", "<|fim|>", "<|a", "<|a|>", "<|endof", " ", "\n", "é"]),
         max_size=12,
     )
 )
@@ -315,15 +311,8 @@ def test_model_file_round_trip(tmp_path) -> None:
 
 @pytest.mark.parametrize(
     "content",
-    [
-        b"",
-        b"{",
-        b"\xff\xfe",
-        b"[]",
-        b'{"format": "other"}',
-        b'{"format": "hf_bpe", "version": 99}',
-        b'{"format": "hf_bpe", "version": 1, "pattern": "gpt2", "special_tokens": {}, "ranks": [["!!", 1]]}',
-    ],
+    [b"", b"{", b"\xff\xfe", b"[]", b'{"format": "other"}', b'{"format": "hf_bpe", "version": 99}',
+     b'{"format": "hf_bpe", "version": 1, "pattern": "gpt2", "special_tokens": {}, "ranks": [["!!", 1]]}'],
 )
 def test_corrupt_model_files_name_the_file(tmp_path, content: bytes) -> None:
     path = tmp_path / "broken.json"
