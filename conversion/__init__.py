@@ -2,4 +2,13 @@
 
 One module per format, each a pair of pure functions: ``load(...) -> hf_bpe.BPE`` and
 ``save(model, ...)``. Converters never call each other: A -> B is ``B.save(A.load(...))``.
+
+- :mod:`conversion.tiktoken`: ``.tiktoken`` rank files, and Mistral's tekken JSON
+  (``load_tekken`` / ``save_tekken``);
+- :mod:`conversion.gpt2`: GPT-2's ``encoder.json`` + ``vocab.bpe`` (``vocab.json`` + ``merges.txt``);
+- :mod:`conversion.sentencepiece`: SentencePiece BPE ``.model`` files;
+- :mod:`conversion.hf`: HF ``tokenizer.json``.
+
+A ``save`` that cannot hold a model exactly raises :class:`hf_bpe.ConversionError` saying what would
+change; ``lossy=True`` writes the documented approximation where the format has one.
 """

@@ -1,6 +1,19 @@
-"""GPT-2's ``encoder.json`` (token string -> id) and ``vocab.bpe`` (merges in rank order).
+"""GPT-2's ``encoder.json`` (token string -> id) and ``vocab.bpe`` (merges in priority order).
 
-Token strings use GPT-2's byte-to-unicode alphabet. The pattern is GPT-2's and is not in the files.
+Token strings use GPT-2's byte-to-unicode alphabet. ``vocab.bpe`` starts with a ``#version`` line,
+then one merge per line: two token strings separated by a space. Only listed merges apply, in list
+order, as in transformers' ``GPT2Tokenizer`` (HF ``tokenizers``' BPE); a merges list that provably
+encodes like tiktoken's rank rule (GPT-2's own does) loads as a rank model. The pattern is GPT-2's
+and is not in the files. transformers calls the same files ``vocab.json`` and ``merges.txt``, the
+names :func:`save` writes.
+
+Special tokens: ``<|endoftext|>`` (and ``<|startoftext|>``) found in ``encoder.json`` are special,
+and so is every token a ``tokenizer_config.json`` next to the files lists in
+``added_tokens_decoder`` (what :func:`save` writes); ``special_tokens=`` overrides both.
+
+GPT-2's original ``encoder.py`` merges every occurrence of the best pair in one pass; that differs
+from merging one pair at a time only for merges lists in which a merge uses a token that only a
+later line makes, which no trained list has.
 """
 
 from __future__ import annotations
@@ -11,10 +24,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hf_bpe import BPE, patterns
-from hf_bpe.byte_level import str_to_token
-from hf_bpe.errors import TokenizerFileError
+from hf_bpe._io import atomic_write
+from hf_bpe.byte_level import str_to_token, token_to_str
+from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 
 ENDOFTEXT = "<|endoftext|>"
+LEGACY_SPECIALS = (ENDOFTEXT, "<|startoftext|>")
+VOCAB_FILE = "vocab.json"
+MERGES_FILE = "merges.txt"
+CONFIG_FILE = "tokenizer_config.json"
+MERGES_HEADER = "#version: 0.2"
 
 
 def _read_encoder(path: str | os.PathLike[str]) -> dict[str, int]:
@@ -30,7 +49,8 @@ def _read_encoder(path: str | os.PathLike[str]) -> dict[str, int]:
     return encoder
 
 
-def _read_merges(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
+def _read_merges(path: str | os.PathLike[str]) -> list[tuple[int, str, str]]:
+    """``(line number, left, right)`` for each merge line."""
     try:
         lines = Path(path).read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError as error:
@@ -42,8 +62,23 @@ def _read_merges(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
         fields = line.split()
         if len(fields) != 2:
             raise TokenizerFileError(path, f"expected two tokens per merge line, got {line[:80]!r}", line=number)
-        merges.append((fields[0], fields[1]))
+        merges.append((number, fields[0], fields[1]))
     return merges
+
+
+def _configured_specials(folder: Path) -> dict[str, int] | None:
+    """Special tokens listed in ``tokenizer_config.json``'s ``added_tokens_decoder``, if present."""
+    config_path = folder / CONFIG_FILE
+    if not config_path.is_file():
+        return None
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        added = config.get("added_tokens_decoder")
+        if added is None:
+            return None
+        return {entry["content"]: int(token_id) for token_id, entry in added.items()}
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError) as error:
+        raise TokenizerFileError(config_path, f"unreadable added_tokens_decoder: {error}") from None
 
 
 def load(
@@ -54,50 +89,128 @@ def load(
     special_tokens: Mapping[str, int] | None = None,
     name: str | None = None,
 ) -> BPE:
-    """Load GPT-2 style files. ``<|endoftext|>`` found in ``encoder.json`` becomes a special token
-    unless ``special_tokens`` is given.
+    """Load GPT-2 style files (``encoder.json``/``vocab.bpe`` or ``vocab.json``/``merges.txt``).
 
-    The merges must agree with the encoder ids: merge ``n`` (0-based) creates the token with id
-    ``256 + n`` after the 256 single bytes, as in GPT-2's own files. Then merge order and id order
-    coincide, and tiktoken's rank rule encodes exactly as GPT-2's merge list does.
+    Malformed files raise :class:`~hf_bpe.errors.TokenizerFileError` naming the file (and line):
+    bad JSON, token strings outside the byte-to-unicode alphabet, merges naming tokens the encoder
+    lacks or making tokens it lacks.
+
+    >>> import conversion.gpt2, hf_bpe.encodings
+    >>> encoder, _ = hf_bpe.encodings.find_file(hf_bpe.encodings.ENCODER_JSON)
+    >>> merges, _ = hf_bpe.encodings.find_file(hf_bpe.encodings.VOCAB_BPE)
+    >>> gpt2 = conversion.gpt2.load(encoder, merges)
+    >>> gpt2.encode("hello world"), gpt2.kind
+    ([31373, 995], 'ranks')
     """
     encoder = _read_encoder(encoder_json)
     merges = _read_merges(vocab_bpe)
-    specials: dict[str, int] = {}
-    ranks: dict[bytes, int] = {}
-    for spelled, rank in encoder.items():
-        if spelled in (ENDOFTEXT, "<|startoftext|>"):
-            specials[spelled] = rank
+    if special_tokens is None:
+        configured = _configured_specials(Path(encoder_json).parent)
+        special_tokens = configured if configured is not None else {
+            text: encoder[text] for text in LEGACY_SPECIALS if text in encoder
+        }
+    specials = dict(special_tokens)
+    vocab: dict[bytes, int] = {}
+    for spelled, token_id in encoder.items():
+        if specials.get(spelled) == token_id:
             continue
         try:
-            ranks[str_to_token(spelled)] = rank
+            vocab[str_to_token(spelled)] = token_id
         except KeyError:
             raise TokenizerFileError(
                 encoder_json, f"token {spelled!r} is not spelled in GPT-2's byte-to-unicode alphabet"
             ) from None
-    merged_ranks = []
-    for number, (left, right) in enumerate(merges, start=1):
-        try:
-            token = str_to_token(left) + str_to_token(right)
-        except KeyError:
+    pairs: list[tuple[bytes, bytes]] = []
+    for number, left, right in merges:
+        for part in (left, right):
+            if part not in encoder or specials.get(part) == encoder[part]:
+                raise TokenizerFileError(
+                    vocab_bpe, f"merge {left!r} {right!r} names {part!r}, which is not a token of "
+                    f"{os.fspath(encoder_json)}", line=number,
+                )
+        pair = (str_to_token(left), str_to_token(right))
+        if pair[0] + pair[1] not in vocab:
             raise TokenizerFileError(
-                vocab_bpe, f"merge {left!r} {right!r} is not spelled in GPT-2's byte-to-unicode alphabet", line=number + 1
-            ) from None
-        if token not in ranks:
-            raise TokenizerFileError(
-                vocab_bpe, f"merge {left!r} {right!r} makes a token that encoder.json lacks", line=number + 1
+                vocab_bpe, f"merge {left!r} {right!r} makes {left + right!r}, which {os.fspath(encoder_json)} "
+                "lacks (encoder and merges do not match)", line=number,
             )
-        merged_ranks.append(ranks[token])
-    multi_byte = sum(1 for token in ranks if len(token) > 1)
-    if multi_byte != len(merges):
-        raise TokenizerFileError(
-            encoder_json, f"{multi_byte} multi-byte tokens but {len(merges)} merges in {os.fspath(vocab_bpe)}"
+        pairs.append(pair)
+    try:
+        model = BPE.from_merges(vocab, pairs, pattern, specials, name=name or "gpt2")
+    except InvalidVocabularyError as error:
+        raise TokenizerFileError(encoder_json, str(error)) from None
+    if model.rank_rule_difference() is None:
+        return BPE(vocab, pattern, specials, name=model.name)
+    return model
+
+
+def save(model: BPE, directory: str | os.PathLike[str], *, lossy: bool = False) -> Path:
+    """Write ``model`` as GPT-2 files in ``directory``: ``vocab.json`` (``encoder.json``),
+    ``merges.txt`` (``vocab.bpe``) and a ``tokenizer_config.json`` listing the special tokens,
+    which ``GPT2Tokenizer.from_pretrained(directory)`` loads. Each file is written atomically, and
+    only after every check passed. Returns the directory.
+
+    Refused with :class:`~hf_bpe.errors.ConversionError`, unless ``lossy=True``, when the files
+    would encode differently: the pattern is not GPT-2's (GPT-2 files carry none, and
+    ``GPT2Tokenizer`` always splits with GPT-2's), or the merges list (a rank model's is recovered
+    from its ranks) does not reproduce the model without a whole-piece rule. SentencePiece models
+    are always refused.
+
+    >>> import conversion.gpt2, hf_bpe, tempfile
+    >>> model = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256}, "gpt2")
+    >>> folder = conversion.gpt2.save(model, tempfile.mkdtemp())
+    >>> (folder / "merges.txt").read_text()
+    '#version: 0.2\\na b\\n'
+    """
+    if not isinstance(model, BPE):
+        raise TypeError(f"save expects an hf_bpe.BPE, got {type(model).__name__}")
+    if model.kind == "sentencepiece":
+        raise ConversionError(
+            f"{model!r} is a SentencePiece model and cannot be written as GPT-2 files: it merges characters "
+            "by piece score after normalizing (dummy prefix, spaces as U+2581, byte fallback), GPT-2 merges "
+            "bytes by a list after its split pattern; no lossy mode maps one onto the other"
         )
-    if merged_ranks != sorted(merged_ranks) or len(set(merged_ranks)) != len(merged_ranks):
-        raise TokenizerFileError(
-            vocab_bpe,
-            "merge order differs from the encoder ids; only files whose ids follow the merge order are supported",
+    if patterns.resolve(model.pattern) != patterns.GPT2 and not lossy:
+        raise ConversionError(
+            f"GPT-2 files cannot hold the split pattern of {model!r} ({model.pattern!r}): they carry none and "
+            "GPT2Tokenizer always splits with GPT-2's. Pass lossy=True to write them anyway (and load them "
+            "with pattern=...)."
         )
-    if special_tokens is not None:
-        specials = dict(special_tokens)
-    return BPE(ranks, patterns.resolve(pattern), specials, name=name or "gpt2")
+    difference = model.merge_rule_difference(False)
+    if difference is not None and not lossy:
+        raise ConversionError(
+            f"GPT-2 files cannot hold {model!r} exactly: applying its merges list in order, without "
+            f"tiktoken's whole-piece rule, encodes some text differently ({difference}). Pass lossy=True "
+            "to write them anyway."
+        )
+    ranks = model.mergeable_ranks
+    encoder = {token_to_str(token): token_id for token, token_id in ranks.items()}
+    for text, token_id in model.special_tokens.items():
+        if text in encoder and encoder[text] != token_id:
+            raise ConversionError(
+                f"special token {text!r} (id {token_id}) is spelled like the ordinary token {encoder[text]}; "
+                "encoder.json cannot give one string two ids"
+            )
+        encoder[text] = token_id
+    encoder = dict(sorted(encoder.items(), key=lambda item: item[1]))
+    merges = "".join(f"{token_to_str(left)} {token_to_str(right)}\n" for left, right in model.merges)
+    specials = sorted(model.special_tokens.items(), key=lambda item: item[1])
+    config = {
+        "tokenizer_class": "GPT2Tokenizer",
+        "model_max_length": 1024,
+        "add_prefix_space": False,
+        "added_tokens_decoder": {
+            str(token_id): {"content": text, "special": True, "normalized": False, "lstrip": False,
+                            "rstrip": False, "single_word": False}
+            for text, token_id in specials
+        },
+    }
+    if ENDOFTEXT in model.special_tokens:
+        config.update(bos_token=ENDOFTEXT, eos_token=ENDOFTEXT, unk_token=ENDOFTEXT)
+    else:
+        config.update(bos_token=None, eos_token=None, unk_token=None)
+    folder = Path(directory)
+    atomic_write(folder / VOCAB_FILE, json.dumps(encoder, ensure_ascii=False))
+    atomic_write(folder / MERGES_FILE, f"{MERGES_HEADER}\n{merges}")
+    atomic_write(folder / CONFIG_FILE, json.dumps(config, ensure_ascii=False, indent=2))
+    return folder

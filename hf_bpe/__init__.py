@@ -9,6 +9,7 @@
 from hf_bpe import patterns
 from hf_bpe.encodings import get_encoding, list_encoding_names
 from hf_bpe.errors import (
+    ConversionError,
     DisallowedSpecialTokenError,
     InvalidVocabularyError,
     TokenizerFileError,
@@ -19,6 +20,7 @@ from hf_bpe.train import PieceCounts, count_pieces, train, train_from_counts
 
 __all__ = [
     "BPE",
+    "ConversionError",
     "DisallowedSpecialTokenError",
     "InvalidVocabularyError",
     "PieceCounts",

@@ -37,6 +37,11 @@ class InvalidVocabularyError(ValueError):
     """Ranks or special tokens that cannot form a model (duplicates, missing bytes, bad ids)."""
 
 
+class ConversionError(ValueError):
+    """A model that a format (or an API) cannot express exactly. The message says what would change;
+    savers that can write an approximation take an explicit ``lossy=True``."""
+
+
 class TokenizerFileError(ValueError):
     """A tokenizer file that cannot be read: names the file, the line when known, and the problem."""
 

@@ -1,4 +1,14 @@
-"""The BPE model: ranks, a split pattern and special tokens, with tiktoken's encode/decode API."""
+"""The BPE model: ranks, a split pattern and special tokens, with tiktoken's encode/decode API.
+
+Three kinds of model share this class and its API; they differ in which adjacent pairs merge:
+
+- ``"ranks"`` (:class:`BPE` itself, tiktoken): any pair whose bytes form a token merges, lowest id
+  first; a piece that is itself a token is emitted whole.
+- ``"merges"`` (:meth:`BPE.from_merges`: GPT-2 files, HF ``tokenizer.json``): only the listed
+  merges, in list order; whole pieces only with ``ignore_merges``.
+- ``"sentencepiece"`` (:meth:`BPE.from_sentencepiece`): SentencePiece's BPE on characters, merged
+  by piece score, with its normalizer and no split pattern.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +21,8 @@ from typing import AbstractSet, Any, Literal
 
 from hf_bpe import _core, patterns
 from hf_bpe._io import atomic_write
-from hf_bpe.errors import TokenizerFileError, UnknownTokenError
+from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
+from hf_bpe.sentencepiece import Piece, SentencePieceSpec
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
@@ -56,12 +67,89 @@ class BPE:
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         regex = patterns.resolve(pattern)
         specials = dict(special_tokens)
-        self._core = _core.CoreBPE(ranks if isinstance(ranks, dict) else dict(ranks), regex, specials)
+        self._setup(_core.CoreBPE(ranks if isinstance(ranks, dict) else dict(ranks), regex, specials), specials, name)
+
+    def _setup(self, core: Any, specials: dict[str, int], name: str | None, spec: SentencePieceSpec | None = None) -> None:
+        self._core = core
         self._special_tokens = specials
         self._special_tokens_set = frozenset(specials)
         self.name = name
+        self._sentencepiece = spec
         self._default_policy = self._core.special_policy([], list(specials))
         self._policies: dict[tuple[frozenset[str], frozenset[str]], Any] = {}
+
+    @classmethod
+    def from_merges(
+        cls,
+        vocab: Mapping[bytes, int],
+        merges: Iterable[tuple[bytes, bytes]],
+        pattern: str,
+        special_tokens: Mapping[str, int] | None = None,
+        *,
+        ignore_merges: bool = False,
+        name: str | None = None,
+    ) -> BPE:
+        """A model that merges only the listed pairs, in list order (GPT-2's files, HF's BPE).
+
+        ``vocab`` maps each mergeable token's bytes to its id; ``merges`` lists pairs of tokens, and
+        a pair merges into the token its bytes spell. With ``ignore_merges`` a piece that is itself
+        a token is emitted whole (HF's ``ignore_merges``). A pair listed twice takes its last line.
+
+        >>> import hf_bpe
+        >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257}
+        >>> enc = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b")], "gpt2")
+        >>> enc.encode("abc bc"), enc.kind
+        ([256, 99, 32, 98, 99], 'merges')
+        """
+        if not isinstance(vocab, Mapping):
+            raise TypeError(f"vocab must be a mapping of bytes to int, got {type(vocab).__name__}")
+        vocab = dict(vocab)
+        merge_ids = []
+        for number, pair in enumerate(merges):
+            try:
+                left, right = pair
+                merge_ids.append((vocab[left], vocab[right]))
+            except (KeyError, TypeError, ValueError):
+                raise InvalidVocabularyError(
+                    f"merge {number} ({pair!r}) must be a pair of tokens of the vocabulary"
+                ) from None
+        specials = dict(special_tokens or {})
+        model = cls.__new__(cls)
+        core = _core.CoreBPE.from_merges(vocab, merge_ids, patterns.resolve(pattern), specials, bool(ignore_merges))
+        model._setup(core, specials, name)
+        return model
+
+    @classmethod
+    def from_sentencepiece(cls, spec: SentencePieceSpec, *, name: str | None = None) -> BPE:
+        """A SentencePiece BPE model (see :mod:`hf_bpe.sentencepiece`); ``encode_ordinary(text)``
+        equals ``SentencePieceProcessor.encode(text)``.
+
+        Control pieces and the unknown piece become special tokens (never matched in text unless
+        allowed, as SentencePiece never matches them); user-defined pieces are matched in text
+        always, as SentencePiece does.
+
+        >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, NORMAL, UNKNOWN
+        >>> spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1), Piece("a", -2),
+        ...                           Piece("b", -3), Piece("▁a", -4), Piece("▁ab", -5)))
+        >>> enc = BPE.from_sentencepiece(spec)
+        >>> enc.encode_ordinary("ab a"), enc.decode([5, 4])
+        ([5, 4], 'ab a')
+        """
+        if not isinstance(spec, SentencePieceSpec):
+            raise TypeError(f"from_sentencepiece expects a SentencePieceSpec, got {type(spec).__name__}")
+        core = _core.CoreBPE.sentencepiece(
+            [(piece.text, float(piece.score), int(piece.type)) for piece in spec.pieces],
+            spec.byte_fallback,
+            spec.unk_surface,
+            spec.charsmap,
+            spec.add_dummy_prefix,
+            spec.remove_extra_whitespaces,
+            spec.escape_whitespaces,
+        )
+        specials = {piece.text: index for index, piece in enumerate(spec.pieces) if piece.type in (2, 3)}
+        model = cls.__new__(cls)
+        model._setup(core, specials, name, spec)
+        return model
 
     # ----------------------------------------------------------------------------------- encoding
 
@@ -183,6 +271,8 @@ class BPE:
         >>> hf_bpe.get_encoding("gpt2").decode([31373, 995])
         'hello world'
         """
+        if errors == "replace":
+            return self._core.decode(tokens)
         return self._core.decode_bytes(tokens).decode("utf-8", errors=errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
@@ -225,8 +315,74 @@ class BPE:
 
     @property
     def mergeable_ranks(self) -> dict[bytes, int]:
-        """A copy of the ranks: each mergeable token's bytes and id, ordered by id."""
+        """A copy of the ranks: each mergeable token's bytes and id, ordered by id.
+
+        For a merges-list model these are the vocabulary's ids, which are merge ranks only when
+        :meth:`rank_rule_difference` is ``None``. SentencePiece models have no ranks (their merges
+        follow piece scores over characters) and raise :class:`~hf_bpe.errors.ConversionError`.
+        """
+        if self._sentencepiece is not None:
+            raise ConversionError(
+                f"{self!r} is a SentencePiece model: its merges follow piece scores over characters, "
+                "not byte ranks; use .sentencepiece for its pieces"
+            )
         return self._core.mergeable_ranks()
+
+    @property
+    def kind(self) -> str:
+        """``"ranks"`` (tiktoken), ``"merges"`` (a merges list) or ``"sentencepiece"``."""
+        return self._core.kind
+
+    @property
+    def ignore_merges(self) -> bool | None:
+        """Whether a piece that is a token is emitted whole: always for rank models, as configured
+        for merges lists, ``None`` for SentencePiece models."""
+        return self._core.ignore_merges
+
+    @property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """The merges list in priority order: a merges-list model's own; for a rank model, each
+        token's last merge when BPE runs on its bytes with lower ranks only (minbpe's recovery).
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").merges[:2]
+        [(b' ', b't'), (b' ', b'a')]
+        """
+        if self._sentencepiece is not None:
+            raise ConversionError(f"{self!r} is a SentencePiece model; it merges by piece score, not a list")
+        return self._core.merge_list()
+
+    @property
+    def sentencepiece(self) -> SentencePieceSpec | None:
+        """The pieces and settings of a SentencePiece model, else ``None``."""
+        return self._sentencepiece
+
+    def rank_rule_difference(self) -> str | None:
+        """For a merges-list model: how tiktoken's rank rule (ranks = these ids) would encode some
+        text differently, or ``None`` when it provably encodes all text the same (then the model
+        can be written as a tiktoken file). ``None`` for rank models.
+
+        >>> import hf_bpe
+        >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258}
+        >>> listed = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "gpt2")
+        >>> listed.rank_rule_difference()
+        "the bytes of b'bc' merge to b'b' + b'c', a pair no merge joins; the rank rule would join them ..."
+        """
+        if self._sentencepiece is not None:
+            return "a SentencePiece model merges characters by piece score, not bytes by rank"
+        return self._core.rank_rule_difference()
+
+    def merge_rule_difference(self, ignore_merges: bool) -> str | None:
+        """How :attr:`merges` applied as a merges list (HF's BPE; ``ignore_merges`` as given) would
+        encode some text differently from this model, or ``None`` when it provably does not.
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").merge_rule_difference(ignore_merges=False) is None
+        True
+        """
+        if self._sentencepiece is not None:
+            return "a SentencePiece model merges characters by piece score, not bytes by a list"
+        return self._core.merge_rule_difference(bool(ignore_merges))
 
     @property
     def n_vocab(self) -> int:
@@ -256,26 +412,79 @@ class BPE:
 
     @property
     def pattern(self) -> str:
-        """The split regex."""
-        return self._core.pattern
+        """The split regex (``None`` for SentencePiece models, which split nothing)."""
+        return self._core.pattern  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ persistence
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the model to one self-describing JSON file (our own format), atomically.
 
-        The file holds ``format``, ``version``, ``name``, ``pattern`` (the regex),
-        ``special_tokens`` and ``ranks`` as ``[base64 token bytes, id]`` pairs ordered by id.
+        The file holds ``format``, ``version``, ``name``, ``special_tokens`` and, by kind: for rank
+        models ``pattern`` (the regex) and ``ranks`` as ``[base64 token bytes, id]`` pairs ordered
+        by id; for merges lists also ``"kind": "merges"``, ``merges`` as ``[base64 left, base64
+        right]`` pairs in order and ``ignore_merges``; for SentencePiece models ``"kind":
+        "sentencepiece"`` and ``sentencepiece`` (pieces as ``[text, score, type]``, the normalizer's
+        settings and base64 character map).
         """
-        document = {
+        return atomic_write(path, json.dumps(self._document(), ensure_ascii=False, indent=0))
+
+    def _document(self) -> dict[str, Any]:
+        """The model as a JSON-ready dict (what :meth:`save` writes)."""
+        document: dict[str, Any] = {
             "format": MODEL_FORMAT,
             "version": MODEL_FORMAT_VERSION,
             "name": self.name,
-            "pattern": self.pattern,
             "special_tokens": self._special_tokens,
-            "ranks": [[base64.b64encode(token).decode("ascii"), rank] for token, rank in self.mergeable_ranks.items()],
         }
-        return atomic_write(path, json.dumps(document, ensure_ascii=False, indent=0))
+        spec = self._sentencepiece
+        if spec is not None:
+            document["kind"] = "sentencepiece"
+            document["sentencepiece"] = {
+                "pieces": [[piece.text, piece.score, piece.type] for piece in spec.pieces],
+                "byte_fallback": spec.byte_fallback,
+                "unk_surface": spec.unk_surface,
+                "normalizer_name": spec.normalizer_name,
+                "charsmap": _b64(spec.charsmap),
+                "add_dummy_prefix": spec.add_dummy_prefix,
+                "remove_extra_whitespaces": spec.remove_extra_whitespaces,
+                "escape_whitespaces": spec.escape_whitespaces,
+                "trainer_spec": _b64(spec.trainer_spec),
+            }
+            return document
+        if self.kind == "merges":
+            document["kind"] = "merges"
+        document["pattern"] = self.pattern
+        document["ranks"] = [[_b64(token), rank] for token, rank in self.mergeable_ranks.items()]
+        if self.kind == "merges":
+            document["merges"] = [[_b64(left), _b64(right)] for left, right in self.merges]
+            document["ignore_merges"] = self.ignore_merges
+        return document
+
+    @classmethod
+    def _from_document(cls, document: dict[str, Any]) -> BPE:
+        """The inverse of :meth:`_document`; malformed input raises ``KeyError``, ``TypeError`` or
+        ``ValueError``."""
+        kind = document.get("kind", "ranks")
+        name = document.get("name")
+        if kind == "sentencepiece":
+            fields = dict(document["sentencepiece"])
+            pieces = tuple(Piece(str(text), float(score), int(type_)) for text, score, type_ in fields.pop("pieces"))
+            fields["charsmap"] = _unb64(fields["charsmap"])
+            fields["trainer_spec"] = _unb64(fields["trainer_spec"])
+            return cls.from_sentencepiece(SentencePieceSpec(pieces=pieces, **fields), name=name)
+        ranks = {_unb64(token): rank for token, rank in document["ranks"]}
+        if len(ranks) != len(document["ranks"]):
+            raise ValueError("a token appears twice in ranks")
+        if kind == "merges":
+            merges = [(_unb64(left), _unb64(right)) for left, right in document["merges"]]
+            return cls.from_merges(
+                ranks, merges, document["pattern"], document["special_tokens"],
+                ignore_merges=bool(document["ignore_merges"]), name=name,
+            )
+        if kind != "ranks":
+            raise ValueError(f"unknown model kind {kind!r}")
+        return cls(ranks, document["pattern"], document["special_tokens"], name=name)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> BPE:
@@ -292,30 +501,34 @@ class BPE:
                 path, f"model file version {document.get('version')!r} is not supported (expected 1)"
             )
         try:
-            ranks = {base64.b64decode(token, validate=True): rank for token, rank in document["ranks"]}
-            if len(ranks) != len(document["ranks"]):
-                raise ValueError("a token appears twice in ranks")
-            return cls(ranks, document["pattern"], document["special_tokens"], name=document.get("name"))
-        except (KeyError, TypeError, ValueError) as error:
+            return cls._from_document(document)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise TokenizerFileError(path, f"invalid model file: {error}") from None
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.mergeable_ranks, self.pattern, self._special_tokens, self.name))
+        if self.kind == "ranks":
+            return (type(self), (self.mergeable_ranks, self.pattern, self._special_tokens, self.name))
+        return (_restore, (type(self), self._document()))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BPE):
             return NotImplemented
+        if self.kind != other.kind or self._special_tokens != other._special_tokens:
+            return False
+        if self._sentencepiece is not None:
+            return self._sentencepiece == other._sentencepiece
         return (
             self.pattern == other.pattern
-            and self._special_tokens == other._special_tokens
             and self.mergeable_ranks == other.mergeable_ranks
+            and (self.kind == "ranks" or (self.ignore_merges == other.ignore_merges and self.merges == other.merges))
         )
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         name = f"{self.name!r}" if self.name else "unnamed"
-        return f"<BPE {name}: {self._core.n_mergeable} tokens, {len(self._special_tokens)} special>"
+        kind = "" if self.kind == "ranks" else f" ({self.kind})"
+        return f"<BPE {name}{kind}: {self._core.n_mergeable} tokens, {len(self._special_tokens)} special>"
 
     # ---------------------------------------------------------------------------------- helpers
 
@@ -348,3 +561,16 @@ class BPE:
                 self._policies.clear()
             policy = self._policies[key] = self._core.special_policy(list(allowed), list(disallowed))
         return policy
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text, validate=True)
+
+
+def _restore(cls: type[BPE], document: dict[str, Any]) -> BPE:
+    """Unpickle a model of any kind from its :meth:`BPE._document`."""
+    return cls._from_document(document)

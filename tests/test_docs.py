@@ -14,6 +14,10 @@ MODULES = [
     "hf_bpe.byte_level",
     "hf_bpe.encodings",
     "conversion.tiktoken",
+    "conversion.gpt2",
+    "conversion.sentencepiece",
+    "conversion._hf_load",
+    "hf_bpe.sentencepiece",
 ]
 
 

@@ -1,17 +1,21 @@
 //! hf_bpe core: a byte-level BPE engine with tiktoken's semantics.
 //!
-//! Stages, each in its own module: `pretokenize` (split pattern), `merge` (byte-pair merging of one
-//! piece), `special` (special-token matching), `model` (the model: vocabulary, encode, decode).
+//! Stages, each in its own module: `normalize` (SentencePiece's normalizer), `pretokenize` (split
+//! pattern), `merge` (byte-pair merging of one piece), `special` (special-token matching),
+//! `sentencepiece` (SentencePiece's BPE on the same merge loop), `model` (the model: vocabulary,
+//! encode, decode).
 //! Nothing here knows about Python; the bindings live in the `hf_bpe_python` crate.
 
 pub mod merge;
 pub mod model;
+pub mod normalize;
 pub mod pretokenize;
 pub mod scan;
+pub mod sentencepiece;
 pub mod special;
 pub mod train;
 
-pub use model::{BuildError, Model};
+pub use model::{BuildError, Kind, Model, RuleDifference};
 pub use pretokenize::{SplitError, Splitter};
 pub use special::SpecialMatcher;
 

@@ -2,8 +2,11 @@
 //!
 //! A `MergeTable` maps an adjacent pair of token ids to the merge it allows: the id of the merged
 //! token and its priority (lower merges first). Each format fills the table its own way (tiktoken
-//! ranks: every split of every token; merges lists: the listed pairs only), and the loop is the same:
-//! repeatedly merge the adjacent pair with the lowest priority, ties to the leftmost pair.
+//! ranks: every split of every token; merges lists: the listed pairs only; SentencePiece: every split
+//! of every piece, prioritized by score), and the loop is the same: repeatedly merge the adjacent
+//! pair with the lowest priority, ties to the leftmost pair. Byte-level formats start from the ids of
+//! the piece's bytes ([`MergeTable::encode_piece`]); SentencePiece starts from character symbols
+//! ([`MergeTable::encode_symbols`]).
 //!
 //! Short pieces use a flat scan (cache-friendly, like tiktoken); long pieces use a linked list and a
 //! min-heap with lazy deletion, so a megabyte without whitespace stays O(n log n).
@@ -110,6 +113,12 @@ impl MergeTable {
         self.byte_ids[byte as usize]
     }
 
+    /// The merge the pair `left`, `right` allows, if any.
+    #[inline]
+    pub fn get(&self, left: Rank, right: Rank) -> Option<Merge> {
+        self.pairs.get(&pair_key(left, right)).copied()
+    }
+
     #[inline]
     fn lookup(&self, left: Rank, right: Rank) -> Merge {
         self.pairs
@@ -143,9 +152,27 @@ impl MergeTable {
         }
     }
 
+    /// Merges the initial symbols `symbols` (ids; may be empty) and appends the result to `out`.
+    pub fn encode_symbols(&self, symbols: &[Rank], out: &mut Vec<Rank>) {
+        match symbols.len() {
+            0 | 1 => out.extend_from_slice(symbols),
+            len if len <= HEAP_THRESHOLD => {
+                let start = out.len();
+                out.extend_from_slice(symbols);
+                self.merge_in_place(start, out);
+            }
+            _ => self.merge_heap_ids(symbols.to_vec(), out),
+        }
+    }
+
     fn merge_flat(&self, piece: &[u8], out: &mut Vec<Rank>) {
         let start = out.len();
         out.extend(piece.iter().map(|&byte| self.byte_id(byte)));
+        self.merge_in_place(start, out);
+    }
+
+    /// Merges the symbols `out[start..]` (at most `HEAP_THRESHOLD` of them) in place.
+    fn merge_in_place(&self, start: usize, out: &mut Vec<Rank>) {
         let symbols = &mut out[start..];
         let mut len = symbols.len();
         // merges[i] is what the pair (symbols[i], symbols[i + 1]) would become; on the stack, since
@@ -181,10 +208,14 @@ impl MergeTable {
     }
 
     fn merge_heap(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        self.merge_heap_ids(piece.iter().map(|&byte| self.byte_id(byte)).collect(), out);
+    }
+
+    /// The heap-based loop on initial symbols `ids` (at least one).
+    fn merge_heap_ids(&self, mut ids: Vec<Rank>, out: &mut Vec<Rank>) {
         const NONE: u32 = u32::MAX;
-        let len = piece.len();
-        // Symbols are indexed by the position of their first byte; merged-away ones are dead.
-        let mut ids: Vec<Rank> = piece.iter().map(|&byte| self.byte_id(byte)).collect();
+        let len = ids.len();
+        // Symbols are indexed by their initial position; merged-away ones are dead.
         let mut next: Vec<u32> = (1..=len as u32).collect();
         next[len - 1] = NONE;
         let mut prev: Vec<u32> = (0..len as u32)
@@ -283,7 +314,10 @@ mod tests {
 
     /// The readable quadratic loop: find the lowest-priority adjacent pair (leftmost on ties), merge.
     fn naive(table: &MergeTable, piece: &[u8]) -> Vec<Rank> {
-        let mut symbols: Vec<Rank> = piece.iter().map(|&byte| table.byte_id(byte)).collect();
+        naive_symbols(table, piece.iter().map(|&byte| table.byte_id(byte)).collect())
+    }
+
+    fn naive_symbols(table: &MergeTable, mut symbols: Vec<Rank>) -> Vec<Rank> {
         loop {
             let best = (0..symbols.len().saturating_sub(1))
                 .map(|i| (table.lookup(symbols[i], symbols[i + 1]), i))
@@ -382,6 +416,33 @@ mod tests {
                 .map(|i| if i % 7 == 3 { b'b' } else { b'a' })
                 .collect();
             both_ways(&table, &piece);
+        }
+    }
+
+    #[test]
+    fn symbol_sequences_merge_like_the_naive_loop() {
+        // Symbols that are not bytes (as SentencePiece's characters), with equal priorities.
+        let (x, y, z, xy, yz, xyz) = (1000, 1001, 1002, 1003, 1004, 1005);
+        let mut table = table(&[]);
+        for (left, right, merged, priority) in [
+            (x, y, xy, 0),
+            (y, z, yz, 0),
+            (xy, z, xyz, 1),
+            (x, yz, xyz, 1),
+        ] {
+            table.insert(left, right, Merge { priority, merged });
+        }
+        let mut state = 7u64;
+        for len in [0usize, 1, 2, 3, 17, 128, 129, 700] {
+            let symbols: Vec<Rank> = (0..len)
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    [x, y, z, 7][(state >> 33) as usize % 4]
+                })
+                .collect();
+            let mut merged = Vec::new();
+            table.encode_symbols(&symbols, &mut merged);
+            assert_eq!(merged, naive_symbols(&table, symbols.clone()), "on {symbols:?}");
         }
     }
 }

@@ -1,4 +1,16 @@
 //! The BPE model: vocabulary, split pattern and special tokens, with encode and decode.
+//!
+//! One model type serves every format; the formats differ in which adjacent pairs may merge (see
+//! [`crate::merge`]) and in a few switches:
+//! - [`Model::from_ranks`] (tiktoken): any split of a token merges, priority = rank = id; a piece
+//!   that is itself a token is emitted whole.
+//! - [`Model::from_merges`] (GPT-2 files, HF `tokenizer.json`): only the listed merges, priority =
+//!   line order; the whole-piece rule only with `ignore_merges`.
+//! - [`Model::from_sentencepiece`]: character symbols, score priorities, no split pattern
+//!   ([`crate::sentencepiece`]).
+//!
+//! [`Model::rank_rule_difference`] and [`Model::merge_rule_difference`] decide whether one rule can
+//! stand in for the other, which is what converting between these formats needs.
 
 use std::fmt;
 
@@ -6,6 +18,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::merge::{Merge, MergeTable};
 use crate::pretokenize::{SplitError, Splitter};
+use crate::sentencepiece::{SentencePiece, SentencePieceSpec};
 use crate::special::SpecialMatcher;
 use crate::Rank;
 
@@ -40,6 +53,18 @@ pub enum BuildError {
     },
     EmptySpecialToken,
     Pattern(SplitError),
+    /// A merge names an id that is not a mergeable token.
+    UnknownMergeId {
+        line: usize,
+        id: Rank,
+    },
+    /// A merge makes bytes that are not a token.
+    MergeMakesUnknownToken {
+        line: usize,
+        left: Vec<u8>,
+        right: Vec<u8>,
+    },
+    SentencePiece(String),
 }
 
 impl fmt::Display for BuildError {
@@ -68,6 +93,17 @@ impl fmt::Display for BuildError {
             }
             BuildError::EmptySpecialToken => write!(f, "a special token may not be the empty string"),
             BuildError::Pattern(error) => error.fmt(f),
+            BuildError::UnknownMergeId { line, id } => {
+                write!(f, "merge {line} names id {id}, which is not a token of the vocabulary")
+            }
+            BuildError::MergeMakesUnknownToken { line, left, right } => write!(
+                f,
+                "merge {line} ({} + {}) makes {}, which is not a token of the vocabulary",
+                show_bytes(left),
+                show_bytes(right),
+                show_bytes(&[&left[..], &right[..]].concat())
+            ),
+            BuildError::SentencePiece(message) => f.write_str(message),
         }
     }
 }
@@ -122,16 +158,158 @@ impl TokenTable {
     }
 }
 
-/// A byte-level BPE model with tiktoken's semantics.
+/// Which rule decides the merges (the format a model came from).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// tiktoken: any split of a token merges, priority = id, whole-piece rule.
+    Ranks,
+    /// A merges list (GPT-2, HF): listed pairs only, priority = line; whole pieces only with
+    /// `ignore_merges`.
+    Merges { ignore_merges: bool },
+    /// SentencePiece BPE: characters, score priorities, no split pattern.
+    SentencePiece,
+}
+
+/// How text becomes symbols and symbols merge.
+#[derive(Clone, Debug)]
+// A model holds one rule; the byte-level one is kept inline for the hot path.
+#[allow(clippy::large_enum_variant)]
+enum Rule {
+    ByteLevel(ByteLevel),
+    SentencePiece(Box<SentencePiece>),
+}
+
+/// Byte-level BPE: split by a pattern, merge each piece from its bytes.
+#[derive(Clone, Debug)]
+struct ByteLevel {
+    splitter: Splitter,
+    merges: MergeTable,
+    /// Emit a piece that is itself a token at once. For a merges list without `ignore_merges`
+    /// this is only switched on when it changes nothing (every token merges back to itself), to
+    /// save the merge loop.
+    whole_piece: bool,
+    /// The listed merges (ids) in priority order, for merges-list models.
+    merge_list: Option<Vec<(Rank, Rank)>>,
+    ignore_merges: bool,
+}
+
+/// Why one merge rule would encode differently from another (see [`Model::rank_rule_difference`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleDifference {
+    /// Two merge lines make the same token.
+    TokenMergedTwice { token: Vec<u8>, first_line: usize, second_line: usize },
+    /// A later merge line makes a token with a smaller id than an earlier line's.
+    OrderDiffers { earlier_line: usize, earlier: Vec<u8>, later_line: usize, later: Vec<u8> },
+    /// A token's bytes merge to two tokens that the merges list never joins, though their
+    /// concatenation is that token: the rank rule joins them wherever they meet.
+    UnlistedPair { token: Vec<u8>, left: Vec<u8>, right: Vec<u8> },
+    /// A token's bytes do not merge back into it, so a piece spelling it encodes differently with
+    /// and without the whole-piece rule.
+    NotSelfMerging { token: Vec<u8>, parts: Vec<Vec<u8>> },
+}
+
+impl fmt::Display for RuleDifference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleDifference::TokenMergedTwice { token, first_line, second_line } => write!(
+                f,
+                "merges {first_line} and {second_line} both make {}; the rank rule gives a token one rank",
+                show_bytes(token)
+            ),
+            RuleDifference::OrderDiffers { earlier_line, earlier, later_line, later } => write!(
+                f,
+                "merge {earlier_line} makes {} and the later merge {later_line} makes {}, which has the \
+                 smaller id; ranked by id they would apply in the other order",
+                show_bytes(earlier),
+                show_bytes(later)
+            ),
+            RuleDifference::UnlistedPair { token, left, right } => write!(
+                f,
+                "the bytes of {} merge to {} + {}, a pair no merge joins; the rank rule would join them \
+                 into {} wherever they meet",
+                show_bytes(token),
+                show_bytes(left),
+                show_bytes(right),
+                show_bytes(token)
+            ),
+            RuleDifference::NotSelfMerging { token, parts } => write!(
+                f,
+                "the merges turn the bytes of {} into [{}], not into the token itself; a piece spelling \
+                 it encodes as the token only with the whole-piece rule (ignore_merges)",
+                show_bytes(token),
+                parts.iter().map(|part| show_bytes(part)).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+}
+
+/// A BPE model: vocabulary, special tokens and the rule that encodes text.
 #[derive(Clone, Debug)]
 pub struct Model {
     /// Mergeable token bytes -> id (the whole-piece rule looks pieces up here).
     encoder: FxHashMap<Box<[u8]>, Rank>,
-    merges: MergeTable,
     tokens: TokenTable,
-    splitter: Splitter,
     specials: Vec<(String, Rank)>,
     max_id: Option<Rank>,
+    rule: Rule,
+}
+
+/// Checks mergeable tokens: non-empty, ids in range and unique, bytes unique.
+fn check_tokens(tokens: &[(Vec<u8>, Rank)]) -> Result<FxHashMap<Box<[u8]>, Rank>, BuildError> {
+    let mut encoder: FxHashMap<Box<[u8]>, Rank> =
+        FxHashMap::with_capacity_and_hasher(tokens.len(), Default::default());
+    let mut owner_of_rank: FxHashMap<Rank, usize> =
+        FxHashMap::with_capacity_and_hasher(tokens.len(), Default::default());
+    for (index, (token, rank)) in tokens.iter().enumerate() {
+        if token.is_empty() {
+            return Err(BuildError::EmptyToken);
+        }
+        if *rank > MAX_ID {
+            return Err(BuildError::IdTooLarge { id: u64::from(*rank) });
+        }
+        if let Some(&first) = owner_of_rank.get(rank) {
+            return Err(BuildError::DuplicateRank {
+                rank: *rank,
+                first: tokens[first].0.clone(),
+                second: token.clone(),
+            });
+        }
+        owner_of_rank.insert(*rank, index);
+        encoder.insert(token.clone().into_boxed_slice(), *rank);
+    }
+    Ok(encoder)
+}
+
+/// The id of each single byte.
+fn byte_ids(encoder: &FxHashMap<Box<[u8]>, Rank>) -> Result<[Rank; 256], BuildError> {
+    let mut ids = [0; 256];
+    for (byte, id) in ids.iter_mut().enumerate() {
+        *id = *encoder.get(&[byte as u8][..]).ok_or(BuildError::MissingByte(byte as u8))?;
+    }
+    Ok(ids)
+}
+
+/// Checks special tokens against each other and against the ids of `tokens` (id -> bytes).
+fn check_specials(
+    specials: &[(String, Rank)],
+    token_of_id: impl Fn(Rank) -> Option<Vec<u8>>,
+) -> Result<(), BuildError> {
+    let mut special_ids: FxHashMap<Rank, &str> = FxHashMap::default();
+    for (special, id) in specials {
+        if special.is_empty() {
+            return Err(BuildError::EmptySpecialToken);
+        }
+        if *id > MAX_ID {
+            return Err(BuildError::IdTooLarge { id: u64::from(*id) });
+        }
+        if let Some(token) = token_of_id(*id) {
+            return Err(BuildError::SpecialCollidesWithToken { special: special.clone(), id: *id, token });
+        }
+        if let Some(first) = special_ids.insert(*id, special) {
+            return Err(BuildError::DuplicateSpecialId { id: *id, first: first.to_owned(), second: special.clone() });
+        }
+    }
+    Ok(())
 }
 
 impl Model {
@@ -143,103 +321,154 @@ impl Model {
         specials: Vec<(String, Rank)>,
     ) -> Result<Self, BuildError> {
         let splitter = Splitter::new(pattern).map_err(BuildError::Pattern)?;
-        let mut encoder: FxHashMap<Box<[u8]>, Rank> =
-            FxHashMap::with_capacity_and_hasher(ranks.len(), Default::default());
-        let mut owner_of_rank: FxHashMap<Rank, usize> =
-            FxHashMap::with_capacity_and_hasher(ranks.len(), Default::default());
-        for (index, (token, rank)) in ranks.iter().enumerate() {
-            if token.is_empty() {
-                return Err(BuildError::EmptyToken);
-            }
-            if *rank > MAX_ID {
-                return Err(BuildError::IdTooLarge {
-                    id: u64::from(*rank),
-                });
-            }
-            if let Some(&first) = owner_of_rank.get(rank) {
-                return Err(BuildError::DuplicateRank {
-                    rank: *rank,
-                    first: ranks[first].0.clone(),
-                    second: token.clone(),
-                });
-            }
-            owner_of_rank.insert(*rank, index);
-            encoder.insert(token.clone().into_boxed_slice(), *rank);
-        }
-
-        let mut byte_ids = [0; 256];
-        for (byte, id) in byte_ids.iter_mut().enumerate() {
-            *id = *encoder
-                .get(&[byte as u8][..])
-                .ok_or(BuildError::MissingByte(byte as u8))?;
-        }
-        let mut merges = MergeTable::new(byte_ids);
+        let encoder = check_tokens(&ranks)?;
+        let mut merges = MergeTable::new(byte_ids(&encoder)?);
         for (token, &rank) in &encoder {
             for split in 1..token.len() {
-                if let (Some(&left), Some(&right)) =
-                    (encoder.get(&token[..split]), encoder.get(&token[split..]))
-                {
-                    let merge = Merge {
-                        priority: rank,
-                        merged: rank,
-                    };
+                if let (Some(&left), Some(&right)) = (encoder.get(&token[..split]), encoder.get(&token[split..])) {
+                    let merge = Merge { priority: rank, merged: rank };
                     merges.insert_joining(left, right, merge, token[split - 1], token[split]);
                 }
             }
         }
+        let rule = Rule::ByteLevel(ByteLevel { splitter, merges, whole_piece: true, merge_list: None, ignore_merges: true });
+        Self::assemble(encoder, specials, rule)
+    }
 
-        let mut special_ids: FxHashMap<Rank, &str> = FxHashMap::default();
-        for (special, id) in &specials {
-            if special.is_empty() {
-                return Err(BuildError::EmptySpecialToken);
+    /// Builds a model from a merges list: `vocab` gives each mergeable token's id; `merges` lists
+    /// pairs of ids in priority order, and only those pairs merge (into the token they spell).
+    /// A pair listed twice takes its last line, as `tokenizers` does. With `ignore_merges`, a piece
+    /// that is itself a token is emitted whole.
+    pub fn from_merges(
+        vocab: Vec<(Vec<u8>, Rank)>,
+        merges: Vec<(Rank, Rank)>,
+        pattern: &str,
+        specials: Vec<(String, Rank)>,
+        ignore_merges: bool,
+    ) -> Result<Self, BuildError> {
+        let splitter = Splitter::new(pattern).map_err(BuildError::Pattern)?;
+        let encoder = check_tokens(&vocab)?;
+        let bytes_of: FxHashMap<Rank, &[u8]> = encoder.iter().map(|(token, &id)| (id, &token[..])).collect();
+        let mut last_line: FxHashMap<(Rank, Rank), usize> = FxHashMap::default();
+        for (line, &(left, right)) in merges.iter().enumerate() {
+            for id in [left, right] {
+                if !bytes_of.contains_key(&id) {
+                    return Err(BuildError::UnknownMergeId { line, id });
+                }
             }
-            if *id > MAX_ID {
-                return Err(BuildError::IdTooLarge { id: u64::from(*id) });
+            last_line.insert((left, right), line);
+        }
+        let mut table = MergeTable::new(byte_ids(&encoder)?);
+        let mut merge_list = Vec::with_capacity(last_line.len());
+        for (line, &(left, right)) in merges.iter().enumerate() {
+            if last_line[&(left, right)] != line {
+                continue;
             }
-            if let Some(&owner) = owner_of_rank.get(id) {
-                return Err(BuildError::SpecialCollidesWithToken {
-                    special: special.clone(),
-                    id: *id,
-                    token: ranks[owner].0.clone(),
+            let merged = [bytes_of[&left], bytes_of[&right]].concat();
+            let Some(&merged) = encoder.get(&merged[..]) else {
+                return Err(BuildError::MergeMakesUnknownToken {
+                    line,
+                    left: bytes_of[&left].to_vec(),
+                    right: bytes_of[&right].to_vec(),
                 });
-            }
-            if let Some(first) = special_ids.insert(*id, special) {
-                return Err(BuildError::DuplicateSpecialId {
-                    id: *id,
-                    first: first.to_owned(),
-                    second: special.clone(),
-                });
+            };
+            let merge = Merge { priority: merge_list.len() as u32, merged };
+            let (last_of_left, first_of_right) = (bytes_of[&left][bytes_of[&left].len() - 1], bytes_of[&right][0]);
+            table.insert_joining(left, right, merge, last_of_left, first_of_right);
+            merge_list.push((left, right));
+        }
+        let rule = Rule::ByteLevel(ByteLevel {
+            splitter,
+            merges: table,
+            whole_piece: ignore_merges,
+            merge_list: Some(merge_list),
+            ignore_merges,
+        });
+        let mut model = Self::assemble(encoder, specials, rule)?;
+        if !ignore_merges && model.first_not_self_merging().is_none() {
+            if let Rule::ByteLevel(byte_level) = &mut model.rule {
+                byte_level.whole_piece = true;
             }
         }
+        Ok(model)
+    }
 
-        let max_id = ranks
-            .iter()
-            .map(|(_, rank)| *rank)
-            .chain(specials.iter().map(|(_, id)| *id))
-            .max();
+    /// Builds a SentencePiece BPE model. Control and unknown pieces become the special tokens.
+    pub fn from_sentencepiece(spec: SentencePieceSpec) -> Result<Self, BuildError> {
+        let model = SentencePiece::new(spec).map_err(|error| BuildError::SentencePiece(error.0))?;
+        let mut encoder: FxHashMap<Box<[u8]>, Rank> = FxHashMap::default();
+        let mut specials = Vec::new();
+        let mut tokens = Vec::with_capacity(model.spec().pieces.len());
+        for (id, piece) in model.spec().pieces.iter().enumerate() {
+            let id = id as Rank;
+            let bytes = model.piece_bytes(id).expect("every piece has bytes");
+            use crate::sentencepiece::PieceKind;
+            match piece.kind {
+                PieceKind::Control | PieceKind::Unknown => specials.push((piece.text.clone(), id)),
+                PieceKind::Byte => {
+                    encoder.entry(bytes.clone().into_boxed_slice()).or_insert(id);
+                }
+                _ => {
+                    encoder.insert(bytes.clone().into_boxed_slice(), id);
+                }
+            }
+            tokens.push((id, bytes.into_boxed_slice()));
+        }
+        let max_id = tokens.len().checked_sub(1).map(|id| id as Rank);
+        Ok(Self {
+            encoder,
+            tokens: TokenTable::new(tokens.into_iter(), max_id),
+            specials,
+            max_id,
+            rule: Rule::SentencePiece(Box::new(model)),
+        })
+    }
+
+    fn assemble(
+        encoder: FxHashMap<Box<[u8]>, Rank>,
+        specials: Vec<(String, Rank)>,
+        rule: Rule,
+    ) -> Result<Self, BuildError> {
+        let token_of_id: FxHashMap<Rank, &[u8]> = encoder.iter().map(|(token, &id)| (id, &token[..])).collect();
+        check_specials(&specials, |id| token_of_id.get(&id).map(|token| token.to_vec()))?;
+        let max_id = encoder.values().copied().chain(specials.iter().map(|(_, id)| *id)).max();
         let tokens = TokenTable::new(
             encoder
                 .iter()
                 .map(|(token, &rank)| (rank, token.clone()))
-                .chain(
-                    specials
-                        .iter()
-                        .map(|(special, id)| (*id, special.as_bytes().into())),
-                ),
+                .chain(specials.iter().map(|(special, id)| (*id, special.as_bytes().into()))),
             max_id,
         );
-        Ok(Self {
-            encoder,
-            merges,
-            tokens,
-            splitter,
-            specials,
-            max_id,
-        })
+        Ok(Self { encoder, tokens, specials, max_id, rule })
     }
 
+    pub fn kind(&self) -> Kind {
+        match &self.rule {
+            Rule::ByteLevel(ByteLevel { merge_list: None, .. }) => Kind::Ranks,
+            Rule::ByteLevel(ByteLevel { ignore_merges, .. }) => Kind::Merges { ignore_merges: *ignore_merges },
+            Rule::SentencePiece(_) => Kind::SentencePiece,
+        }
+    }
+
+    /// The split pattern ("" for SentencePiece models, which have none).
     pub fn pattern(&self) -> &str {
-        self.splitter.pattern()
+        self.split_pattern().unwrap_or("")
+    }
+
+    /// The split pattern, or `None` for SentencePiece models.
+    pub fn split_pattern(&self) -> Option<&str> {
+        match &self.rule {
+            Rule::ByteLevel(byte_level) => Some(byte_level.splitter.pattern()),
+            Rule::SentencePiece(_) => None,
+        }
+    }
+
+    /// The SentencePiece model, for SentencePiece models.
+    pub fn sentencepiece(&self) -> Option<&SentencePiece> {
+        match &self.rule {
+            Rule::SentencePiece(model) => Some(model),
+            Rule::ByteLevel(_) => None,
+        }
     }
 
     /// One more than the largest id (ids may have holes below it).
@@ -281,13 +510,20 @@ impl Model {
         out: &mut Vec<Rank>,
         mut starts: Option<&mut Vec<usize>>,
     ) -> Result<(), SplitError> {
+        let ByteLevel { splitter, merges, whole_piece, .. } = match &self.rule {
+            Rule::ByteLevel(byte_level) => byte_level,
+            Rule::SentencePiece(model) => {
+                model.encode(text, base, out, starts);
+                return Ok(());
+            }
+        };
         let bytes = text.as_bytes();
-        self.splitter.for_each_piece(text, |start, end| {
+        splitter.for_each_piece(text, |start, end| {
             let piece = &bytes[start..end];
             let before = out.len();
-            match self.encoder.get(piece) {
+            match whole_piece.then(|| self.encoder.get(piece)).flatten() {
                 Some(&id) => out.push(id),
-                None => self.merges.encode_piece(piece, out),
+                None => merges.encode_piece(piece, out),
             }
             if let Some(starts) = starts.as_deref_mut() {
                 let mut offset = base + start;
@@ -347,11 +583,174 @@ impl Model {
     }
 
     /// Appends the bytes of `ids` to `out`; on an unknown id, returns it.
+    ///
+    /// SentencePiece models decode as SentencePiece does: control pieces vanish, the unknown piece
+    /// shows its surface, and the leading space of the dummy prefix is dropped.
     pub fn decode_bytes(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<(), Rank> {
+        if let Rule::SentencePiece(model) = &self.rule {
+            return model.decode(ids, out);
+        }
         for &id in ids {
             out.extend_from_slice(self.tokens.get(id).ok_or(id)?);
         }
         Ok(())
+    }
+
+    /// Decodes ids to text: invalid UTF-8 becomes U+FFFD per maximal invalid sequence, or for
+    /// SentencePiece models one U+FFFD per invalid byte, as SentencePiece does.
+    pub fn decode_text(&self, ids: &[Rank]) -> Result<String, Rank> {
+        let mut bytes = Vec::with_capacity(ids.len() * 4);
+        self.decode_bytes(ids, &mut bytes)?;
+        Ok(match &self.rule {
+            Rule::SentencePiece(_) => crate::sentencepiece::decode_utf8(&bytes),
+            Rule::ByteLevel(_) => String::from_utf8_lossy(&bytes).into_owned(),
+        })
+    }
+
+    // ------------------------------------------------------------------ comparing merge rules
+
+    fn byte_level(&self) -> Option<&ByteLevel> {
+        match &self.rule {
+            Rule::ByteLevel(byte_level) => Some(byte_level),
+            Rule::SentencePiece(_) => None,
+        }
+    }
+
+    /// The ids the merge loop alone makes of `bytes` (no whole-piece rule).
+    fn merge_only(&self, bytes: &[u8]) -> Vec<Rank> {
+        let mut parts = Vec::new();
+        if let Some(byte_level) = self.byte_level() {
+            byte_level.merges.encode_piece(bytes, &mut parts);
+        }
+        parts
+    }
+
+    /// The first multi-byte token (by id) whose bytes the merge loop does not turn back into it.
+    fn first_not_self_merging(&self) -> Option<(Rank, Vec<Rank>)> {
+        self.ranks().into_iter().filter(|(token, _)| token.len() > 1).find_map(|(token, id)| {
+            let parts = self.merge_only(token);
+            (parts != [id]).then_some((id, parts))
+        })
+    }
+
+    fn bytes_of(&self, id: Rank) -> Vec<u8> {
+        self.tokens.get(id).unwrap_or_default().to_vec()
+    }
+
+    /// The merges list of a byte-level model, as pairs of ids in priority order: the listed merges
+    /// of a merges-list model; for a rank model, each multi-byte token's last merge when its bytes
+    /// are merged with lower ranks only (tokens that this does not reduce to two parts get none).
+    pub fn merge_list(&self) -> Vec<(Rank, Rank)> {
+        let Some(ByteLevel { merges, merge_list, .. }) = self.byte_level() else {
+            return Vec::new();
+        };
+        if let Some(listed) = merge_list {
+            return listed.clone();
+        }
+        let mut recovered = Vec::new();
+        for (token, rank) in self.ranks() {
+            if token.len() < 2 {
+                continue;
+            }
+            let mut parts: Vec<Rank> = token.iter().map(|&byte| merges.byte_id(byte)).collect();
+            while parts.len() > 2 {
+                let best = (0..parts.len() - 1)
+                    .filter_map(|at| merges.get(parts[at], parts[at + 1]).map(|merge| (merge, at)))
+                    .filter(|(merge, _)| merge.priority < rank)
+                    .min_by_key(|(merge, at)| (merge.priority, *at));
+                let Some((merge, at)) = best else { break };
+                parts[at] = merge.merged;
+                parts.remove(at + 1);
+            }
+            if let [left, right] = parts[..] {
+                recovered.push((left, right));
+            }
+        }
+        recovered
+    }
+
+    /// For a merges-list model: why tiktoken's rank rule, with this vocabulary's ids as ranks,
+    /// would encode some text differently; `None` when it provably encodes everything the same.
+    ///
+    /// The rules agree when (1) no token is made by two merges, (2) merge order is id order, and
+    /// (3) no token's bytes merge to exactly two parts (which the rank rule would join). Then in
+    /// every state the merge loop reaches, any adjacent pair that spells a token is a listed merge
+    /// (the loop restricted to that token's bytes passes through the pair, and by (3) goes on to
+    /// merge it), so both rules see the same candidates in the same order. Without `ignore_merges`,
+    /// (4) every token's bytes must also merge back into it, or the rank rule's whole-piece step
+    /// differs. Rank models compare with themselves: `None`.
+    pub fn rank_rule_difference(&self) -> Option<RuleDifference> {
+        let ByteLevel { merge_list, ignore_merges, .. } = self.byte_level()?;
+        let (listed, ignore_merges) = (merge_list.as_deref()?, *ignore_merges);
+        let mut line_of_token: FxHashMap<Rank, usize> = FxHashMap::default();
+        let mut previous: Option<(usize, Rank)> = None;
+        for (line, &(left, right)) in listed.iter().enumerate() {
+            let token = [self.bytes_of(left), self.bytes_of(right)].concat();
+            let id = self.encoder[&token[..]];
+            if let Some(first_line) = line_of_token.insert(id, line) {
+                return Some(RuleDifference::TokenMergedTwice { token, first_line, second_line: line });
+            }
+            if let Some((earlier_line, earlier)) = previous {
+                if earlier > id {
+                    return Some(RuleDifference::OrderDiffers {
+                        earlier_line,
+                        earlier: self.bytes_of(earlier),
+                        later_line: line,
+                        later: token,
+                    });
+                }
+            }
+            previous = Some((line, id));
+        }
+        for (token, id) in self.ranks() {
+            if token.len() < 2 {
+                continue;
+            }
+            let parts = self.merge_only(token);
+            match parts[..] {
+                [only] if only == id => {}
+                [left, right] => {
+                    return Some(RuleDifference::UnlistedPair {
+                        token: token.to_vec(),
+                        left: self.bytes_of(left),
+                        right: self.bytes_of(right),
+                    })
+                }
+                _ if ignore_merges => {}
+                _ => {
+                    return Some(RuleDifference::NotSelfMerging {
+                        token: token.to_vec(),
+                        parts: parts.iter().map(|&part| self.bytes_of(part)).collect(),
+                    })
+                }
+            }
+        }
+        None
+    }
+
+    /// Why a merges list (this model's [`Model::merge_list`]) with or without `ignore_merges`
+    /// would encode some text differently from this model; `None` when it provably does not.
+    pub fn merge_rule_difference(&self, ignore_merges: bool) -> Option<RuleDifference> {
+        match self.kind() {
+            Kind::SentencePiece => None,
+            Kind::Merges { ignore_merges: own } => {
+                if own == ignore_merges {
+                    return None;
+                }
+                let (id, parts) = self.first_not_self_merging()?;
+                Some(RuleDifference::NotSelfMerging {
+                    token: self.bytes_of(id),
+                    parts: parts.iter().map(|&part| self.bytes_of(part)).collect(),
+                })
+            }
+            Kind::Ranks => {
+                let vocab: Vec<(Vec<u8>, Rank)> =
+                    self.ranks().into_iter().map(|(token, id)| (token.to_vec(), id)).collect();
+                let listed = Model::from_merges(vocab, self.merge_list(), self.pattern(), Vec::new(), ignore_merges)
+                    .expect("a rank model's own merges form a valid merges list");
+                listed.rank_rule_difference()
+            }
+        }
     }
 
     /// Every mergeable token's bytes, sorted (tiktoken's `token_byte_values`).
@@ -472,5 +871,75 @@ mod tests {
         let model = small_model();
         let mut out = Vec::new();
         assert_eq!(model.decode_bytes(&[104, 299], &mut out), Err(299));
+    }
+
+    /// Bytes, then the given tokens with ids from 256 on.
+    fn vocab_with(tokens: &[&[u8]]) -> Vec<(Vec<u8>, Rank)> {
+        let mut vocab = byte_ranks();
+        for (offset, token) in tokens.iter().enumerate() {
+            vocab.push((token.to_vec(), 256 + offset as Rank));
+        }
+        vocab
+    }
+
+    fn ids(model: &Model, text: &str) -> Vec<Rank> {
+        let mut out = Vec::new();
+        model.encode_ordinary(text, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn merges_lists_merge_only_listed_pairs() {
+        // "bc" is a token but no merge makes it; "abc" is made as ab + c.
+        let vocab = vocab_with(&[b"ab", b"bc", b"abc"]);
+        let merges = vec![(b'a' as Rank, b'b' as Rank), (256, b'c' as Rank)];
+        let strict = Model::from_merges(vocab.clone(), merges.clone(), r"\S+|\s+", vec![], false).unwrap();
+        assert_eq!(strict.kind(), Kind::Merges { ignore_merges: false });
+        assert_eq!(ids(&strict, "abc bc"), vec![258, b' ' as Rank, b'b' as Rank, b'c' as Rank]);
+        let whole = Model::from_merges(vocab, merges, r"\S+|\s+", vec![], true).unwrap();
+        assert_eq!(ids(&whole, "abc bc"), vec![258, b' ' as Rank, 257]);
+        assert!(matches!(
+            strict.merge_rule_difference(true),
+            Some(RuleDifference::NotSelfMerging { .. })
+        ));
+        assert_eq!(whole.merge_list(), vec![(b'a' as Rank, b'b' as Rank), (256, b'c' as Rank)]);
+    }
+
+    #[test]
+    fn bad_merges_are_rejected() {
+        let vocab = vocab_with(&[b"ab"]);
+        assert_eq!(
+            Model::from_merges(vocab.clone(), vec![(b'a' as Rank, 999)], GPT2, vec![], false).unwrap_err(),
+            BuildError::UnknownMergeId { line: 0, id: 999 }
+        );
+        assert!(matches!(
+            Model::from_merges(vocab, vec![(b'x' as Rank, b'y' as Rank)], GPT2, vec![], false),
+            Err(BuildError::MergeMakesUnknownToken { line: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn rank_rule_differs_when_it_would_join_an_unlisted_pair() {
+        let vocab = vocab_with(&[b"bc", b"pq", b"pqb", b"pqbc"]);
+        let (b, c, p, q) = (b'b' as Rank, b'c' as Rank, b'p' as Rank, b'q' as Rank);
+        let merges = vec![(b, c), (p, q), (257, b), (258, c)];
+        let model = Model::from_merges(vocab.clone(), merges, GPT2, vec![], true).unwrap();
+        // The merges make pq + bc of "pqbc"; tiktoken's rule joins them.
+        assert_eq!(ids(&model, "xpqbc"), vec![b'x' as Rank, 257, 256]);
+        let ranks = Model::from_ranks(vocab, GPT2, vec![]).unwrap();
+        assert_eq!(ids(&ranks, "xpqbc"), vec![b'x' as Rank, 259]);
+        assert!(matches!(model.rank_rule_difference(), Some(RuleDifference::UnlistedPair { .. })));
+    }
+
+    #[test]
+    fn rank_models_and_their_recovered_merges_agree() {
+        let model = small_model();
+        assert_eq!(model.merge_list(), vec![(b'h' as Rank, b'e' as Rank), (b'l' as Rank, b'l' as Rank), (256, 257), (258, b'o' as Rank)]);
+        assert_eq!(model.merge_rule_difference(true), None);
+        assert_eq!(model.merge_rule_difference(false), None);
+        let listed: Vec<(Vec<u8>, Rank)> = model.ranks().into_iter().map(|(t, r)| (t.to_vec(), r)).collect();
+        let merges = Model::from_merges(listed, model.merge_list(), GPT2, vec![], false).unwrap();
+        assert_eq!(merges.rank_rule_difference(), None);
+        assert_eq!(ids(&merges, "hello hell"), ids(&model, "hello hell"));
     }
 }

@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 mod train;
 
-use hf_bpe_core::{Model, Rank, SpecialMatcher, SplitError};
+use hf_bpe_core::sentencepiece::{Piece, PieceKind, SentencePieceSpec};
+use hf_bpe_core::{BuildError, Kind, Model, Rank, SpecialMatcher, SplitError};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -101,6 +102,70 @@ fn thread_pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
     Ok(pool)
 }
 
+/// Token bytes -> id pairs from a dict, ids checked to be in range.
+fn token_ids_of(tokens: &Bound<'_, PyDict>, what: &str) -> PyResult<Vec<(Vec<u8>, Rank)>> {
+    let py = tokens.py();
+    let mut list = Vec::with_capacity(tokens.len());
+    for (token, rank) in tokens.iter() {
+        let token = token.cast::<PyBytes>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what} keys must be bytes, got {}",
+                token.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        })?;
+        let rank: i64 = rank.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "the rank of {} must be an int",
+                token.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        })?;
+        let rank = Rank::try_from(rank).map_err(|_| {
+            hf_bpe_error(
+                py,
+                "InvalidVocabularyError",
+                format!("rank {rank} of {:?} is out of range (0 to 2**31 - 1)", token.as_bytes()),
+            )
+        })?;
+        list.push((token.as_bytes().to_vec(), rank));
+    }
+    Ok(list)
+}
+
+fn specials_of(special_tokens: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Rank)>> {
+    let py = special_tokens.py();
+    let mut specials = Vec::with_capacity(special_tokens.len());
+    for (token, id) in special_tokens.iter() {
+        let token: String = token
+            .extract()
+            .map_err(|_| PyTypeError::new_err("special token names must be str"))?;
+        let id: i64 = id.extract().map_err(|_| {
+            PyTypeError::new_err(format!("the id of special token {token:?} must be an int"))
+        })?;
+        let id = Rank::try_from(id).map_err(|_| {
+            hf_bpe_error(
+                py,
+                "InvalidVocabularyError",
+                format!("special token {token:?} has id {id}, out of range (0 to 2**31 - 1)"),
+            )
+        })?;
+        specials.push((token, id));
+    }
+    Ok(specials)
+}
+
+fn id_in_range(py: Python<'_>, id: i64, what: &str) -> PyResult<Rank> {
+    Rank::try_from(id).map_err(|_| {
+        hf_bpe_error(py, "InvalidVocabularyError", format!("{what} names id {id}, out of range (0 to 2**31 - 1)"))
+    })
+}
+
+fn build_error(py: Python<'_>, error: BuildError) -> PyErr {
+    match error {
+        BuildError::Pattern(error) => PyValueError::new_err(error.to_string()),
+        other => hf_bpe_error(py, "InvalidVocabularyError", other.to_string()),
+    }
+}
+
 /// Which special tokens `encode` turns into their ids, and which make it raise.
 #[pyclass(frozen, module = "hf_bpe._core")]
 struct SpecialPolicy {
@@ -117,6 +182,14 @@ struct CoreBPE {
 }
 
 impl CoreBPE {
+    fn with_model(model: Model) -> Self {
+        let ordinary = SpecialPolicy {
+            allowed: SpecialMatcher::new([]),
+            disallowed: SpecialMatcher::new([]),
+        };
+        Self { model, ordinary }
+    }
+
     fn encode_policy(
         &self,
         text: &str,
@@ -166,60 +239,72 @@ impl CoreBPE {
         special_tokens: &Bound<'_, PyDict>,
     ) -> PyResult<Self> {
         let py = ranks.py();
-        let mut rank_list = Vec::with_capacity(ranks.len());
-        for (token, rank) in ranks.iter() {
-            let token = token.cast::<PyBytes>().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "ranks keys must be bytes, got {}",
-                    token.repr().map(|r| r.to_string()).unwrap_or_default()
-                ))
-            })?;
-            let rank: i64 = rank.extract().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "the rank of {} must be an int",
-                    token.repr().map(|r| r.to_string()).unwrap_or_default()
-                ))
-            })?;
-            let rank = Rank::try_from(rank).map_err(|_| {
-                hf_bpe_error(
-                    py,
-                    "InvalidVocabularyError",
-                    format!(
-                        "rank {rank} of {:?} is out of range (0 to 2**31 - 1)",
-                        token.as_bytes()
-                    ),
-                )
-            })?;
-            rank_list.push((token.as_bytes().to_vec(), rank));
-        }
-        let mut specials = Vec::with_capacity(special_tokens.len());
-        for (token, id) in special_tokens.iter() {
-            let token: String = token
-                .extract()
-                .map_err(|_| PyTypeError::new_err("special token names must be str"))?;
-            let id: i64 = id.extract().map_err(|_| {
-                PyTypeError::new_err(format!("the id of special token {token:?} must be an int"))
-            })?;
-            let id = Rank::try_from(id).map_err(|_| {
-                hf_bpe_error(
-                    py,
-                    "InvalidVocabularyError",
-                    format!("special token {token:?} has id {id}, out of range (0 to 2**31 - 1)"),
-                )
-            })?;
-            specials.push((token, id));
-        }
+        let rank_list = token_ids_of(ranks, "ranks")?;
+        let specials = specials_of(special_tokens)?;
         let model = py
             .detach(|| Model::from_ranks(rank_list, pattern, specials))
-            .map_err(|error| match error {
-                hf_bpe_core::BuildError::Pattern(error) => PyValueError::new_err(error.to_string()),
-                other => hf_bpe_error(py, "InvalidVocabularyError", other.to_string()),
-            })?;
-        let ordinary = SpecialPolicy {
-            allowed: SpecialMatcher::new([]),
-            disallowed: SpecialMatcher::new([]),
+            .map_err(|error| build_error(py, error))?;
+        Ok(Self::with_model(model))
+    }
+
+    /// A merges-list model (GPT-2 files, HF `tokenizer.json`): `vocab` maps token bytes to ids,
+    /// `merges` lists pairs of ids in priority order.
+    #[staticmethod]
+    fn from_merges(
+        vocab: &Bound<'_, PyDict>,
+        merges: Vec<(i64, i64)>,
+        pattern: &str,
+        special_tokens: &Bound<'_, PyDict>,
+        ignore_merges: bool,
+    ) -> PyResult<Self> {
+        let py = vocab.py();
+        let vocab = token_ids_of(vocab, "vocab")?;
+        let specials = specials_of(special_tokens)?;
+        let merges = merges
+            .into_iter()
+            .map(|(left, right)| Ok((id_in_range(py, left, "merge")?, id_in_range(py, right, "merge")?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let model = py
+            .detach(|| Model::from_merges(vocab, merges, pattern, specials, ignore_merges))
+            .map_err(|error| build_error(py, error))?;
+        Ok(Self::with_model(model))
+    }
+
+    /// A SentencePiece BPE model: `pieces` are `(text, score, type)` with the protobuf's type
+    /// numbers, ids by position; `charsmap` is the normalizer's precompiled map (empty: identity).
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn sentencepiece(
+        py: Python<'_>,
+        pieces: Vec<(String, f32, i32)>,
+        byte_fallback: bool,
+        unk_surface: String,
+        charsmap: Vec<u8>,
+        add_dummy_prefix: bool,
+        remove_extra_whitespaces: bool,
+        escape_whitespaces: bool,
+    ) -> PyResult<Self> {
+        let pieces = pieces
+            .into_iter()
+            .enumerate()
+            .map(|(id, (text, score, kind))| {
+                let kind = PieceKind::from_proto(kind).ok_or_else(|| {
+                    hf_bpe_error(py, "InvalidVocabularyError", format!("piece {id} ({text:?}) has unknown type {kind}"))
+                })?;
+                Ok(Piece { text, score, kind })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let spec = SentencePieceSpec {
+            pieces,
+            byte_fallback,
+            unk_surface,
+            charsmap,
+            add_dummy_prefix,
+            remove_extra_whitespaces,
+            escape_whitespaces,
         };
-        Ok(Self { model, ordinary })
+        let model = py.detach(|| Model::from_sentencepiece(spec)).map_err(|error| build_error(py, error))?;
+        Ok(Self::with_model(model))
     }
 
     /// A policy: `allowed` special tokens are encoded as their ids, `disallowed` ones raise.
@@ -388,9 +473,62 @@ impl CoreBPE {
         self.model.n_mergeable()
     }
 
+    /// The split pattern, or None for SentencePiece models.
     #[getter]
-    fn pattern(&self) -> &str {
-        self.model.pattern()
+    fn pattern(&self) -> Option<&str> {
+        self.model.split_pattern()
+    }
+
+    /// "ranks", "merges" or "sentencepiece".
+    #[getter]
+    fn kind(&self) -> &'static str {
+        match self.model.kind() {
+            Kind::Ranks => "ranks",
+            Kind::Merges { .. } => "merges",
+            Kind::SentencePiece => "sentencepiece",
+        }
+    }
+
+    /// Whether a piece that is a token is emitted whole (rank models always; merges lists with
+    /// `ignore_merges`); None for SentencePiece models.
+    #[getter]
+    fn ignore_merges(&self) -> Option<bool> {
+        match self.model.kind() {
+            Kind::Ranks => Some(true),
+            Kind::Merges { ignore_merges } => Some(ignore_merges),
+            Kind::SentencePiece => None,
+        }
+    }
+
+    /// The merges list as pairs of token bytes in priority order (recovered for rank models).
+    fn merge_list<'py>(&self, py: Python<'py>) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+        let merges = py.detach(|| self.model.merge_list());
+        Ok(merges
+            .into_iter()
+            .map(|(left, right)| {
+                let bytes = |id| PyBytes::new(py, self.model.token_bytes(id).unwrap_or_default());
+                (bytes(left), bytes(right))
+            })
+            .collect())
+    }
+
+    /// Why tiktoken's rank rule would encode differently from this merges-list model, or None.
+    fn rank_rule_difference(&self, py: Python<'_>) -> Option<String> {
+        py.detach(|| self.model.rank_rule_difference().map(|difference| difference.to_string()))
+    }
+
+    /// Why this model's merges list, with or without `ignore_merges`, would encode differently
+    /// from the model, or None.
+    fn merge_rule_difference(&self, py: Python<'_>, ignore_merges: bool) -> Option<String> {
+        py.detach(|| self.model.merge_rule_difference(ignore_merges).map(|difference| difference.to_string()))
+    }
+
+    /// Decodes to text (U+FFFD for invalid UTF-8; per byte for SentencePiece models, as it does).
+    fn decode(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<String> {
+        let ids = ids_of(py, ids, self.model.n_vocab())?;
+        self.model
+            .decode_text(&ids)
+            .map_err(|id| hf_bpe_error(py, "UnknownTokenError", (id, self.model.n_vocab())))
     }
 }
 

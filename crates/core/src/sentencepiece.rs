@@ -1,0 +1,509 @@
+//! SentencePiece's BPE model (`bpe_model.cc`, `sentencepiece_processor.cc`) on the shared merge loop.
+//!
+//! Encoding: normalize ([`SentencePieceNormalizer`]: escape spaces as `▁`, dummy prefix, optional
+//! character map); cut out user-defined pieces (they never merge); split the rest into characters;
+//! merge the adjacent pair whose concatenation is a piece with the highest score, leftmost on ties
+//! (a [`MergeTable`] filled with every split of every piece, priority = rank of the score); then each
+//! symbol that is not a piece becomes its UTF-8 bytes as `<0xXX>` pieces (byte fallback) or `<unk>`,
+//! a run of unknown symbols making one `<unk>`. Decoding follows `SentencePieceProcessor::Decode`:
+//! control pieces vanish, `<unk>` shows the unknown surface, `▁` becomes a space, the first piece
+//! loses its leading `▁`, and byte pieces that do not form UTF-8 become one U+FFFD per byte.
+
+use std::fmt;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::FxHashMap;
+
+use crate::merge::{Merge, MergeTable};
+use crate::normalize::{SentencePieceNormalizer, SPACE_SYMBOL};
+use crate::Rank;
+
+/// The type of a piece (`ModelProto.SentencePiece.Type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PieceKind {
+    Normal,
+    Unknown,
+    Control,
+    UserDefined,
+    Unused,
+    Byte,
+}
+
+impl PieceKind {
+    /// The kind for the protobuf enum value.
+    pub fn from_proto(value: i32) -> Option<Self> {
+        Some(match value {
+            1 => PieceKind::Normal,
+            2 => PieceKind::Unknown,
+            3 => PieceKind::Control,
+            4 => PieceKind::UserDefined,
+            5 => PieceKind::Unused,
+            6 => PieceKind::Byte,
+            _ => return None,
+        })
+    }
+
+    /// Normal, user-defined and unused pieces are what the merge loop can produce (`pieces_`).
+    fn is_mergeable(self) -> bool {
+        matches!(self, PieceKind::Normal | PieceKind::UserDefined | PieceKind::Unused)
+    }
+}
+
+/// One vocabulary entry; its id is its position.
+#[derive(Clone, Debug)]
+pub struct Piece {
+    pub text: String,
+    pub score: f32,
+    pub kind: PieceKind,
+}
+
+/// Everything a SentencePiece BPE `.model` says about encoding and decoding.
+#[derive(Clone, Debug)]
+pub struct SentencePieceSpec {
+    pub pieces: Vec<Piece>,
+    pub byte_fallback: bool,
+    pub unk_surface: String,
+    /// The normalizer's precompiled character map; empty for the identity normalizer.
+    pub charsmap: Vec<u8>,
+    pub add_dummy_prefix: bool,
+    pub remove_extra_whitespaces: bool,
+    pub escape_whitespaces: bool,
+}
+
+/// Why a SentencePiece spec cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+fn error<T>(message: impl Into<String>) -> Result<T, SpecError> {
+    Err(SpecError(message.into()))
+}
+
+/// Symbols for characters that are not pieces but occur in pieces start here (above every id).
+const HIDDEN_BASE: Rank = 1 << 31;
+/// The symbol of a character that occurs in no piece: it never merges.
+const UNKNOWN: Rank = Rank::MAX - 1;
+
+/// The text of byte piece `byte` (`ByteToPiece`).
+pub fn byte_piece(byte: u8) -> String {
+    format!("<0x{byte:02X}>")
+}
+
+/// A SentencePiece BPE model ready to encode and decode.
+#[derive(Clone, Debug)]
+pub struct SentencePiece {
+    spec: SentencePieceSpec,
+    normalizer: SentencePieceNormalizer,
+    /// The initial symbol of each character that is a piece or occurs inside one.
+    symbols: FxHashMap<char, Rank>,
+    merges: MergeTable,
+    /// User-defined pieces, found in normalized text (leftmost, longest).
+    user_defined: Option<(AhoCorasick, Vec<Rank>)>,
+    byte_ids: Option<[Rank; 256]>,
+    unk: Rank,
+    /// Byte length of each piece's text in normalized text.
+    lengths: Vec<u32>,
+}
+
+impl SentencePiece {
+    pub fn new(spec: SentencePieceSpec) -> Result<Self, SpecError> {
+        let pieces = &spec.pieces;
+        if pieces.len() > crate::model::MAX_ID as usize {
+            return error("too many pieces");
+        }
+        let mut mergeable: FxHashMap<&str, Rank> = FxHashMap::default();
+        let mut reserved: FxHashMap<&str, Rank> = FxHashMap::default();
+        let mut unk = None;
+        let mut byte_ids = [Rank::MAX; 256];
+        for (id, piece) in pieces.iter().enumerate() {
+            let id = id as Rank;
+            if piece.text.is_empty() {
+                return error(format!("piece {id} is empty"));
+            }
+            if piece.score.is_nan() {
+                return error(format!("piece {id} ({:?}) has a NaN score", piece.text));
+            }
+            let group = if piece.kind.is_mergeable() { &mut mergeable } else { &mut reserved };
+            if let Some(first) = group.insert(&piece.text, id) {
+                return error(format!("piece {:?} is defined twice (ids {first} and {id})", piece.text));
+            }
+            match piece.kind {
+                PieceKind::Unknown if unk.is_some() => return error("more than one unknown piece"),
+                PieceKind::Unknown => unk = Some(id),
+                PieceKind::Unused => {
+                    return error(format!(
+                        "piece {id} ({:?}) is of type UNUSED, which hf_bpe does not support \
+                         (SentencePiece merges through unused pieces and then splits them again)",
+                        piece.text
+                    ))
+                }
+                PieceKind::Byte => {
+                    if !spec.byte_fallback {
+                        return error(format!("byte piece {:?} found although byte_fallback is off", piece.text));
+                    }
+                    let byte = (0..=255u8).find(|&byte| byte_piece(byte) == piece.text);
+                    match byte {
+                        Some(byte) => byte_ids[byte as usize] = id,
+                        None => return error(format!("byte piece {:?} is not of the form <0xXX>", piece.text)),
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(unk) = unk else {
+            return error("the model has no unknown piece (<unk>)");
+        };
+        if spec.byte_fallback {
+            if let Some(byte) = byte_ids.iter().position(|&id| id == Rank::MAX) {
+                return error(format!("byte_fallback is on but the byte piece {} is missing", byte_piece(byte as u8)));
+            }
+        }
+        for (&text, &id) in &reserved {
+            if let Some(&other) = mergeable.get(text) {
+                return error(format!(
+                    "piece {text:?} is both reserved (id {id}) and mergeable (id {other}); \
+                     SentencePiece fails on text that forms it"
+                ));
+            }
+            if text.chars().count() == 1 {
+                return error(format!(
+                    "reserved piece {text:?} (id {id}) is a single character; \
+                     SentencePiece fails on text that contains it"
+                ));
+            }
+        }
+
+        // Priority: the rank of the piece's score, highest score first; equal scores tie.
+        let mut scores: Vec<f32> = pieces
+            .iter()
+            .filter(|piece| piece.kind.is_mergeable())
+            .map(|piece| piece.score)
+            .collect();
+        scores.sort_by(|a, b| b.total_cmp(a));
+        scores.dedup();
+        let priority_of = |score: f32| -> u32 {
+            scores.partition_point(|&other| other.total_cmp(&score) == std::cmp::Ordering::Greater) as u32
+        };
+
+        let mut symbols: FxHashMap<char, Rank> = FxHashMap::default();
+        let mut next_hidden = HIDDEN_BASE;
+        for (&text, &id) in &mergeable {
+            let mut chars = text.chars();
+            if let (Some(only), None) = (chars.next(), chars.next()) {
+                symbols.insert(only, id);
+            }
+        }
+        let mut merges = MergeTable::new([UNKNOWN; 256]);
+        for (id, piece) in pieces.iter().enumerate() {
+            if !piece.kind.is_mergeable() {
+                continue;
+            }
+            let merge = Merge { priority: priority_of(piece.score), merged: id as Rank };
+            for (split, _) in piece.text.char_indices().skip(1) {
+                let (left, right) = piece.text.split_at(split);
+                let mut symbol_of = |part: &str| -> Option<Rank> {
+                    if let Some(&id) = mergeable.get(part) {
+                        return Some(id);
+                    }
+                    let mut chars = part.chars();
+                    match (chars.next(), chars.next()) {
+                        (Some(only), None) => Some(*symbols.entry(only).or_insert_with(|| {
+                            next_hidden += 1;
+                            next_hidden - 1
+                        })),
+                        _ => None,
+                    }
+                };
+                if let (Some(left), Some(right)) = (symbol_of(left), symbol_of(right)) {
+                    merges.insert(left, right, merge);
+                }
+            }
+        }
+
+        let user_defined_pieces: Vec<(&str, Rank)> = pieces
+            .iter()
+            .enumerate()
+            .filter(|(_, piece)| piece.kind == PieceKind::UserDefined)
+            .map(|(id, piece)| (piece.text.as_str(), id as Rank))
+            .collect();
+        let normalizer = SentencePieceNormalizer::new(
+            &spec.charsmap,
+            spec.add_dummy_prefix,
+            spec.remove_extra_whitespaces,
+            spec.escape_whitespaces,
+            &user_defined_pieces.iter().map(|(text, _)| *text).collect::<Vec<_>>(),
+        )
+        .map_err(SpecError)?;
+        let user_defined = if user_defined_pieces.is_empty() {
+            None
+        } else {
+            let matcher = AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(user_defined_pieces.iter().map(|(text, _)| text))
+                .map_err(|error| SpecError(format!("cannot index the user-defined pieces: {error}")))?;
+            Some((matcher, user_defined_pieces.iter().map(|(_, id)| *id).collect()))
+        };
+        let lengths = pieces.iter().map(|piece| piece.text.len() as u32).collect();
+        Ok(Self {
+            normalizer,
+            symbols,
+            merges,
+            user_defined,
+            byte_ids: spec.byte_fallback.then_some(byte_ids),
+            unk,
+            lengths,
+            spec,
+        })
+    }
+
+    pub fn spec(&self) -> &SentencePieceSpec {
+        &self.spec
+    }
+
+    pub fn normalizer(&self) -> &SentencePieceNormalizer {
+        &self.normalizer
+    }
+
+    pub fn unk_id(&self) -> Rank {
+        self.unk
+    }
+
+    /// The bytes a piece stands for in decoded text (`▁` as a space, byte pieces as their byte).
+    pub fn piece_bytes(&self, id: Rank) -> Option<Vec<u8>> {
+        let piece = self.spec.pieces.get(id as usize)?;
+        Some(match piece.kind {
+            PieceKind::Byte => {
+                let byte = self.byte_ids?.iter().position(|&byte_id| byte_id == id)?;
+                vec![byte as u8]
+            }
+            PieceKind::Control | PieceKind::Unknown => piece.text.as_bytes().to_vec(),
+            _ => piece.text.replace(SPACE_SYMBOL, " ").into_bytes(),
+        })
+    }
+
+    /// Encodes `text` as `SentencePieceProcessor::Encode`; `starts` gets the input byte offset
+    /// where each id starts (plus `base`).
+    pub fn encode(&self, text: &str, base: usize, out: &mut Vec<Rank>, starts: Option<&mut Vec<usize>>) {
+        let (normalized, origins) = self.normalizer.normalize(text);
+        let mut state = Output { out, starts, origins: &origins, base, previous_unknown: false };
+        let mut done = 0;
+        if let Some((matcher, ids)) = &self.user_defined {
+            for found in matcher.find_iter(&normalized) {
+                self.encode_segment(&normalized, done, found.start(), &mut state);
+                state.push(ids[found.pattern().as_usize()], found.start());
+                state.previous_unknown = false;
+                done = found.end();
+            }
+        }
+        self.encode_segment(&normalized, done, normalized.len(), &mut state);
+    }
+
+    fn encode_segment(&self, normalized: &str, start: usize, end: usize, state: &mut Output<'_>) {
+        if start == end {
+            return;
+        }
+        let segment = &normalized[start..end];
+        let initial: Vec<Rank> = segment.chars().map(|c| *self.symbols.get(&c).unwrap_or(&UNKNOWN)).collect();
+        let mut merged = Vec::with_capacity(initial.len());
+        self.merges.encode_symbols(&initial, &mut merged);
+        let mut at = start;
+        for id in merged {
+            if id < HIDDEN_BASE {
+                state.push(id, at);
+                state.previous_unknown = false;
+                at += self.lengths[id as usize] as usize;
+                continue;
+            }
+            // A character that is not a piece.
+            let length = normalized[at..].chars().next().map_or(1, char::len_utf8);
+            match &self.byte_ids {
+                Some(byte_ids) => {
+                    for &byte in &normalized.as_bytes()[at..at + length] {
+                        state.push(byte_ids[byte as usize], at);
+                    }
+                }
+                None if state.previous_unknown => {}
+                None => state.push(self.unk, at),
+            }
+            state.previous_unknown = true;
+            at += length;
+        }
+    }
+
+    /// Decodes ids as `SentencePieceProcessor::Decode` does, to bytes (see [`decode_utf8`] for the
+    /// text); an id that is not a piece is returned as the error.
+    pub fn decode(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<(), Rank> {
+        let strip_first = self.spec.add_dummy_prefix || self.spec.remove_extra_whitespaces;
+        let start = out.len();
+        let mut expect_first_space = true;
+        let mut first_space_seen = false;
+        for &id in ids {
+            let piece = self.spec.pieces.get(id as usize).ok_or(id)?;
+            if piece.kind == PieceKind::Byte {
+                out.extend(self.piece_bytes(id).ok_or(id)?);
+                continue;
+            }
+            if first_space_seen || out.len() > start {
+                expect_first_space = false;
+            }
+            first_space_seen = false;
+            match piece.kind {
+                PieceKind::Control => {}
+                PieceKind::Unknown => out.extend_from_slice(self.spec.unk_surface.as_bytes()),
+                _ => {
+                    let mut text = piece.text.as_str();
+                    if expect_first_space && strip_first {
+                        if let Some(rest) = text.strip_prefix(SPACE_SYMBOL) {
+                            text = rest;
+                            first_space_seen = !self.spec.remove_extra_whitespaces;
+                        }
+                    }
+                    out.extend_from_slice(text.replace(SPACE_SYMBOL, " ").as_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where encoded ids go, with the offsets of their starts.
+struct Output<'a> {
+    out: &'a mut Vec<Rank>,
+    starts: Option<&'a mut Vec<usize>>,
+    origins: &'a [usize],
+    base: usize,
+    previous_unknown: bool,
+}
+
+impl Output<'_> {
+    fn push(&mut self, id: Rank, normalized_at: usize) {
+        self.out.push(id);
+        if let Some(starts) = self.starts.as_deref_mut() {
+            starts.push(self.base + self.origins[normalized_at]);
+        }
+    }
+}
+
+/// Decodes UTF-8 as SentencePiece does: each byte that does not start a valid character becomes
+/// one U+FFFD (Python's `errors="replace"` replaces a truncated sequence with a single U+FFFD).
+pub fn decode_utf8(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => {
+                text.push_str(valid);
+                break;
+            }
+            Err(error) => {
+                let valid = error.valid_up_to();
+                text.push_str(std::str::from_utf8(&rest[..valid]).expect("checked valid"));
+                text.push('\u{FFFD}');
+                rest = &rest[valid + 1..];
+            }
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(text: &str, score: f32, kind: PieceKind) -> Piece {
+        Piece { text: text.into(), score, kind }
+    }
+
+    fn spec(pieces: Vec<Piece>, byte_fallback: bool) -> SentencePieceSpec {
+        SentencePieceSpec {
+            pieces,
+            byte_fallback,
+            unk_surface: " \u{2047} ".into(),
+            charsmap: Vec::new(),
+            add_dummy_prefix: true,
+            remove_extra_whitespaces: false,
+            escape_whitespaces: true,
+        }
+    }
+
+    /// <unk> <s> ▁ a b ▁a ab ▁ab (scores favour "ab" over "▁a").
+    fn small(byte_fallback: bool) -> SentencePiece {
+        let mut pieces = vec![
+            piece("<unk>", 0.0, PieceKind::Unknown),
+            piece("<s>", 0.0, PieceKind::Control),
+            piece("▁", -1.0, PieceKind::Normal),
+            piece("a", -2.0, PieceKind::Normal),
+            piece("b", -3.0, PieceKind::Normal),
+            piece("▁a", -5.0, PieceKind::Normal),
+            piece("ab", -4.0, PieceKind::Normal),
+            piece("▁ab", -6.0, PieceKind::Normal),
+            piece("[U]", 0.0, PieceKind::UserDefined),
+        ];
+        if byte_fallback {
+            pieces.extend((0..=255u8).map(|byte| piece(&byte_piece(byte), 0.0, PieceKind::Byte)));
+        }
+        SentencePiece::new(spec(pieces, byte_fallback)).unwrap()
+    }
+
+    fn encode(model: &SentencePiece, text: &str) -> Vec<Rank> {
+        let mut out = Vec::new();
+        model.encode(text, 0, &mut out, None);
+        out
+    }
+
+    #[test]
+    fn higher_scores_merge_first() {
+        // ▁ a b: "ab" (-4) beats "▁a" (-5), then "▁" + "ab" makes "▁ab".
+        assert_eq!(encode(&small(false), "ab"), vec![7]);
+        assert_eq!(encode(&small(false), "ab a"), vec![7, 5]);
+    }
+
+    #[test]
+    fn unknown_characters_fall_back_to_bytes_or_one_unk_per_run() {
+        assert_eq!(encode(&small(false), "aé日b"), vec![5, 0, 4]);
+        let with_bytes = small(true);
+        let ids = encode(&with_bytes, "aé");
+        assert_eq!(ids.len(), 3);
+        let mut decoded = Vec::new();
+        with_bytes.decode(&ids, &mut decoded).unwrap();
+        assert_eq!(decoded, "aé".as_bytes());
+    }
+
+    #[test]
+    fn user_defined_pieces_never_merge() {
+        assert_eq!(encode(&small(false), "a[U]b"), vec![5, 8, 4]);
+    }
+
+    #[test]
+    fn decoding_strips_the_dummy_prefix_and_hides_control_pieces() {
+        let model = small(false);
+        let mut out = Vec::new();
+        model.decode(&[1, 7, 5, 0], &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "ab a \u{2047} ");
+        assert_eq!(model.decode(&[99], &mut Vec::new()), Err(99));
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_one_replacement_per_byte() {
+        assert_eq!(decode_utf8(b"a\xe6\x97b\xff"), "a\u{FFFD}\u{FFFD}b\u{FFFD}");
+        assert_eq!(decode_utf8("日".as_bytes()), "日");
+    }
+
+    #[test]
+    fn unsupported_models_are_refused() {
+        let no_unk = spec(vec![piece("a", 0.0, PieceKind::Normal)], false);
+        assert!(SentencePiece::new(no_unk).unwrap_err().0.contains("unknown piece"));
+        let unused = spec(
+            vec![piece("<unk>", 0.0, PieceKind::Unknown), piece("x", 0.0, PieceKind::Unused)],
+            false,
+        );
+        assert!(SentencePiece::new(unused).unwrap_err().0.contains("UNUSED"));
+    }
+}

