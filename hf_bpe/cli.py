@@ -1,7 +1,8 @@
 """The ``hf-bpe`` command line.
 
 ``hf-bpe train`` learns a tokenizer from text files, a ``datasets`` dataset, or (with no input) an
-embedded default corpus: Python's own documentation (``pydoc_data.topics``, shipped with CPython)::
+embedded default corpus: Python's own documentation (``pydoc_data.topics``, shipped with CPython);
+``hf-bpe convert`` and ``hf-bpe inspect`` come from :mod:`hf_bpe.cli_convert`::
 
     hf-bpe train --vocab-size 4096 --out my-tokenizer
     hf-bpe train data/*.txt --vocab-size 32768 --special-token '<|endoftext|>' --out my-tokenizer
@@ -35,6 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 failed, 2 bad usage)."""
     parser = _parser()
     arguments = parser.parse_args(argv)
+    if arguments.command != "train":
+        from hf_bpe import cli_convert
+
+        return cli_convert.run(arguments)
     try:
         return int(arguments.run(arguments))
     except UsageError as error:
@@ -101,6 +106,10 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
     train.set_defaults(run=_train, parser=train)
+
+    from hf_bpe import cli_convert
+
+    cli_convert.register(commands)
     return parser
 
 

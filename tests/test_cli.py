@@ -149,3 +149,12 @@ def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "260 tokens" in done.stdout
     assert (tmp_path / "t" / MODEL_FILE).is_file()
+
+
+def test_inspect_reads_what_train_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello hello world\n" * 50, encoding="utf-8")
+    assert main(["train", str(corpus), "--vocab-size", "260", "--out", str(tmp_path / "t"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(tmp_path / "t" / MODEL_FILE)]) == 0
+    assert "260" in capsys.readouterr().out
