@@ -9,8 +9,9 @@ embedded default corpus: Python's own documentation (``pydoc_data.topics``, ship
     hf-bpe train --dataset wikitext --dataset-config wikitext-2-raw-v1 --split train \\
         --vocab-size 8192 --out my-tokenizer
 
-``--out DIR`` receives the model in our own one-file format (``DIR/hf_bpe.json``, read it back with
-``hf_bpe.BPE.load``).
+``--out DIR`` receives a transformers tokenizer folder (``AutoTokenizer.from_pretrained(DIR)``): our
+model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``tokenizer.json``,
+``tokenizer_config.json`` and a model card ``README.md``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-MODEL_FILE = "hf_bpe.json"
-"""The model's file name inside ``--out DIR``."""
+from hf_bpe.model import MODEL_FILE
 
 DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 
@@ -143,12 +143,17 @@ def _train(arguments: argparse.Namespace) -> int:
         name=arguments.name or arguments.out.resolve().name,
     )
     elapsed = time.perf_counter() - started
-    path = model.save(arguments.out / MODEL_FILE)
+    from hf_bpe.hf import save_tokenizer_folder
+
+    eos = "<|endoftext|>" if "<|endoftext|>" in model.special_tokens else None
+    training = {"corpus": described, "vocab_size": arguments.vocab_size}
+    save_tokenizer_folder(model, arguments.out, eos_token=eos, card={"training": training})
+    path = arguments.out / MODEL_FILE
 
     specials = len(model.special_tokens_set)
     merges = len(model.mergeable_ranks) - 256
     pattern = hf_bpe.patterns.name_of(model.pattern) or "custom regex"
-    print(f"Wrote {path}")
+    print(f"Wrote {arguments.out} (AutoTokenizer.from_pretrained loads it; model file {path.name})")
     print(
         f"  {model.n_vocab} tokens: 256 bytes + {merges} merges + {specials} special token{'s' if specials != 1 else ''}; "
         f"pattern {pattern}; trained on {described} in {elapsed:.1f} s"

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 import hf_bpe
+from transformers import AutoTokenizer
+
 from hf_bpe.cli import MODEL_FILE, main
 
 
@@ -35,7 +37,8 @@ def test_train_on_files_writes_the_model_and_a_summary(
     )
     assert status == 0
     out = capsys.readouterr().out
-    assert f"Wrote {tmp_path / 'tok' / MODEL_FILE}" in out
+    assert f"Wrote {tmp_path / 'tok'}" in out
+    assert type(AutoTokenizer.from_pretrained(tmp_path / "tok")).__name__ == "BPETokenizer"
     assert "270 tokens: 256 bytes + 12 merges + 2 special tokens; pattern gpt2" in out
     model = hf_bpe.BPE.load(tmp_path / "tok" / MODEL_FILE)
     assert model.n_vocab == 270 and model.name == "tok"
