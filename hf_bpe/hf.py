@@ -34,7 +34,7 @@ from transformers.tokenization_utils_base import (
 
 from hf_bpe._io import atomic_write
 from hf_bpe.byte_level import BYTE_TO_UNICODE, UNICODE_TO_BYTE
-from hf_bpe.errors import InvalidVocabularyError, TokenizerFileError
+from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import BPE
 
 __all__ = ["MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "save_tokenizer_folder"]
@@ -103,6 +103,11 @@ class BPETokenizer(PreTrainedTokenizer):
             model = _load_model(vocab_file, kwargs.get("name_or_path"))
         elif not isinstance(model, BPE):
             raise TypeError(f"model must be an hf_bpe.BPE, got {type(model).__name__}")
+        if model.kind == "sentencepiece":
+            raise ConversionError(
+                f"{model!r} is a SentencePiece model; BPETokenizer wraps byte-level BPE models (ranks or "
+                "merges). For transformers, use its SentencePiece tokenizers (e.g. LlamaTokenizer) on the .model"
+            )
         self._model = model
         self._add_bos = bool(settings.get("add_bos_token", False) if add_bos_token is None else add_bos_token)
         self._add_eos = bool(settings.get("add_eos_token", False) if add_eos_token is None else add_eos_token)
@@ -851,7 +856,6 @@ class BPETokenizer(PreTrainedTokenizer):
             eos_token=self.eos_token,
             add_bos_token=self._add_bos,
             add_eos_token=self._add_eos,
-            merges=self._get_tables().merges(self._model),
         )
         special_map = {key: _token_json(self._special_tokens_map[key]) for key in self.special_tokens_map}
         if self._extra_special_tokens:
@@ -982,14 +986,6 @@ class _Tables:
         self.spelled = spelled
         self.continues = continues
         self.vocab = {token: token_id for token_id, token in enumerate(spelled) if token is not None}
-        self._merges: list[tuple[bytes, bytes]] | None = None
-
-    def merges(self, model: BPE) -> list[tuple[bytes, bytes]]:
-        if self._merges is None:
-            import conversion.hf
-
-            self._merges = conversion.hf.recover_merges(model.mergeable_ranks)
-        return self._merges
 
 
 class _AddedTokens:

@@ -278,6 +278,48 @@ def test_tokenizer_json_keeps_ids_across_holes_and_added_tokens(tmp_path: Path) 
         assert loaded.encode(f"x{text}y").ids == [*model.encode("x"), token_id, *model.encode("y")]
 
 
+@pytest.mark.parametrize("ignore_merges", [False, True])
+def test_merges_list_models_keep_their_merges(ignore_merges: bool) -> None:
+    """A merges-list model, with tokens no merge makes (the whole-piece rule alone may produce them)."""
+    ranks = naive_bpe_ranks("\n".join(varied_documents(80, seed=2)), 100, hf_bpe.patterns.GPT2)
+    merges = conversion.hf.recover_merges(ranks)
+    vocab = {**ranks, b"the abc": len(ranks), b" abc": len(ranks) + 1}
+    model = BPE.from_merges(
+        vocab, merges, CUSTOM_PATTERN, {"<|end|>": len(vocab)}, ignore_merges=ignore_merges
+    )
+    assert model.kind == "merges"
+    texts = varied_documents(200, seed=8) + ["the abc abc", " abc"]
+    tokenizer = conversion.hf.build_tokenizer(model)
+    assert model.encode_ordinary_batch(texts) == [
+        e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)
+    ]
+    wrapped = BPETokenizer.from_model(model, eos_token="<|end|>", add_eos_token=True)
+    assert wrapped(texts)["input_ids"] == [[*ids, len(vocab)] for ids in model.encode_ordinary_batch(texts)]
+
+
+@pytest.mark.parametrize("name", [*NAMED, "trained", "custom"])
+def test_the_reader_reads_what_the_writer_wrote(name: str, tmp_path: Path) -> None:
+    model = encoding(name)
+    loaded = conversion.hf.load(conversion.hf.save(model, tmp_path / "tokenizer.json"))
+    texts = varied_documents(100, seed=13)
+    assert loaded.encode_batch(texts, allowed_special="all") == model.encode_batch(
+        texts, allowed_special="all"
+    )
+    if name != "custom":  # a custom pattern comes back in a different (equivalent) spelling
+        assert loaded == model
+
+
+def test_sentencepiece_models_are_refused() -> None:
+    from hf_bpe.sentencepiece import NORMAL, UNKNOWN, Piece, SentencePieceSpec
+
+    spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1, NORMAL), Piece("a", -2, NORMAL)))
+    model = BPE.from_sentencepiece(spec)
+    with pytest.raises(hf_bpe.ConversionError, match="SentencePiece model"):
+        conversion.hf.build_tokenizer(model)
+    with pytest.raises(hf_bpe.ConversionError, match="SentencePiece model"):
+        BPETokenizer.from_model(model)
+
+
 def test_added_token_on_an_ordinary_id_is_refused() -> None:
     with pytest.raises(InvalidVocabularyError, match="id of the ordinary token"):
         conversion.hf.build_tokenizer(encoding("gpt2"), added_tokens={100: tokenizers.AddedToken("<x>")})
