@@ -1238,19 +1238,29 @@ def _token_json(token: AddedToken | str) -> Any:
     return token
 
 
-def save_tokenizer_folder(model: BPE, directory: str | os.PathLike[str], **policy: Any) -> tuple[str, ...]:
+def save_tokenizer_folder(
+    model: BPE,
+    directory: str | os.PathLike[str],
+    *,
+    card: Mapping[str, Any] | None = None,
+    **policy: Any,
+) -> tuple[str, ...]:
     """Write ``model`` as a transformers tokenizer folder: ``BPETokenizer.from_model(model,
-    **policy).save_pretrained(directory)`` (what ``hf-bpe train --out DIR`` writes).
+    **policy).save_pretrained(directory)`` (what ``hf-bpe train --out DIR`` should write).
+
+    ``card`` adds what the model card cannot see in the model, kept in ``tokenizer_config.json``:
+    ``title``, ``provenance`` (a sentence, e.g. where a converted model came from) and ``training``,
+    a dict with any of ``corpus`` (a description), ``texts``, ``bytes``, ``vocab_size``, and
+    ``sample_bytes`` / ``sample_tokens`` (the compression measured on the training data).
 
     >>> import hf_bpe, tempfile
-    >>> files = save_tokenizer_folder(hf_bpe.get_encoding("gpt2"), tempfile.mkdtemp(), eos_token="<|endoftext|>")
+    >>> files = save_tokenizer_folder(hf_bpe.get_encoding("gpt2"), tempfile.mkdtemp(), eos_token="<|endoftext|>",
+    ...                               card={"training": {"corpus": "WebText", "vocab_size": 50257}})
     >>> sorted(os.path.basename(file) for file in files)[:3]
     ['README.md', 'hf_bpe.json', 'special_tokens_map.json']
     """
-    card = policy.pop("card", None)
     tokenizer = BPETokenizer.from_model(model, **policy)
-    if card:
-        tokenizer._card.update(card)
+    tokenizer._card.update(card or {})
     return tokenizer.save_pretrained(directory)
 
 
