@@ -627,9 +627,19 @@ def test_remote_code_is_opt_in(tmp_path: Path) -> None:
 
 
 def test_save_tokenizer_folder_is_from_model_then_save_pretrained(tmp_path: Path) -> None:
-    hf_bpe.save_tokenizer_folder(encoding("trained"), tmp_path, eos_token="<|endoftext|>", add_eos_token=True)
+    training = {"corpus": "three generated files", "vocab_size": 409}
+    hf_bpe.save_tokenizer_folder(
+        encoding("trained"),
+        tmp_path,
+        eos_token="<|endoftext|>",
+        add_eos_token=True,
+        card={"training": training},
+    )
     loaded = BPETokenizer.from_pretrained(tmp_path)
     assert loaded("abc")["input_ids"] == [*encoding("trained").encode("abc"), loaded.eos_token_id]
+    assert "Corpus: three generated files." in (tmp_path / "README.md").read_text()
+    loaded.save_pretrained(tmp_path / "again")  # what the card knows is kept in tokenizer_config.json
+    assert "Corpus: three generated files." in (tmp_path / "again" / "README.md").read_text()
 
 
 # -------------------------------------------------------------------------------- bad input
@@ -681,7 +691,7 @@ def test_bos_policy_needs_a_bos_token() -> None:
 # ------------------------------------------------------------------------------------ training
 
 
-def test_train_new_from_iterator_keeps_the_setup() -> None:
+def test_train_new_from_iterator_keeps_the_setup(tmp_path: Path) -> None:
     if not hasattr(hf_bpe, "train"):
         pytest.skip("hf_bpe.train is not on this branch yet")
     template = "{% for m in messages %}{{ m['content'] }}<|im_end|>{% endfor %}"
@@ -699,6 +709,10 @@ def test_train_new_from_iterator_keeps_the_setup() -> None:
     assert new.add_eos_token and new.eos_token == "<|endoftext|>"
     assert {"<|im_start|>", "<|im_end|>", "<|new|>"} <= set(new.all_special_tokens)
     assert new.decode(new("some text")["input_ids"], skip_special_tokens=True) == "some text"
+    new.save_pretrained(tmp_path)
+    card = (tmp_path / "README.md").read_text()
+    assert f"{len(corpus):,} texts" in card and "Trained to a vocabulary of 400" in card
+    assert "| start of the training data |" in card
 
 
 # ---------------------------------------------------------------------------------- examples
