@@ -508,6 +508,17 @@ def test_tokens_added_at_run_time_are_matched_in_the_core_as_tokenizers_matches_
     assert tokenizer.decode(tokenizer("zz top <cls>")["input_ids"], skip_special_tokens=True) == "zz top "
 
 
+def test_added_tokens_that_strip_spaces_take_transformers_path() -> None:
+    tokenizer = tokenizer_for("gpt2")
+    tokenizer.add_tokens([transformers.AddedToken("<mask>", lstrip=True, special=True, normalized=False)])
+    reference = conversion.hf.build_tokenizer(encoding("gpt2"), added_tokens=tokenizer.added_tokens_decoder)
+    for text in ["hello <mask> world", "<mask>x", "a  <mask>"]:
+        assert tokenizer(text)["input_ids"] == reference.encode(text).ids
+        assert tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) == reference.encode(text).ids
+    with pytest.raises(NotImplementedError, match="lstrip"):
+        tokenizer("hello <mask>", return_offsets_mapping=True)
+
+
 def test_split_special_tokens_encodes_special_text_as_text() -> None:
     tokenizer = tokenizer_for("gpt2")
     text = "a <|endoftext|> b"
