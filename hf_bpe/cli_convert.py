@@ -36,11 +36,9 @@ from typing import Any
 
 from hf_bpe import patterns
 from hf_bpe.errors import ConversionError
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, MODEL_FILE
 
 FORMATS = ("tiktoken", "tekken", "gpt2", "sentencepiece", "hf", "hf_bpe", "folder")
-MODEL_FILE = "hf_bpe.json"
-"""The model file inside a BPETokenizer folder (and what ``hf-bpe train --out`` writes)."""
 SAMPLE = "Hello world! It's 2024: naïve café, 日本語, 🦙 <|endoftext|>"
 
 
