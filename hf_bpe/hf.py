@@ -359,8 +359,8 @@ class BPETokenizer(PreTrainedTokenizer):
         policy = added.policy_without_specials if split_special_tokens else added.policy
         if added.first_phase is not None and not split_special_tokens:
             return [added.two_phase(self._model, text)[0] for text in texts]
-        if len(texts) == 1 or _in_forked_child:
-            return [self._model._core.encode(text, policy) for text in texts]
+        if len(texts) == 1:
+            return [self._model._core.encode(texts[0], policy)]
         return self._model._core.encode_batch(texts, policy, None)
 
     def _encode_with_offsets(
@@ -953,17 +953,6 @@ class BPETokenizer(PreTrainedTokenizer):
 
 # ---------------------------------------------------------------------------------- helpers
 
-# A forked child (datasets.map(num_proc=...), DataLoader workers) has no threads but the forking
-# one, so the core's thread pool, if the parent started it, would wait forever: encode one by one.
-_in_forked_child = False
-
-
-def _note_fork() -> None:
-    global _in_forked_child
-    _in_forked_child = True
-
-
-os.register_at_fork(after_in_child=_note_fork)
 
 
 _Encoded = tuple[list[int], list[tuple[int, int]] | None]
