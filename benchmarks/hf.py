@@ -38,7 +38,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-import textgen  # noqa: E402  (tests/textgen.py: generated text when no corpus is at hand)
+import textgen
 
 SHARED_CORPORA = REPO.parent / "shared" / "data" / "corpora"
 MB = 1_000_000
@@ -73,7 +73,9 @@ def batches(texts: list[str], size: int) -> list[list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--corpus", type=Path, nargs="*", default=[SHARED_CORPORA])
     parser.add_argument("--limit-mb", type=float, default=5.0)
     parser.add_argument("--encoding", default="cl100k_base")
@@ -85,8 +87,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if os.environ["RAYON_NUM_THREADS"] != str(args.threads):
         print(f"note: RAYON_NUM_THREADS={os.environ['RAYON_NUM_THREADS']} (set it to match --threads)")
 
-    import hf_bpe
     from transformers import TokenizersBackend
+
+    import hf_bpe
 
     description, documents = load_documents(args.corpus, args.limit_mb, args.seed)
     lines = [line for doc in documents for line in doc.splitlines(keepends=True) if line.strip()]
@@ -103,9 +106,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         chunks = batches(texts, args.batch_size)
         size = textgen.utf8_size(texts) / MB
         runs: dict[str, Callable[[], Any]] = {
-            "raw": lambda: [model.encode_batch(c, allowed_special="all", num_threads=args.threads) for c in chunks],
-            "BPETokenizer": lambda: [ours(c) for c in chunks],
-            "TokenizersBackend": lambda: [theirs(c) for c in chunks],
+            "raw": lambda chunks=chunks: [
+                model.encode_batch(chunk, allowed_special="all", num_threads=args.threads) for chunk in chunks
+            ],
+            "BPETokenizer": lambda chunks=chunks: [ours(chunk) for chunk in chunks],
+            "TokenizersBackend": lambda chunks=chunks: [theirs(chunk) for chunk in chunks],
         }
         ids = {name: [ids for chunk in run() for ids in (chunk if name == "raw" else chunk["input_ids"])]
                for name, run in runs.items()}  # fmt: skip

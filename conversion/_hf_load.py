@@ -182,17 +182,23 @@ def _pattern(pre_tokenizer: Any, refuse: Any) -> str:
     if len(splits) != 1 or byte_level.get("use_regex", True):
         raise refuse("only one Split followed by ByteLevel without regex is supported")
     split = splits[0]
-    if split.get("type") != "Split" or split.get("behavior") != "Isolated" or split.get("invert"):
+    # Removed + invert keeps the matches as pieces and drops the rest, as tiktoken (conversion.hf.save).
+    drops_gaps = split.get("behavior") == "Removed" and split.get("invert") is True
+    if split.get("type") != "Split" or not (drops_gaps or (split.get("behavior") == "Isolated" and not split.get("invert"))):
         raise refuse(f"the pre-tokenizer step {_describe(split)} is not supported (expected an Isolated Split)")
     regex = split.get("pattern", {}).get("Regex")
     if regex is None:
         raise refuse("a Split with a plain string pattern is not supported (expected a Regex)")
     if regex == BYTE_LEVEL_REGEX:
         return patterns.GPT2
+    from conversion.hf import translate_pattern  # how conversion.hf.save writes the named patterns
+
     translated = oniguruma_to_fancy(regex)
     for named in (patterns.GPT2, patterns.CL100K, patterns.O200K):
-        if translated == named:
+        if translated == named or regex == translate_pattern(named):
             return named
+    if drops_gaps:
+        return translated
     # `tokenizers` keeps the text between matches as pieces; tiktoken's splitter drops it.
     return f"(?:{translated})|(?:(?!(?:{translated}))(?s:.))+"
 

@@ -1,20 +1,26 @@
 """Hugging Face ``tokenizer.json`` (the `tokenizers` library's one-file format).
 
-:func:`save` writes a ``tokenizer.json`` that makes `tokenizers` (and so transformers'
-``TokenizersBackend``) produce exactly our ids. Four things make that work:
+:func:`save` writes a ``tokenizer.json`` with which `tokenizers` (and so transformers'
+``TokenizersBackend``) gives exactly our ids; :func:`load` (in ``_hf_load``) reads one. What
+makes the written file exact:
 
-- **Pattern.** tiktoken's split regexes are written for fancy-regex; `tokenizers` runs Oniguruma
-  (Ruby syntax), which reads them differently: ``\\p{N}{1,3}+`` is not possessive there, and ``$``
-  and ``^`` match at every line end and start. :func:`translate_pattern` rewrites possessive
-  quantifiers as atomic groups and anchors as ``\\z`` / ``\\A``.
-- **Whole-piece rule.** ``ignore_merges: true``: a piece that is itself a token becomes that token.
-- **Merges.** A rank table has no merges; :func:`recover_merges` finds, for each token, the pair that
-  forms it when BPE runs on its bytes with lower ranks only.
+- **Pattern.** tiktoken's split regexes are fancy-regex's; `tokenizers` runs Oniguruma (Ruby
+  syntax), which reads some of it differently (``\\p{N}{1,3}+`` is not possessive there; ``$`` and
+  ``^`` match at every line). :func:`translate_pattern` rewrites that. Text the pattern does not
+  match is dropped, as tiktoken drops it (``Split`` with ``Removed`` and ``invert``); the named
+  patterns match all text, and are written as the usual ``Isolated`` split.
+- **Whole-piece rule.** ``ignore_merges`` as the model has it (always, for rank models).
+- **Merges.** A rank table has none; the core recovers them and proves the list encodes as the
+  ranks do, else :func:`recover_merges` gives a list that does for any rank table. Merges-list
+  models (GPT-2 files, ``tokenizer.json``) keep theirs. SentencePiece models are refused.
 - **Ids.** `tokenizers` numbers added tokens that are not in the model's vocabulary consecutively
   after it, whatever ids the file says. So every id below the last run of consecutive added tokens
   lives in the model vocabulary: holes get placeholder entries (spelled with a space, which no
   byte-level piece contains, so they can never be produced) and earlier special tokens are entered
   under their own text.
+
+Where the pattern is not one of the named ones, :func:`build_tokenizer` encodes a set of probe
+texts with both and refuses (:class:`~hf_bpe.errors.ConversionError`) on any difference.
 """
 
 from __future__ import annotations
@@ -27,12 +33,21 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
+from conversion._hf_load import load  # the reader, written alongside this writer
 from hf_bpe import BPE, patterns
 from hf_bpe._io import atomic_write
 from hf_bpe.byte_level import BYTE_TO_UNICODE
-from hf_bpe.errors import InvalidVocabularyError
+from hf_bpe.errors import ConversionError, InvalidVocabularyError
 
-__all__ = ["ConversionError", "build_tokenizer", "probe_texts", "recover_merges", "save", "translate_pattern"]
+__all__ = [
+    "ConversionError",
+    "build_tokenizer",
+    "load",
+    "probe_texts",
+    "recover_merges",
+    "save",
+    "translate_pattern",
+]
 
 PLACEHOLDER = "<unused id {id}>"
 """Vocabulary entry for an id the model does not use (never produced: it contains a space)."""
@@ -44,10 +59,6 @@ _SPELLING = dict(BYTE_TO_UNICODE)
 def _spell(token: bytes) -> str:
     """Token bytes in GPT-2's byte-to-unicode alphabet (``hf_bpe.byte_level.token_to_str``, faster)."""
     return token.decode("latin-1").translate(_SPELLING)
-
-
-class ConversionError(ValueError):
-    """A model that `tokenizers` cannot reproduce; the message says what differs."""
 
 
 # ------------------------------------------------------------------------------------- pattern
@@ -239,6 +250,12 @@ def build_tokenizer(
     """
     if not isinstance(model, BPE):
         raise TypeError(f"build_tokenizer expects an hf_bpe.BPE, got {type(model).__name__}")
+    if model.kind == "sentencepiece":
+        raise ConversionError(
+            f"{model!r} is a SentencePiece model: it merges characters by piece score after its own "
+            "normalization, which a byte-level tokenizer.json cannot express; keep it as a .model "
+            "(conversion.sentencepiece)"
+        )
     ranks = model.mergeable_ranks
     tokens = _added_token_table(model, ranks, added_tokens or {})
     vocab = {_spell(token): rank for token, rank in ranks.items()}
@@ -261,19 +278,20 @@ def build_tokenizer(
             vocab[content] = token_id
         elif token_id not in rank_ids:
             vocab[PLACEHOLDER.format(id=token_id)] = token_id
+    proven = True
     if merges is None:
-        merges = recover_merges(ranks)
+        merges, proven = _merges(model, ranks)
     bpe = models.BPE(
         vocab=vocab,
         merges=[(_spell(left), _spell(right)) for left, right in merges],
         fuse_unk=False,
         byte_fallback=False,
-        ignore_merges=True,
+        ignore_merges=bool(model.ignore_merges),
     )
     tokenizer = Tokenizer(bpe)
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(translate_pattern(model.pattern)), behavior="removed", invert=True),
+            _split(model.pattern),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]
     )
@@ -290,9 +308,29 @@ def build_tokenizer(
                 f"not {token_id}"
             )
     tokenizer.post_processor = _post_processor(tokenizer, bos_token, eos_token, add_bos_token, add_eos_token)
-    if check if check is not None else patterns.name_of(model.pattern) is None:
+    if check if check is not None else not proven or patterns.name_of(model.pattern) is None:
         _check_same_ids(model, tokenizer)
     return tokenizer
+
+
+def _merges(model: BPE, ranks: Mapping[bytes, int]) -> tuple[list[tuple[bytes, bytes]], bool]:
+    """The merges list to write and whether the core proved it encodes as ``model``: a merges-list
+    model's own; for a rank model the core's recovered list when it proves that equal (the usual
+    case), else :func:`recover_merges`'s."""
+    if model.kind == "merges":
+        return model.merges, True
+    if model.merge_rule_difference(ignore_merges=True) is None:
+        return model.merges, True
+    return recover_merges(ranks), False
+
+
+def _split(pattern: str) -> pre_tokenizers.Split:
+    """The Split step: pieces are the pattern's matches; text between them is dropped (tiktoken).
+    The named patterns match every character, so they take the conventional ``Isolated`` form."""
+    regex = Regex(translate_pattern(pattern))
+    if patterns.name_of(pattern) is not None:
+        return pre_tokenizers.Split(regex, behavior="isolated", invert=False)
+    return pre_tokenizers.Split(regex, behavior="removed", invert=True)
 
 
 def save(

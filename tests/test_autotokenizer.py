@@ -59,6 +59,9 @@ if __name__ == "__main__":
         import hf_bpe  # noqa: F401
     from transformers import AutoTokenizer
 
+    if mode == "import-after":  # transformers' auto module is already loaded when hf_bpe arrives
+        import hf_bpe  # noqa: F401
+
     options = {"trust_remote_code": True} if mode == "trust" else {}
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, **options)
@@ -152,6 +155,14 @@ def test_a_after_import_hf_bpe_autotokenizer_returns_our_class(
     folders: dict[str, Any], tmp_path: Path
 ) -> None:
     result = _run(folders, "import", "plain", tmp_path)
+    assert result["class"] == "hf_bpe.hf.BPETokenizer"
+    _assert_same(result, folders["expected"])
+
+
+def test_a_registration_also_works_when_transformers_came_first(
+    folders: dict[str, Any], tmp_path: Path
+) -> None:
+    result = _run(folders, "import-after", "plain", tmp_path)
     assert result["class"] == "hf_bpe.hf.BPETokenizer"
     _assert_same(result, folders["expected"])
 

@@ -278,6 +278,48 @@ def test_tokenizer_json_keeps_ids_across_holes_and_added_tokens(tmp_path: Path) 
         assert loaded.encode(f"x{text}y").ids == [*model.encode("x"), token_id, *model.encode("y")]
 
 
+@pytest.mark.parametrize("ignore_merges", [False, True])
+def test_merges_list_models_keep_their_merges(ignore_merges: bool) -> None:
+    """A merges-list model, with tokens no merge makes (the whole-piece rule alone may produce them)."""
+    ranks = naive_bpe_ranks("\n".join(varied_documents(80, seed=2)), 100, hf_bpe.patterns.GPT2)
+    merges = conversion.hf.recover_merges(ranks)
+    vocab = {**ranks, b"the abc": len(ranks), b" abc": len(ranks) + 1}
+    model = BPE.from_merges(
+        vocab, merges, CUSTOM_PATTERN, {"<|end|>": len(vocab)}, ignore_merges=ignore_merges
+    )
+    assert model.kind == "merges"
+    texts = varied_documents(200, seed=8) + ["the abc abc", " abc"]
+    tokenizer = conversion.hf.build_tokenizer(model)
+    assert model.encode_ordinary_batch(texts) == [
+        e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)
+    ]
+    wrapped = BPETokenizer.from_model(model, eos_token="<|end|>", add_eos_token=True)
+    assert wrapped(texts)["input_ids"] == [[*ids, len(vocab)] for ids in model.encode_ordinary_batch(texts)]
+
+
+@pytest.mark.parametrize("name", [*NAMED, "trained", "custom"])
+def test_the_reader_reads_what_the_writer_wrote(name: str, tmp_path: Path) -> None:
+    model = encoding(name)
+    loaded = conversion.hf.load(conversion.hf.save(model, tmp_path / "tokenizer.json"))
+    texts = varied_documents(100, seed=13)
+    assert loaded.encode_batch(texts, allowed_special="all") == model.encode_batch(
+        texts, allowed_special="all"
+    )
+    if name != "custom":  # a custom pattern comes back in a different (equivalent) spelling
+        assert loaded == model
+
+
+def test_sentencepiece_models_are_refused() -> None:
+    from hf_bpe.sentencepiece import NORMAL, UNKNOWN, Piece, SentencePieceSpec
+
+    spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1, NORMAL), Piece("a", -2, NORMAL)))
+    model = BPE.from_sentencepiece(spec)
+    with pytest.raises(hf_bpe.ConversionError, match="SentencePiece model"):
+        conversion.hf.build_tokenizer(model)
+    with pytest.raises(hf_bpe.ConversionError, match="SentencePiece model"):
+        BPETokenizer.from_model(model)
+
+
 def test_added_token_on_an_ordinary_id_is_refused() -> None:
     with pytest.raises(InvalidVocabularyError, match="id of the ordinary token"):
         conversion.hf.build_tokenizer(encoding("gpt2"), added_tokens={100: tokenizers.AddedToken("<x>")})
@@ -466,6 +508,17 @@ def test_tokens_added_at_run_time_are_matched_in_the_core_as_tokenizers_matches_
     assert tokenizer.decode(tokenizer("zz top <cls>")["input_ids"], skip_special_tokens=True) == "zz top "
 
 
+def test_added_tokens_that_strip_spaces_take_transformers_path() -> None:
+    tokenizer = tokenizer_for("gpt2")
+    tokenizer.add_tokens([transformers.AddedToken("<mask>", lstrip=True, special=True, normalized=False)])
+    reference = conversion.hf.build_tokenizer(encoding("gpt2"), added_tokens=tokenizer.added_tokens_decoder)
+    for text in ["hello <mask> world", "<mask>x", "a  <mask>"]:
+        assert tokenizer(text)["input_ids"] == reference.encode(text).ids
+        assert tokenizer.convert_tokens_to_ids(tokenizer.tokenize(text)) == reference.encode(text).ids
+    with pytest.raises(NotImplementedError, match="lstrip"):
+        tokenizer("hello <mask>", return_offsets_mapping=True)
+
+
 def test_split_special_tokens_encodes_special_text_as_text() -> None:
     tokenizer = tokenizer_for("gpt2")
     text = "a <|endoftext|> b"
@@ -585,9 +638,19 @@ def test_remote_code_is_opt_in(tmp_path: Path) -> None:
 
 
 def test_save_tokenizer_folder_is_from_model_then_save_pretrained(tmp_path: Path) -> None:
-    hf_bpe.save_tokenizer_folder(encoding("trained"), tmp_path, eos_token="<|endoftext|>", add_eos_token=True)
+    training = {"corpus": "three generated files", "vocab_size": 409}
+    hf_bpe.save_tokenizer_folder(
+        encoding("trained"),
+        tmp_path,
+        eos_token="<|endoftext|>",
+        add_eos_token=True,
+        card={"training": training},
+    )
     loaded = BPETokenizer.from_pretrained(tmp_path)
     assert loaded("abc")["input_ids"] == [*encoding("trained").encode("abc"), loaded.eos_token_id]
+    assert "Corpus: three generated files." in (tmp_path / "README.md").read_text()
+    loaded.save_pretrained(tmp_path / "again")  # what the card knows is kept in tokenizer_config.json
+    assert "Corpus: three generated files." in (tmp_path / "again" / "README.md").read_text()
 
 
 # -------------------------------------------------------------------------------- bad input
@@ -639,7 +702,7 @@ def test_bos_policy_needs_a_bos_token() -> None:
 # ------------------------------------------------------------------------------------ training
 
 
-def test_train_new_from_iterator_keeps_the_setup() -> None:
+def test_train_new_from_iterator_keeps_the_setup(tmp_path: Path) -> None:
     if not hasattr(hf_bpe, "train"):
         pytest.skip("hf_bpe.train is not on this branch yet")
     template = "{% for m in messages %}{{ m['content'] }}<|im_end|>{% endfor %}"
@@ -657,6 +720,10 @@ def test_train_new_from_iterator_keeps_the_setup() -> None:
     assert new.add_eos_token and new.eos_token == "<|endoftext|>"
     assert {"<|im_start|>", "<|im_end|>", "<|new|>"} <= set(new.all_special_tokens)
     assert new.decode(new("some text")["input_ids"], skip_special_tokens=True) == "some text"
+    new.save_pretrained(tmp_path)
+    card = (tmp_path / "README.md").read_text()
+    assert f"{len(corpus):,} texts" in card and "Trained to a vocabulary of 400" in card
+    assert "| start of the training data |" in card
 
 
 # ---------------------------------------------------------------------------------- examples
