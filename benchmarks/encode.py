@@ -35,8 +35,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-import oracles  # noqa: E402  (tests/oracles.py: offline tiktoken cache)
-import textgen  # noqa: E402  (tests/textgen.py: generated text when no corpus is at hand)
+import oracles
+import textgen
 
 SHARED_CORPORA = REPO.parent / "shared" / "data" / "corpora"
 ENCODINGS = ("cl100k_base", "o200k_base", "gpt2")

@@ -17,9 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import oracles
+import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 """Reference data written by others (``../shared/data`` from the repository root); may be absent."""

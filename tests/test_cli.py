@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-import hf_bpe
 from transformers import AutoTokenizer
 
+import hf_bpe
 from hf_bpe.cli import MODEL_FILE, main
 
 

@@ -24,11 +24,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+import textgen
+from conftest import PARITY_ENCODINGS, require_shared, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import textgen
-from conftest import PARITY_ENCODINGS, SHARED_DATA, require_shared, scaled
 
 SEED = 20240611
 GENERATED_BYTES = 5_000_000

@@ -525,7 +525,6 @@ def test_counting_a_file_streams_it(tmp_path: Path) -> None:
     raises the peak resident size by far less than the file's size."""
     import subprocess
     import sys
-
     from pydoc_data.topics import topics
 
     text = "\n".join(topics[name] for name in sorted(topics))

@@ -77,10 +77,7 @@ SPECIAL_LOOKALIKES = [
     "<|endoftext|><|endoftext|>", "< |endoftext|>", "<|ENDOFTEXT|>", "<|endoftext|>\n", " <|endoftext|> ",
 ]
 
-WORDS = ("the of and to in is was for on that with as by at from his her it an were are which this be or "
-         "has had not but first one their its new after who they have two been year also other into more "
-         "only time can would over such when most some like then them these than there what about out up "
-         "naïve café façade résumé Straße Ärger Öl über señor niño garçon smörgåsbord").split()
+WORDS = ["the", "of", "and", "to", "in", "is", "was", "for", "on", "that", "with", "as", "by", "at", "from", "his", "her", "it", "an", "were", "are", "which", "this", "be", "or", "has", "had", "not", "but", "first", "one", "their", "its", "new", "after", "who", "they", "have", "two", "been", "year", "also", "other", "into", "more", "only", "time", "can", "would", "over", "such", "when", "most", "some", "like", "then", "them", "these", "than", "there", "what", "about", "out", "up", "naïve", "café", "façade", "résumé", "Straße", "Ärger", "Öl", "über", "señor", "niño", "garçon", "smörgåsbord"]
 
 PYTHON = '''def {name}({arg}, *args, **kwargs):
     """{doc}"""

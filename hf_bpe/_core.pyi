@@ -1,0 +1,9 @@
+# The Rust extension (crates/python). Its classes are used only through hf_bpe's Python modules,
+# which document the public API; to type checkers the extension is opaque.
+from typing import Any
+
+class PieceCounts:
+    def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+    def __getattr__(self, name: str) -> Any: ...
+
+def __getattr__(name: str) -> Any: ...
