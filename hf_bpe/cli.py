@@ -10,6 +10,9 @@ embedded default corpus: Python's own documentation (``pydoc_data.topics``, ship
 
 ``--out DIR`` receives the model in our own one-file format (``DIR/hf_bpe.json``, read it back with
 ``hf_bpe.BPE.load``).
+
+``hf-bpe convert SRC --to FORMAT OUT`` and ``hf-bpe inspect PATH`` convert and describe tokenizer
+files (:mod:`hf_bpe.cli_convert`).
 """
 
 from __future__ import annotations
@@ -101,6 +104,10 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
     train.set_defaults(run=_train, parser=train)
+
+    from hf_bpe import cli_convert  # convert, inspect
+
+    cli_convert.register(commands)
     return parser
 
 

@@ -986,9 +986,7 @@ class _Tables:
 
     def merges(self, model: BPE) -> list[tuple[bytes, bytes]]:
         if self._merges is None:
-            import conversion.hf
-
-            self._merges = conversion.hf.recover_merges(model.mergeable_ranks)
+            self._merges = model.merges  # a merges list's own, or recovered from the ranks
         return self._merges
 
 

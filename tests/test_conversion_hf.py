@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conversion_support import PARITY_STRINGS, assert_same, gpt2_files, varied_texts
 
-from conversion import _hf_load as hf_load
+import conversion.hf as hf_load
 from hf_bpe import BPE, patterns
 from hf_bpe.byte_level import token_to_str
 from hf_bpe.errors import TokenizerFileError
