@@ -15,6 +15,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        # mkstemp creates the file private (0600); give it the mode a plain open() would.
+        os.chmod(temporary, _mode_for(target))
         with os.fdopen(handle, "wb") as file:
             file.write(payload)
             file.flush()
@@ -27,3 +29,13 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
             pass
         raise
     return target
+
+
+def _mode_for(target: Path) -> int:
+    """The existing file's permissions, or those of a new file under the current umask."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

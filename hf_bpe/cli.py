@@ -1,18 +1,17 @@
 """The ``hf-bpe`` command line.
 
 ``hf-bpe train`` learns a tokenizer from text files, a ``datasets`` dataset, or (with no input) an
-embedded default corpus: Python's own documentation (``pydoc_data.topics``, shipped with CPython)::
+embedded default corpus: Python's own documentation (``pydoc_data.topics``, shipped with CPython);
+``hf-bpe convert`` and ``hf-bpe inspect`` come from :mod:`hf_bpe.cli_convert`::
 
     hf-bpe train --vocab-size 4096 --out my-tokenizer
     hf-bpe train data/*.txt --vocab-size 32768 --special-token '<|endoftext|>' --out my-tokenizer
     hf-bpe train --dataset wikitext --dataset-config wikitext-2-raw-v1 --split train \\
         --vocab-size 8192 --out my-tokenizer
 
-``--out DIR`` receives the model in our own one-file format (``DIR/hf_bpe.json``, read it back with
-``hf_bpe.BPE.load``).
-
-``hf-bpe convert SRC --to FORMAT OUT`` and ``hf-bpe inspect PATH`` convert and describe tokenizer
-files (:mod:`hf_bpe.cli_convert`).
+``--out DIR`` receives a transformers tokenizer folder (``AutoTokenizer.from_pretrained(DIR)``): our
+model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``tokenizer.json``,
+``tokenizer_config.json`` and a model card ``README.md``.
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-MODEL_FILE = "hf_bpe.json"
-"""The model's file name inside ``--out DIR``."""
+from hf_bpe.model import MODEL_FILE
 
 DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 
@@ -38,6 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 failed, 2 bad usage)."""
     parser = _parser()
     arguments = parser.parse_args(argv)
+    if arguments.command != "train":
+        from hf_bpe import cli_convert
+
+        return cli_convert.run(arguments)
     try:
         return int(arguments.run(arguments))
     except UsageError as error:
@@ -105,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--quiet", action="store_true", help="no progress bars")
     train.set_defaults(run=_train, parser=train)
 
-    from hf_bpe import cli_convert  # convert, inspect
+    from hf_bpe import cli_convert
 
     cli_convert.register(commands)
     return parser
@@ -141,12 +143,17 @@ def _train(arguments: argparse.Namespace) -> int:
         name=arguments.name or arguments.out.resolve().name,
     )
     elapsed = time.perf_counter() - started
-    path = model.save(arguments.out / MODEL_FILE)
+    from hf_bpe.hf import save_tokenizer_folder
+
+    eos = "<|endoftext|>" if "<|endoftext|>" in model.special_tokens else None
+    training = {"corpus": described, "vocab_size": arguments.vocab_size}
+    save_tokenizer_folder(model, arguments.out, eos_token=eos, card={"training": training})
+    path = arguments.out / MODEL_FILE
 
     specials = len(model.special_tokens_set)
     merges = len(model.mergeable_ranks) - 256
     pattern = hf_bpe.patterns.name_of(model.pattern) or "custom regex"
-    print(f"Wrote {path}")
+    print(f"Wrote {arguments.out} (AutoTokenizer.from_pretrained loads it; model file {path.name})")
     print(
         f"  {model.n_vocab} tokens: 256 bytes + {merges} merges + {specials} special token{'s' if specials != 1 else ''}; "
         f"pattern {pattern}; trained on {described} in {elapsed:.1f} s"

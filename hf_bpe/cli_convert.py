@@ -36,11 +36,9 @@ from typing import Any
 
 from hf_bpe import patterns
 from hf_bpe.errors import ConversionError
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, MODEL_FILE
 
 FORMATS = ("tiktoken", "tekken", "gpt2", "sentencepiece", "hf", "hf_bpe", "folder")
-MODEL_FILE = "hf_bpe.json"
-"""The model file inside a BPETokenizer folder (and what ``hf-bpe train --out`` writes)."""
 SAMPLE = "Hello world! It's 2024: naïve café, 日本語, 🦙 <|endoftext|>"
 
 
@@ -91,7 +89,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     through ``hf_bpe.cli``."""
     parser = argparse.ArgumentParser(prog="hf-bpe", description="Convert and inspect tokenizer files.")
     register(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
-    arguments = parser.parse_args(argv)
+    return run(parser.parse_args(argv))
+
+
+def run(arguments: argparse.Namespace) -> int:
+    """Run a parsed ``convert`` or ``inspect`` command line: bad usage exits through argparse
+    (status 2); a refused or failed conversion prints the error (status 1)."""
     try:
         return int(arguments.run(arguments))
     except (ValueError, TypeError, OSError, ImportError) as error:

@@ -35,12 +35,9 @@ from transformers.tokenization_utils_base import (
 from hf_bpe._io import atomic_write
 from hf_bpe.byte_level import BYTE_TO_UNICODE, UNICODE_TO_BYTE
 from hf_bpe.errors import InvalidVocabularyError, TokenizerFileError
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, MODEL_FILE
 
 __all__ = ["MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "save_tokenizer_folder"]
-
-MODEL_FILE = "hf_bpe.json"
-"""Our model file in a saved folder (``BPE.save``'s format)."""
 
 REMOTE_CODE_FILE = "tokenization_hf_bpe.py"
 """The one-line module that ``save_pretrained(..., remote_code=True)`` writes for ``auto_map``."""

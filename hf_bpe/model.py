@@ -31,6 +31,8 @@ _NOTHING: frozenset[str] = frozenset()
 
 MODEL_FORMAT = "hf_bpe"
 MODEL_FORMAT_VERSION = 1
+MODEL_FILE = "hf_bpe.json"
+"""The model file's name inside a tokenizer folder."""
 
 
 class BPE:

@@ -93,6 +93,9 @@ def count_pieces(
     """Count the distinct pieces of a corpus (same ``corpus`` forms as :func:`train`).
 
     Tables add up: counting shards separately and summing gives the table of the whole corpus.
+    Files are read as raw UTF-8 (no newline translation) and, with the named patterns (``gpt2``,
+    ``cl100k``, ``o200k``), streamed in chunks cut where the pieces provably do not change; a custom
+    regex gives no such guarantee, so then each file is read whole.
 
     >>> import hf_bpe, pickle
     >>> shards = [["the cat sat"], ["the hat"]]

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 import hf_bpe
+from transformers import AutoTokenizer
+
 from hf_bpe.cli import MODEL_FILE, main
 
 
@@ -35,7 +37,8 @@ def test_train_on_files_writes_the_model_and_a_summary(
     )
     assert status == 0
     out = capsys.readouterr().out
-    assert f"Wrote {tmp_path / 'tok' / MODEL_FILE}" in out
+    assert f"Wrote {tmp_path / 'tok'}" in out
+    assert type(AutoTokenizer.from_pretrained(tmp_path / "tok")).__name__ == "BPETokenizer"
     assert "270 tokens: 256 bytes + 12 merges + 2 special tokens; pattern gpt2" in out
     model = hf_bpe.BPE.load(tmp_path / "tok" / MODEL_FILE)
     assert model.n_vocab == 270 and model.name == "tok"
@@ -149,3 +152,12 @@ def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "260 tokens" in done.stdout
     assert (tmp_path / "t" / MODEL_FILE).is_file()
+
+
+def test_inspect_reads_what_train_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello hello world\n" * 50, encoding="utf-8")
+    assert main(["train", str(corpus), "--vocab-size", "260", "--out", str(tmp_path / "t"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(tmp_path / "t" / MODEL_FILE)]) == 0
+    assert "260" in capsys.readouterr().out

@@ -319,3 +319,28 @@ def test_corrupt_model_files_name_the_file(tmp_path, content: bytes) -> None:
     path.write_bytes(content)
     with pytest.raises(hf_bpe.TokenizerFileError, match="broken.json"):
         BPE.load(path)
+
+
+FORK_TEXTS = ["ab ab", "cab", "the rain in spain"]
+
+
+def _encode_batch_in_child(queue) -> None:  # runs in a forked process
+    queue.put(BPE(VOCABS["dense"], "gpt2").encode_batch(FORK_TEXTS))
+
+
+def test_encode_batch_works_in_a_forked_child_after_the_parent_used_threads() -> None:
+    """A process forked after the parent ran a batch (a datasets.map(num_proc=...) worker) must
+    not wait for the parent's threads, which do not exist in the child."""
+    import multiprocessing
+
+    BPE(BYTES, "gpt2").encode_batch(["warm up the parent's pool"] * 8)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_encode_batch_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("encode_batch hung in a forked child")
+    model = BPE(VOCABS["dense"], "gpt2")
+    assert queue.get(timeout=5) == [model.encode_ordinary(text) for text in FORK_TEXTS]

@@ -212,78 +212,78 @@ impl MergeTable {
     }
 
     /// The heap-based loop on initial symbols `ids` (at least one).
-    fn merge_heap_ids(&self, mut ids: Vec<Rank>, out: &mut Vec<Rank>) {
+    fn merge_heap_ids(&self, ids: Vec<Rank>, out: &mut Vec<Rank>) {
         const NONE: u32 = u32::MAX;
-        let len = ids.len();
-        // Symbols are indexed by their initial position; merged-away ones are dead.
-        let mut next: Vec<u32> = (1..=len as u32).collect();
-        next[len - 1] = NONE;
-        let mut prev: Vec<u32> = (0..len as u32)
-            .map(|position| position.wrapping_sub(1))
-            .collect();
-        prev[0] = NONE;
-        let mut alive = vec![true; len];
-
-        // (priority, left position, left id, right id); stale entries are skipped when popped.
-        let mut heap: BinaryHeap<Reverse<(u32, u32, Rank, Rank)>> = BinaryHeap::with_capacity(len);
-        for position in 0..len - 1 {
-            let merge = self.lookup(ids[position], ids[position + 1]);
-            if merge.priority != NO_MERGE.priority {
-                heap.push(Reverse((
-                    merge.priority,
-                    position as u32,
-                    ids[position],
-                    ids[position + 1],
-                )));
-            }
+        /// A symbol, indexed by its initial position; merged-away ones get id `NONE`. One array of
+        /// small nodes keeps each merge to a few cache lines.
+        #[derive(Clone, Copy)]
+        struct Node {
+            id: Rank,
+            prev: u32,
+            next: u32,
         }
-        while let Some(Reverse((_, left, left_id, right_id))) = heap.pop() {
-            let left = left as usize;
-            // A token's id changes whenever it merges (it gets longer), so matching ids mean the
-            // pair is still exactly the one this entry was made for.
-            if !alive[left] || ids[left] != left_id {
+        #[inline]
+        fn entry(priority: u32, position: usize) -> Reverse<u64> {
+            Reverse((u64::from(priority) << 32) | position as u64)
+        }
+        let len = ids.len();
+        let mut nodes: Vec<Node> = ids
+            .iter()
+            .enumerate()
+            .map(|(position, &id)| Node {
+                id,
+                prev: (position as u32).wrapping_sub(1),
+                next: if position + 1 == len { NONE } else { position as u32 + 1 },
+            })
+            .collect();
+        drop(ids);
+
+        // Entries are (priority << 32 | left position). An entry is current when the pair now at
+        // that position still merges with that priority; otherwise it is stale and skipped. Any
+        // current pair with that key is the right one to merge: the heap orders by (priority,
+        // position), exactly the rule.
+        let initial: Vec<Reverse<u64>> = (0..len - 1)
+            .filter_map(|position| {
+                let merge = self.lookup(nodes[position].id, nodes[position + 1].id);
+                (merge.priority != NO_MERGE.priority).then(|| entry(merge.priority, position))
+            })
+            .collect();
+        let mut heap = BinaryHeap::from(initial);
+        while let Some(Reverse(key)) = heap.pop() {
+            let priority = (key >> 32) as u32;
+            let left = (key & 0xFFFF_FFFF) as usize;
+            let node = nodes[left];
+            if node.id == NONE || node.next == NONE {
                 continue;
             }
-            let right = next[left];
-            if right == NONE || ids[right as usize] != right_id {
+            let right = node.next as usize;
+            let merge = self.lookup(node.id, nodes[right].id);
+            if merge.priority != priority {
                 continue;
             }
-            let right = right as usize;
-            ids[left] = self.lookup(left_id, right_id).merged;
-            alive[right] = false;
-            next[left] = next[right];
-            if next[right] != NONE {
-                prev[next[right] as usize] = left as u32;
-            }
-            if prev[left] != NONE {
-                let before = prev[left] as usize;
-                let merge = self.lookup(ids[before], ids[left]);
-                if merge.priority != NO_MERGE.priority {
-                    heap.push(Reverse((
-                        merge.priority,
-                        before as u32,
-                        ids[before],
-                        ids[left],
-                    )));
+            let after = nodes[right].next;
+            nodes[right].id = NONE;
+            nodes[left].id = merge.merged;
+            nodes[left].next = after;
+            if after != NONE {
+                nodes[after as usize].prev = left as u32;
+                let next_merge = self.lookup(merge.merged, nodes[after as usize].id);
+                if next_merge.priority != NO_MERGE.priority {
+                    heap.push(entry(next_merge.priority, left));
                 }
             }
-            if next[left] != NONE {
-                let after = next[left] as usize;
-                let merge = self.lookup(ids[left], ids[after]);
-                if merge.priority != NO_MERGE.priority {
-                    heap.push(Reverse((
-                        merge.priority,
-                        left as u32,
-                        ids[left],
-                        ids[after],
-                    )));
+            if node.prev != NONE {
+                let before = node.prev as usize;
+                let previous_merge = self.lookup(nodes[before].id, merge.merged);
+                if previous_merge.priority != NO_MERGE.priority {
+                    heap.push(entry(previous_merge.priority, before));
                 }
             }
         }
         let mut position = 0u32;
         while position != NONE {
-            out.push(ids[position as usize]);
-            position = next[position as usize];
+            out.push(nodes[position as usize].id);
+            position = nodes[position as usize].next;
         }
     }
 }

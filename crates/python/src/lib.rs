@@ -82,13 +82,28 @@ fn ids_of(py: Python<'_>, value: &Bound<'_, PyAny>, n_vocab: usize) -> PyResult<
         .collect()
 }
 
-fn thread_pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
-    static POOLS: OnceLock<Mutex<FxHashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+/// The thread pool for `num_threads` (all cores when None), one per process and size.
+///
+/// Never rayon's global pool: its threads live only in the process that started them, so a
+/// process forked after that (a `datasets.map(num_proc=...)` worker, a `multiprocessing` fork)
+/// would wait for them forever. Pools are keyed by process id, so a forked child builds its own.
+pub(crate) fn thread_pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
+    type PoolsByProcessAndSize = FxHashMap<(u32, usize), Arc<rayon::ThreadPool>>;
+    static POOLS: OnceLock<Mutex<PoolsByProcessAndSize>> = OnceLock::new();
+    let threads = match num_threads {
+        Some(0) => {
+            return Err(PyValueError::new_err(
+                "num_threads must be at least 1 (or None for all cores)",
+            ))
+        }
+        Some(threads) => threads,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     let mut pools = POOLS
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poison| poison.into_inner());
-    if let Some(pool) = pools.get(&threads) {
+    if let Some(pool) = pools.get(&(std::process::id(), threads)) {
         return Ok(pool.clone());
     }
     let pool = rayon::ThreadPoolBuilder::new()
@@ -98,7 +113,7 @@ fn thread_pool(threads: usize) -> PyResult<Arc<rayon::ThreadPool>> {
             PyValueError::new_err(format!("cannot start {threads} threads: {error}"))
         })?;
     let pool = Arc::new(pool);
-    pools.insert(threads, pool.clone());
+    pools.insert((std::process::id(), threads), pool.clone());
     Ok(pool)
 }
 
@@ -387,22 +402,14 @@ impl CoreBPE {
             .map(|item| text_of(item, "encode_batch"))
             .collect::<PyResult<_>>()?;
         let policy = policy.unwrap_or(&self.ordinary);
-        let pool = match num_threads {
-            Some(0) => return Err(PyValueError::new_err("num_threads must be at least 1")),
-            Some(threads) => Some(thread_pool(threads)?),
-            None => None,
-        };
+        let pool = thread_pool(num_threads)?;
         let work = || -> Vec<Result<Vec<Rank>, EncodeFailure>> {
-            let encode_all = || {
+            pool.install(|| {
                 texts
                     .par_iter()
                     .map(|text| self.encode_policy(text, policy))
                     .collect()
-            };
-            match &pool {
-                Some(pool) => pool.install(encode_all),
-                None => encode_all(),
-            }
+            })
         };
         let results = py.detach(work);
         results

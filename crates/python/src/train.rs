@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hf_bpe_core::train::{self, CountError, Counter, PieceCounts};
@@ -13,7 +13,6 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
-use rustc_hash::FxHashMap;
 
 fn count_error(error: CountError) -> PyErr {
     let message = error.to_string();
@@ -91,41 +90,6 @@ fn watched<T: Send>(
 
 fn run<T: Send>(pool: &rayon::ThreadPool, work: impl FnOnce() -> T + Send) -> T {
     pool.install(work)
-}
-
-/// The thread pool for `num_threads` (all cores when None), one per process and size.
-///
-/// Never rayon's global pool: its threads live only in the process that started them, so a
-/// process forked after that (a `datasets.map(num_proc=...)` worker, a `multiprocessing` fork)
-/// would wait for them forever. Pools are keyed by process id, so a forked child builds its own.
-fn pool_for(num_threads: Option<usize>) -> PyResult<Arc<rayon::ThreadPool>> {
-    type PoolsByProcessAndSize = FxHashMap<(u32, usize), Arc<rayon::ThreadPool>>;
-    static POOLS: OnceLock<Mutex<PoolsByProcessAndSize>> = OnceLock::new();
-    let threads = match num_threads {
-        Some(0) => {
-            return Err(PyValueError::new_err(
-                "num_threads must be at least 1 (or None for all cores)",
-            ))
-        }
-        Some(threads) => threads,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
-    let mut pools = POOLS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|poison| poison.into_inner());
-    if let Some(pool) = pools.get(&(std::process::id(), threads)) {
-        return Ok(pool.clone());
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|error| {
-            PyValueError::new_err(format!("cannot start {threads} threads: {error}"))
-        })?;
-    let pool = Arc::new(pool);
-    pools.insert((std::process::id(), threads), pool.clone());
-    Ok(pool)
 }
 
 /// A piece as bytes: `str` pieces are taken as UTF-8.
@@ -417,7 +381,7 @@ impl PyPieceCounter {
             pattern,
             special_tokens,
             counts: PieceCounts::new(),
-            pool: pool_for(num_threads)?,
+            pool: crate::thread_pool(num_threads)?,
         })
     }
 
@@ -484,7 +448,7 @@ impl PyPieceCounter {
 /// Checks that files exist and are UTF-8 (in parallel); returns their total size in bytes.
 #[pyfunction]
 fn check_utf8_files(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<u64> {
-    let pool = pool_for(None)?;
+    let pool = crate::thread_pool(None)?;
     py.detach(|| run(&pool, || train::check_utf8(&paths)))
         .map_err(count_error)
 }
