@@ -1,48 +1,45 @@
 """Hugging Face ``tokenizer.json`` (the `tokenizers` library's one-file format).
 
-:func:`save` writes a ``tokenizer.json`` with which `tokenizers` (and so transformers'
-``TokenizersBackend``) gives exactly our ids; :func:`load` (in ``_hf_load``) reads one. What
-makes the written file exact:
+:func:`load` reads byte-level BPE files (see its documentation for what it accepts and refuses);
+:func:`save` writes a ``tokenizer.json`` that makes `tokenizers` (and so transformers'
+``TokenizersBackend``) produce exactly our ids. Four things make that work:
 
-- **Pattern.** tiktoken's split regexes are fancy-regex's; `tokenizers` runs Oniguruma (Ruby
-  syntax), which reads some of it differently (``\\p{N}{1,3}+`` is not possessive there; ``$`` and
-  ``^`` match at every line). :func:`translate_pattern` rewrites that. Text the pattern does not
-  match is dropped, as tiktoken drops it (``Split`` with ``Removed`` and ``invert``); the named
-  patterns match all text, and are written as the usual ``Isolated`` split.
-- **Whole-piece rule.** ``ignore_merges`` as the model has it (always, for rank models).
-- **Merges.** A rank table has none; the core recovers them and proves the list encodes as the
-  ranks do, else :func:`recover_merges` gives a list that does for any rank table. Merges-list
-  models (GPT-2 files, ``tokenizer.json``) keep theirs. SentencePiece models are refused.
+- **Pattern.** tiktoken's split regexes are written for fancy-regex; `tokenizers` runs Oniguruma
+  (Ruby syntax), which reads them differently: ``\\p{N}{1,3}+`` is not possessive there, and ``$``
+  and ``^`` match at every line end and start. :func:`translate_pattern` rewrites possessive
+  quantifiers as atomic groups and anchors as ``\\z`` / ``\\A``.
+- **Whole-piece rule.** ``ignore_merges: true``: a piece that is itself a token becomes that token.
+- **Merges.** A rank table has no merges; :func:`recover_merges` finds, for each token, the pair that
+  forms it when BPE runs on its bytes with lower ranks only.
 - **Ids.** `tokenizers` numbers added tokens that are not in the model's vocabulary consecutively
   after it, whatever ids the file says. So every id below the last run of consecutive added tokens
   lives in the model vocabulary: holes get placeholder entries (spelled with a space, which no
   byte-level piece contains, so they can never be produced) and earlier special tokens are entered
   under their own text.
-
-Where the pattern is not one of the named ones, :func:`build_tokenizer` encodes a set of probe
-texts with both and refuses (:class:`~hf_bpe.errors.ConversionError`) on any difference.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from conversion._hf_load import load  # the reader, written alongside this writer
 from hf_bpe import BPE, patterns
 from hf_bpe._io import atomic_write
-from hf_bpe.byte_level import BYTE_TO_UNICODE
-from hf_bpe.errors import ConversionError, InvalidVocabularyError
+from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token
+from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 
 __all__ = [
     "ConversionError",
     "build_tokenizer",
     "load",
+    "oniguruma_to_fancy",
     "probe_texts",
     "recover_merges",
     "save",
@@ -244,18 +241,15 @@ def build_tokenizer(
     ``added_tokens`` maps ids to extra tokens (as transformers' ``added_tokens_decoder``); the
     model's special tokens are added as special tokens unless listed there. ``add_bos_token`` /
     ``add_eos_token`` put ``bos_token`` / ``eos_token`` around each sequence (a post-processor).
-    ``merges`` skips :func:`recover_merges` when the caller has them. ``check`` encodes
+    ``merges`` defaults to the model's own (:attr:`hf_bpe.BPE.merges`: a merges list's, or those
+    recovered from the ranks), checked to encode exactly as the model (else
+    :class:`~hf_bpe.errors.ConversionError`); a rank model is written with ``ignore_merges``, a merges
+    list with its own setting. SentencePiece models are refused. ``check`` encodes
     :func:`probe_texts` with both and raises :class:`ConversionError` on any difference; by default
     only when the split pattern is not one of the named ones (those are proven by the test suite).
     """
     if not isinstance(model, BPE):
         raise TypeError(f"build_tokenizer expects an hf_bpe.BPE, got {type(model).__name__}")
-    if model.kind == "sentencepiece":
-        raise ConversionError(
-            f"{model!r} is a SentencePiece model: it merges characters by piece score after its own "
-            "normalization, which a byte-level tokenizer.json cannot express; keep it as a .model "
-            "(conversion.sentencepiece)"
-        )
     ranks = model.mergeable_ranks
     tokens = _added_token_table(model, ranks, added_tokens or {})
     vocab = {_spell(token): rank for token, rank in ranks.items()}
@@ -278,20 +272,25 @@ def build_tokenizer(
             vocab[content] = token_id
         elif token_id not in rank_ids:
             vocab[PLACEHOLDER.format(id=token_id)] = token_id
-    proven = True
-    if merges is None:
-        merges, proven = _merges(model, ranks)
+    # A rank model gets tiktoken's whole-piece rule; a merges list keeps its own setting.
+    ignore_merges = model.kind == "ranks" or bool(model.ignore_merges)
+    own_merges = model.merges  # listed, or recovered from the ranks
+    if merges is None or list(merges) == own_merges:
+        merges = own_merges
+        difference = model.merge_rule_difference(ignore_merges)
+        if difference is not None:
+            raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: its merges list {difference}")
     bpe = models.BPE(
         vocab=vocab,
         merges=[(_spell(left), _spell(right)) for left, right in merges],
         fuse_unk=False,
         byte_fallback=False,
-        ignore_merges=bool(model.ignore_merges),
+        ignore_merges=ignore_merges,
     )
     tokenizer = Tokenizer(bpe)
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            _split(model.pattern),
+            pre_tokenizers.Split(Regex(translate_pattern(model.pattern)), behavior="removed", invert=True),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]
     )
@@ -308,29 +307,9 @@ def build_tokenizer(
                 f"not {token_id}"
             )
     tokenizer.post_processor = _post_processor(tokenizer, bos_token, eos_token, add_bos_token, add_eos_token)
-    if check if check is not None else not proven or patterns.name_of(model.pattern) is None:
+    if check if check is not None else patterns.name_of(model.pattern) is None:
         _check_same_ids(model, tokenizer)
     return tokenizer
-
-
-def _merges(model: BPE, ranks: Mapping[bytes, int]) -> tuple[list[tuple[bytes, bytes]], bool]:
-    """The merges list to write and whether the core proved it encodes as ``model``: a merges-list
-    model's own; for a rank model the core's recovered list when it proves that equal (the usual
-    case), else :func:`recover_merges`'s."""
-    if model.kind == "merges":
-        return model.merges, True
-    if model.merge_rule_difference(ignore_merges=True) is None:
-        return model.merges, True
-    return recover_merges(ranks), False
-
-
-def _split(pattern: str) -> pre_tokenizers.Split:
-    """The Split step: pieces are the pattern's matches; text between them is dropped (tiktoken).
-    The named patterns match every character, so they take the conventional ``Isolated`` form."""
-    regex = Regex(translate_pattern(pattern))
-    if patterns.name_of(pattern) is not None:
-        return pre_tokenizers.Split(regex, behavior="isolated", invert=False)
-    return pre_tokenizers.Split(regex, behavior="removed", invert=True)
 
 
 def save(
@@ -477,3 +456,279 @@ def _check_same_ids(model: BPE, tokenizer: Tokenizer, texts: Iterable[str] | Non
                 f"{translate_pattern(model.pattern)!r}): {text!r} encodes to {expected} here but to {got} in "
                 "tokenizers; pass check=False to write the file anyway"
             )
+
+
+# ------------------------------------------------------------------------------------- reading
+
+BYTE_LEVEL_REGEX = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+"""The regex of `tokenizers`' ``ByteLevel`` pre-tokenizer; it splits as GPT-2's pattern does."""
+
+
+def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, lossy: bool = False) -> BPE:
+    """Load a byte-level BPE ``tokenizer.json``: ``encode(text, allowed_special="all")`` equals
+    ``tokenizers.Tokenizer.from_file(path).encode(text, add_special_tokens=False).ids``, and
+    ``decode`` equals its ``decode(ids, skip_special_tokens=False)``.
+
+    What is read, and what is refused with :class:`~hf_bpe.errors.TokenizerFileError` naming the file:
+
+    - ``model``: ``BPE`` with its ``vocab`` and ``merges`` (``"a b"`` strings or ``[a, b]`` pairs);
+      ``ignore_merges`` becomes the whole-piece rule. Refused: ``byte_fallback``, ``dropout``,
+      ``continuing_subword_prefix``, ``end_of_word_suffix`` (not byte-level BPE), and vocabularies
+      lacking one of the 256 byte symbols (`tokenizers` silently drops such bytes).
+    - ``normalizer``: must be ``null``.
+    - ``pre_tokenizer``: ``ByteLevel`` with its built-in regex (GPT-2's pattern), or a ``Sequence``
+      of one ``Split`` and a ``ByteLevel`` without regex. The ``Split`` regex is Oniguruma's
+      (:func:`oniguruma_to_fancy` rewrites it for fancy-regex). An ``Isolated`` split keeps the text
+      between matches as pieces, as `tokenizers` does; a ``Removed``, inverted split (what
+      :func:`save` writes) drops it, as tiktoken does. ``add_prefix_space`` is refused.
+    - ``decoder``: ``ByteLevel``.
+    - ``added_tokens`` become special tokens (the ``special`` flag is not kept): `tokenizers` cuts all
+      of them out of text. ``lstrip``/``rstrip``/``single_word`` are refused unless ``lossy=True``
+      (which drops them). A merge that names an added token can never apply and is dropped.
+    - ``post_processor`` (BOS/EOS templates), truncation and padding are not part of the model.
+
+    Vocabulary entries not spelled in the byte-level alphabet that are not added tokens (such as the
+    placeholders :func:`save` writes for id holes) can never be produced and are left out, as ids
+    without a token. A merges list that provably encodes like tiktoken's rank rule loads as a rank
+    model.
+
+    >>> import conversion.hf, tempfile, os
+    >>> from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+    >>> vocab = {chr(c): i for i, c in enumerate(sorted(conversion.hf.hf_alphabet()))} | {"ab": 256}
+    >>> tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[("a", "b")]))
+    >>> tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    >>> tokenizer.decoder = decoders.ByteLevel()
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    >>> tokenizer.save(path)
+    >>> conversion.hf.load(path).encode("abc")
+    [256, 66]
+    """
+    try:
+        document = json.loads(Path(tokenizer_json).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise TokenizerFileError(tokenizer_json, f"not valid JSON: {error}") from None
+    try:
+        return _load(document, tokenizer_json, name=name, lossy=lossy)
+    except (KeyError, TypeError, AttributeError) as error:
+        raise TokenizerFileError(tokenizer_json, f"not a tokenizer.json: missing or malformed {error}") from None
+
+
+def hf_alphabet() -> set[int]:
+    """The code points of the byte-level alphabet (``pre_tokenizers.ByteLevel.alphabet()``)."""
+    return {ord(char) for char in BYTE_TO_UNICODE.values()}
+
+
+def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str | None, lossy: bool) -> BPE:
+    def refuse(problem: str) -> TokenizerFileError:
+        return TokenizerFileError(path, problem)
+
+    model = document["model"]
+    if model.get("type") != "BPE":
+        raise refuse(f"the model is {model.get('type')!r}; hf_bpe reads BPE models only")
+    if model.get("byte_fallback"):
+        raise refuse("byte_fallback is on: this is a SentencePiece-style BPE, not byte-level BPE")
+    for option in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(option):
+            raise refuse(f"model.{option} = {model[option]!r} is not supported (not byte-level BPE)")
+    if document.get("normalizer") is not None:
+        raise refuse(f"the normalizer {_describe(document['normalizer'])} is not supported; byte-level BPE needs none")
+    pattern = _pattern(document.get("pre_tokenizer"), refuse)
+    decoder = document.get("decoder")
+    if not _is_byte_level(decoder):
+        raise refuse(f"the decoder {_describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
+
+    specials: dict[str, int] = {}
+    for entry in document.get("added_tokens") or []:
+        content, token_id = entry["content"], entry["id"]
+        stripped = [flag for flag in ("lstrip", "rstrip", "single_word") if entry.get(flag)]
+        if stripped and not lossy:
+            raise refuse(
+                f"added token {content!r} has {', '.join(stripped)}, which hf_bpe's special tokens cannot "
+                "express; pass lossy=True to load it without"
+            )
+        if content in specials:
+            raise refuse(f"added token {content!r} appears twice")
+        specials[content] = token_id
+
+    added_ids = set(specials.values())
+    vocab: dict[bytes, int] = {}
+    spelled_ids: dict[str, int] = {}
+    for spelled, token_id in model["vocab"].items():
+        if not isinstance(token_id, int) or isinstance(token_id, bool):
+            raise refuse(f"vocab entry {spelled!r} has the id {token_id!r}, not an integer")
+        if token_id in added_ids:
+            if specials.get(spelled) != token_id:
+                raise refuse(f"vocab entry {spelled!r} has id {token_id}, which is the id of another added token")
+            continue
+        if spelled in specials:
+            raise refuse(f"added token {spelled!r} has id {specials[spelled]} but vocab gives it {token_id}")
+        try:
+            token = str_to_token(spelled)
+        except KeyError:
+            continue  # not byte-level text: ByteLevel input never forms it
+        vocab[token] = token_id
+        spelled_ids[spelled] = token_id
+
+    merges: list[tuple[bytes, bytes]] = []
+    for number, merge in enumerate(model.get("merges") or []):
+        left, right = merge.split(" ", 1) if isinstance(merge, str) else merge
+        if left in specials or right in specials:
+            continue  # the added-token matcher cuts this text out first: the merge can never apply
+        missing = [part for part in (left, right) if part not in model["vocab"]]
+        if missing:
+            raise refuse(f"merge {number} ({left!r} {right!r}) names {missing[0]!r}, which the vocab lacks")
+        if left not in spelled_ids or right not in spelled_ids:
+            continue  # a token outside the byte-level alphabet: never formed, so never merged
+        if left + right not in spelled_ids:
+            raise refuse(f"merge {number} ({left!r} {right!r}) makes {left + right!r}, which the vocab lacks")
+        merges.append((str_to_token(left), str_to_token(right)))
+
+    ignore_merges = bool(model.get("ignore_merges", False))
+    try:
+        loaded = BPE.from_merges(vocab, merges, pattern, specials, ignore_merges=ignore_merges,
+                                 name=name or Path(path).parent.name or "tokenizer")
+    except InvalidVocabularyError as error:
+        raise refuse(str(error)) from None
+    except ValueError as error:  # the split pattern
+        raise refuse(f"the split pattern cannot be used: {error}") from None
+    if loaded.rank_rule_difference() is None:
+        return BPE(vocab, pattern, specials, name=loaded.name)
+    return loaded
+
+
+def _describe(component: Any) -> str:
+    if isinstance(component, dict):
+        return repr(component.get("type"))
+    return repr(component)
+
+
+def _is_byte_level(component: Any) -> bool:
+    if not isinstance(component, dict):
+        return False
+    if component.get("type") == "Sequence":
+        parts = component.get("decoders") or component.get("pretokenizers") or []
+        return len(parts) == 1 and _is_byte_level(parts[0])
+    return component.get("type") == "ByteLevel"
+
+
+def _pattern(pre_tokenizer: Any, refuse: Any) -> str:
+    """Our split pattern for a byte-level pre-tokenizer."""
+    steps = pre_tokenizer.get("pretokenizers", []) if isinstance(pre_tokenizer, dict) and \
+        pre_tokenizer.get("type") == "Sequence" else [pre_tokenizer]
+    if not steps or not _is_byte_level(steps[-1]):
+        raise refuse(f"the pre-tokenizer {_describe(pre_tokenizer)} is not supported; byte-level BPE ends in ByteLevel")
+    byte_level = steps[-1]
+    if byte_level.get("add_prefix_space"):
+        raise refuse("ByteLevel's add_prefix_space is not supported (it changes the text before splitting)")
+    splits = steps[:-1]
+    if not splits:
+        if not byte_level.get("use_regex", True):
+            raise refuse("ByteLevel without its regex and without a Split step: nothing splits the text")
+        return patterns.GPT2
+    if len(splits) != 1 or byte_level.get("use_regex", True):
+        raise refuse("only one Split followed by ByteLevel without regex is supported")
+    split = splits[0]
+    keeps_gaps = split.get("behavior") == "Isolated" and not split.get("invert")
+    drops_gaps = split.get("behavior") == "Removed" and split.get("invert")
+    if split.get("type") != "Split" or not (keeps_gaps or drops_gaps):
+        raise refuse(
+            f"the pre-tokenizer step {_describe(split)} is not supported (expected a Split that is Isolated, "
+            "or Removed and inverted)"
+        )
+    regex = split.get("pattern", {}).get("Regex")
+    if regex is None:
+        raise refuse("a Split with a plain string pattern is not supported (expected a Regex)")
+    if keeps_gaps and regex == BYTE_LEVEL_REGEX:
+        return patterns.GPT2
+    for named in (patterns.GPT2, patterns.CL100K, patterns.O200K):
+        if regex == translate_pattern(named):  # as save writes it; named patterns match every character
+            return named
+    translated = oniguruma_to_fancy(regex)
+    if drops_gaps:
+        return translated
+    # `tokenizers` keeps the text between matches as pieces; tiktoken's splitter drops it.
+    return f"(?:{translated})|(?:(?!(?:{translated}))(?s:.))+"
+
+
+def oniguruma_to_fancy(pattern: str) -> str:
+    r"""Rewrite an Oniguruma (Ruby syntax) regex so fancy-regex reads it the same way: the inverse
+    of :func:`translate_pattern`.
+
+    ``X{n,m}+`` repeats ``X{n,m}`` in Oniguruma (not possessive): it becomes ``(?:X{n,m})+``.
+    ``^`` and ``$`` match at every line there: they become ``(?m:^)`` and ``(?m:$)``. Ruby's ``m``
+    flag ("dot matches newline") is fancy-regex's ``s``.
+
+    >>> oniguruma_to_fancy(r"\p{N}{1,3}+|\s+$|[$^]|(?m:.)")
+    '(?:\\p{N}{1,3})+|\\s+(?m:$)|[$^]|(?s:.)'
+    """
+    out: list[str] = []
+    groups: list[int] = []
+    atom: int | None = None
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            end = _escape_end(pattern, index)
+            atom = len(out)
+            out.append(pattern[index:end])
+            index = end
+        elif char == "[":
+            end = _class_end(pattern, index)
+            atom = len(out)
+            out.append(pattern[index:end])
+            index = end
+        elif char == "(" and (flags := _FLAGS.match(pattern, index)):
+            on, off, kind = flags.group(1), flags.group(2) or "", flags.group(3)
+            fancy_on, fancy_off = on.replace("m", "s"), off.replace("m", "s")
+            written = f"(?{fancy_on}{'-' + fancy_off if fancy_off else ''}"
+            if kind == ":":
+                groups.append(len(out))
+                out.append(written + ":")
+            else:
+                out.append(written + ")")
+            atom = None
+            index = flags.end()
+        elif char == "(":
+            groups.append(len(out))
+            out.append(char)
+            atom = None
+            index += 1
+        elif char == ")":
+            atom = groups.pop() if groups else None
+            out.append(char)
+            index += 1
+        elif char == "|":
+            out.append(char)
+            atom = None
+            index += 1
+        elif char in "^$":
+            out.append(f"(?m:{char})")
+            atom = None
+            index += 1
+        elif char == "{" and atom is not None and (interval_end := _interval_end(pattern, index)) is not None:
+            if interval_end < len(pattern) and pattern[interval_end] == "+":
+                repeated = "".join(out[atom:]) + pattern[index:interval_end]
+                del out[atom:]
+                out.append(f"(?:{repeated})+")
+                interval_end += 1
+            else:
+                out.append(pattern[index:interval_end])
+            atom = None
+            index = interval_end
+        else:
+            atom = len(out) if char not in "*+?" else None
+            out.append(char)
+            index += 1
+    return "".join(out)
+
+
+def _interval_end(pattern: str, start: int) -> int | None:
+    """Index just past ``{n}``, ``{n,}`` or ``{n,m}`` at ``start``, or None if it is not one."""
+    close = pattern.find("}", start)
+    if close < 0:
+        return None
+    body = pattern[start + 1 : close]
+    low, _, high = body.partition(",")
+    if low.isdigit() and (high == "" or high.isdigit()):
+        return close + 1
+    return None

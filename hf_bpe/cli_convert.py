@@ -62,7 +62,7 @@ def register(subparsers: Any) -> None:
     convert.add_argument("--lossy", action="store_true",
                          help="write an approximation where the target cannot hold the model exactly")
     _source_options(convert)
-    convert.set_defaults(run=run_convert, parser=convert)
+    convert.set_defaults(run=_reporting(run_convert), parser=convert)
 
     inspect = subparsers.add_parser(
         "inspect",
@@ -74,7 +74,7 @@ def register(subparsers: Any) -> None:
     inspect.add_argument("--text", default=SAMPLE, help="text for the sample encoding")
     inspect.add_argument("--json", action="store_true", help="print the description as JSON")
     _source_options(inspect)
-    inspect.set_defaults(run=run_inspect, parser=inspect)
+    inspect.set_defaults(run=_reporting(run_inspect), parser=inspect)
 
 
 def _source_options(parser: argparse.ArgumentParser) -> None:
@@ -85,24 +85,38 @@ def _source_options(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``convert`` or ``inspect`` alone (``python -m hf_bpe.cli_convert``)."""
+    """Run ``convert`` or ``inspect`` alone (``python -m hf_bpe.cli_convert``); ``hf-bpe`` runs them
+    through ``hf_bpe.cli``."""
     parser = argparse.ArgumentParser(prog="hf-bpe", description="Convert and inspect tokenizer files.")
     register(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
-    arguments = parser.parse_args(argv)
-    return run(arguments)
+    return run(parser.parse_args(argv))
 
 
 def run(arguments: argparse.Namespace) -> int:
-    """Call ``arguments.run`` with errors reported as ``hf-bpe`` reports them."""
+    """Run a parsed ``convert`` or ``inspect`` command line: bad usage exits through argparse
+    (status 2); a refused or failed conversion prints the error (status 1)."""
     try:
         return int(arguments.run(arguments))
-    except ConvertUsageError as error:
-        arguments.parser.error(str(error))
     except (ValueError, TypeError, OSError, ImportError) as error:
-        hint = " (on the command line: --lossy)" if isinstance(error, ConversionError) else ""
-        print(f"hf-bpe {arguments.command}: error: {error}{hint}", file=sys.stderr)
+        print(f"hf-bpe {arguments.command}: error: {error}", file=sys.stderr)
         return 1
-    return 2  # unreachable: parser.error exits
+
+
+def _reporting(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command`` with bad usage reported by argparse (exit status 2) and refused conversions by a
+    message that names ``--lossy`` (exit status 1); other errors go to the caller."""
+
+    def run(arguments: argparse.Namespace) -> int:
+        try:
+            return command(arguments)
+        except ConvertUsageError as error:
+            arguments.parser.error(str(error))
+        except ConversionError as error:
+            print(f"hf-bpe {arguments.command}: error: {error} (on the command line: --lossy)", file=sys.stderr)
+            return 1
+        return 2  # unreachable: parser.error exits
+
+    return run
 
 
 # ------------------------------------------------------------------------------------------ detecting
@@ -192,20 +206,14 @@ def read_model(path: Path, source_format: str | None = None, *, pattern: str | N
 
         return conversion.sentencepiece.load(path), fmt
     if fmt == "hf":
-        return _hf_load()(path / "tokenizer.json" if path.is_dir() else path), fmt
+        import conversion.hf
+
+        return conversion.hf.load(path / "tokenizer.json" if path.is_dir() else path), fmt
     if fmt == "hf_bpe":
         return BPE.load(path), fmt
     if fmt == "folder":
         return BPE.load(path / MODEL_FILE if path.is_dir() else path), fmt
     raise ConvertUsageError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
-
-
-def _hf_load() -> Callable[..., BPE]:
-    try:
-        from conversion.hf import load
-    except ImportError:  # conversion.hf (the writer) has not landed here yet
-        from conversion._hf_load import load
-    return load
 
 
 def _named_encoding(path: Path) -> tuple[str, dict[str, int]] | None:

@@ -1,6 +1,8 @@
 """Shared material for the conversion tests: varied strings, the real tokenizer files the formats'
 owners ship on PyPI, a tiny reference trainer, and comparison helpers.
 
+Trained models come from :func:`hf_bpe.train`.
+
 Strings (:func:`varied_texts`): lines and slices of the shared corpora when present, plus
 ``textgen`` fragments (scripts, emoji sequences, whitespace runs, digits, code, contractions,
 tiktoken-style special-token look-alikes, long words), joined in twos and threes, with leading or
@@ -12,9 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import itertools
 import random
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -153,48 +153,20 @@ def assert_same_ids(what: str, texts: Sequence[str], ours: Callable[[str], Any],
     assert_same(what, texts, [ours(text) for text in texts], [theirs(text) for text in texts])
 
 
-# ---------------------------------------------------------------------------------- reference trainer
+# ------------------------------------------------------------------------------------------ training
 
 
-def train_reference(text: str, merges: int, pattern: str, specials: Sequence[str] = ()) -> Any:
-    """The seeds' naive BPE trainer (most frequent pair; ties to the greatest pair of bytes), as a
-    rank model: bytes 0-255, merges in order, special tokens after them."""
-    import regex
+def train_model(texts: Sequence[str] | str, merges: int, pattern: str, specials: Sequence[str] = ()) -> Any:
+    """A rank model trained by :func:`hf_bpe.train` (bytes 0-255, ``merges`` merges in order, then
+    the special tokens)."""
+    import hf_bpe
 
-    from hf_bpe import BPE, patterns
-
-    words = Counter(tuple(bytes([byte]) for byte in piece.encode("utf-8"))
-                    for piece in regex.findall(patterns.resolve(pattern), text))
-    ranks = {bytes([byte]): byte for byte in range(256)}
-    for _ in range(merges):
-        pairs: Counter[tuple[bytes, bytes]] = Counter()
-        for word, count in words.items():
-            for pair in itertools.pairwise(word):
-                pairs[pair] += count
-        if not pairs:
-            break
-        best = max(pairs, key=lambda pair: (pairs[pair], pair))
-        merged = best[0] + best[1]
-        ranks[merged] = len(ranks)
-        updated: Counter[tuple[bytes, ...]] = Counter()
-        for word, count in words.items():
-            out: list[bytes] = []
-            index = 0
-            while index < len(word):
-                if index + 1 < len(word) and (word[index], word[index + 1]) == best:
-                    out.append(merged)
-                    index += 2
-                else:
-                    out.append(word[index])
-                    index += 1
-            updated[tuple(out)] += count
-        words = updated
-    special_tokens = {special: len(ranks) + offset for offset, special in enumerate(specials)}
-    return BPE(ranks, pattern, special_tokens, name="trained")
+    corpus = [texts] if isinstance(texts, str) else list(texts)
+    return hf_bpe.train(corpus, 256 + merges + len(specials), pattern=pattern, special_tokens=list(specials),
+                        show_progress=False, name="trained")
 
 
 @functools.cache
 def trained_model(pattern: str = "gpt2") -> Any:
-    """A small model trained by :func:`train_reference` on generated and corpus text (cached)."""
-    corpus = " ".join(varied_texts(2_000, seed=2))[:25_000]
-    return train_reference(corpus, 200, pattern, ["<|endoftext|>"])
+    """A model trained by :func:`hf_bpe.train` on generated and corpus text (cached)."""
+    return train_model(varied_texts(2_000, seed=2), 400, pattern, ["<|endoftext|>"])

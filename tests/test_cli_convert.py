@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conversion_support import cl100k_file, gpt2_files, mistral_file, shared, trained_model
 
+import conversion.gpt2
 import conversion.tiktoken
 from hf_bpe import BPE
 from hf_bpe.cli_convert import detect_format, main
@@ -84,17 +85,38 @@ def test_tiktoken_files_need_a_pattern_unless_known(capsys: pytest.CaptureFixtur
         main(["inspect", str(path)])
     assert raised.value.code == 2
     assert "holds no split pattern; pass --pattern" in capsys.readouterr().err
-    status, out, _ = run(capsys, "inspect", path, "--pattern", "gpt2", "--special", "<|endoftext|>=456")
+    special = f"<|endoftext|>={trained_model().special_tokens['<|endoftext|>']}"
+    status, out, _ = run(capsys, "inspect", path, "--pattern", "gpt2", "--special", special)
     assert status == 0 and "gpt2" in out
 
 
 def test_bpe_tokenizer_folders(capsys: pytest.CaptureFixture[str], gpt2_folder: Path, tmp_path: Path) -> None:
-    pytest.importorskip("hf_bpe.hf", reason="BPETokenizer (the hf branch) has not landed")
+    """Writing a BPETokenizer folder, reading one back, and what transformers makes of it."""
+    transformers = pytest.importorskip("transformers")
+    import hf_bpe.hf  # noqa: F401 - registers BPETokenizer with AutoTokenizer
+
     status, _, _ = run(capsys, "convert", gpt2_folder, "--to", "folder", tmp_path / "tok")
     assert status == 0 and detect_format(tmp_path / "tok") == "folder"
     status, out, _ = run(capsys, "inspect", tmp_path / "tok")
     assert status == 0 and "format              folder" in out
     assert run(capsys, "convert", tmp_path / "tok", "--to", "tiktoken", tmp_path / "x.tiktoken")[0] == 0
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
+    model = conversion.gpt2.load(gpt2_folder / "encoder.json", gpt2_folder / "vocab.bpe")
+    assert tokenizer.encode("Hello world <|endoftext|>", add_special_tokens=False) == \
+        model.encode("Hello world <|endoftext|>", allowed_special="all")
+
+
+def test_hf_bpe_command_line_runs_convert_and_inspect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from hf_bpe.cli import main as hf_bpe_main
+
+    source = mistral_file("tekken_240718.json")
+    assert hf_bpe_main(["inspect", str(source), "--text", "hi"]) == 0
+    assert "format              tekken" in capsys.readouterr().out
+    assert hf_bpe_main(["convert", str(source), "--to", "sentencepiece", str(tmp_path / "x.model")]) == 1
+    assert "--lossy" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as raised:
+        hf_bpe_main(["convert", str(tmp_path / "missing"), "--to", "hf", str(tmp_path / "y.json")])
+    assert raised.value.code == 2
 
 
 def test_detection(tmp_path: Path, gpt2_folder: Path) -> None:

@@ -158,14 +158,25 @@ def test_non_gpt2_patterns_are_refused_unless_lossy(tmp_path: Path) -> None:
 
 
 def test_tokens_only_the_whole_piece_rule_makes_are_refused_unless_lossy(tmp_path: Path) -> None:
-    """"xyzw" is a token no merge makes: tiktoken emits it for the piece "xyzw", GPT-2's merges cannot."""
-    model = BPE({bytes([byte]): byte for byte in range(256)} | {b"xy": 256, b"xyzw": 257, b"xyz": 300}, "gpt2")
+    """"xyzw" is a token no merge makes (its bytes merge to xy, z, w): tiktoken emits it for the piece
+    "xyzw", GPT-2's merges cannot."""
+    model = BPE({bytes([byte]): byte for byte in range(256)} | {b"xy": 256, b"xyzw": 257}, "gpt2")
     assert model.encode_ordinary("xyzw") == [257]
     with pytest.raises(ConversionError, match="whole-piece rule"):
         conversion.gpt2.save(model, tmp_path / "out")
     folder = conversion.gpt2.save(model, tmp_path / "out", lossy=True)
     lossy = gpt2_tokenizer(folder)
-    assert lossy.encode("xyzw", add_special_tokens=False) == [300, ord("w")]
+    assert lossy.encode("xyzw", add_special_tokens=False) == [256, ord("z"), ord("w")]
+
+
+def test_a_token_ranked_before_its_parts_still_gets_its_merge(tmp_path: Path) -> None:
+    """"xyzw" (257) merges from "xyz", which ranks after it (300): its merge line comes before the
+    line of its part, yet every token merges back to itself, so GPT-2 files hold the model exactly."""
+    model = BPE({bytes([byte]): byte for byte in range(256)} | {b"xy": 256, b"xyzw": 257, b"xyz": 300}, "gpt2")
+    folder = conversion.gpt2.save(model, tmp_path / "out")
+    theirs = gpt2_tokenizer(folder)
+    for text in ["xyzw", "xyz", "axyzwxyz xyzw", "xyzxyzw"]:
+        assert theirs.encode(text, add_special_tokens=False) == model.encode_ordinary(text), text
 
 
 def test_sentencepiece_models_are_refused(tmp_path: Path) -> None:

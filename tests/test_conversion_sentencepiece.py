@@ -15,7 +15,7 @@ from conversion_support import (
     assert_same_ids,
     mistral_file,
     shared,
-    train_reference,
+    train_model,
     varied_texts,
 )
 from hypothesis import HealthCheck, given, settings
@@ -136,7 +136,7 @@ def test_unigram_models_are_refused_with_a_clear_error() -> None:
 
 
 def test_byte_level_models_are_refused_unless_lossy(tmp_path: Path) -> None:
-    model = train_reference("the cat sat on the mat; the end. " * 20, 40, "gpt2", ["<|endoftext|>"])
+    model = train_model("the cat sat on the mat; the end. " * 20, 15, "gpt2", ["<|endoftext|>"])
     target = tmp_path / "out.model"
     with pytest.raises(ConversionError, match="no split pattern"):
         conversion.sentencepiece.save(model, target)

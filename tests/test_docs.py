@@ -16,7 +16,7 @@ MODULES = [
     "conversion.tiktoken",
     "conversion.gpt2",
     "conversion.sentencepiece",
-    "conversion._hf_load",
+    "conversion.hf",
     "hf_bpe.sentencepiece",
 ]
 

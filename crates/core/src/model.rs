@@ -638,8 +638,10 @@ impl Model {
     }
 
     /// The merges list of a byte-level model, as pairs of ids in priority order: the listed merges
-    /// of a merges-list model; for a rank model, each multi-byte token's last merge when its bytes
-    /// are merged with lower ranks only (tokens that this does not reduce to two parts get none).
+    /// of a merges-list model; for a rank model, each multi-byte token's last merge: the two parts
+    /// its own bytes merge to (if tiktoken ever forms the token by merging, no merge reaches outside
+    /// its bytes first, so it joins exactly these). Tokens whose bytes do not reduce to two parts
+    /// are reachable only as whole pieces and get none.
     pub fn merge_list(&self) -> Vec<(Rank, Rank)> {
         let Some(ByteLevel { merges, merge_list, .. }) = self.byte_level() else {
             return Vec::new();
@@ -648,7 +650,7 @@ impl Model {
             return listed.clone();
         }
         let mut recovered = Vec::new();
-        for (token, rank) in self.ranks() {
+        for (token, _) in self.ranks() {
             if token.len() < 2 {
                 continue;
             }
@@ -656,7 +658,6 @@ impl Model {
             while parts.len() > 2 {
                 let best = (0..parts.len() - 1)
                     .filter_map(|at| merges.get(parts[at], parts[at + 1]).map(|merge| (merge, at)))
-                    .filter(|(merge, _)| merge.priority < rank)
                     .min_by_key(|(merge, at)| (merge.priority, *at));
                 let Some((merge, at)) = best else { break };
                 parts[at] = merge.merged;
@@ -941,5 +942,17 @@ mod tests {
         let merges = Model::from_merges(listed, model.merge_list(), GPT2, vec![], false).unwrap();
         assert_eq!(merges.rank_rule_difference(), None);
         assert_eq!(ids(&merges, "hello hell"), ids(&model, "hello hell"));
+    }
+
+    #[test]
+    fn recovered_merges_may_join_parts_ranked_after_the_token() {
+        // "abc" ranks before its part "ab": its bytes still merge to ab + c.
+        let mut ranks = byte_ranks();
+        ranks.push((b"abc".to_vec(), 300));
+        ranks.push((b"ab".to_vec(), 400));
+        let model = Model::from_ranks(ranks, GPT2, vec![]).unwrap();
+        assert_eq!(model.merge_list(), vec![(400, b'c' as Rank), (b'a' as Rank, b'b' as Rank)]);
+        assert_eq!(model.merge_rule_difference(false), None);
+        assert_eq!(ids(&model, "abc ab"), vec![300, b' ' as Rank, 400]);
     }
 }

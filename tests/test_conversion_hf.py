@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conversion_support import PARITY_STRINGS, assert_same, gpt2_files, varied_texts
 
-from conversion import _hf_load as hf_load
+import conversion.hf as hf_load
 from hf_bpe import BPE, patterns
 from hf_bpe.byte_level import token_to_str
 from hf_bpe.errors import TokenizerFileError
@@ -179,3 +179,26 @@ def test_bad_json_is_reported(tmp_path: Path) -> None:
     path.write_text('{"model": {"type": "BPE", ', encoding="utf-8")
     with pytest.raises(TokenizerFileError, match="not valid JSON"):
         hf_load.load(path)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_what_save_writes_loads_back_as_the_same_model(name: str, tmp_path: Path) -> None:
+    """Named patterns come back by name, id holes (cl100k's specials) come back as holes."""
+    import conversion.hf
+    import hf_bpe
+
+    model = hf_bpe.get_encoding(name)
+    loaded = conversion.hf.load(conversion.hf.save(model, tmp_path / "tokenizer.json"))
+    assert loaded == model and loaded.kind == "ranks" and loaded.pattern == model.pattern
+
+
+def test_merges_lists_round_trip_with_their_own_merges_and_ignore_merges(tmp_path: Path) -> None:
+    import conversion.hf
+
+    vocab = {bytes([byte]): byte for byte in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258}
+    for ignore_merges in (False, True):
+        model = BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "gpt2", ignore_merges=ignore_merges)
+        path = conversion.hf.save(model, tmp_path / f"{ignore_merges}.json")
+        assert conversion.hf.load(path) == model
+        theirs = Tokenizer.from_file(str(path))
+        assert theirs.encode("abc bc", add_special_tokens=False).ids == model.encode("abc bc")
