@@ -250,6 +250,11 @@ def build_tokenizer(
     """
     if not isinstance(model, BPE):
         raise TypeError(f"build_tokenizer expects an hf_bpe.BPE, got {type(model).__name__}")
+    if model.kind == "sentencepiece":
+        raise ConversionError(
+            f"{model!r} is a SentencePiece model; tokenizer.json is written here for byte-level BPE only "
+            "(keep the .model file, or use conversion.sentencepiece.save)"
+        )
     ranks = model.mergeable_ranks
     tokens = _added_token_table(model, ranks, added_tokens or {})
     vocab = {_spell(token): rank for token, rank in ranks.items()}

@@ -34,7 +34,7 @@ from transformers.tokenization_utils_base import (
 
 from hf_bpe._io import atomic_write
 from hf_bpe.byte_level import BYTE_TO_UNICODE, UNICODE_TO_BYTE
-from hf_bpe.errors import InvalidVocabularyError, TokenizerFileError
+from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import BPE, MODEL_FILE
 
 __all__ = ["MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "save_tokenizer_folder"]
@@ -100,6 +100,11 @@ class BPETokenizer(PreTrainedTokenizer):
             model = _load_model(vocab_file, kwargs.get("name_or_path"))
         elif not isinstance(model, BPE):
             raise TypeError(f"model must be an hf_bpe.BPE, got {type(model).__name__}")
+        if model.kind == "sentencepiece":
+            raise ConversionError(
+                f"{model!r} is a SentencePiece model; BPETokenizer wraps byte-level BPE models (ranks or "
+                "merges). For transformers, use its SentencePiece tokenizers (e.g. LlamaTokenizer) on the .model"
+            )
         self._model = model
         self._add_bos = bool(settings.get("add_bos_token", False) if add_bos_token is None else add_bos_token)
         self._add_eos = bool(settings.get("add_eos_token", False) if add_eos_token is None else add_eos_token)
@@ -354,8 +359,8 @@ class BPETokenizer(PreTrainedTokenizer):
         policy = added.policy_without_specials if split_special_tokens else added.policy
         if added.first_phase is not None and not split_special_tokens:
             return [added.two_phase(self._model, text)[0] for text in texts]
-        if len(texts) == 1 or _in_forked_child:
-            return [self._model._core.encode(text, policy) for text in texts]
+        if len(texts) == 1:
+            return [self._model._core.encode(texts[0], policy)]
         return self._model._core.encode_batch(texts, policy, None)
 
     def _encode_with_offsets(
@@ -848,7 +853,6 @@ class BPETokenizer(PreTrainedTokenizer):
             eos_token=self.eos_token,
             add_bos_token=self._add_bos,
             add_eos_token=self._add_eos,
-            merges=self._get_tables().merges(self._model),
         )
         special_map = {key: _token_json(self._special_tokens_map[key]) for key in self.special_tokens_map}
         if self._extra_special_tokens:
@@ -949,17 +953,6 @@ class BPETokenizer(PreTrainedTokenizer):
 
 # ---------------------------------------------------------------------------------- helpers
 
-# A forked child (datasets.map(num_proc=...), DataLoader workers) has no threads but the forking
-# one, so the core's thread pool, if the parent started it, would wait forever: encode one by one.
-_in_forked_child = False
-
-
-def _note_fork() -> None:
-    global _in_forked_child
-    _in_forked_child = True
-
-
-os.register_at_fork(after_in_child=_note_fork)
 
 
 _Encoded = tuple[list[int], list[tuple[int, int]] | None]
@@ -1237,19 +1230,29 @@ def _token_json(token: AddedToken | str) -> Any:
     return token
 
 
-def save_tokenizer_folder(model: BPE, directory: str | os.PathLike[str], **policy: Any) -> tuple[str, ...]:
+def save_tokenizer_folder(
+    model: BPE,
+    directory: str | os.PathLike[str],
+    *,
+    card: Mapping[str, Any] | None = None,
+    **policy: Any,
+) -> tuple[str, ...]:
     """Write ``model`` as a transformers tokenizer folder: ``BPETokenizer.from_model(model,
-    **policy).save_pretrained(directory)`` (what ``hf-bpe train --out DIR`` writes).
+    **policy).save_pretrained(directory)`` (what ``hf-bpe train --out DIR`` should write).
+
+    ``card`` adds what the model card cannot see in the model, kept in ``tokenizer_config.json``:
+    ``title``, ``provenance`` (a sentence, e.g. where a converted model came from) and ``training``,
+    a dict with any of ``corpus`` (a description), ``texts``, ``bytes``, ``vocab_size``, and
+    ``sample_bytes`` / ``sample_tokens`` (the compression measured on the training data).
 
     >>> import hf_bpe, tempfile
-    >>> files = save_tokenizer_folder(hf_bpe.get_encoding("gpt2"), tempfile.mkdtemp(), eos_token="<|endoftext|>")
+    >>> files = save_tokenizer_folder(hf_bpe.get_encoding("gpt2"), tempfile.mkdtemp(), eos_token="<|endoftext|>",
+    ...                               card={"training": {"corpus": "WebText", "vocab_size": 50257}})
     >>> sorted(os.path.basename(file) for file in files)[:3]
     ['README.md', 'hf_bpe.json', 'special_tokens_map.json']
     """
-    card = policy.pop("card", None)
     tokenizer = BPETokenizer.from_model(model, **policy)
-    if card:
-        tokenizer._card.update(card)
+    tokenizer._card.update(card or {})
     return tokenizer.save_pretrained(directory)
 
 
