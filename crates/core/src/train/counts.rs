@@ -185,10 +185,11 @@ impl<'b> Reader<'b> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn table(entries: &[(&str, u64)]) -> PieceCounts {
+    /// A count table from `(piece, count)` pairs (also used by the merge loop's tests).
+    pub(crate) fn table(entries: &[(&str, u64)]) -> PieceCounts {
         entries
             .iter()
             .map(|(piece, count)| (piece.as_bytes().to_vec(), *count))

@@ -343,6 +343,7 @@ fn learn(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::train::counts::tests::table;
 
     /// The seeds' algorithm: recount every pair of every word before each merge.
     fn naive_merges(counts: &PieceCounts, num_merges: usize) -> Vec<Vec<u8>> {
@@ -387,13 +388,6 @@ mod tests {
             }
         }
         learned
-    }
-
-    fn table(entries: &[(&str, u64)]) -> PieceCounts {
-        entries
-            .iter()
-            .map(|(piece, count)| (piece.as_bytes().to_vec(), *count))
-            .collect()
     }
 
     #[test]
