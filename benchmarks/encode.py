@@ -22,25 +22,20 @@ import os
 import random
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-THREADS_DEFAULT = 2
-# The HF tokenizers' thread pool reads these when it starts: set them before anything imports tokenizers.
-os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS_DEFAULT))
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+from _common import (  # first: sets RAYON_NUM_THREADS
+    MB,
+    SHARED_CORPORA,
+    THREADS_DEFAULT,
+    best_seconds,
+    oracles,
+    textgen,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-
-import oracles
-import textgen
-
-SHARED_CORPORA = REPO.parent / "shared" / "data" / "corpora"
 ENCODINGS = ("cl100k_base", "o200k_base", "gpt2")
-MB = 1_000_000
 
 
 def load_documents(corpus: Sequence[Path], limit_mb: float, seed: int) -> tuple[str, list[str]]:
@@ -63,14 +58,6 @@ def load_documents(corpus: Sequence[Path], limit_mb: float, seed: int) -> tuple[
     rng.shuffle(docs)
     return f"{textgen.utf8_size(docs) / MB:.1f} MB: " + ", ".join(parts), docs
 
-
-def best_seconds(run: Callable[[], Any], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def hf_cl100k(cache_dir: Path, tiktoken_encoding: Any) -> Any:

@@ -23,25 +23,18 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-THREADS_DEFAULT = 2
-# The tokenizers thread pool reads these when it starts: set them before anything imports tokenizers.
-os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS_DEFAULT))
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-
-import textgen
-
-SHARED_CORPORA = REPO.parent / "shared" / "data" / "corpora"
-MB = 1_000_000
+from _common import (  # first: sets RAYON_NUM_THREADS
+    MB,
+    SHARED_CORPORA,
+    THREADS_DEFAULT,
+    best_seconds,
+    textgen,
+)
 
 
 def load_documents(corpus: Sequence[Path], limit_mb: float, seed: int) -> tuple[str, list[str]]:
@@ -58,14 +51,6 @@ def load_documents(corpus: Sequence[Path], limit_mb: float, seed: int) -> tuple[
     names = ", ".join(f"{name} {textgen.utf8_size(file_docs) / MB:.1f} MB" for name, file_docs in corpora)
     return names, docs
 
-
-def best_time(run: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def batches(texts: list[str], size: int) -> list[list[str]]:
@@ -117,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for name in ("BPETokenizer", "TokenizersBackend"):
             same = sum(a == b for a, b in zip(ids[name], ids["raw"]))
             print(f"{shape}: {name} ids equal to raw on {same} of {len(texts)} texts")
-        speed = {name: size / best_time(run, args.repeat) for name, run in runs.items()}
+        speed = {name: size / best_seconds(run, args.repeat) for name, run in runs.items()}
         rows.append((shape, len(texts), size, speed))
 
     print()
