@@ -220,6 +220,27 @@ impl ClassTable {
         }
     }
 
+    /// ` ?[^\s\p{L}\p{N}]+` at a character `byte` of class `class` ending at `after`, followed by
+    /// a character of class `next.0` and length `next.1`: where the run ends, if it matches here.
+    #[inline]
+    fn space_and_other_run(
+        &self,
+        bytes: &[u8],
+        byte: u8,
+        class: u8,
+        after: usize,
+        next: (u8, usize),
+    ) -> Option<usize> {
+        let body = if is_other(class) {
+            after
+        } else if byte == b' ' && is_other(next.0) {
+            after + next.1
+        } else {
+            return None;
+        };
+        Some(self.run(bytes, body, is_other))
+    }
+
     /// The end of the longest run of characters from `from` whose class satisfies `keep`.
     #[inline(always)]
     fn run(&self, bytes: &[u8], from: usize, keep: impl Fn(u8) -> bool) -> usize {
@@ -362,15 +383,7 @@ impl ClassTable {
             return self.run(bytes, after + next_len, |class| class & LETTER != 0);
         }
         //  ?[^\s\p{L}\p{N}]++[\r\n]*+
-        let other_body = if is_other(class) {
-            Some(after)
-        } else if byte == b' ' && is_other(next) {
-            Some(after + next_len)
-        } else {
-            None
-        };
-        if let Some(body) = other_body {
-            let end = self.run(bytes, body, is_other);
+        if let Some(end) = self.space_and_other_run(bytes, byte, class, after, (next, next_len)) {
             return end + count_leading(&bytes[end..], |byte| matches!(byte, b'\r' | b'\n'));
         }
         let run = self.space_run(bytes, start);
@@ -421,16 +434,8 @@ impl ClassTable {
                 return self.o200k_contraction_suffix(bytes, end);
             }
             //  ?[^\s\p{L}\p{N}]+[\r\n/]*
-            let (next, next_len) = self.class_at(bytes, after);
-            let other_body = if is_other(class) {
-                Some(after)
-            } else if byte == b' ' && is_other(next) {
-                Some(after + next_len)
-            } else {
-                None
-            };
-            if let Some(body) = other_body {
-                let end = self.run(bytes, body, is_other);
+            let next = self.class_at(bytes, after);
+            if let Some(end) = self.space_and_other_run(bytes, byte, class, after, next) {
                 return end + count_leading(&bytes[end..], |byte| matches!(byte, b'\r' | b'\n' | b'/'));
             }
         }
