@@ -16,6 +16,7 @@ use std::fmt;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::cache::{CacheGuard, ShardedCache};
 use crate::merge::{Merge, MergeTable};
 use crate::pretokenize::{SplitError, Splitter};
 use crate::sentencepiece::{SentencePiece, SentencePieceSpec};
@@ -252,6 +253,8 @@ pub struct Model {
     specials: Vec<(String, Rank)>,
     max_id: Option<Rank>,
     rule: Rule,
+    /// Merged pieces, by thread (see [`crate::cache`]).
+    cache: ShardedCache,
 }
 
 /// Checks mergeable tokens: non-empty, ids in range and unique, bytes unique.
@@ -421,6 +424,7 @@ impl Model {
             specials,
             max_id,
             rule: Rule::SentencePiece(Box::new(model)),
+            cache: ShardedCache::new(),
         })
     }
 
@@ -439,7 +443,7 @@ impl Model {
                 .chain(specials.iter().map(|(special, id)| (*id, special.as_bytes().into()))),
             max_id,
         );
-        Ok(Self { encoder, tokens, specials, max_id, rule })
+        Ok(Self { encoder, tokens, specials, max_id, rule, cache: ShardedCache::new() })
     }
 
     pub fn kind(&self) -> Kind {
@@ -518,12 +522,23 @@ impl Model {
             }
         };
         let bytes = text.as_bytes();
+        let mut guard = self.cache.lock();
+        let mut cache = guard.as_mut().map(CacheGuard::cache);
         splitter.for_each_piece(text, |start, end| {
             let piece = &bytes[start..end];
             let before = out.len();
             match whole_piece.then(|| self.encoder.get(piece)).flatten() {
                 Some(&id) => out.push(id),
-                None => merges.encode_piece(piece, out),
+                None => match cache.as_deref_mut() {
+                    Some(cache) => match cache.get(piece) {
+                        Some(ids) => out.extend_from_slice(ids),
+                        None => {
+                            merges.encode_piece(piece, out);
+                            cache.insert(piece, &out[before..]);
+                        }
+                    },
+                    None => merges.encode_piece(piece, out),
+                },
             }
             if let Some(starts) = starts.as_deref_mut() {
                 let mut offset = base + start;
