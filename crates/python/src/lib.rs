@@ -8,6 +8,7 @@ mod train;
 use hf_bpe_core::sentencepiece::{Piece, PieceKind, SentencePieceSpec};
 use hf_bpe_core::{BuildError, Kind, Model, Rank, SpecialMatcher, SplitError};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rayon::prelude::*;
@@ -194,6 +195,66 @@ struct CoreBPE {
     model: Model,
     /// Encodes everything as ordinary text.
     ordinary: SpecialPolicy,
+    ints: IntTable,
+}
+
+/// Ids at most this large get a shared Python int (see [`IntTable`]).
+const SHARED_INTS: usize = 1 << 21;
+
+/// One Python int per id of the vocabulary, made on first use: a returned list of ids then shares
+/// them instead of allocating an int object per element, which was most of the cost of returning
+/// ids and most of their memory (ints are immutable, so sharing is invisible).
+struct IntTable {
+    ints: OnceLock<Box<[Py<PyAny>]>>,
+    size: usize,
+}
+
+impl IntTable {
+    fn new(n_vocab: usize) -> Self {
+        Self { ints: OnceLock::new(), size: n_vocab.min(SHARED_INTS) }
+    }
+
+    /// A Python list of `ids`.
+    fn list<'py>(&self, py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
+        let ints = self.ints.get_or_init(|| {
+            (0..self.size)
+                .map(|id| {
+                    let Ok(int) = id.into_pyobject(py);
+                    int.into_any().unbind()
+                })
+                .collect()
+        });
+        let length = ffi::Py_ssize_t::try_from(ids.len())
+            .map_err(|_| PyValueError::new_err("too many ids for one Python list"))?;
+        // SAFETY: `PyList_New` returns a new reference (or null with an exception set); every slot is
+        // then filled exactly once with a new reference (an incremented shared int or a fresh one)
+        // before the list is handed to Python, and on failure the list is released.
+        unsafe {
+            let list = ffi::PyList_New(length);
+            if list.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            for (index, &id) in ids.iter().enumerate() {
+                let int = match ints.get(id as usize) {
+                    Some(shared) => {
+                        let int = shared.as_ptr();
+                        ffi::Py_INCREF(int);
+                        int
+                    }
+                    None => {
+                        let int = ffi::PyLong_FromUnsignedLong(std::os::raw::c_ulong::from(id));
+                        if int.is_null() {
+                            ffi::Py_DECREF(list);
+                            return Err(PyErr::fetch(py));
+                        }
+                        int
+                    }
+                };
+                ffi::PyList_SET_ITEM(list, index as ffi::Py_ssize_t, int);
+            }
+            Ok(Bound::from_owned_ptr(py, list).cast_into_unchecked())
+        }
+    }
 }
 
 impl CoreBPE {
@@ -202,7 +263,8 @@ impl CoreBPE {
             allowed: SpecialMatcher::new([]),
             disallowed: SpecialMatcher::new([]),
         };
-        Self { model, ordinary }
+        let ints = IntTable::new(model.n_vocab());
+        Self { model, ordinary, ints }
     }
 
     fn encode_policy(
@@ -342,21 +404,25 @@ impl CoreBPE {
         }
     }
 
-    fn encode_ordinary(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<Rank>> {
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let text = text_of(text, "encode_ordinary")?;
-        self.run(py, text.len(), || self.encode_policy(&text, &self.ordinary))
-            .map_err(|f| f.into_py(py))
+        let ids = self
+            .run(py, text.len(), || self.encode_policy(&text, &self.ordinary))
+            .map_err(|f| f.into_py(py))?;
+        self.ints.list(py, &ids)
     }
 
-    fn encode(
+    fn encode<'py>(
         &self,
-        py: Python<'_>,
-        text: &Bound<'_, PyAny>,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
         policy: &SpecialPolicy,
-    ) -> PyResult<Vec<Rank>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let text = text_of(text, "encode")?;
-        self.run(py, text.len(), || self.encode_policy(&text, policy))
-            .map_err(|f| f.into_py(py))
+        let ids = self
+            .run(py, text.len(), || self.encode_policy(&text, policy))
+            .map_err(|f| f.into_py(py))?;
+        self.ints.list(py, &ids)
     }
 
     /// Ids and the character offset where each token starts.
@@ -381,13 +447,13 @@ impl CoreBPE {
     }
 
     #[pyo3(signature = (texts, policy=None, num_threads=None))]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
-        texts: &Bound<'_, PyAny>,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
         policy: Option<&SpecialPolicy>,
         num_threads: Option<usize>,
-    ) -> PyResult<Vec<Vec<Rank>>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         if texts.is_instance_of::<PyString>() {
             return Err(PyTypeError::new_err(
                 "encode_batch expects a list of str, got a single str",
@@ -412,10 +478,11 @@ impl CoreBPE {
             })
         };
         let results = py.detach(work);
-        results
+        let lists = results
             .into_iter()
-            .map(|result| result.map_err(|f| f.into_py(py)))
-            .collect()
+            .map(|result| self.ints.list(py, &result.map_err(|f| f.into_py(py))?))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
     }
 
     fn decode_bytes<'py>(
