@@ -29,6 +29,7 @@ from transformers.tokenization_utils_base import (
     AddedToken,
     BatchEncoding,
     PaddingStrategy,
+    TensorType,
     TruncationStrategy,
 )
 
@@ -553,6 +554,24 @@ class BPETokenizer(PreTrainedTokenizer):
     ) -> BatchEncoding:
         """The common case, a batch of texts with at most padding, without the per-text Python of
         the general path; the result is the same (the tests hold the two side by side)."""
+        if (
+            return_tensors == TensorType.NUMPY
+            and padding_strategy != PaddingStrategy.DO_NOT_PAD
+            and texts
+        ):
+            arrays = self._padded_arrays(
+                texts,
+                add_special_tokens=add_special_tokens,
+                padding_strategy=padding_strategy,
+                max_length=max_length,
+                pad_to_multiple_of=pad_to_multiple_of,
+                padding_side=padding_side,
+                return_attention_mask=return_attention_mask,
+                split_special_tokens=split_special_tokens,
+                verbose=verbose,
+            )
+            if arrays is not None:
+                return BatchEncoding(arrays, tensor_type=return_tensors)
         rows = self._encode_texts(texts, split_special_tokens)
         if add_special_tokens and (self._add_bos or self._add_eos):
             bos = [self.bos_token_id] if self._add_bos else []
@@ -589,6 +608,68 @@ class BPETokenizer(PreTrainedTokenizer):
                     for gap, length in zip(missing, lengths)
                 ]
         return BatchEncoding(outputs, tensor_type=return_tensors)
+
+    def _padded_arrays(
+        self,
+        texts: list[str],
+        *,
+        add_special_tokens: bool,
+        padding_strategy: PaddingStrategy,
+        max_length: int | None,
+        pad_to_multiple_of: int | None,
+        padding_side: str | None,
+        return_attention_mask: bool,
+        split_special_tokens: bool,
+        verbose: bool,
+    ) -> dict[str, Any] | None:
+        """``_encode_texts_batch`` for padded NumPy output, built as arrays from the core's flat
+        buffer instead of as lists of Python ints; None where the rows would not all fit the padded
+        length (then the list path gives transformers' own result or error)."""
+        import numpy as np
+
+        added = self._added_tokens()
+        if added.first_phase is not None and not split_special_tokens:
+            rows = [added.two_phase(self._model, text)[0] for text in texts]
+            flat = np.fromiter((token for row in rows for token in row), dtype=np.int64)
+            lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
+        else:
+            policy = added.policy_without_specials if split_special_tokens else added.policy
+            ids, counts = self._model._core.encode_batch_flat(texts, policy, None)
+            flat = np.frombuffer(ids, dtype=np.uint32).astype(np.int64)
+            lengths = np.frombuffer(counts, dtype=np.uint64).astype(np.int64)
+        bos = int(add_special_tokens and self._add_bos)
+        eos = int(add_special_tokens and self._add_eos)
+        totals = lengths + (bos + eos)
+        longest = int(totals.max())
+        if max_length is None and verbose and longest > self.model_max_length:
+            row = int(totals.argmax())
+            start = int(lengths[:row].sum())
+            ids_of_row = flat[start : start + int(lengths[row])].tolist()
+            sequence = [self.bos_token_id] * bos + ids_of_row + [self.eos_token_id] * eos
+            self._eventual_warn_about_too_long_sequence(sequence, max_length, verbose)
+        target = longest if padding_strategy == PaddingStrategy.LONGEST else max_length
+        if target is None:
+            return None
+        if pad_to_multiple_of is not None and target % pad_to_multiple_of:
+            target = (target // pad_to_multiple_of + 1) * pad_to_multiple_of
+        if longest > target:
+            return None
+        left = (padding_side if padding_side is not None else self.padding_side) == "left"
+        starts = target - totals if left else np.zeros_like(totals)  # where each row's tokens begin
+        columns = np.arange(target)
+        content = (columns >= (starts + bos)[:, None]) & (columns < (starts + bos + lengths)[:, None])
+        input_ids = np.full((len(texts), target), self.pad_token_id, dtype=np.int64)
+        input_ids[content] = flat  # row-major order: each row's ids in turn
+        rows_index = np.arange(len(texts))
+        if bos:
+            input_ids[rows_index, starts] = self.bos_token_id
+        if eos:
+            input_ids[rows_index, starts + bos + lengths] = self.eos_token_id
+        arrays: dict[str, Any] = {"input_ids": input_ids}
+        if return_attention_mask:
+            attention = (columns >= starts[:, None]) & (columns < (starts + totals)[:, None])
+            arrays["attention_mask"] = attention.astype(np.int64)
+        return arrays
 
     def _assemble(
         self,

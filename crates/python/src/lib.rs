@@ -282,6 +282,34 @@ impl CoreBPE {
         Ok(ids)
     }
 
+    /// The ids of every text of `texts` (an iterable of str), encoded in parallel without the GIL.
+    fn batch(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        policy: Option<&SpecialPolicy>,
+        num_threads: Option<usize>,
+        what: &str,
+    ) -> PyResult<Vec<Vec<Rank>>> {
+        if texts.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(format!("{what} expects a list of str, got a single str")));
+        }
+        let items: Vec<Bound<'_, PyAny>> = texts
+            .try_iter()
+            .map_err(|_| PyTypeError::new_err(format!("{what} expects an iterable of str")))?
+            .collect::<PyResult<_>>()?;
+        let texts: Vec<Cow<'_, str>> = items.iter().map(|item| text_of(item, what)).collect::<PyResult<_>>()?;
+        let policy = policy.unwrap_or(&self.ordinary);
+        let pool = thread_pool(num_threads)?;
+        let work = || -> Vec<Result<Vec<Rank>, EncodeFailure>> {
+            pool.install(|| texts.par_iter().map(|text| self.encode_policy(text, policy)).collect())
+        };
+        py.detach(work)
+            .into_iter()
+            .map(|result| result.map_err(|f| f.into_py(py)))
+            .collect()
+    }
+
     fn run<T: Send>(&self, py: Python<'_>, size: usize, work: impl FnOnce() -> T + Send) -> T {
         if size >= RELEASE_GIL_FROM {
             py.detach(work)
@@ -454,35 +482,39 @@ impl CoreBPE {
         policy: Option<&SpecialPolicy>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
-        if texts.is_instance_of::<PyString>() {
-            return Err(PyTypeError::new_err(
-                "encode_batch expects a list of str, got a single str",
-            ));
-        }
-        let items: Vec<Bound<'_, PyAny>> = texts
-            .try_iter()
-            .map_err(|_| PyTypeError::new_err("encode_batch expects an iterable of str"))?
-            .collect::<PyResult<_>>()?;
-        let texts: Vec<Cow<'_, str>> = items
+        let lists = self
+            .batch(py, texts, policy, num_threads, "encode_batch")?
             .iter()
-            .map(|item| text_of(item, "encode_batch"))
-            .collect::<PyResult<_>>()?;
-        let policy = policy.unwrap_or(&self.ordinary);
-        let pool = thread_pool(num_threads)?;
-        let work = || -> Vec<Result<Vec<Rank>, EncodeFailure>> {
-            pool.install(|| {
-                texts
-                    .par_iter()
-                    .map(|text| self.encode_policy(text, policy))
-                    .collect()
-            })
-        };
-        let results = py.detach(work);
-        let lists = results
-            .into_iter()
-            .map(|result| self.ints.list(py, &result.map_err(|f| f.into_py(py))?))
+            .map(|ids| self.ints.list(py, ids))
             .collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, lists)
+    }
+
+    /// Like `encode_batch`, as two buffers for NumPy: every text's ids one after another (native
+    /// `uint32`), and the number of ids of each text (native `uint64`).
+    #[pyo3(signature = (texts, policy=None, num_threads=None))]
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        policy: Option<&SpecialPolicy>,
+        num_threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let rows = self.batch(py, texts, policy, num_threads, "encode_batch")?;
+        let total: usize = rows.iter().map(Vec::len).sum();
+        let ids = PyBytes::new_with(py, total * 4, |buffer| {
+            for (chunk, &id) in buffer.chunks_exact_mut(4).zip(rows.iter().flatten()) {
+                chunk.copy_from_slice(&id.to_ne_bytes());
+            }
+            Ok(())
+        })?;
+        let lengths = PyBytes::new_with(py, rows.len() * 8, |buffer| {
+            for (chunk, row) in buffer.chunks_exact_mut(8).zip(&rows) {
+                chunk.copy_from_slice(&(row.len() as u64).to_ne_bytes());
+            }
+            Ok(())
+        })?;
+        Ok((ids, lengths))
     }
 
     fn decode_bytes<'py>(
