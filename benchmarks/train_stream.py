@@ -28,12 +28,19 @@ from _common import SHARED_CORPORA, textgen
 DOCUMENT_BYTES = 64 * 1024
 
 
-def lines_of_corpora(seed: int) -> list[str]:
+def lines_of_corpora(seed: int) -> Iterator[str]:
+    """The non-blank lines of the shared corpora, read lazily and over again without end (generated
+    text when the corpora are absent): the benchmark holds no corpus in memory either."""
     files = sorted(path for path in SHARED_CORPORA.glob("*.txt") if "COPYING" not in path.name)
-    if files:
-        return [line for path in files for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    docs = textgen.documents(random.Random(seed), 5_000_000, specials=False)
-    return [line for doc in docs for line in doc.splitlines() if line.strip()]
+    if not files:
+        docs = textgen.documents(random.Random(seed), 5_000_000, specials=False)
+        generated = [line for doc in docs for line in doc.splitlines() if line.strip()]
+        while True:
+            yield from generated
+    while True:
+        for path in files:
+            with path.open(encoding="utf-8") as lines:
+                yield from (line.rstrip("\n") for line in lines if line.strip())
 
 
 def documents(total_bytes: int, seed: int) -> Iterator[str]:
@@ -41,13 +48,12 @@ def documents(total_bytes: int, seed: int) -> Iterator[str]:
     rng = random.Random(seed)
     lines = lines_of_corpora(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"
-    produced, index = 0, 0
+    produced = 0
     while produced < total_bytes:
         parts, size = [], 0
         while size < DOCUMENT_BYTES:
             word = "".join(rng.choices(letters, k=rng.randint(5, 9)))
-            line = f"{lines[index % len(lines)]} {word}\n"
-            index += 1
+            line = f"{next(lines)} {word}\n"
             parts.append(line)
             size += len(line.encode("utf-8"))
         produced += size
