@@ -99,6 +99,13 @@ impl Scanner {
     }
 }
 
+/// Builds the scanners' character table now rather than on first use. A process forked while
+/// another thread is building it would wait for that build forever (the thread does not exist in
+/// the child), so the Python bindings call this at import, before any thread can encode.
+pub fn prepare() {
+    ClassTable::get();
+}
+
 /// Cuts `bytes` into consecutive pieces, `piece_end` telling where the piece at a position ends.
 #[inline(always)]
 fn split(

@@ -671,6 +671,8 @@ fn byte_to_char_offsets(text: &str, byte_offsets: Vec<usize>) -> Vec<usize> {
 
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Built here, before any thread exists, so that no fork can catch it half built.
+    hf_bpe_core::scan::prepare();
     module.add_class::<CoreBPE>()?;
     module.add_class::<SpecialPolicy>()?;
     module.add_class::<TextStream>()?;
