@@ -13,7 +13,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-/// Texts at least this long are encoded with the GIL released.
+/// Texts at least this long (bytes) are encoded, and id sequences this long decoded, with the GIL
+/// released.
 const RELEASE_GIL_FROM: usize = 4096;
 
 fn split_error(error: SplitError) -> PyErr {
@@ -424,9 +425,11 @@ impl CoreBPE {
         ids: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let ids = ids_of(py, ids, self.model.n_vocab())?;
-        let mut out = Vec::with_capacity(ids.len() * 4);
-        self.model
-            .decode_bytes(&ids, &mut out)
+        let out = self
+            .run(py, ids.len(), || {
+                let mut out = Vec::with_capacity(ids.len() * 4);
+                self.model.decode_bytes(&ids, &mut out).map(|()| out)
+            })
             .map_err(|id| hf_bpe_error(py, "UnknownTokenError", (id, self.model.n_vocab())))?;
         Ok(PyBytes::new(py, &out))
     }
@@ -560,8 +563,7 @@ impl CoreBPE {
     /// Decodes to text (U+FFFD for invalid UTF-8; per byte for SentencePiece models, as it does).
     fn decode(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<String> {
         let ids = ids_of(py, ids, self.model.n_vocab())?;
-        self.model
-            .decode_text(&ids)
+        self.run(py, ids.len(), || self.model.decode_text(&ids))
             .map_err(|id| hf_bpe_error(py, "UnknownTokenError", (id, self.model.n_vocab())))
     }
 }
