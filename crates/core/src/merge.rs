@@ -211,9 +211,11 @@ impl MergeTable {
         self.merge_heap_ids(piece.iter().map(|&byte| self.byte_id(byte)).collect(), out);
     }
 
-    /// The heap-based loop on initial symbols `ids` (at least one).
+    /// The heap-based loop on initial symbols `ids` (at least one, fewer than 2**32 - 1: positions
+    /// are 32-bit, and a segment that long would need some 80 GB to merge).
     fn merge_heap_ids(&self, ids: Vec<Rank>, out: &mut Vec<Rank>) {
         const NONE: u32 = u32::MAX;
+        assert!(ids.len() < NONE as usize, "a piece of {} symbols is beyond the merge loop's 32-bit positions", ids.len());
         /// A symbol, indexed by its initial position; merged-away ones get id `NONE`. One array of
         /// small nodes keeps each merge to a few cache lines.
         #[derive(Clone, Copy)]
