@@ -37,7 +37,7 @@ from hf_bpe._io import atomic_write
 from hf_bpe._rwlock import ReadWriteLock
 from hf_bpe.byte_level import BYTE_TO_UNICODE, UNICODE_TO_BYTE
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
-from hf_bpe.model import BPE, MODEL_FILE
+from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE
 
 __all__ = ["MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "save_tokenizer_folder"]
 
@@ -124,6 +124,12 @@ class BPETokenizer(PreTrainedTokenizer):
             raise ConversionError(
                 f"{model!r} is a SentencePiece model; BPETokenizer wraps byte-level BPE models (ranks or "
                 "merges). For transformers, use its SentencePiece tokenizers (e.g. LlamaTokenizer) on the .model"
+            )
+        if model.n_vocab > MAX_DENSE_IDS:
+            raise InvalidVocabularyError(
+                f"{model!r} has id {model.n_vocab - 1}; a transformers tokenizer keeps an entry for every id up to "
+                f"the largest (its length is the embedding size), so BPETokenizer takes ids below {MAX_DENSE_IDS:,}: "
+                "renumber the tokens (hf_bpe.BPE takes any id below 2**31)"
             )
         self._model = model
         self._add_bos = bool(settings.get("add_bos_token", False) if add_bos_token is None else add_bos_token)
