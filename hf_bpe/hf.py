@@ -17,12 +17,13 @@ the same ids.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from transformers import AutoTokenizer, PreTrainedConfig, PreTrainedTokenizer
 from transformers.tokenization_utils_base import (
@@ -34,9 +35,10 @@ from transformers.tokenization_utils_base import (
 )
 
 from hf_bpe._io import atomic_write
+from hf_bpe._rwlock import ReadWriteLock
 from hf_bpe.byte_level import BYTE_TO_UNICODE, UNICODE_TO_BYTE
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
-from hf_bpe.model import BPE, MODEL_FILE
+from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE
 
 __all__ = ["MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "save_tokenizer_folder"]
 
@@ -51,6 +53,24 @@ _SPELL = {byte: char for byte, char in BYTE_TO_UNICODE.items()}
 _UNSPELL = {ord(char): chr(byte) for char, byte in UNICODE_TO_BYTE.items()} | {
     byte: "\uffff" for byte in range(256) if chr(byte) not in UNICODE_TO_BYTE
 }
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _reading(method: _Method) -> _Method:
+    """Run ``method`` as a reader of the tokenizer: alongside other readers, never while
+    ``add_tokens`` or ``add_special_tokens`` changes it (see :mod:`hf_bpe._rwlock`)."""
+
+    @functools.wraps(method)
+    def read(self: BPETokenizer, *args: Any, **kwargs: Any) -> Any:
+        self._lock.acquire_read()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._lock.release_read()
+
+    return cast(_Method, read)
 
 
 def _spell(token: bytes) -> str:
@@ -106,12 +126,19 @@ class BPETokenizer(PreTrainedTokenizer):
                 f"{model!r} is a SentencePiece model; BPETokenizer wraps byte-level BPE models (ranks or "
                 "merges). For transformers, use its SentencePiece tokenizers (e.g. LlamaTokenizer) on the .model"
             )
+        if model.n_vocab > MAX_DENSE_IDS:
+            raise InvalidVocabularyError(
+                f"{model!r} has id {model.n_vocab - 1}; a transformers tokenizer keeps an entry for every id up to "
+                f"the largest (its length is the embedding size), so BPETokenizer takes ids below {MAX_DENSE_IDS:,}: "
+                "renumber the tokens (hf_bpe.BPE takes any id below 2**31)"
+            )
         self._model = model
         self._add_bos = bool(settings.get("add_bos_token", False) if add_bos_token is None else add_bos_token)
         self._add_eos = bool(settings.get("add_eos_token", False) if add_eos_token is None else add_eos_token)
         self._card = dict(settings.get("card", {}))
         self._tables: _Tables | None = None
         self._added: _AddedTokens | None = None
+        self._lock = ReadWriteLock()
         # The model's special tokens are added tokens; saved ones (added_tokens_decoder) come on top.
         decoder: dict[int, AddedToken] = {
             token_id: AddedToken(
@@ -262,9 +289,18 @@ class BPETokenizer(PreTrainedTokenizer):
 
     def _add_tokens(self, new_tokens: Sequence[str | AddedToken], special_tokens: bool = False) -> int:
         """Add tokens as transformers does, numbering new ones after the largest id (like
-        `tokenizers`, so ids are the same in ``tokenizer.json``); the core's matcher follows."""
+        `tokenizers`, so ids are the same in ``tokenizer.json``); the core's matcher follows.
+
+        The tables are copied, changed and put in place whole, so a thread reading them meanwhile
+        sees them before or after, never half changed (:meth:`add_tokens` also waits for calls in
+        progress)."""
         if not new_tokens:
             return 0
+        decoder = dict(self._added_tokens_decoder)
+        encoder = dict(self._added_tokens_encoder)
+        extra = list(self._extra_special_tokens)
+        special_texts = set(self.all_special_tokens)
+        next_id = len(self)
         added = 0
         for token in new_tokens:
             if not isinstance(token, (str, AddedToken)):
@@ -272,28 +308,54 @@ class BPETokenizer(PreTrainedTokenizer):
             if str(token) == "":
                 continue
             if isinstance(token, str):
-                if token in self._added_tokens_encoder:
+                if token in encoder:
                     continue
-                is_special = token in self.all_special_tokens or special_tokens
+                is_special = token in special_texts or special_tokens
                 token = AddedToken(
                     token, rstrip=False, lstrip=False, normalized=not is_special, special=is_special
                 )
             elif special_tokens:
                 token.__setstate__({"special": True, "normalized": token.normalized})
-            token_id = self._added_tokens_encoder.get(token.content)
+            token_id = encoder.get(token.content)
             if token_id is None:
                 token_id = self._vocab_id(token.content)
             if token_id is None:
-                token_id = len(self)
+                token_id = next_id
+                next_id += 1
                 added += 1
-            if token.special and str(token) not in self.all_special_tokens:
-                self._extra_special_tokens.append(token)
-            self._added_tokens_decoder[token_id] = token
-            self._added_tokens_encoder[token.content] = token_id
-        self._added = None
+            if token.special and str(token) not in special_texts:
+                extra.append(token)
+                special_texts.add(str(token))
+            decoder[token_id] = token
+            encoder[token.content] = token_id
+        added_tokens = _AddedTokens(self._model, decoder)
+        self._extra_special_tokens = extra
+        self._added_tokens_decoder = decoder
+        self._added_tokens_encoder = encoder
+        self._added = added_tokens
         self._update_trie()
         self._update_total_vocab_size()
         return added
+
+    def add_tokens(
+        self, new_tokens: str | AddedToken | Sequence[str | AddedToken], special_tokens: bool = False
+    ) -> int:
+        """transformers' ``add_tokens``, safe while other threads use the tokenizer: it waits for
+        the calls in progress, and calls made meanwhile wait for it, so each sees the tokenizer
+        wholly before or wholly after."""
+        with self._lock.writing():
+            return super().add_tokens(new_tokens, special_tokens=special_tokens)
+
+    def add_special_tokens(
+        self,
+        special_tokens_dict: dict[str, str | AddedToken | Sequence[str | AddedToken]],
+        replace_extra_special_tokens: bool = True,
+    ) -> int:
+        """transformers' ``add_special_tokens``, safe while other threads use the tokenizer (see
+        :meth:`add_tokens`). Setting an attribute such as ``tokenizer.pad_token = ...`` directly is
+        not guarded: do it before sharing the tokenizer, or use this method."""
+        with self._lock.writing():
+            return super().add_special_tokens(special_tokens_dict, replace_extra_special_tokens)
 
     def _vocab_id(self, text: str) -> int | None:
         """The id of ``text`` as an ordinary token spelled in the byte-level alphabet, or a special."""
@@ -329,6 +391,7 @@ class BPETokenizer(PreTrainedTokenizer):
 
     # -------------------------------------------------------------------------------- encoding
 
+    @_reading
     def tokenize(
         self, text: str, pair: str | None = None, add_special_tokens: bool = False, **kwargs: Any
     ) -> list[str]:
@@ -387,6 +450,7 @@ class BPETokenizer(PreTrainedTokenizer):
             spans.append((start, end))
         return ids, spans
 
+    @_reading
     def _encode_plus(  # type: ignore[override]
         self,
         text: Any,
@@ -411,7 +475,8 @@ class BPETokenizer(PreTrainedTokenizer):
         **kwargs: Any,
     ) -> BatchEncoding:
         """Encode in the core, then assemble exactly as ``PythonBackend`` does (truncation, special
-        tokens, masks, padding), plus character offsets on request."""
+        tokens, masks, padding), plus character offsets on request. Calls run in parallel, but not
+        while :meth:`add_tokens` changes the tokenizer."""
         if split_special_tokens is None:
             split_special_tokens = self.split_special_tokens
         if kwargs.get("sanitize_control_tokens") or not self._added_tokens().plain:
@@ -803,6 +868,7 @@ class BPETokenizer(PreTrainedTokenizer):
 
     # -------------------------------------------------------------------------------- decoding
 
+    @_reading
     def _decode(
         self,
         token_ids: int | list[int],
@@ -1017,19 +1083,23 @@ class BPETokenizer(PreTrainedTokenizer):
         return self._tables
 
     def _added_tokens(self) -> _AddedTokens:
-        """The core's added-token matchers, rebuilt when the added tokens change."""
-        if self._added is None or self._added.size != len(self._added_tokens_decoder):
-            self._added = _AddedTokens(self._model, self._added_tokens_decoder)
-        return self._added
+        """The core's added-token matchers, rebuilt when the added tokens change (a new table, or
+        one changed in place by transformers' own code)."""
+        added, decoder = self._added, self._added_tokens_decoder
+        if added is None or added.decoder is not decoder or added.size != len(decoder):
+            added = self._added = _AddedTokens(self._model, decoder)
+        return added
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_tables"] = None
         state["_added"] = None  # the core's matchers are rebuilt, not pickled
+        state.pop("_lock", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._lock = ReadWriteLock()
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -1072,6 +1142,7 @@ class _AddedTokens:
 
     def __init__(self, model: BPE, decoder: Mapping[int, AddedToken]) -> None:
         core = model._core
+        self.decoder = decoder
         self.size = len(decoder)
         tokens = [(token.content, token_id) for token_id, token in decoder.items()]
         self.plain = all(

@@ -249,8 +249,11 @@ impl MergeTable {
         self.merge_heap_ids(piece.iter().map(|&byte| self.byte_id(byte)).collect(), out);
     }
 
-    /// The loop for long pieces, on initial symbols `ids` (at least one): see [`LongMerge`].
+    /// The loop for long pieces, on initial symbols `ids` (at least one, fewer than 2**32 - 1:
+    /// positions are 32-bit, and a segment that long would need some 80 GB to merge): see
+    /// [`LongMerge`].
     fn merge_heap_ids(&self, ids: Vec<Rank>, out: &mut Vec<Rank>) {
+        assert!(ids.len() < NONE as usize, "a piece of {} symbols is beyond the merge loop's 32-bit positions", ids.len());
         let mut long = LongMerge::new(self, &ids);
         let by_levels = ids.len() >= LEVELS_FROM;
         drop(ids);

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 mod train;
 
-use hf_bpe_core::sentencepiece::{Piece, PieceKind, SentencePieceSpec};
-use hf_bpe_core::{BuildError, Kind, Model, Rank, SpecialMatcher, SplitError};
+use hf_bpe_core::sentencepiece::{DecodeState, Piece, PieceKind, SentencePieceSpec};
+use hf_bpe_core::{BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, StreamError};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -14,7 +14,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
-/// Texts at least this long are encoded with the GIL released.
+/// Texts at least this long (bytes) are encoded, and id sequences this long decoded, with the GIL
+/// released.
 const RELEASE_GIL_FROM: usize = 4096;
 
 fn split_error(error: SplitError) -> PyErr {
@@ -523,9 +524,11 @@ impl CoreBPE {
         ids: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let ids = ids_of(py, ids, self.model.n_vocab())?;
-        let mut out = Vec::with_capacity(ids.len() * 4);
-        self.model
-            .decode_bytes(&ids, &mut out)
+        let out = self
+            .run(py, ids.len(), || {
+                let mut out = Vec::with_capacity(ids.len() * 4);
+                self.model.decode_bytes(&ids, &mut out).map(|()| out)
+            })
             .map_err(|id| hf_bpe_error(py, "UnknownTokenError", (id, self.model.n_vocab())))?;
         Ok(PyBytes::new(py, &out))
     }
@@ -629,12 +632,121 @@ impl CoreBPE {
         py.detach(|| self.model.merge_rule_difference(ignore_merges).map(|difference| difference.to_string()))
     }
 
+    /// Whether `encode_stream` can encode this model's text in parts exactly.
+    #[getter]
+    fn can_stream(&self) -> bool {
+        self.model.unsettled_pieces().is_some()
+    }
+
+    /// A stream that encodes text given in parts like `encode(whole text, policy)` (the ordinary
+    /// policy when None), encoding every `block` bytes and holding at most `limit` bytes without
+    /// a settled piece boundary (no limit when None).
+    #[pyo3(signature = (policy=None, limit=None, block=EncodeStream::BLOCK))]
+    fn encode_stream(
+        slf: Py<Self>,
+        py: Python<'_>,
+        policy: Option<Py<SpecialPolicy>>,
+        limit: Option<usize>,
+        block: usize,
+    ) -> PyResult<TextStream> {
+        let stream = EncodeStream::new(&slf.get().model, limit.unwrap_or(usize::MAX), block)
+            .map_err(|error| stream_error(py, error))?;
+        Ok(TextStream { core: slf, policy, stream })
+    }
+
+    /// A stream that decodes ids given in parts to the bytes of decoding them at once.
+    fn decode_stream(slf: Py<Self>) -> IdStream {
+        IdStream { core: slf, state: DecodeState::default() }
+    }
+
     /// Decodes to text (U+FFFD for invalid UTF-8; per byte for SentencePiece models, as it does).
     fn decode(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<String> {
         let ids = ids_of(py, ids, self.model.n_vocab())?;
-        self.model
-            .decode_text(&ids)
+        self.run(py, ids.len(), || self.model.decode_text(&ids))
             .map_err(|id| hf_bpe_error(py, "UnknownTokenError", (id, self.model.n_vocab())))
+    }
+}
+
+fn stream_error(py: Python<'_>, error: StreamError) -> PyErr {
+    match error {
+        StreamError::Disallowed(token) => hf_bpe_error(py, "DisallowedSpecialTokenError", token),
+        StreamError::TooLong { .. } => PyValueError::new_err(format!(
+            "{error}; pass a larger max_piece_bytes (None: no limit), or encode such text whole with encode"
+        )),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}
+
+/// Text given in parts, encoded as it settles (`BPE.encode_iterable`).
+#[pyclass(module = "hf_bpe._core")]
+struct TextStream {
+    core: Py<CoreBPE>,
+    policy: Option<Py<SpecialPolicy>>,
+    stream: EncodeStream,
+}
+
+impl TextStream {
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut EncodeStream, &Model, &SpecialPolicy, &mut Vec<Rank>) -> Result<(), StreamError> + Send,
+        release_gil: bool,
+    ) -> PyResult<Vec<Rank>> {
+        let core = self.core.get();
+        let policy = self.policy.as_ref().map_or(&core.ordinary, |policy| policy.get());
+        let stream = &mut self.stream;
+        let mut ids = Vec::new();
+        let encode = || work(stream, &core.model, policy, &mut ids);
+        let result = if release_gil { py.detach(encode) } else { encode() };
+        result.map_err(|error| stream_error(py, error))?;
+        Ok(ids)
+    }
+}
+
+#[pymethods]
+impl TextStream {
+    /// Takes the next part of the text; returns the ids of what is settled (often none yet).
+    fn feed(&mut self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<Rank>> {
+        let text = text_of(text, "encode_iterable")?;
+        let release_gil = self.stream.is_due(text.len()) || text.len() >= RELEASE_GIL_FROM;
+        self.run(
+            py,
+            |stream, model, policy, ids| stream.push(model, &policy.allowed, &policy.disallowed, &text, ids),
+            release_gil,
+        )
+    }
+
+    /// Ends the text: returns the ids of everything not returned yet.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<Vec<Rank>> {
+        let release_gil = self.stream.held() >= RELEASE_GIL_FROM;
+        self.run(py, |stream, model, policy, ids| stream.finish(model, &policy.allowed, &policy.disallowed, ids), release_gil)
+    }
+
+    /// Bytes received and not encoded yet.
+    #[getter]
+    fn held(&self) -> usize {
+        self.stream.held()
+    }
+}
+
+/// Ids given in parts, decoded to bytes (`BPE.stream_decoder`).
+#[pyclass(module = "hf_bpe._core")]
+struct IdStream {
+    core: Py<CoreBPE>,
+    state: DecodeState,
+}
+
+#[pymethods]
+impl IdStream {
+    /// The bytes of the next ids.
+    fn feed<'py>(&mut self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let model = &self.core.get().model;
+        let ids = ids_of(py, ids, model.n_vocab())?;
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        model
+            .decode_bytes_continuing(&ids, &mut self.state, &mut out)
+            .map_err(|id| hf_bpe_error(py, "UnknownTokenError", (id, model.n_vocab())))?;
+        Ok(PyBytes::new(py, &out))
     }
 }
 
@@ -660,8 +772,12 @@ fn byte_to_char_offsets(text: &str, byte_offsets: Vec<usize>) -> Vec<usize> {
 
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Built here, before any thread exists, so that no fork can catch it half built.
+    hf_bpe_core::scan::prepare();
     module.add_class::<CoreBPE>()?;
     module.add_class::<SpecialPolicy>()?;
+    module.add_class::<TextStream>()?;
+    module.add_class::<IdStream>()?;
     train::register(module)?;
     Ok(())
 }
