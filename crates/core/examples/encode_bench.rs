@@ -6,34 +6,16 @@
 //! t.save(hf_bpe.get_encoding('cl100k_base'), 'cl100k.tiktoken')"` writes one. Times are the thread's
 //! CPU time, best of the runs in about a second; the split-only time is printed beside it.
 
-use std::time::{Duration, Instant};
+#[path = "common/timing.rs"]
+mod timing;
 
 use base64::Engine;
 use hf_bpe_core::model::Model;
 use hf_bpe_core::pretokenize::Splitter;
 use hf_bpe_core::scan::{CL100K, GPT2, O200K};
+use timing::best_cpu_seconds as best_seconds;
 
 const CORPORA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/corpora");
-
-fn thread_cpu_time() -> Duration {
-    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `time` is a valid, writable timespec.
-    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) };
-    assert_eq!(status, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    Duration::new(time.tv_sec as u64, time.tv_nsec as u32)
-}
-
-fn best_seconds(seconds: f64, mut run: impl FnMut() -> usize) -> (f64, usize) {
-    let mut best = Duration::MAX;
-    let mut count = 0;
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs_f64(seconds) || best == Duration::MAX {
-        let before = thread_cpu_time();
-        count = run();
-        best = best.min(thread_cpu_time() - before);
-    }
-    (best.as_secs_f64(), count)
-}
 
 fn read_ranks(path: &str) -> Vec<(Vec<u8>, u32)> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{path}: {error}"));
