@@ -88,6 +88,41 @@ fn main() {
             });
             print!("{name:<7} {label} {:.1} MB/s; ", adversarial.len() as f64 / 1e6 / time);
         }
+        // BENCH_THREADS=N: documents of ~5 KB encoded in parallel on N threads (wall time).
+        if let Some(threads) = std::env::var("BENCH_THREADS").ok().and_then(|n| n.parse::<usize>().ok()) {
+            use rayon::prelude::*;
+            let mut docs = Vec::new();
+            let mut at = 0;
+            while at < text.len() {
+                let mut end = (at + 5000).min(text.len());
+                while !text.is_char_boundary(end) {
+                    end += 1;
+                }
+                docs.push(&text[at..end]);
+                at = end;
+            }
+            let mut expected = None;
+            for n in [1, threads] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+                let mut best = f64::MAX;
+                for _ in 0..3 {
+                    let start = std::time::Instant::now();
+                    let total: usize = pool.install(|| {
+                        docs.par_iter()
+                            .map(|doc| {
+                                let mut ids = Vec::new();
+                                model.encode_ordinary(doc, &mut ids).unwrap();
+                                ids.len()
+                            })
+                            .sum()
+                    });
+                    // Cutting the text into documents changes a few pieces; the threads must not.
+                    assert_eq!(*expected.get_or_insert(total), total);
+                    best = best.min(start.elapsed().as_secs_f64());
+                }
+                print!("{name:<7} batch on {n} threads {:.1} MB/s; ", text.len() as f64 / 1e6 / best);
+            }
+        }
         let mb = text.len() as f64 / 1e6;
         println!(
             "{name:<7} encode {:>6.1} MB/s ({tokens} tokens)  split only {:>6.1} MB/s ({pieces} pieces, {:.0}% of encode time)",

@@ -124,8 +124,13 @@ impl PieceCache {
 /// A model's caches, one per concurrently encoding thread (up to [`SHARDS`]); each is allocated on
 /// first use. Cloning a model gives the clone empty caches.
 pub struct ShardedCache {
-    shards: Box<[Mutex<Option<PieceCache>>]>,
+    shards: Box<[Shard]>,
 }
+
+/// One cache and its lock, alone on its cache lines: threads locking neighbouring shards must not
+/// write to the same line (false sharing).
+#[repr(align(128))]
+struct Shard(Mutex<Option<PieceCache>>);
 
 static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
 
@@ -155,14 +160,14 @@ impl CacheGuard<'_> {
 
 impl ShardedCache {
     pub fn new() -> Self {
-        Self { shards: (0..SHARDS).map(|_| Mutex::new(None)).collect() }
+        Self { shards: (0..SHARDS).map(|_| Shard(Mutex::new(None))).collect() }
     }
 
     /// This thread's cache, or a free one near it; `None` when all tried are busy.
     pub fn lock(&self) -> Option<CacheGuard<'_>> {
         let first = thread_shard();
         for attempt in 0..4 {
-            match self.shards[(first + attempt) % SHARDS].try_lock() {
+            match self.shards[(first + attempt) % SHARDS].0.try_lock() {
                 Ok(guard) => return Some(CacheGuard(guard)),
                 // A panic while a cache was locked cannot leave it inconsistent with the model
                 // (a slot is written only after its ids are known), but drop it to be safe.
@@ -180,7 +185,7 @@ impl ShardedCache {
     /// Empties every cache that is not in use (frees their memory).
     pub fn clear(&self) {
         for shard in self.shards.iter() {
-            if let Ok(mut guard) = shard.try_lock() {
+            if let Ok(mut guard) = shard.0.try_lock() {
                 *guard = None;
             }
         }
