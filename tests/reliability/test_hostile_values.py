@@ -5,8 +5,9 @@ refused with hf_bpe's own error naming the value, never an ``OverflowError`` or 
 
 from __future__ import annotations
 
-import hf_bpe
 import pytest
+
+import hf_bpe
 from hf_bpe.errors import InvalidVocabularyError, UnknownTokenError
 
 BYTES = {bytes([b]): b for b in range(256)}

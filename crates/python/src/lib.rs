@@ -199,9 +199,24 @@ fn specials_of(special_tokens: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Rank
     let py = special_tokens.py();
     let mut specials = Vec::with_capacity(special_tokens.len());
     for (token, id) in special_tokens.iter() {
-        let token: String = token
-            .extract()
-            .map_err(|_| PyTypeError::new_err("special token names must be str"))?;
+        let token: String = match token.cast::<PyString>() {
+            Ok(text) => text.to_str().map(str::to_owned).map_err(|_| {
+                hf_bpe_error(
+                    py,
+                    "InvalidVocabularyError",
+                    format!(
+                        "special token {} is not valid text (it holds a lone surrogate)",
+                        text.repr().map(|r| r.to_string()).unwrap_or_default()
+                    ),
+                )
+            })?,
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "special token names must be str, got {}",
+                    token.repr().map(|r| r.to_string()).unwrap_or_default()
+                )))
+            }
+        };
         let out_of_range = |id: &dyn std::fmt::Display| {
             hf_bpe_error(
                 py,
