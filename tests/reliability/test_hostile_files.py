@@ -3,15 +3,20 @@ and the problem, or loads and encodes within bounded time and memory."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import resource
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import reliability_support as support
+from conftest import scaled
 from reliability_support import one_rule_charsmap
 
 import conversion.gpt2
@@ -415,3 +420,151 @@ def test_huge_and_non_finite_numbers_in_json_are_refused(tmp_path: Path, number:
         else:  # a score may be any float, even infinite (SentencePiece stores float32)
             assert case == "hf_bpe.json piece score", (case, number)
             support.exercise(model)
+
+
+# ---------------------------------------------------------------------- pathological patterns
+
+PATHOLOGICAL = {
+    # ~500,000 backtracking steps on every match, under fancy-regex's limit of 1,000,000 per match:
+    # 3,000 characters took over 8 minutes before the split budget.
+    "exponential on every match": (r"(?:(?:a?){19}a{19}(?=x)|a)", "a" * 3_000),
+    # the look-ahead rescans the rest of the text at each step of one match attempt
+    "a look-ahead rescanning the text": (r"(?:a(?!a*!))+b", "a" * 100_000),
+    # every match scans to the end of the text: quadratic
+    "quadratic across matches": (r"\w+(?=!)|.", "a" * 100_000),
+}
+
+WRITERS = {
+    "tokenizer.json": lambda model, folder: conversion.hf.load(
+        conversion.hf.save(model, folder / "tokenizer.json", check=False)),
+    "hf_bpe.json": lambda model, folder: hf_bpe.BPE.load(model.save(folder / "hf_bpe.json")),
+    "tekken": lambda model, folder: conversion.tiktoken.load_tekken(
+        conversion.tiktoken.save_tekken(model, folder / "tekken.json", lossy=True)),
+}
+
+
+def _with_pattern(pattern: str) -> hf_bpe.BPE:
+    small = support.small_model()
+    return hf_bpe.BPE(small.mergeable_ranks, pattern, small.special_tokens)
+
+
+@pytest.mark.parametrize(("writer", "case"), list(zip(sorted(WRITERS), sorted(PATHOLOGICAL))))
+def test_pathological_patterns_from_files_raise_within_the_budget(tmp_path: Path, writer: str, case: str) -> None:
+    pattern, text = PATHOLOGICAL[case]
+    model = WRITERS[writer](_with_pattern(pattern), tmp_path)
+    short = model.encode_ordinary("aab")  # loads, and short text splits at once
+    assert short
+    budget = 1.0 + 10.0 * len(text) / 1e6
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=r"is too slow on this text: splitting its \d+ bytes would take more"):
+        model.encode_ordinary(text)
+    assert time.monotonic() - started < budget + 5
+    assert model.encode_ordinary("aab") == short  # and keeps working
+
+
+def test_pathological_patterns_in_training_raise_within_the_budget() -> None:
+    pattern, text = PATHOLOGICAL["exponential on every match"]
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="too slow"):
+        hf_bpe.train([text, "abc"], 300, pattern=pattern, show_progress=False)
+    assert time.monotonic() - started < 10
+
+
+def test_catastrophic_looking_patterns_without_backtracking_run_in_linear_time(tmp_path: Path) -> None:
+    """``(a+)+$`` and friends have no look-around: the regex crate runs them in linear time."""
+    model = WRITERS["tokenizer.json"](_with_pattern(r"(a+)+$|(a|aa)+|\s+|."), tmp_path)
+    started = time.monotonic()
+    assert model.decode(model.encode_ordinary("a" * 1_000_000 + "!")) == "a" * 1_000_000 + "!"
+    assert time.monotonic() - started < 10
+
+
+# -------------------------------------------------------------------------------- tokenizer folder
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda config: ["not", "an", "object"], "expected a JSON object, got list"),
+        (lambda config: {**config, "model_max_length": "1024"}, "model_max_length is '1024'; expected a positive"),
+        (lambda config: {**config, "model_max_length": None} | {"model_max_length": -5}, "model_max_length is -5"),
+        (lambda config: {**config, "added_tokens_decoder": None} | {"added_tokens_decoder": []},
+         "added_tokens_decoder is \\[\\]"),
+        (lambda config: {**config, "added_tokens_decoder": {"x": {"content": "<a>"}}}, "an id of digits"),
+        (lambda config: {**config, "added_tokens_decoder": {"5": {"content": ""}}}, "an id of digits"),
+        (lambda config: {**config, "added_tokens_decoder": {"400": {"content": "<a>", "lstrip": "yes"}}}, "flags"),
+        (lambda config: {**config, "eos_token": 7}, "eos_token is 7"),
+        (lambda config: {**config, "pad_token": {"content": None}}, "pad_token is"),
+        (lambda config: {**config, "padding_side": "middle"}, "padding_side is 'middle'"),
+        (lambda config: {**config, "hf_bpe": "add_bos"}, "hf_bpe is 'add_bos'; expected a dict"),
+    ],
+)
+def test_corrupt_tokenizer_settings_are_refused_naming_them(tmp_path: Path, edit: Any, problem: str) -> None:
+    """Regression: these loaded and then failed inside transformers (AttributeError at load, TypeError
+    at the first encode)."""
+    config = _json("folder", "tokenizer_config.json")
+    folder = support.materialize({**support.valid_files("folder"),
+                                  "tokenizer_config.json": json.dumps(edit(config)).encode()}, tmp_path / "f")
+    with pytest.raises(TokenizerFileError, match=problem) as raised:
+        hf_bpe.BPETokenizer.from_pretrained(folder)
+    assert "tokenizer_config.json" in str(raised.value)
+
+
+def test_corrupt_special_tokens_map_is_refused_naming_it(tmp_path: Path) -> None:
+    folder = support.materialize({**support.valid_files("folder"),
+                                  "special_tokens_map.json": b'{"eos_token": ["a", "list"]}'}, tmp_path / "f")
+    with pytest.raises(TokenizerFileError, match=r"special_tokens_map.json: eos_token is \['a', 'list'\]"):
+        hf_bpe.BPETokenizer.from_pretrained(folder)
+
+
+# ---------------------------------------------------------------------------------- enormous files
+
+LOAD_AND_MEASURE = """
+import json, resource, sys, time
+started = time.monotonic()
+import hf_bpe, conversion.tiktoken
+model = (conversion.tiktoken.load(sys.argv[1], pattern="gpt2") if sys.argv[1].endswith(".tiktoken")
+         else hf_bpe.BPE.load(sys.argv[1]))
+loaded = time.monotonic() - started
+text = "hello world " * 1000 + "".join(chr(c) for c in range(32, 2000))
+assert model.decode(model.encode_ordinary(text)) == text
+print(json.dumps({"tokens": model.n_vocab, "seconds": loaded,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _many_tokens(count: int) -> Iterator[tuple[bytes, int]]:
+    """The 256 bytes and ``count - 256`` distinct five-byte tokens, with their ranks."""
+    for rank in range(256):
+        yield bytes([rank]), rank
+    for index in range(count - 256):
+        yield (index + 1).to_bytes(4, "big") + bytes([index % 251]), 256 + index
+
+
+def _write_many_tokens(path: Path, count: int) -> Path:
+    with path.open("wb") as file:
+        if path.suffix == ".tiktoken":
+            for token, rank in _many_tokens(count):
+                file.write(base64.b64encode(token) + b" %d\n" % rank)
+        else:  # hf_bpe.json, as BPE.save writes it
+            file.write(b'{"format": "hf_bpe", "version": 1, "name": "many", "special_tokens": {}, "pattern": "gpt2",'
+                       b' "ranks": [\n')
+            file.write(b",\n".join(b'["%s", %d]' % (base64.b64encode(token), rank) for token, rank in _many_tokens(count)))
+            file.write(b"]}\n")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".tiktoken", ".json"])
+def test_millions_of_tokens_load_in_linear_time_and_memory(tmp_path: Path, suffix: str) -> None:
+    """A vocabulary of half a million tokens (10 million at HF_BPE_TEST_SCALE=20) loads, encodes and
+    decodes in a fresh process within a per-token budget. Measured with 10 million tokens on 2 shared
+    cores: 29 s and 3.4 GB peak from a 170 MB rank file, 64 s and 5.0 GB from a 250 MB hf_bpe.json."""
+    count = scaled(500_000, 100_000)
+    path = _write_many_tokens(tmp_path / f"many{suffix}", count)
+    done = subprocess.run([sys.executable, "-c", LOAD_AND_MEASURE, str(path)], capture_output=True, text=True,
+                          timeout=60 + count / 10_000, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    assert measured["tokens"] == count
+    assert measured["seconds"] < 10 + 20e-6 * count, measured  # measured: 3 to 6.5 us per token
+    assert measured["peak_mb"] < 400 + 1.5e-3 * count, measured  # measured: 340 to 500 bytes per token
