@@ -568,3 +568,24 @@ def test_millions_of_tokens_load_in_linear_time_and_memory(tmp_path: Path, suffi
     assert measured["tokens"] == count
     assert measured["seconds"] < 10 + 20e-6 * count, measured  # measured: 3 to 6.5 us per token
     assert measured["peak_mb"] < 400 + 1.5e-3 * count, measured  # measured: 340 to 500 bytes per token
+
+
+@pytest.mark.parametrize("form", ["tiktoken", "sentencepiece"])
+def test_a_token_of_megabytes_loads_in_linear_time(tmp_path: Path, form: str) -> None:
+    """Regression: building the merge table looked up every prefix of every token, quadratic in a
+    token's length: one token of a megabyte took minutes (ten megabytes, hours)."""
+    if form == "tiktoken":
+        lines = support.valid_files("tiktoken")["small.tiktoken"] + base64.b64encode(b"z" * 4_000_000) + b" 5000\n"
+        path = tmp_path / "long.tiktoken"
+        path.write_bytes(lines)
+        load = lambda: conversion.tiktoken.load(path, pattern="gpt2")
+    else:
+        spec = support.small_sentencepiece_spec()
+        spec = SentencePieceSpec(spec.pieces + (Piece("\u00e9" * 1_000_000, -500.0),), byte_fallback=True)
+        path = conversion.sentencepiece.save(hf_bpe.BPE.from_sentencepiece(spec), tmp_path / "long.model")
+        load = lambda: conversion.sentencepiece.load(path)
+    started = time.monotonic()
+    model = load()
+    assert time.monotonic() - started < 10
+    text = "the " + "z" * 1000 + "\u00e9" * 1000
+    assert model.decode(model.encode_ordinary(text)).endswith("z" * 1000 + "\u00e9" * 1000)

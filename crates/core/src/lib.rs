@@ -6,6 +6,7 @@
 //! encode, decode).
 //! Nothing here knows about Python; the bindings live in the `hf_bpe_python` crate.
 
+pub mod halves;
 pub mod merge;
 pub mod model;
 pub mod normalize;
