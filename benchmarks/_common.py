@@ -21,7 +21,8 @@ sys.path.insert(0, str(REPO / "tests"))
 import oracles  # tests/oracles.py
 import textgen  # tests/textgen.py
 
-__all__ = ["MB", "REPO", "SHARED_CORPORA", "THREADS_DEFAULT", "best_seconds", "oracles", "textgen"]
+__all__ = ["MB", "REPO", "SHARED_CORPORA", "THREADS_DEFAULT", "best_seconds", "best_seconds_interleaved", "oracles",
+           "textgen"]
 
 SHARED_CORPORA = REPO.parent / "shared" / "data" / "corpora"
 MB = 1_000_000
@@ -34,4 +35,16 @@ def best_seconds(run: Callable[[], Any], repeat: int) -> float:
         start = time.perf_counter()
         run()
         best = min(best, time.perf_counter() - start)
+    return best
+
+
+def best_seconds_interleaved(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
+    """The fastest of ``repeat`` timed calls of each of ``runs``, taken in turns (one call of each per
+    round), so that a busy spell on the machine slows every contender alike rather than one."""
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(repeat):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - start)
     return best

@@ -1,4 +1,5 @@
-"""Encode throughput: hf_bpe vs tiktoken (and HF tokenizers for cl100k), same text, one process.
+"""Encode throughput: hf_bpe vs tiktoken, riptoken, bpe-openai (and HF tokenizers for cl100k), same text,
+one process.
 
 Usage (from the repository root, with hf_bpe built in release mode)::
 
@@ -11,13 +12,18 @@ The text is cut into documents of 1-10 KB at blank lines. Modes:
 - ``batch``: all documents at once on ``--threads`` threads: ours ``encode_ordinary_batch(num_threads=)``,
   tiktoken ``encode_ordinary_batch(num_threads=)``, HF ``encode_batch`` with ``RAYON_NUM_THREADS``.
 
-Throughput is MB of UTF-8 input per second, the best of ``--repeat`` runs. Before timing, the ids of every
-library are compared with tiktoken's on the whole benchmarked text and the result is printed.
+Throughput is MB of UTF-8 input per second, the best of ``--repeat`` runs; the contenders take turns in
+each round, so a busy spell on the machine slows all of them alike. Before timing, the ids of every library
+are compared with tiktoken's on the whole benchmarked text and the result is printed. riptoken and
+bpe-openai (exact peers) are used when installed (``pip install riptoken bpe-openai``); bpe-openai has no
+``gpt2``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import os
 import random
 import sys
@@ -30,7 +36,7 @@ from _common import (  # first: sets RAYON_NUM_THREADS
     MB,
     SHARED_CORPORA,
     THREADS_DEFAULT,
-    best_seconds,
+    best_seconds_interleaved,
     oracles,
     textgen,
 )
@@ -68,6 +74,32 @@ def hf_cl100k(cache_dir: Path, tiktoken_encoding: Any) -> Any:
     converter = TikTokenConverter(vocab_file=str(rank_file),
                                   extra_special_tokens=sorted(tiktoken_encoding.special_tokens_set))
     return converter.converted()
+
+
+EXACT_PEERS = ("riptoken", "bpe_openai")
+
+
+def exact_peer(module_name: str, name: str) -> Any:
+    """``module_name.get_encoding(name)`` for a tiktoken-compatible peer (riptoken, bpe-openai), or None when
+    the package is not installed. Both read tiktoken's rank files through ``TIKTOKEN_CACHE_DIR``."""
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        print(f"skipping {module_name}: not installed (pip install {module_name.replace('_', '-')})")
+        return None
+    try:
+        return module.get_encoding(name)
+    except (ValueError, KeyError) as error:
+        print(f"skipping {module_name} for {name}: {error}")
+        return None
+
+
+def peer_batch(encoding: Any, threads: int) -> Callable[[list[str]], Any]:
+    """The peer's ``encode_ordinary_batch`` on ``threads`` threads: a ``num_threads`` argument where it takes
+    one (bpe-openai), else its rayon pool, sized by ``RAYON_NUM_THREADS`` (riptoken)."""
+    if "num_threads" in inspect.signature(encoding.encode_ordinary_batch).parameters:
+        return lambda texts: encoding.encode_ordinary_batch(texts, num_threads=threads)
+    return encoding.encode_ordinary_batch
 
 
 def mismatches(ids: Sequence[Sequence[int]], expected: Sequence[Sequence[int]]) -> int:
@@ -110,6 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             peers: list[tuple[str, Callable[[str], Any], Callable[[list[str]], Any]]] = [
                 ("tiktoken", theirs.encode_ordinary,
                  lambda texts, theirs=theirs: theirs.encode_ordinary_batch(texts, num_threads=args.threads))]
+            for module_name in EXACT_PEERS:
+                peer_encoding = exact_peer(module_name, name)
+                if peer_encoding is not None:
+                    peers.append((module_name, peer_encoding.encode_ordinary,
+                                  peer_batch(peer_encoding, args.threads)))
             if name == "cl100k_base" and not args.no_hf:
                 hf = hf_cl100k(Path(cache), theirs)
                 peers.append(("HF tokenizers", lambda text, hf=hf: hf.encode(text, add_special_tokens=False).ids,
@@ -120,30 +157,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name}: hf_bpe ids equal tiktoken's on {len(docs) - mismatches(single_ids, expected)}/{len(docs)} "
                   f"documents (single), {len(docs) - mismatches(batch_ids, expected)}/{len(docs)} (batch)")
             for peer, _, batch in peers[1:]:
-                peer_ids = [encoding.ids for encoding in batch(docs)]
+                peer_ids = [getattr(encoding, "ids", encoding) for encoding in batch(docs)]
                 bad = mismatches(peer_ids, expected)
                 print(f"{name}: {peer} ids equal tiktoken's on {len(docs) - bad}/{len(docs)} documents "
                       f"(mismatch rate {bad / max(1, len(docs)):.2%})")
 
-            def ours_single(ours: Any = ours) -> None:
-                for doc in docs:
-                    ours.encode_ordinary(doc)
-
-            ours_single_seconds = best_seconds(ours_single, args.repeat)
-            ours_batch_seconds = best_seconds(lambda: ours.encode_ordinary_batch(docs, num_threads=args.threads),
-                                              args.repeat)
-            for peer, single, batch in peers:
-                def peer_single(single: Callable[[str], Any] = single) -> None:
+            def singles(encode: Callable[[str], Any]) -> Callable[[], None]:
+                def run() -> None:
                     for doc in docs:
-                        single(doc)
+                        encode(doc)
+                return run
 
-                for mode, ours_seconds, run in (("single", ours_single_seconds, peer_single),
-                                                (f"batch, {args.threads} threads", ours_batch_seconds,
-                                                 lambda batch=batch: batch(docs))):
-                    peer_seconds = best_seconds(run, args.repeat)
-                    rows.append((name, mode, total_mb / ours_seconds, peer, total_mb / peer_seconds))
-                    print(f"  {name} {mode}: hf_bpe {total_mb / ours_seconds:.2f} MB/s, {peer} "
-                          f"{total_mb / peer_seconds:.2f} MB/s", flush=True)
+            runs: dict[tuple[str, str], Callable[[], Any]] = {
+                ("hf_bpe", "single"): singles(ours.encode_ordinary),
+                ("hf_bpe", "batch"): lambda ours=ours: ours.encode_ordinary_batch(docs, num_threads=args.threads),
+            }
+            for peer, single, batch in peers:
+                runs[(peer, "single")] = singles(single)
+                runs[(peer, "batch")] = lambda batch=batch: batch(docs)
+            seconds = best_seconds_interleaved(runs, args.repeat)
+            for peer, _, _ in peers:
+                for mode, label in (("single", "single"), ("batch", f"batch, {args.threads} threads")):
+                    ours_rate, peer_rate = total_mb / seconds[("hf_bpe", mode)], total_mb / seconds[(peer, mode)]
+                    rows.append((name, label, ours_rate, peer, peer_rate))
+                    print(f"  {name} {label}: hf_bpe {ours_rate:.2f} MB/s, {peer} {peer_rate:.2f} MB/s", flush=True)
 
     print()
     print("| encoding | mode | hf_bpe MB/s | peer | peer MB/s | hf_bpe / peer |")

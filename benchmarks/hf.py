@@ -33,6 +33,7 @@ from _common import (  # first: sets RAYON_NUM_THREADS
     SHARED_CORPORA,
     THREADS_DEFAULT,
     best_seconds,
+    best_seconds_interleaved,
     textgen,
 )
 
@@ -68,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=THREADS_DEFAULT)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--padded-batch", type=int, default=10_000,
+                        help="documents in the one padded call (default 10,000; 0 skips it)")
     args = parser.parse_args(argv)
     if os.environ["RAYON_NUM_THREADS"] != str(args.threads):
         print(f"note: RAYON_NUM_THREADS={os.environ['RAYON_NUM_THREADS']} (set it to match --threads)")
@@ -80,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     lines = [line for doc in documents for line in doc.splitlines(keepends=True) if line.strip()]
     model = hf_bpe.get_encoding(args.encoding)
     ours = hf_bpe.BPETokenizer.from_model(model)
+    ours.pad_token = "<|endoftext|>"  # for the padded call; saved, so TokenizersBackend has it too
     with tempfile.TemporaryDirectory() as folder:
         ours.save_pretrained(folder, model_card=False)
         theirs = TokenizersBackend.from_pretrained(folder)
@@ -104,6 +108,25 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"{shape}: {name} ids equal to raw on {same} of {len(texts)} texts")
         speed = {name: size / best_seconds(run, args.repeat) for name, run in runs.items()}
         rows.append((shape, len(texts), size, speed))
+
+    if args.padded_batch:
+        # One call on many documents, padded to the longest and returned as NumPy arrays: what a data
+        # pipeline does. The documents repeat when the input has fewer.
+        texts = [documents[i % len(documents)] for i in range(args.padded_batch)]
+        size = textgen.utf8_size(texts) / MB
+        padded: dict[str, Callable[[], Any]] = {
+            "raw": lambda: model.encode_batch(texts, allowed_special="all", num_threads=args.threads),
+            "BPETokenizer": lambda: ours(texts, padding=True, return_tensors="np"),
+            "TokenizersBackend": lambda: theirs(texts, padding=True, return_tensors="np"),
+        }
+        arrays = {name: padded[name]() for name in ("BPETokenizer", "TokenizersBackend")}
+        same = all((arrays["BPETokenizer"][key] == arrays["TokenizersBackend"][key]).all()
+                   for key in ("input_ids", "attention_mask"))
+        print(f"{len(texts):,} documents, padded, np: BPETokenizer arrays equal TokenizersBackend's: {same}")
+        del arrays
+        seconds = best_seconds_interleaved(padded, args.repeat)
+        rows.append((f"{len(texts):,} documents in one call, padding=True, return_tensors='np'", len(texts), size,
+                     {name: size / value for name, value in seconds.items()}))
 
     print()
     print("| input | texts | MB | raw encode_batch MB/s | BPETokenizer MB/s | TokenizersBackend MB/s "

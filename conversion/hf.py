@@ -33,6 +33,7 @@ from hf_bpe import BPE, patterns
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
+from hf_bpe.model import MAX_DENSE_IDS
 
 __all__ = [
     "ConversionError",
@@ -253,6 +254,12 @@ def build_tokenizer(
         raise ConversionError(
             f"{model!r} is a SentencePiece model; tokenizer.json is written here for byte-level BPE only "
             "(keep the .model file, or use conversion.sentencepiece.save)"
+        )
+    largest = max([model.n_vocab - 1, *(int(token_id) for token_id in added_tokens or {})])
+    if largest >= MAX_DENSE_IDS:
+        raise ConversionError(
+            f"tokenizer.json cannot hold id {largest} of {model!r}: tokenizers numbers its vocabulary without "
+            f"holes, so every id below the largest needs an entry; ids must be below {MAX_DENSE_IDS:,}"
         )
     ranks = model.mergeable_ranks
     tokens = _added_token_table(model, ranks, added_tokens or {})

@@ -1,9 +1,23 @@
 # The Rust extension (crates/python). Its classes are used only through hf_bpe's Python modules,
-# which document the public API; to type checkers the extension is opaque.
+# which document the public API; to type checkers the extension is mostly opaque.
+from collections.abc import Sequence
 from typing import Any
 
 class PieceCounts:
     def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     def __getattr__(self, name: str) -> Any: ...
+
+class TextStream:
+    """Text given in parts, encoded as it settles (``CoreBPE.encode_stream``)."""
+
+    @property
+    def held(self) -> int: ...
+    def feed(self, text: str) -> list[int]: ...
+    def finish(self) -> list[int]: ...
+
+class IdStream:
+    """Ids given in parts, decoded to the bytes of the whole (``CoreBPE.decode_stream``)."""
+
+    def feed(self, ids: Sequence[int]) -> bytes: ...
 
 def __getattr__(name: str) -> Any: ...

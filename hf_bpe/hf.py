@@ -17,25 +17,28 @@ the same ids.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from transformers import AutoTokenizer, PreTrainedConfig, PreTrainedTokenizer
 from transformers.tokenization_utils_base import (
     AddedToken,
     BatchEncoding,
     PaddingStrategy,
+    TensorType,
     TruncationStrategy,
 )
 
 from hf_bpe._io import atomic_write, read_json
+from hf_bpe._rwlock import ReadWriteLock
 from hf_bpe.byte_level import BYTE_TO_UNICODE, UNICODE_TO_BYTE
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
-from hf_bpe.model import BPE, MODEL_FILE
+from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE
 
 __all__ = ["MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "save_tokenizer_folder"]
 
@@ -50,6 +53,24 @@ _SPELL = {byte: char for byte, char in BYTE_TO_UNICODE.items()}
 _UNSPELL = {ord(char): chr(byte) for char, byte in UNICODE_TO_BYTE.items()} | {
     byte: "\uffff" for byte in range(256) if chr(byte) not in UNICODE_TO_BYTE
 }
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _reading(method: _Method) -> _Method:
+    """Run ``method`` as a reader of the tokenizer: alongside other readers, never while
+    ``add_tokens`` or ``add_special_tokens`` changes it (see :mod:`hf_bpe._rwlock`)."""
+
+    @functools.wraps(method)
+    def read(self: BPETokenizer, *args: Any, **kwargs: Any) -> Any:
+        self._lock.acquire_read()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._lock.release_read()
+
+    return cast(_Method, read)
 
 
 def _spell(token: bytes) -> str:
@@ -105,12 +126,19 @@ class BPETokenizer(PreTrainedTokenizer):
                 f"{model!r} is a SentencePiece model; BPETokenizer wraps byte-level BPE models (ranks or "
                 "merges). For transformers, use its SentencePiece tokenizers (e.g. LlamaTokenizer) on the .model"
             )
+        if model.n_vocab > MAX_DENSE_IDS:
+            raise InvalidVocabularyError(
+                f"{model!r} has id {model.n_vocab - 1}; a transformers tokenizer keeps an entry for every id up to "
+                f"the largest (its length is the embedding size), so BPETokenizer takes ids below {MAX_DENSE_IDS:,}: "
+                "renumber the tokens (hf_bpe.BPE takes any id below 2**31)"
+            )
         self._model = model
         self._add_bos = bool(settings.get("add_bos_token", False) if add_bos_token is None else add_bos_token)
         self._add_eos = bool(settings.get("add_eos_token", False) if add_eos_token is None else add_eos_token)
         self._card = dict(settings.get("card", {}))
         self._tables: _Tables | None = None
         self._added: _AddedTokens | None = None
+        self._lock = ReadWriteLock()
         # The model's special tokens are added tokens; saved ones (added_tokens_decoder) come on top.
         decoder: dict[int, AddedToken] = {
             token_id: AddedToken(
@@ -278,9 +306,18 @@ class BPETokenizer(PreTrainedTokenizer):
 
     def _add_tokens(self, new_tokens: Sequence[str | AddedToken], special_tokens: bool = False) -> int:
         """Add tokens as transformers does, numbering new ones after the largest id (like
-        `tokenizers`, so ids are the same in ``tokenizer.json``); the core's matcher follows."""
+        `tokenizers`, so ids are the same in ``tokenizer.json``); the core's matcher follows.
+
+        The tables are copied, changed and put in place whole, so a thread reading them meanwhile
+        sees them before or after, never half changed (:meth:`add_tokens` also waits for calls in
+        progress)."""
         if not new_tokens:
             return 0
+        decoder = dict(self._added_tokens_decoder)
+        encoder = dict(self._added_tokens_encoder)
+        extra = list(self._extra_special_tokens)
+        special_texts = set(self.all_special_tokens)
+        next_id = len(self)
         added = 0
         for token in new_tokens:
             if not isinstance(token, (str, AddedToken)):
@@ -288,28 +325,54 @@ class BPETokenizer(PreTrainedTokenizer):
             if str(token) == "":
                 continue
             if isinstance(token, str):
-                if token in self._added_tokens_encoder:
+                if token in encoder:
                     continue
-                is_special = token in self.all_special_tokens or special_tokens
+                is_special = token in special_texts or special_tokens
                 token = AddedToken(
                     token, rstrip=False, lstrip=False, normalized=not is_special, special=is_special
                 )
             elif special_tokens:
                 token.__setstate__({"special": True, "normalized": token.normalized})
-            token_id = self._added_tokens_encoder.get(token.content)
+            token_id = encoder.get(token.content)
             if token_id is None:
                 token_id = self._vocab_id(token.content)
             if token_id is None:
-                token_id = len(self)
+                token_id = next_id
+                next_id += 1
                 added += 1
-            if token.special and str(token) not in self.all_special_tokens:
-                self._extra_special_tokens.append(token)
-            self._added_tokens_decoder[token_id] = token
-            self._added_tokens_encoder[token.content] = token_id
-        self._added = None
+            if token.special and str(token) not in special_texts:
+                extra.append(token)
+                special_texts.add(str(token))
+            decoder[token_id] = token
+            encoder[token.content] = token_id
+        added_tokens = _AddedTokens(self._model, decoder)
+        self._extra_special_tokens = extra
+        self._added_tokens_decoder = decoder
+        self._added_tokens_encoder = encoder
+        self._added = added_tokens
         self._update_trie()
         self._update_total_vocab_size()
         return added
+
+    def add_tokens(
+        self, new_tokens: str | AddedToken | Sequence[str | AddedToken], special_tokens: bool = False
+    ) -> int:
+        """transformers' ``add_tokens``, safe while other threads use the tokenizer: it waits for
+        the calls in progress, and calls made meanwhile wait for it, so each sees the tokenizer
+        wholly before or wholly after."""
+        with self._lock.writing():
+            return super().add_tokens(new_tokens, special_tokens=special_tokens)
+
+    def add_special_tokens(
+        self,
+        special_tokens_dict: dict[str, str | AddedToken | Sequence[str | AddedToken]],
+        replace_extra_special_tokens: bool = True,
+    ) -> int:
+        """transformers' ``add_special_tokens``, safe while other threads use the tokenizer (see
+        :meth:`add_tokens`). Setting an attribute such as ``tokenizer.pad_token = ...`` directly is
+        not guarded: do it before sharing the tokenizer, or use this method."""
+        with self._lock.writing():
+            return super().add_special_tokens(special_tokens_dict, replace_extra_special_tokens)
 
     def _vocab_id(self, text: str) -> int | None:
         """The id of ``text`` as an ordinary token spelled in the byte-level alphabet, or a special."""
@@ -345,6 +408,7 @@ class BPETokenizer(PreTrainedTokenizer):
 
     # -------------------------------------------------------------------------------- encoding
 
+    @_reading
     def tokenize(
         self, text: str, pair: str | None = None, add_special_tokens: bool = False, **kwargs: Any
     ) -> list[str]:
@@ -403,6 +467,7 @@ class BPETokenizer(PreTrainedTokenizer):
             spans.append((start, end))
         return ids, spans
 
+    @_reading
     def _encode_plus(  # type: ignore[override]
         self,
         text: Any,
@@ -427,7 +492,8 @@ class BPETokenizer(PreTrainedTokenizer):
         **kwargs: Any,
     ) -> BatchEncoding:
         """Encode in the core, then assemble exactly as ``PythonBackend`` does (truncation, special
-        tokens, masks, padding), plus character offsets on request."""
+        tokens, masks, padding), plus character offsets on request. Calls run in parallel, but not
+        while :meth:`add_tokens` changes the tokenizer."""
         if split_special_tokens is None:
             split_special_tokens = self.split_special_tokens
         if kwargs.get("sanitize_control_tokens") or not self._added_tokens().plain:
@@ -570,6 +636,24 @@ class BPETokenizer(PreTrainedTokenizer):
     ) -> BatchEncoding:
         """The common case, a batch of texts with at most padding, without the per-text Python of
         the general path; the result is the same (the tests hold the two side by side)."""
+        if (
+            return_tensors == TensorType.NUMPY
+            and padding_strategy != PaddingStrategy.DO_NOT_PAD
+            and texts
+        ):
+            arrays = self._padded_arrays(
+                texts,
+                add_special_tokens=add_special_tokens,
+                padding_strategy=padding_strategy,
+                max_length=max_length,
+                pad_to_multiple_of=pad_to_multiple_of,
+                padding_side=padding_side,
+                return_attention_mask=return_attention_mask,
+                split_special_tokens=split_special_tokens,
+                verbose=verbose,
+            )
+            if arrays is not None:
+                return BatchEncoding(arrays, tensor_type=return_tensors)
         rows = self._encode_texts(texts, split_special_tokens)
         if add_special_tokens and (self._add_bos or self._add_eos):
             bos = [self.bos_token_id] if self._add_bos else []
@@ -606,6 +690,68 @@ class BPETokenizer(PreTrainedTokenizer):
                     for gap, length in zip(missing, lengths)
                 ]
         return BatchEncoding(outputs, tensor_type=return_tensors)
+
+    def _padded_arrays(
+        self,
+        texts: list[str],
+        *,
+        add_special_tokens: bool,
+        padding_strategy: PaddingStrategy,
+        max_length: int | None,
+        pad_to_multiple_of: int | None,
+        padding_side: str | None,
+        return_attention_mask: bool,
+        split_special_tokens: bool,
+        verbose: bool,
+    ) -> dict[str, Any] | None:
+        """``_encode_texts_batch`` for padded NumPy output, built as arrays from the core's flat
+        buffer instead of as lists of Python ints; None where the rows would not all fit the padded
+        length (then the list path gives transformers' own result or error)."""
+        import numpy as np
+
+        added = self._added_tokens()
+        if added.first_phase is not None and not split_special_tokens:
+            rows = [added.two_phase(self._model, text)[0] for text in texts]
+            flat = np.fromiter((token for row in rows for token in row), dtype=np.int64)
+            lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
+        else:
+            policy = added.policy_without_specials if split_special_tokens else added.policy
+            ids, counts = self._model._core.encode_batch_flat(texts, policy, None)
+            flat = np.frombuffer(ids, dtype=np.uint32).astype(np.int64)
+            lengths = np.frombuffer(counts, dtype=np.uint64).astype(np.int64)
+        bos = int(add_special_tokens and self._add_bos)
+        eos = int(add_special_tokens and self._add_eos)
+        totals = lengths + (bos + eos)
+        longest = int(totals.max())
+        if max_length is None and verbose and longest > self.model_max_length:
+            row = int(totals.argmax())
+            start = int(lengths[:row].sum())
+            ids_of_row = flat[start : start + int(lengths[row])].tolist()
+            sequence = [self.bos_token_id] * bos + ids_of_row + [self.eos_token_id] * eos
+            self._eventual_warn_about_too_long_sequence(sequence, max_length, verbose)
+        target = longest if padding_strategy == PaddingStrategy.LONGEST else max_length
+        if target is None:
+            return None
+        if pad_to_multiple_of is not None and target % pad_to_multiple_of:
+            target = (target // pad_to_multiple_of + 1) * pad_to_multiple_of
+        if longest > target:
+            return None
+        left = (padding_side if padding_side is not None else self.padding_side) == "left"
+        starts = target - totals if left else np.zeros_like(totals)  # where each row's tokens begin
+        columns = np.arange(target)
+        content = (columns >= (starts + bos)[:, None]) & (columns < (starts + bos + lengths)[:, None])
+        input_ids = np.full((len(texts), target), self.pad_token_id, dtype=np.int64)
+        input_ids[content] = flat  # row-major order: each row's ids in turn
+        rows_index = np.arange(len(texts))
+        if bos:
+            input_ids[rows_index, starts] = self.bos_token_id
+        if eos:
+            input_ids[rows_index, starts + bos + lengths] = self.eos_token_id
+        arrays: dict[str, Any] = {"input_ids": input_ids}
+        if return_attention_mask:
+            attention = (columns >= starts[:, None]) & (columns < (starts + totals)[:, None])
+            arrays["attention_mask"] = attention.astype(np.int64)
+        return arrays
 
     def _assemble(
         self,
@@ -739,6 +885,7 @@ class BPETokenizer(PreTrainedTokenizer):
 
     # -------------------------------------------------------------------------------- decoding
 
+    @_reading
     def _decode(
         self,
         token_ids: int | list[int],
@@ -953,19 +1100,23 @@ class BPETokenizer(PreTrainedTokenizer):
         return self._tables
 
     def _added_tokens(self) -> _AddedTokens:
-        """The core's added-token matchers, rebuilt when the added tokens change."""
-        if self._added is None or self._added.size != len(self._added_tokens_decoder):
-            self._added = _AddedTokens(self._model, self._added_tokens_decoder)
-        return self._added
+        """The core's added-token matchers, rebuilt when the added tokens change (a new table, or
+        one changed in place by transformers' own code)."""
+        added, decoder = self._added, self._added_tokens_decoder
+        if added is None or added.decoder is not decoder or added.size != len(decoder):
+            added = self._added = _AddedTokens(self._model, decoder)
+        return added
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_tables"] = None
         state["_added"] = None  # the core's matchers are rebuilt, not pickled
+        state.pop("_lock", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._lock = ReadWriteLock()
 
 
 # ---------------------------------------------------------------------------------- helpers
@@ -1008,6 +1159,7 @@ class _AddedTokens:
 
     def __init__(self, model: BPE, decoder: Mapping[int, AddedToken]) -> None:
         core = model._core
+        self.decoder = decoder
         self.size = len(decoder)
         tokens = [(token.content, token_id) for token_id, token in decoder.items()]
         self.plain = all(

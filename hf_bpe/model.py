@@ -15,11 +15,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import AbstractSet, Any, Literal
 
-from hf_bpe import _core, patterns
+from hf_bpe import _core, patterns, streaming
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
 from hf_bpe.sentencepiece import TYPE_NAMES, Piece, SentencePieceSpec
@@ -33,6 +33,12 @@ MODEL_FORMAT = "hf_bpe"
 MODEL_FORMAT_VERSION = 1
 MODEL_FILE = "hf_bpe.json"
 """The model file's name inside a tokenizer folder."""
+
+MAX_DENSE_IDS = 1 << 24
+"""Ids below this (16,777,216) are kept in a table; a model with a larger id keeps its tokens in a
+hash map instead. What keeps an entry for every id up to the largest takes only models whose ids
+are all below it: :class:`~hf_bpe.BPETokenizer` (transformers counts ids as the embedding size)
+and ``tokenizer.json`` (``tokenizers`` numbers its vocabulary without holes, so holes are filled)."""
 
 
 class BPE:
@@ -235,6 +241,48 @@ class BPE:
         """
         return self._core.encode_batch(texts, None, num_threads)
 
+    def encode_iterable(
+        self,
+        texts: Iterable[str],
+        *,
+        allowed_special: AllowedSpecial = _NOTHING,
+        disallowed_special: DisallowedSpecial = "all",
+        max_piece_bytes: int | None = streaming.DEFAULT_MAX_PIECE_BYTES,
+    ) -> Iterator[int]:
+        """Encode text that arrives in parts (a file's lines, any iterable of str), yielding the ids
+        of ``"".join(texts)`` one by one as they settle, in memory that does not grow with the input.
+
+        The ids are exactly ``encode("".join(texts), ...)``'s, wherever the parts are cut (inside a
+        word, a special token, a pair of surrogates). Only text whose pieces later text could still
+        change is held back: the last two pieces and the last bytes that could start an allowed
+        special token. A disallowed special token raises
+        :class:`~hf_bpe.errors.DisallowedSpecialTokenError` when the stream reaches it, after the ids
+        before it. Text with no settled piece boundary for ``max_piece_bytes`` bytes (a run of letters
+        without spaces, say: BPE needs a piece whole) raises ``ValueError``; ``None`` lifts the limit.
+
+        Needs one of the named split patterns (gpt2, cl100k, o200k), which provably never look
+        further ahead; a custom regex may (``a+b|a``), so such models raise ``ValueError``.
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> list(enc.encode_iterable(["hello wo", "rld<|endoftext|>"], allowed_special="all"))
+        [31373, 995, 50256]
+        """
+        if max_piece_bytes is not None and (
+            not isinstance(max_piece_bytes, int) or isinstance(max_piece_bytes, bool) or max_piece_bytes < 1
+        ):
+            raise ValueError(f"max_piece_bytes must be a positive int or None, got {max_piece_bytes!r}")
+        policy = self._policy(allowed_special, disallowed_special)
+        if not self._core.can_stream:
+            has = "no split pattern" if self._sentencepiece is not None else f"the custom split pattern {self.pattern!r}"
+            raise ValueError(
+                f"encode_iterable cannot encode a stream of {self!r} exactly: it has {has}, and only the named "
+                "patterns (gpt2, cl100k, o200k) are proven to cut text without looking far ahead; encode each "
+                "document whole with encode or encode_batch"
+            )
+        stream = self._core.encode_stream(policy, max_piece_bytes, streaming.BLOCK_BYTES)
+        return streaming.encode_parts(stream, iter((texts,) if isinstance(texts, str) else texts))
+
     def encode_single_token(self, token: bytes | str) -> int:
         """The id of one token given as bytes or text (special tokens by their text).
 
@@ -279,6 +327,30 @@ class BPE:
         if errors == "replace":
             return self._core.decode(tokens)
         return self._core.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    def stream_decoder(self, errors: str = "replace") -> streaming.StreamDecoder:
+        """A decoder for ids that arrive one at a time (or in groups), as a model generates them: its
+        ``feed(ids)`` returns the text they complete, never part of a character, and ``finish()``
+        the rest; joined, exactly ``decode(all ids, errors=errors)``.
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> decoder = enc.stream_decoder()
+        >>> [decoder.feed(token) for token in enc.encode("🦀 crab")], decoder.finish()
+        (['', '', '🦀', ' crab'], '')
+        """
+        return streaming.StreamDecoder(self._core, errors, each_byte=self._sentencepiece is not None)
+
+    def decode_iterable(self, ids: Iterable[int | Sequence[int]], *, errors: str = "replace") -> Iterator[str]:
+        """Decode ids that arrive in parts (each item an id or a sequence of ids), yielding text as
+        characters complete: the texts join to exactly ``decode(all ids, errors=errors)``.
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> list(enc.decode_iterable(enc.encode_iterable(["🦀 cr", "ab"])))
+        ['🦀', ' crab']
+        """
+        return streaming.decode_parts(self.stream_decoder(errors), ids)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token (special tokens give their UTF-8 text).

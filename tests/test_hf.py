@@ -379,6 +379,14 @@ CALL_OPTIONS = [
     {"padding": True, "return_tensors": "np", "return_special_tokens_mask": True},
     {"return_attention_mask": False, "padding": True},
     {"max_length": 6},
+    # NumPy output of padded batches is built as arrays from the core's flat buffer:
+    {"padding": True, "return_tensors": "np"},
+    {"padding": True, "padding_side": "left", "return_tensors": "np"},
+    {"padding": "max_length", "max_length": 40, "return_tensors": "np"},
+    {"padding": "max_length", "max_length": 6, "return_tensors": "np"},  # rows longer than the padding
+    {"padding": True, "pad_to_multiple_of": 8, "padding_side": "left", "return_tensors": "np"},
+    {"padding": True, "return_attention_mask": False, "return_tensors": "np"},
+    {"padding": True, "add_special_tokens": False, "return_tensors": "np"},
 ]
 INPUTS = {
     "single": ("A short text.", None),
@@ -393,9 +401,11 @@ INPUTS = {
 
 def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray):
-        return ("array", value.tolist())
+        return ("array", str(value.dtype), _plain(value.tolist()))
     if isinstance(value, dict) or hasattr(value, "data"):
         return {key: _plain(item) for key, item in dict(value).items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(item) for item in value)
     return value
 
 
@@ -464,6 +474,24 @@ def test_return_tensors_np_and_pt() -> None:
     tensors = tokenizer(texts, padding=True, return_tensors="pt")
     assert isinstance(tensors["input_ids"], torch.Tensor)
     assert tensors["input_ids"].tolist() == lists["input_ids"]
+
+
+@pytest.mark.parametrize("split_special_tokens", [False, True])
+@pytest.mark.parametrize("padding_side", ["right", "left"])
+def test_padded_arrays_equal_the_padded_lists(padding_side: str, split_special_tokens: bool) -> None:
+    """The NumPy path against the list path, with run-time added tokens (cut out before the core
+    encodes), special tokens in the text, empty texts, and BOS/EOS."""
+    tokenizer = tokenizer_for("cl100k_base", add_bos_token=True, add_eos_token=True)
+    tokenizer.add_tokens(["added words", " ça"])
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|extra|>"]})
+    specials = [*sorted(encoding("cl100k_base").special_tokens), "added words", " ça", "<|extra|>"]
+    texts = with_specials(varied_documents(60, seed=4), specials) + ["", "é", "<|extra|>"]
+    options = {"padding": True, "padding_side": padding_side, "split_special_tokens": split_special_tokens}
+    lists = tokenizer(texts, **options)
+    arrays = tokenizer(texts, return_tensors="np", **options)
+    for key in ("input_ids", "attention_mask"):
+        assert arrays[key].dtype == np.int64
+        assert arrays[key].tolist() == lists[key]
 
 
 def test_decode_skips_special_tokens_and_keeps_everything_else() -> None:

@@ -4,33 +4,19 @@
 //! Times are the thread's CPU time (best of the runs in about a second), so other processes on a
 //! busy machine disturb them less than wall-clock time would.
 
-use std::time::{Duration, Instant};
+#[path = "common/timing.rs"]
+mod timing;
 
 use hf_bpe_core::pretokenize::Splitter;
 use hf_bpe_core::scan::Scanner;
+use timing::best_cpu_seconds;
 
 const CORPORA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/corpora");
 
-/// CPU time used by this thread so far.
-fn thread_cpu_time() -> Duration {
-    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `time` is a valid, writable timespec.
-    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) };
-    assert_eq!(status, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
-    Duration::new(time.tv_sec as u64, time.tv_nsec as u32)
-}
-
 /// MB/s (10^6 bytes of UTF-8 input per CPU second) of the best of a few runs, and the piece count.
 fn megabytes_per_second(text: &str, mut split: impl FnMut(&str) -> usize) -> (f64, usize) {
-    let mut best = Duration::MAX;
-    let mut pieces = 0;
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(1) || best == Duration::MAX {
-        let run = thread_cpu_time();
-        pieces = split(text);
-        best = best.min(thread_cpu_time() - run);
-    }
-    (text.len() as f64 / best.as_secs_f64() / 1e6, pieces)
+    let (seconds, pieces) = best_cpu_seconds(1.0, || split(text));
+    (text.len() as f64 / seconds / 1e6, pieces)
 }
 
 fn count_pieces(splitter: &Splitter, text: &str) -> usize {

@@ -3,9 +3,10 @@
 //! Stages, each in its own module: `normalize` (SentencePiece's normalizer), `pretokenize` (split
 //! pattern), `merge` (byte-pair merging of one piece), `special` (special-token matching),
 //! `sentencepiece` (SentencePiece's BPE on the same merge loop), `model` (the model: vocabulary,
-//! encode, decode).
+//! encode, decode), `stream` (encoding text that arrives in parts).
 //! Nothing here knows about Python; the bindings live in the `hf_bpe_python` crate.
 
+pub mod cache;
 pub mod halves;
 pub mod merge;
 pub mod model;
@@ -14,11 +15,13 @@ pub mod pretokenize;
 pub mod scan;
 pub mod sentencepiece;
 pub mod special;
+pub mod stream;
 pub mod train;
 
 pub use model::{BuildError, Kind, Model, RuleDifference};
 pub use pretokenize::{SplitError, Splitter};
 pub use special::SpecialMatcher;
+pub use stream::{EncodeStream, StreamError};
 
 /// A token id. In tiktoken-style vocabularies the id of a mergeable token is also its merge rank.
 pub type Rank = u32;

@@ -9,11 +9,13 @@
 //! ([`MergeTable::encode_symbols`]).
 //!
 //! Short pieces use a flat scan (cache-friendly, like tiktoken); long pieces use a linked list and a
-//! min-heap with lazy deletion, so a megabyte without whitespace stays O(n log n).
+//! queue of pairs ([`LongMerge`]: buckets by priority, falling back to a heap with lazy deletion),
+//! so a megabyte without whitespace stays O(n log n). Every piece's first lookups (pairs of bytes)
+//! read a 256 x 256 table instead of the pair map.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
+use dary_heap::QuaternaryHeap;
 use rustc_hash::FxHashMap;
 
 use crate::Rank;
@@ -49,16 +51,27 @@ pub struct MergeTable {
     /// with byte `y`. Where it is clear, no token can ever span that boundary, so a long piece can be
     /// cut there and its parts merged independently: the result is the same, and each part is short.
     joinable: Box<[u64; 1024]>,
+    /// The merge of each pair of single bytes, indexed by `first * 256 + second`: every piece starts
+    /// as bytes, so its first lookups read this small table (in cache) instead of the pair map.
+    byte_pairs: Box<[Merge]>,
+    /// The bytes whose initial symbol is each id (several for a table whose bytes share an id).
+    bytes_of_id: FxHashMap<Rank, Vec<u8>>,
 }
 
 impl MergeTable {
     /// A table whose pieces are never cut (every byte boundary is assumed joinable) until
     /// [`MergeTable::insert_joining`] records which boundaries merges can cross.
     pub fn new(byte_ids: [Rank; 256]) -> Self {
+        let mut bytes_of_id: FxHashMap<Rank, Vec<u8>> = FxHashMap::default();
+        for (byte, &id) in byte_ids.iter().enumerate() {
+            bytes_of_id.entry(id).or_default().push(byte as u8);
+        }
         Self {
             byte_ids,
             pairs: FxHashMap::default(),
             joinable: Box::new([u64::MAX; 1024]),
+            byte_pairs: vec![NO_MERGE; 256 * 256].into_boxed_slice(),
+            bytes_of_id,
         }
     }
 
@@ -90,6 +103,16 @@ impl MergeTable {
     /// Allows `left` + `right` to merge into `merged` with `priority`. A pair given twice keeps the
     /// merge with the lower priority.
     pub fn insert(&mut self, left: Rank, right: Rank, merge: Merge) {
+        if let (Some(lefts), Some(rights)) = (self.bytes_of_id.get(&left), self.bytes_of_id.get(&right)) {
+            for &first in lefts {
+                for &second in rights {
+                    let slot = &mut self.byte_pairs[usize::from(first) * 256 + usize::from(second)];
+                    if merge.priority < slot.priority {
+                        *slot = merge;
+                    }
+                }
+            }
+        }
         self.pairs
             .entry(pair_key(left, right))
             .and_modify(|existing| {
@@ -165,22 +188,37 @@ impl MergeTable {
         }
     }
 
+    #[inline]
+    fn byte_pair(&self, first: u8, second: u8) -> Merge {
+        self.byte_pairs[usize::from(first) * 256 + usize::from(second)]
+    }
+
     fn merge_flat(&self, piece: &[u8], out: &mut Vec<Rank>) {
         let start = out.len();
         out.extend(piece.iter().map(|&byte| self.byte_id(byte)));
-        self.merge_in_place(start, out);
+        let mut merges = [NO_MERGE; HEAP_THRESHOLD];
+        for (merge, pair) in merges.iter_mut().zip(piece.windows(2)) {
+            *merge = self.byte_pair(pair[0], pair[1]);
+        }
+        self.merge_loop(start, out, merges);
     }
 
     /// Merges the symbols `out[start..]` (at most `HEAP_THRESHOLD` of them) in place.
     fn merge_in_place(&self, start: usize, out: &mut Vec<Rank>) {
-        let symbols = &mut out[start..];
-        let mut len = symbols.len();
         // merges[i] is what the pair (symbols[i], symbols[i + 1]) would become; on the stack, since
         // this runs once per piece.
         let mut merges = [NO_MERGE; HEAP_THRESHOLD];
-        for (merge, pair) in merges.iter_mut().zip(symbols.windows(2)) {
+        for (merge, pair) in merges.iter_mut().zip(out[start..].windows(2)) {
             *merge = self.lookup(pair[0], pair[1]);
         }
+        self.merge_loop(start, out, merges);
+    }
+
+    /// The flat merge loop on `out[start..]`, given the merge of each adjacent pair.
+    #[inline]
+    fn merge_loop(&self, start: usize, out: &mut Vec<Rank>, mut merges: [Merge; HEAP_THRESHOLD]) {
+        let symbols = &mut out[start..];
+        let mut len = symbols.len();
         loop {
             let mut best = NO_MERGE.priority;
             let mut at = usize::MAX;
@@ -211,79 +249,216 @@ impl MergeTable {
         self.merge_heap_ids(piece.iter().map(|&byte| self.byte_id(byte)).collect(), out);
     }
 
-    /// The heap-based loop on initial symbols `ids` (at least one).
+    /// The loop for long pieces, on initial symbols `ids` (at least one, fewer than 2**32 - 1:
+    /// positions are 32-bit, and a segment that long would need some 80 GB to merge): see
+    /// [`LongMerge`].
     fn merge_heap_ids(&self, ids: Vec<Rank>, out: &mut Vec<Rank>) {
-        const NONE: u32 = u32::MAX;
-        /// A symbol, indexed by its initial position; merged-away ones get id `NONE`. One array of
-        /// small nodes keeps each merge to a few cache lines.
-        #[derive(Clone, Copy)]
-        struct Node {
-            id: Rank,
-            prev: u32,
-            next: u32,
+        assert!(ids.len() < NONE as usize, "a piece of {} symbols is beyond the merge loop's 32-bit positions", ids.len());
+        let mut long = LongMerge::new(self, &ids);
+        let by_levels = ids.len() >= LEVELS_FROM;
+        drop(ids);
+        if !(by_levels && long.by_levels(self)) {
+            long.by_heap(self);
         }
-        #[inline]
-        fn entry(priority: u32, position: usize) -> Reverse<u64> {
-            Reverse((u64::from(priority) << 32) | position as u64)
-        }
+        long.emit(out);
+    }
+}
+
+/// No symbol / no position.
+const NONE: u32 = u32::MAX;
+
+/// A symbol of a long piece, indexed by its initial position; merged-away ones get id `NONE`. It
+/// holds the merge of the pair it starts (with the next symbol), so checking a queued pair needs no
+/// lookup. One array of small nodes keeps each merge to a few cache lines.
+#[derive(Clone, Copy)]
+struct Node {
+    id: Rank,
+    prev: u32,
+    next: u32,
+    merge: Merge,
+}
+
+/// The merge loop for long pieces: a linked list of symbols and a queue of pairs by (priority,
+/// position), so each merge costs O(log n) rather than a scan.
+///
+/// A queued pair is current when the pair now at that position merges with that priority (its
+/// node says so); otherwise it is stale and skipped. Every current pair is queued, so the current
+/// pair first in (priority, position) order is exactly the pair the rule merges next.
+///
+/// Two queues, the second a fallback for the first:
+/// - [`LongMerge::by_levels`]: pairs are kept in buckets by priority, and a whole bucket is merged
+///   in one left-to-right pass. That is the rule's order as long as every merge only creates pairs
+///   of later priority, which holds for vocabularies that grew by merging (the rank of a token
+///   comes after the ranks of its parts). A run of one repeated letter then takes a few linear
+///   passes instead of a heap operation per pair.
+/// - [`LongMerge::by_heap`]: one heap entry per pair; always exact, O(n log n). The level loop hands
+///   over to it when merges keep creating pairs of the same or an earlier priority, or when the
+///   buckets become small (varied text: many priorities with a few pairs each), where a bucket
+///   costs more than a heap entry.
+struct LongMerge {
+    nodes: Vec<Node>,
+}
+
+/// Pieces of at least this many symbols try the level loop first; shorter ones, whose buckets would
+/// be few pairs each, go to the heap at once.
+const LEVELS_FROM: usize = 4096;
+/// How many times the level loop may go back to an earlier priority before handing over to the heap.
+const LEVEL_RESTARTS: usize = 64;
+/// A level whose bucket holds fewer pairs than this is small: one heap operation per pair would
+/// cost no more than the bucket's own upkeep.
+const SMALL_LEVEL: usize = 16;
+/// How many small levels the level loop takes before handing over to the heap.
+const SMALL_LEVELS: usize = 64;
+
+impl LongMerge {
+    fn new(table: &MergeTable, ids: &[Rank]) -> Self {
         let len = ids.len();
-        let mut nodes: Vec<Node> = ids
+        let nodes: Vec<Node> = ids
             .iter()
             .enumerate()
             .map(|(position, &id)| Node {
                 id,
                 prev: (position as u32).wrapping_sub(1),
                 next: if position + 1 == len { NONE } else { position as u32 + 1 },
+                merge: match ids.get(position + 1) {
+                    Some(&next) => table.lookup(id, next),
+                    None => NO_MERGE,
+                },
             })
             .collect();
-        drop(ids);
+        Self { nodes }
+    }
 
-        // Entries are (priority << 32 | left position). An entry is current when the pair now at
-        // that position still merges with that priority; otherwise it is stale and skipped. Any
-        // current pair with that key is the right one to merge: the heap orders by (priority,
-        // position), exactly the rule.
-        let initial: Vec<Reverse<u64>> = (0..len - 1)
-            .filter_map(|position| {
-                let merge = self.lookup(nodes[position].id, nodes[position + 1].id);
-                (merge.priority != NO_MERGE.priority).then(|| entry(merge.priority, position))
-            })
-            .collect();
-        let mut heap = BinaryHeap::from(initial);
-        while let Some(Reverse(key)) = heap.pop() {
-            let priority = (key >> 32) as u32;
-            let left = (key & 0xFFFF_FFFF) as usize;
-            let node = nodes[left];
-            if node.id == NONE || node.next == NONE {
-                continue;
-            }
-            let right = node.next as usize;
-            let merge = self.lookup(node.id, nodes[right].id);
-            if merge.priority != priority {
-                continue;
-            }
-            let after = nodes[right].next;
-            nodes[right].id = NONE;
-            nodes[left].id = merge.merged;
-            nodes[left].next = after;
-            if after != NONE {
-                nodes[after as usize].prev = left as u32;
-                let next_merge = self.lookup(merge.merged, nodes[after as usize].id);
-                if next_merge.priority != NO_MERGE.priority {
-                    heap.push(entry(next_merge.priority, left));
+    /// The pairs that can merge now: (position, priority) of every symbol whose pair merges.
+    fn current_pairs(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| node.id != NONE && node.merge.priority != NO_MERGE.priority)
+            .map(|(position, node)| (position as u32, node.merge.priority))
+    }
+
+    /// Merges the current pair at `left` (its right symbol goes away) and returns the new pairs:
+    /// (position, merge) of the pair it now starts and of the pair now ending at it.
+    #[inline]
+    fn merge_at(&mut self, table: &MergeTable, left: usize) -> [(u32, Merge); 2] {
+        let node = self.nodes[left];
+        let right = node.next as usize;
+        let merged = node.merge.merged;
+        let after = self.nodes[right].next;
+        self.nodes[right].id = NONE;
+        let mut created = [(NONE, NO_MERGE); 2];
+        let mut next_merge = NO_MERGE;
+        if after != NONE {
+            self.nodes[after as usize].prev = left as u32;
+            next_merge = table.lookup(merged, self.nodes[after as usize].id);
+            created[0] = (left as u32, next_merge);
+        }
+        self.nodes[left] = Node { id: merged, prev: node.prev, next: after, merge: next_merge };
+        if node.prev != NONE {
+            let before = node.prev as usize;
+            let previous_merge = table.lookup(self.nodes[before].id, merged);
+            self.nodes[before].merge = previous_merge;
+            created[1] = (node.prev, previous_merge);
+        }
+        created
+    }
+
+    #[inline]
+    fn is_current(&self, position: u32, priority: u32) -> bool {
+        let node = &self.nodes[position as usize];
+        node.id != NONE && node.merge.priority == priority
+    }
+
+    /// Merges bucket by bucket, lowest priority first, each in position order. Returns false when
+    /// it gives up for [`LongMerge::by_heap`], which goes on from the symbols as they are.
+    fn by_levels(&mut self, table: &MergeTable) -> bool {
+        // Priority -> positions of pairs queued with it (unsorted).
+        let mut buckets: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        for (position, priority) in self.current_pairs() {
+            buckets.entry(priority).or_default().push(position);
+        }
+        let mut levels: QuaternaryHeap<Reverse<u32>> = buckets.keys().map(|&p| Reverse(p)).collect();
+        let (mut restarts, mut small_levels) = (0, 0);
+        while let Some(Reverse(priority)) = levels.pop() {
+            let Some(mut positions) = buckets.remove(&priority) else { continue };
+            if positions.len() < SMALL_LEVEL {
+                small_levels += 1;
+                if small_levels > SMALL_LEVELS {
+                    return false;
                 }
             }
-            if node.prev != NONE {
-                let before = node.prev as usize;
-                let previous_merge = self.lookup(nodes[before].id, merge.merged);
-                if previous_merge.priority != NO_MERGE.priority {
-                    heap.push(entry(previous_merge.priority, before));
+            positions.sort_unstable();
+            let mut index = 0;
+            let mut earlier = false;
+            while index < positions.len() {
+                let position = positions[index];
+                index += 1;
+                if !self.is_current(position, priority) {
+                    continue;
+                }
+                for (at, merge) in self.merge_at(table, position as usize) {
+                    if merge.priority == NO_MERGE.priority {
+                        continue;
+                    }
+                    // A pair at or before this priority must wait for the pairs queued before it
+                    // in the rule's order: this pass stops after this merge.
+                    earlier |= merge.priority <= priority;
+                    let bucket = buckets.entry(merge.priority).or_default();
+                    if bucket.is_empty() {
+                        levels.push(Reverse(merge.priority));
+                    }
+                    bucket.push(at);
+                }
+                if earlier {
+                    break;
+                }
+            }
+            if earlier {
+                let rest = &positions[index..];
+                if !rest.is_empty() {
+                    let bucket = buckets.entry(priority).or_default();
+                    if bucket.is_empty() {
+                        levels.push(Reverse(priority));
+                    }
+                    bucket.extend_from_slice(rest);
+                }
+                restarts += 1;
+                if restarts > LEVEL_RESTARTS {
+                    return false;
                 }
             }
         }
+        true
+    }
+
+    /// The heap loop, from the symbols as they are.
+    fn by_heap(&mut self, table: &MergeTable) {
+        #[inline]
+        fn entry(priority: u32, position: u32) -> Reverse<u64> {
+            Reverse((u64::from(priority) << 32) | u64::from(position))
+        }
+        let mut heap: QuaternaryHeap<Reverse<u64>> =
+            self.current_pairs().map(|(position, priority)| entry(priority, position)).collect();
+        while let Some(Reverse(key)) = heap.pop() {
+            let priority = (key >> 32) as u32;
+            let position = (key & 0xFFFF_FFFF) as u32;
+            if !self.is_current(position, priority) {
+                continue;
+            }
+            for (at, merge) in self.merge_at(table, position as usize) {
+                if merge.priority != NO_MERGE.priority {
+                    heap.push(entry(merge.priority, at));
+                }
+            }
+        }
+    }
+
+    fn emit(&self, out: &mut Vec<Rank>) {
         let mut position = 0u32;
         while position != NONE {
-            out.push(nodes[position as usize].id);
-            position = nodes[position as usize].next;
+            out.push(self.nodes[position as usize].id);
+            position = self.nodes[position as usize].next;
         }
     }
 }
@@ -443,6 +618,70 @@ mod tests {
             let mut merged = Vec::new();
             table.encode_symbols(&symbols, &mut merged);
             assert_eq!(merged, naive_symbols(&table, symbols.clone()), "on {symbols:?}");
+        }
+    }
+
+    /// Both long-piece loops, the level loop (with its hand-over) and the heap alone, against the
+    /// naive loop.
+    fn long_loops_agree(table: &MergeTable, symbols: &[Rank]) {
+        let expected = naive_symbols(table, symbols.to_vec());
+        let mut chosen = Vec::new();
+        table.merge_heap_ids(symbols.to_vec(), &mut chosen);
+        assert_eq!(chosen, expected, "long merge differs on {} symbols", symbols.len());
+        let mut levels_first = LongMerge::new(table, symbols);
+        if !levels_first.by_levels(table) {
+            levels_first.by_heap(table);
+        }
+        let mut levels = Vec::new();
+        levels_first.emit(&mut levels);
+        assert_eq!(levels, expected, "level loop differs on {} symbols", symbols.len());
+        let mut heap_only = LongMerge::new(table, symbols);
+        heap_only.by_heap(table);
+        let mut heap = Vec::new();
+        heap_only.emit(&mut heap);
+        assert_eq!(heap, expected, "heap loop differs on {} symbols", symbols.len());
+    }
+
+    #[test]
+    fn long_loops_follow_the_rule_when_merges_create_earlier_priorities() {
+        // Random tables whose priorities ignore the order tokens were built in, so merging often
+        // creates a pair that the rule merges before pairs already queued: the level loop must go
+        // back, and on long pieces hand over to the heap.
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        for round in 0..40 {
+            let alphabet: Vec<Rank> = (0..2 + round % 5).map(|byte| byte as Rank).collect();
+            let mut table = table(&[]);
+            let mut ids = alphabet.clone();
+            for merged in 256..256 + 30 + round as Rank * 5 {
+                let (left, right) = (ids[next() % ids.len()], ids[next() % ids.len()]);
+                let priority = if round % 2 == 0 { next() as u32 % 1000 } else { merged };
+                table.insert(left, right, Merge { priority, merged });
+                ids.push(merged);
+            }
+            for len in [129usize, 300, 2000] {
+                let symbols: Vec<Rank> = (0..len).map(|_| alphabet[next() % alphabet.len()]).collect();
+                long_loops_agree(&table, &symbols);
+            }
+        }
+    }
+
+    #[test]
+    fn long_loops_on_one_repeated_symbol() {
+        // Doubling tokens a, aa, aaaa, ... (each made from the one before): whole passes per level.
+        let mut merges = vec![(b'a' as Rank, b'a' as Rank, 256)];
+        for merged in 257..266 {
+            merges.push((merged - 1, merged - 1, merged));
+        }
+        merges.push((b'a' as Rank, 256, 300)); // "aaa", after the doublings
+        let table = table(&merges);
+        for len in [129usize, 1000, 4097, 10_000] {
+            long_loops_agree(&table, &vec![b'a' as Rank; len]);
         }
     }
 }

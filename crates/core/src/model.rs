@@ -16,10 +16,11 @@ use std::fmt;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::cache::{CacheGuard, PieceCache, ShardedCache};
 use crate::halves::Halves;
 use crate::merge::{Merge, MergeTable};
 use crate::pretokenize::{SplitError, Splitter};
-use crate::sentencepiece::{SentencePiece, SentencePieceSpec};
+use crate::sentencepiece::{DecodeState, SentencePiece, SentencePieceSpec};
 use crate::special::SpecialMatcher;
 use crate::Rank;
 
@@ -257,6 +258,8 @@ pub struct Model {
     specials: Vec<(String, Rank)>,
     max_id: Option<Rank>,
     rule: Rule,
+    /// Merged pieces, by thread (see [`crate::cache`]).
+    cache: ShardedCache,
 }
 
 /// Checks mergeable tokens: non-empty, ids in range and unique, bytes unique.
@@ -435,6 +438,7 @@ impl Model {
             specials,
             max_id,
             rule: Rule::SentencePiece(Box::new(model)),
+            cache: ShardedCache::new(),
         })
     }
 
@@ -453,7 +457,7 @@ impl Model {
                 .chain(specials.iter().map(|(special, id)| (*id, special.as_bytes().into()))),
             max_id,
         );
-        Ok(Self { encoder, tokens, specials, max_id, rule })
+        Ok(Self { encoder, tokens, specials, max_id, rule, cache: ShardedCache::new() })
     }
 
     pub fn kind(&self) -> Kind {
@@ -532,13 +536,12 @@ impl Model {
             }
         };
         let bytes = text.as_bytes();
+        let mut guard = self.cache.lock();
+        let mut cache = guard.as_mut().map(CacheGuard::cache);
         splitter.for_each_piece(text, |start, end| {
             let piece = &bytes[start..end];
             let before = out.len();
-            match whole_piece.then(|| self.encoder.get(piece)).flatten() {
-                Some(&id) => out.push(id),
-                None => merges.encode_piece(piece, out),
-            }
+            self.encode_piece(merges, *whole_piece, piece, cache.as_deref_mut(), out);
             if let Some(starts) = starts.as_deref_mut() {
                 let mut offset = base + start;
                 for &id in &out[before..] {
@@ -547,6 +550,64 @@ impl Model {
                 }
             }
         })
+    }
+
+    /// The ids of one piece of a byte-level model: the piece itself when it is a token (and the
+    /// rule allows), else what the cache remembers, else the merge loop (remembered).
+    #[inline(always)]
+    fn encode_piece(
+        &self,
+        merges: &MergeTable,
+        whole_piece: bool,
+        piece: &[u8],
+        cache: Option<&mut PieceCache>,
+        out: &mut Vec<Rank>,
+    ) {
+        if let Some(&id) = whole_piece.then(|| self.encoder.get(piece)).flatten() {
+            return out.push(id);
+        }
+        let Some(cache) = cache else {
+            return merges.encode_piece(piece, out);
+        };
+        match cache.get(piece) {
+            Some(ids) => out.extend_from_slice(ids),
+            None => {
+                let before = out.len();
+                merges.encode_piece(piece, out);
+                cache.insert(piece, &out[before..]);
+            }
+        }
+    }
+
+    /// How many pieces at the end of a text more text can still change, when the split pattern
+    /// bounds it (the named patterns: [`crate::scan::Scanner::UNSETTLED_PIECES`]); `None` for a
+    /// custom pattern, which may look any distance ahead, and for SentencePiece models, which
+    /// merge across the whole text.
+    pub fn unsettled_pieces(&self) -> Option<usize> {
+        self.byte_level()?.splitter.unsettled_pieces()
+    }
+
+    /// For text that more ordinary text may follow: encodes the pieces at its start that no
+    /// continuation can change (all but the last [`Model::unsettled_pieces`]) and returns where
+    /// they end. `encode_ordinary(text + more)` is then those ids followed by
+    /// `encode_ordinary(text[end..] + more)`. `None` when [`Model::unsettled_pieces`] is.
+    pub fn encode_settled(&self, text: &str, out: &mut Vec<Rank>) -> Option<usize> {
+        let ByteLevel { splitter, merges, whole_piece, .. } = self.byte_level()?;
+        let unsettled = splitter.unsettled_pieces()?;
+        let bytes = text.as_bytes();
+        let mut held: std::collections::VecDeque<(usize, usize)> = std::collections::VecDeque::with_capacity(unsettled + 1);
+        let mut guard = self.cache.lock();
+        let mut cache = guard.as_mut().map(CacheGuard::cache);
+        splitter
+            .for_each_piece(text, |start, end| {
+                held.push_back((start, end));
+                if held.len() > unsettled {
+                    let (start, end) = held.pop_front().expect("more than one piece held");
+                    self.encode_piece(merges, *whole_piece, &bytes[start..end], cache.as_deref_mut(), out);
+                }
+            })
+            .expect("the named patterns' scanners split any text");
+        Some(held.front().map_or(text.len(), |&(start, _)| start))
     }
 
     /// Encodes text, emitting the special tokens `allowed` finds as their ids and everything else
@@ -608,6 +669,16 @@ impl Model {
             out.extend_from_slice(self.tokens.get(id).ok_or(id)?);
         }
         Ok(())
+    }
+
+    /// Like [`Model::decode_bytes`] for ids that continue a sequence decoded earlier with the
+    /// same `state`; the parts' bytes join to the bytes of the whole. (Only SentencePiece models
+    /// need the state: their first piece loses its leading space.)
+    pub fn decode_bytes_continuing(&self, ids: &[Rank], state: &mut DecodeState, out: &mut Vec<u8>) -> Result<(), Rank> {
+        match &self.rule {
+            Rule::SentencePiece(model) => model.decode_continuing(ids, state, out),
+            Rule::ByteLevel(_) => self.decode_bytes(ids, out),
+        }
     }
 
     /// Decodes ids to text: invalid UTF-8 becomes U+FFFD per maximal invalid sequence, or for

@@ -141,6 +141,14 @@ impl Splitter {
         &self.pattern
     }
 
+    /// How many pieces at the end of a text more text can still change
+    /// ([`Scanner::UNSETTLED_PIECES`] for the named patterns); `None` for other patterns, where
+    /// no bound is known (a regex may look any distance ahead: `a+b|a` cuts a run of `a` into
+    /// single letters unless a `b` follows it).
+    pub fn unsettled_pieces(&self) -> Option<usize> {
+        self.scanner.map(|_| Scanner::UNSETTLED_PIECES)
+    }
+
     /// Calls `on_piece(start, end)` with the byte range of each piece, in order.
     pub fn for_each_piece(
         &self,

@@ -65,6 +65,28 @@ impl Scanner {
         }
     }
 
+    /// How many pieces at the end of a text more text can still change: every piece of `text`
+    /// but the last `UNSETTLED_PIECES` is also a piece of `text + more`, at the same place, for
+    /// any `more`. Streams (`crate::stream`) encode those pieces before the rest arrives.
+    ///
+    /// Why two. A scanner decides a piece from the characters at its start and after; only where
+    /// that decision reads past the end of the text can more text change it, and then the piece
+    /// reaches the end, or is followed by one piece that does:
+    /// - a run (letters, numbers, "other", white space) ends at the first character outside
+    ///   it; when the text ends first, so does the piece (and `\s++$` takes a whole final run);
+    /// - a contraction reads at most two characters after its apostrophe; when the text ends
+    ///   within them, the apostrophe starts the last piece (cl100k, o200k: `'l`) or is the piece
+    ///   before it (GPT-2: `'`, `l`), and a word before the apostrophe ends at it either way;
+    /// - o200k's `[UPPER]*[LOWER]+` can end a word inside a run of upper-class characters, after
+    ///   the last that is also lower-class; when that run reaches the end, its rest (letters
+    ///   that are only upper-class) is one last piece. Likewise `\s*[\r\n]+` ends after the last
+    ///   line break of a white-space run that reaches the end, and the rest (white space without
+    ///   a line break) is one last piece.
+    ///
+    /// Tests check it exhaustively on short texts of characters of every class, and on random
+    /// longer ones, against every short continuation.
+    pub const UNSETTLED_PIECES: usize = 2;
+
     /// Calls `on_piece(start, end)` with the byte range of each piece, in order: the ranges
     /// `fancy_regex` finds with `self.pattern()`, which cover the whole text.
     pub fn for_each_piece(self, text: &str, on_piece: impl FnMut(usize, usize)) {
@@ -75,6 +97,13 @@ impl Scanner {
             Scanner::O200k => split(classes, text.as_bytes(), ClassTable::o200k_piece, on_piece),
         }
     }
+}
+
+/// Builds the scanners' character table now rather than on first use. A process forked while
+/// another thread is building it would wait for that build forever (the thread does not exist in
+/// the child), so the Python bindings call this at import, before any thread can encode.
+pub fn prepare() {
+    ClassTable::get();
 }
 
 /// Cuts `bytes` into consecutive pieces, `piece_end` telling where the piece at a position ends.
@@ -528,6 +557,82 @@ mod tests {
         let mut pieces = Vec::new();
         scanner.for_each_piece(text, |start, end| pieces.push(&text[start..end]));
         pieces
+    }
+
+    /// Characters of every class and special case the scanners tell apart: letters that are or
+    /// fold to contraction letters, an upper-case letter, Lt, Lm and Lo letters (o200k's upper and
+    /// lower classes overlap on them), a mark, numbers, white space with and without line breaks,
+    /// the apostrophe, the slash, other punctuation and an emoji.
+    const EVERY_CLASS: &[char] = &[
+        'a', 's', 'l', 'e', 'v', 'L', 'S', 'A', '\u{17F}', '\u{1C5}', '\u{2B0}', '中', '\u{301}', '1', '²',
+        '٣', ' ', '\t', '\n', '\r', '\u{A0}', '\u{3000}', '\'', '/', '!', '😀',
+    ];
+
+    /// The first continuation-sensitive piece: `None` when every piece of `text` but the last
+    /// `unsettled` is a piece of `text + more`.
+    fn unsettled_by(scanner: Scanner, text: &str, more: &str, unsettled: usize) -> Option<String> {
+        let mut alone = Vec::new();
+        scanner.for_each_piece(text, |start, end| alone.push((start, end)));
+        let mut joined = Vec::new();
+        scanner.for_each_piece(&format!("{text}{more}"), |start, end| joined.push((start, end)));
+        let settled = alone.len().saturating_sub(unsettled);
+        (alone[..settled] != joined[..settled.min(joined.len())])
+            .then(|| format!("{scanner:?}: {text:?} + {more:?}: {alone:?} vs {joined:?}"))
+    }
+
+    fn strings(length: usize) -> Vec<String> {
+        let mut all = vec![String::new()];
+        for _ in 0..length {
+            all = all.iter().flat_map(|prefix| EVERY_CLASS.iter().map(move |&c| format!("{prefix}{c}"))).collect();
+        }
+        all
+    }
+
+    #[test]
+    fn all_pieces_but_the_last_two_are_settled_on_every_short_text() {
+        let continuations: Vec<String> = (1..=2).flat_map(strings).collect();
+        for scanner in [Scanner::Gpt2, Scanner::Cl100k, Scanner::O200k] {
+            for text in (1..=3).flat_map(strings) {
+                for more in &continuations {
+                    if let Some(problem) = unsettled_by(scanner, &text, more, Scanner::UNSETTLED_PIECES) {
+                        panic!("{problem}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn all_pieces_but_the_last_two_are_settled_on_random_texts() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |below: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % below as u64) as usize
+        };
+        let mut random_text = |length: usize| -> String { (0..length).map(|_| EVERY_CLASS[next(EVERY_CLASS.len())]).collect() };
+        let texts: Vec<String> = (0..3000).map(|n| random_text(4 + n % 12)).collect();
+        let continuations: Vec<String> = (0..100).map(|n| random_text(1 + n % 6)).collect();
+        for scanner in [Scanner::Gpt2, Scanner::Cl100k, Scanner::O200k] {
+            for text in &texts {
+                for more in &continuations {
+                    if let Some(problem) = unsettled_by(scanner, text, more, Scanner::UNSETTLED_PIECES) {
+                        panic!("{problem}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_unsettled_piece_would_not_be_enough() {
+        // GPT-2: "x'l" is x, ', l; with another l the apostrophe starts the contraction 'll.
+        assert!(unsettled_by(Scanner::Gpt2, "x'l", "l", 1).is_some());
+        // o200k: "Aʰ" ends a word inside the upper-class run "AʰB", which a lower-case c joins.
+        assert!(unsettled_by(Scanner::O200k, "A\u{2B0}B", "c", 1).is_some());
+        // o200k: a white-space run's last line break ends a piece only until another one comes.
+        assert!(unsettled_by(Scanner::O200k, "\n ", "\n", 1).is_some());
     }
 
     #[test]

@@ -362,36 +362,44 @@ impl SentencePiece {
     /// Decodes ids as `SentencePieceProcessor::Decode` does, to bytes (see [`decode_utf8`] for the
     /// text); an id that is not a piece is returned as the error.
     pub fn decode(&self, ids: &[Rank], out: &mut Vec<u8>) -> Result<(), Rank> {
+        self.decode_continuing(ids, &mut DecodeState::default(), out)
+    }
+
+    /// Like [`SentencePiece::decode`] for ids that continue a sequence whose earlier ids were
+    /// decoded with the same `state`: only the first piece of the whole sequence loses its `▁`.
+    pub fn decode_continuing(&self, ids: &[Rank], state: &mut DecodeState, out: &mut Vec<u8>) -> Result<(), Rank> {
         let strip_first = self.spec.add_dummy_prefix || self.spec.remove_extra_whitespaces;
         let start = out.len();
-        let mut expect_first_space = true;
-        let mut first_space_seen = false;
-        for &id in ids {
-            let piece = self.spec.pieces.get(id as usize).ok_or(id)?;
-            if piece.kind == PieceKind::Byte {
-                out.extend(self.piece_bytes(id).ok_or(id)?);
-                continue;
-            }
-            if first_space_seen || out.len() > start {
-                expect_first_space = false;
-            }
-            first_space_seen = false;
-            match piece.kind {
-                PieceKind::Control => {}
-                PieceKind::Unknown => out.extend_from_slice(self.spec.unk_surface.as_bytes()),
-                _ => {
-                    let mut text = piece.text.as_str();
-                    if expect_first_space && strip_first {
-                        if let Some(rest) = text.strip_prefix(SPACE_SYMBOL) {
-                            text = rest;
-                            first_space_seen = !self.spec.remove_extra_whitespaces;
+        let result = (|| {
+            for &id in ids {
+                let piece = self.spec.pieces.get(id as usize).ok_or(id)?;
+                if piece.kind == PieceKind::Byte {
+                    out.extend(self.piece_bytes(id).ok_or(id)?);
+                    continue;
+                }
+                if state.first_space_seen || state.produced || out.len() > start {
+                    state.expect_first_space = false;
+                }
+                state.first_space_seen = false;
+                match piece.kind {
+                    PieceKind::Control => {}
+                    PieceKind::Unknown => out.extend_from_slice(self.spec.unk_surface.as_bytes()),
+                    _ => {
+                        let mut text = piece.text.as_str();
+                        if state.expect_first_space && strip_first {
+                            if let Some(rest) = text.strip_prefix(SPACE_SYMBOL) {
+                                text = rest;
+                                state.first_space_seen = !self.spec.remove_extra_whitespaces;
+                            }
                         }
+                        out.extend_from_slice(text.replace(SPACE_SYMBOL, " ").as_bytes());
                     }
-                    out.extend_from_slice(text.replace(SPACE_SYMBOL, " ").as_bytes());
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })();
+        state.produced |= out.len() > start;
+        result
     }
 }
 
@@ -410,6 +418,23 @@ impl Output<'_> {
         if let Some(starts) = self.starts.as_deref_mut() {
             starts.push(self.base + self.origins[normalized_at]);
         }
+    }
+}
+
+/// Where a sequence decoded in parts stands ([`SentencePiece::decode_continuing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeState {
+    /// No piece other than a byte piece has been decoded yet (its leading `▁` is dropped).
+    expect_first_space: bool,
+    /// The last piece had its leading `▁` dropped (and spaces are not collapsed).
+    first_space_seen: bool,
+    /// Some bytes were decoded.
+    produced: bool,
+}
+
+impl Default for DecodeState {
+    fn default() -> Self {
+        Self { expect_first_space: true, first_space_seen: false, produced: false }
     }
 }
 
@@ -510,6 +535,23 @@ mod tests {
         model.decode(&[1, 7, 5, 0], &mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "ab a \u{2047} ");
         assert_eq!(model.decode(&[99], &mut Vec::new()), Err(99));
+    }
+
+    #[test]
+    fn decoding_in_parts_joins_to_decoding_the_whole() {
+        let model = small(true);
+        let byte = |value: u8| 9 + Rank::from(value);
+        let sequences: [&[Rank]; 4] = [&[1, 7, 5, 0], &[byte(b'x'), 2, 5, 7], &[2, 2, 3, byte(0xE6), 5], &[1, 1, 5, 5]];
+        for ids in sequences {
+            let mut whole = Vec::new();
+            model.decode(ids, &mut whole).unwrap();
+            for cut in 0..=ids.len() {
+                let (mut parts, mut state) = (Vec::new(), DecodeState::default());
+                model.decode_continuing(&ids[..cut], &mut state, &mut parts).unwrap();
+                model.decode_continuing(&ids[cut..], &mut state, &mut parts).unwrap();
+                assert_eq!(parts, whole, "{ids:?} cut at {cut}");
+            }
+        }
     }
 
     #[test]

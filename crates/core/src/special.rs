@@ -11,6 +11,8 @@ pub struct SpecialMatcher {
     automaton: Option<AhoCorasick>,
     ids: Vec<Rank>,
     tokens: Vec<String>,
+    /// The length in bytes of the longest token.
+    longest: usize,
 }
 
 /// A special token found in text.
@@ -39,15 +41,22 @@ impl SpecialMatcher {
                     .expect("special-token automaton within size limits"),
             )
         };
+        let longest = tokens.iter().map(String::len).max().unwrap_or(0);
         Self {
             automaton,
             ids,
             tokens,
+            longest,
         }
     }
 
     pub fn is_empty(&self) -> bool {
         self.automaton.is_none()
+    }
+
+    /// The length in bytes of the longest token (0 when there are none).
+    pub fn longest(&self) -> usize {
+        self.longest
     }
 
     /// The first special token in `text`, if any.

@@ -6,10 +6,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 mod guard;
 mod train;
 
-use hf_bpe_core::sentencepiece::{Piece, PieceKind, SentencePieceSpec};
 use hf_bpe_core::model::MAX_ID;
-use hf_bpe_core::{BuildError, Kind, Model, Rank, SpecialMatcher, SplitError};
+use hf_bpe_core::sentencepiece::{DecodeState, Piece, PieceKind, SentencePieceSpec};
+use hf_bpe_core::{BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, StreamError};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
 use rayon::prelude::*;
@@ -17,7 +18,8 @@ use rustc_hash::FxHashMap;
 
 use guard::guarded;
 
-/// Texts at least this long are encoded with the GIL released.
+/// Texts at least this long (bytes) are encoded, and id sequences this long decoded, with the GIL
+/// released.
 const RELEASE_GIL_FROM: usize = 4096;
 
 fn split_error(error: SplitError) -> PyErr {
@@ -101,9 +103,7 @@ fn ids_of(py: Python<'_>, value: &Bound<'_, PyAny>, n_vocab: usize) -> PyResult<
         }
     };
     ids.into_iter()
-        .map(|id| {
-            Rank::try_from(id).map_err(|_| unknown_token(py, id, n_vocab))
-        })
+        .map(|id| Rank::try_from(id).map_err(|_| unknown_token(py, id, n_vocab)))
         .collect()
 }
 
@@ -294,6 +294,66 @@ struct CoreBPE {
     model: Model,
     /// Encodes everything as ordinary text.
     ordinary: SpecialPolicy,
+    ints: IntTable,
+}
+
+/// Ids at most this large get a shared Python int (see [`IntTable`]).
+const SHARED_INTS: usize = 1 << 21;
+
+/// One Python int per id of the vocabulary, made on first use: a returned list of ids then shares
+/// them instead of allocating an int object per element, which was most of the cost of returning
+/// ids and most of their memory (ints are immutable, so sharing is invisible).
+struct IntTable {
+    ints: OnceLock<Box<[Py<PyAny>]>>,
+    size: usize,
+}
+
+impl IntTable {
+    fn new(n_vocab: usize) -> Self {
+        Self { ints: OnceLock::new(), size: n_vocab.min(SHARED_INTS) }
+    }
+
+    /// A Python list of `ids`.
+    fn list<'py>(&self, py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
+        let ints = self.ints.get_or_init(|| {
+            (0..self.size)
+                .map(|id| {
+                    let Ok(int) = id.into_pyobject(py);
+                    int.into_any().unbind()
+                })
+                .collect()
+        });
+        let length = ffi::Py_ssize_t::try_from(ids.len())
+            .map_err(|_| PyValueError::new_err("too many ids for one Python list"))?;
+        // SAFETY: `PyList_New` returns a new reference (or null with an exception set); every slot is
+        // then filled exactly once with a new reference (an incremented shared int or a fresh one)
+        // before the list is handed to Python, and on failure the list is released.
+        unsafe {
+            let list = ffi::PyList_New(length);
+            if list.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            for (index, &id) in ids.iter().enumerate() {
+                let int = match ints.get(id as usize) {
+                    Some(shared) => {
+                        let int = shared.as_ptr();
+                        ffi::Py_INCREF(int);
+                        int
+                    }
+                    None => {
+                        let int = ffi::PyLong_FromUnsignedLong(std::os::raw::c_ulong::from(id));
+                        if int.is_null() {
+                            ffi::Py_DECREF(list);
+                            return Err(PyErr::fetch(py));
+                        }
+                        int
+                    }
+                };
+                ffi::PyList_SET_ITEM(list, index as ffi::Py_ssize_t, int);
+            }
+            Ok(Bound::from_owned_ptr(py, list).cast_into_unchecked())
+        }
+    }
 }
 
 impl CoreBPE {
@@ -302,7 +362,8 @@ impl CoreBPE {
             allowed: SpecialMatcher::new([]),
             disallowed: SpecialMatcher::new([]),
         };
-        Self { model, ordinary }
+        let ints = IntTable::new(model.n_vocab());
+        Self { model, ordinary, ints }
     }
 
     fn encode_policy(
@@ -318,6 +379,31 @@ impl CoreBPE {
             .encode(text, &policy.allowed, &mut ids)
             .map_err(EncodeFailure::Split)?;
         Ok(ids)
+    }
+
+    /// The ids of every text of `texts` (an iterable of str), encoded in parallel without the GIL.
+    fn batch(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        policy: Option<&SpecialPolicy>,
+        num_threads: Option<usize>,
+        what: &str,
+    ) -> PyResult<Vec<Vec<Rank>>> {
+        if texts.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(format!("{what} expects a list of str, got a single str")));
+        }
+        let items: Vec<Bound<'_, PyAny>> = texts
+            .try_iter()
+            .map_err(|_| PyTypeError::new_err(format!("{what} expects an iterable of str")))?
+            .collect::<PyResult<_>>()?;
+        let texts: Vec<Cow<'_, str>> = items.iter().map(|item| text_of(item, what)).collect::<PyResult<_>>()?;
+        let policy = policy.unwrap_or(&self.ordinary);
+        let pool = thread_pool(num_threads)?;
+        py.detach(|| parallel_map(&pool, &texts, |text| self.encode_policy(text, policy)))
+            .into_iter()
+            .map(|result| result.map_err(|f| f.into_py(py)))
+            .collect()
     }
 
     fn run<T: Send>(&self, py: Python<'_>, size: usize, work: impl FnOnce() -> T + Send) -> T {
@@ -429,7 +515,9 @@ impl CoreBPE {
     fn special_policy(&self, py: Python<'_>, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<SpecialPolicy> {
         guarded(py, || {
             Ok(SpecialPolicy {
-                allowed: self.model.special_matcher(allowed.iter().map(String::as_str)),
+                allowed: self
+                    .model
+                    .special_matcher(allowed.iter().map(String::as_str)),
                 // Like tiktoken, any text may be disallowed, not only special tokens.
                 disallowed: SpecialMatcher::new(disallowed.iter().map(|text| (text.as_str(), 0))),
             })
@@ -447,24 +535,28 @@ impl CoreBPE {
         })
     }
 
-    fn encode_ordinary(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<Rank>> {
+    fn encode_ordinary<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         guarded(py, || {
             let text = text_of(text, "encode_ordinary")?;
-            self.run(py, text.len(), || self.encode_policy(&text, &self.ordinary))
-                .map_err(|f| f.into_py(py))
+            let ids = self
+                .run(py, text.len(), || self.encode_policy(&text, &self.ordinary))
+                .map_err(|f| f.into_py(py))?;
+            self.ints.list(py, &ids)
         })
     }
 
-    fn encode(
+    fn encode<'py>(
         &self,
-        py: Python<'_>,
-        text: &Bound<'_, PyAny>,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
         policy: &SpecialPolicy,
-    ) -> PyResult<Vec<Rank>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         guarded(py, || {
             let text = text_of(text, "encode")?;
-            self.run(py, text.len(), || self.encode_policy(&text, policy))
-                .map_err(|f| f.into_py(py))
+            let ids = self
+                .run(py, text.len(), || self.encode_policy(&text, policy))
+                .map_err(|f| f.into_py(py))?;
+            self.ints.list(py, &ids)
         })
     }
 
@@ -492,34 +584,49 @@ impl CoreBPE {
     }
 
     #[pyo3(signature = (texts, policy=None, num_threads=None))]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
-        texts: &Bound<'_, PyAny>,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
         policy: Option<&SpecialPolicy>,
         num_threads: Option<usize>,
-    ) -> PyResult<Vec<Vec<Rank>>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         guarded(py, || {
-            if texts.is_instance_of::<PyString>() {
-                return Err(PyTypeError::new_err(
-                    "encode_batch expects a list of str, got a single str",
-                ));
-            }
-            let items: Vec<Bound<'_, PyAny>> = texts
-                .try_iter()
-                .map_err(|_| PyTypeError::new_err("encode_batch expects an iterable of str"))?
-                .collect::<PyResult<_>>()?;
-            let texts: Vec<Cow<'_, str>> = items
+            let lists = self
+                .batch(py, texts, policy, num_threads, "encode_batch")?
                 .iter()
-                .map(|item| text_of(item, "encode_batch"))
-                .collect::<PyResult<_>>()?;
-            let policy = policy.unwrap_or(&self.ordinary);
-            let pool = thread_pool(num_threads)?;
-            let results = py.detach(|| parallel_map(&pool, &texts, |text| self.encode_policy(text, policy)));
-            results
-                .into_iter()
-                .map(|result| result.map_err(|f| f.into_py(py)))
-                .collect()
+                .map(|ids| self.ints.list(py, ids))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, lists)
+        })
+    }
+
+    /// Like `encode_batch`, as two buffers for NumPy: every text's ids one after another (native
+    /// `uint32`), and the number of ids of each text (native `uint64`).
+    #[pyo3(signature = (texts, policy=None, num_threads=None))]
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        policy: Option<&SpecialPolicy>,
+        num_threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        guarded(py, || {
+            let rows = self.batch(py, texts, policy, num_threads, "encode_batch")?;
+            let total: usize = rows.iter().map(Vec::len).sum();
+            let ids = PyBytes::new_with(py, total * 4, |buffer| {
+                for (chunk, &id) in buffer.chunks_exact_mut(4).zip(rows.iter().flatten()) {
+                    chunk.copy_from_slice(&id.to_ne_bytes());
+                }
+                Ok(())
+            })?;
+            let lengths = PyBytes::new_with(py, rows.len() * 8, |buffer| {
+                for (chunk, row) in buffer.chunks_exact_mut(8).zip(&rows) {
+                    chunk.copy_from_slice(&(row.len() as u64).to_ne_bytes());
+                }
+                Ok(())
+            })?;
+            Ok((ids, lengths))
         })
     }
 
@@ -530,9 +637,11 @@ impl CoreBPE {
     ) -> PyResult<Bound<'py, PyBytes>> {
         guarded(py, || {
             let ids = ids_of(py, ids, self.model.n_vocab())?;
-            let mut out = Vec::with_capacity(ids.len() * 4);
-            self.model
-                .decode_bytes(&ids, &mut out)
+            let out = self
+                .run(py, ids.len(), || {
+                    let mut out = Vec::with_capacity(ids.len() * 4);
+                    self.model.decode_bytes(&ids, &mut out).map(|()| out)
+                })
                 .map_err(|id| unknown_token(py, id, self.model.n_vocab()))?;
             Ok(PyBytes::new(py, &out))
         })
@@ -545,7 +654,7 @@ impl CoreBPE {
     ) -> PyResult<Bound<'py, PyBytes>> {
         guarded(py, || {
             let value: i64 = id.extract().map_err(|_| {
-                if id.is_instance_of::<pyo3::types::PyInt>() {
+                if id.is_instance_of::<PyInt>() {
                     unknown_token(py, id.clone(), self.model.n_vocab())
                 } else {
                     PyTypeError::new_err("a token id must be an int")
@@ -640,7 +749,9 @@ impl CoreBPE {
 
     /// Why tiktoken's rank rule would encode differently from this merges-list model, or None.
     fn rank_rule_difference(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        guarded(py, || Ok(py.detach(|| self.model.rank_rule_difference().map(|difference| difference.to_string()))))
+        guarded(py, || {
+            Ok(py.detach(|| self.model.rank_rule_difference().map(|difference| difference.to_string())))
+        })
     }
 
     /// Why this model's merges list, with or without `ignore_merges`, would encode differently
@@ -651,13 +762,130 @@ impl CoreBPE {
         })
     }
 
+    /// Whether `encode_stream` can encode this model's text in parts exactly.
+    #[getter]
+    fn can_stream(&self) -> bool {
+        self.model.unsettled_pieces().is_some()
+    }
+
+    /// A stream that encodes text given in parts like `encode(whole text, policy)` (the ordinary
+    /// policy when None), encoding every `block` bytes and holding at most `limit` bytes without
+    /// a settled piece boundary (no limit when None).
+    #[pyo3(signature = (policy=None, limit=None, block=EncodeStream::BLOCK))]
+    fn encode_stream(
+        slf: Py<Self>,
+        py: Python<'_>,
+        policy: Option<Py<SpecialPolicy>>,
+        limit: Option<usize>,
+        block: usize,
+    ) -> PyResult<TextStream> {
+        guarded(py, || {
+            let stream = EncodeStream::new(&slf.get().model, limit.unwrap_or(usize::MAX), block)
+                .map_err(|error| stream_error(py, error))?;
+            Ok(TextStream { core: slf, policy, stream })
+        })
+    }
+
+    /// A stream that decodes ids given in parts to the bytes of decoding them at once.
+    fn decode_stream(slf: Py<Self>) -> IdStream {
+        IdStream { core: slf, state: DecodeState::default() }
+    }
+
     /// Decodes to text (U+FFFD for invalid UTF-8; per byte for SentencePiece models, as it does).
     fn decode(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<String> {
         guarded(py, || {
             let ids = ids_of(py, ids, self.model.n_vocab())?;
-            self.model
-                .decode_text(&ids)
+            self.run(py, ids.len(), || self.model.decode_text(&ids))
                 .map_err(|id| unknown_token(py, id, self.model.n_vocab()))
+        })
+    }
+}
+
+fn stream_error(py: Python<'_>, error: StreamError) -> PyErr {
+    match error {
+        StreamError::Disallowed(token) => hf_bpe_error(py, "DisallowedSpecialTokenError", token),
+        StreamError::TooLong { .. } => PyValueError::new_err(format!(
+            "{error}; pass a larger max_piece_bytes (None: no limit), or encode such text whole with encode"
+        )),
+        other => PyValueError::new_err(other.to_string()),
+    }
+}
+
+/// Text given in parts, encoded as it settles (`BPE.encode_iterable`).
+#[pyclass(module = "hf_bpe._core")]
+struct TextStream {
+    core: Py<CoreBPE>,
+    policy: Option<Py<SpecialPolicy>>,
+    stream: EncodeStream,
+}
+
+impl TextStream {
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        work: impl FnOnce(&mut EncodeStream, &Model, &SpecialPolicy, &mut Vec<Rank>) -> Result<(), StreamError> + Send,
+        release_gil: bool,
+    ) -> PyResult<Vec<Rank>> {
+        let core = self.core.get();
+        let policy = self.policy.as_ref().map_or(&core.ordinary, |policy| policy.get());
+        let stream = &mut self.stream;
+        let mut ids = Vec::new();
+        let encode = || work(stream, &core.model, policy, &mut ids);
+        let result = if release_gil { py.detach(encode) } else { encode() };
+        result.map_err(|error| stream_error(py, error))?;
+        Ok(ids)
+    }
+}
+
+#[pymethods]
+impl TextStream {
+    /// Takes the next part of the text; returns the ids of what is settled (often none yet).
+    fn feed(&mut self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<Rank>> {
+        guarded(py, || {
+            let text = text_of(text, "encode_iterable")?;
+            let release_gil = self.stream.is_due(text.len()) || text.len() >= RELEASE_GIL_FROM;
+            self.run(
+                py,
+                |stream, model, policy, ids| stream.push(model, &policy.allowed, &policy.disallowed, &text, ids),
+                release_gil,
+            )
+        })
+    }
+
+    /// Ends the text: returns the ids of everything not returned yet.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<Vec<Rank>> {
+        guarded(py, || {
+            let release_gil = self.stream.held() >= RELEASE_GIL_FROM;
+            self.run(py, |stream, model, policy, ids| stream.finish(model, &policy.allowed, &policy.disallowed, ids), release_gil)
+        })
+    }
+
+    /// Bytes received and not encoded yet.
+    #[getter]
+    fn held(&self) -> usize {
+        self.stream.held()
+    }
+}
+
+/// Ids given in parts, decoded to bytes (`BPE.stream_decoder`).
+#[pyclass(module = "hf_bpe._core")]
+struct IdStream {
+    core: Py<CoreBPE>,
+    state: DecodeState,
+}
+
+#[pymethods]
+impl IdStream {
+    /// The bytes of the next ids.
+    fn feed<'py>(&mut self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        guarded(py, || {
+            let model = &self.core.get().model;
+            let ids = ids_of(py, ids, model.n_vocab())?;
+            let mut out = Vec::with_capacity(ids.len() * 4);
+            model
+                .decode_bytes_continuing(&ids, &mut self.state, &mut out)
+                .map_err(|id| unknown_token(py, id, model.n_vocab()))?;
+            Ok(PyBytes::new(py, &out))
         })
     }
 }
@@ -684,8 +912,12 @@ fn byte_to_char_offsets(text: &str, byte_offsets: Vec<usize>) -> Vec<usize> {
 
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Built here, before any thread exists, so that no fork can catch it half built.
+    hf_bpe_core::scan::prepare();
     module.add_class::<CoreBPE>()?;
     module.add_class::<SpecialPolicy>()?;
+    module.add_class::<TextStream>()?;
+    module.add_class::<IdStream>()?;
     module.add_function(wrap_pyfunction!(guard::panic_for_tests, module)?)?;
     train::register(module)?;
     Ok(())

@@ -4,11 +4,17 @@
 //! workers (or machines) merge by addition, so counting can be spread anywhere.
 
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+/// A piece as a key: up to 16 bytes inline, longer ones on the heap. Most pieces are short, so the
+/// table needs no allocation per piece (an allocation costs more than the bytes it holds), which
+/// keeps a table of tens of millions of pieces small.
+type Key = SmallVec<[u8; 16]>;
 
 /// Distinct pieces (byte strings produced by the split pattern) and how often each occurred.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PieceCounts {
-    counts: FxHashMap<Box<[u8]>, u64>,
+    counts: FxHashMap<Key, u64>,
 }
 
 /// Why bytes could not be read back as a [`PieceCounts`].
@@ -34,7 +40,7 @@ impl PieceCounts {
         if let Some(existing) = self.counts.get_mut(piece) {
             *existing += count;
         } else {
-            self.counts.insert(piece.into(), count);
+            self.counts.insert(Key::from_slice(piece), count);
         }
     }
 
@@ -117,7 +123,7 @@ impl PieceCounts {
             let len = reader.varint()? as usize;
             let piece = reader.take(len)?;
             let count = reader.varint()?;
-            if counts.insert(Box::<[u8]>::from(piece), count).is_some() {
+            if counts.insert(Key::from_slice(piece), count).is_some() {
                 return Err(CountsFormatError("a piece appears twice".into()));
             }
         }
@@ -187,6 +193,13 @@ impl<'b> Reader<'b> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_holds_sixteen_bytes_inline_in_24() {
+        assert_eq!(std::mem::size_of::<Key>(), 24);
+        assert!(!Key::from_slice(&[7; 16]).spilled());
+        assert!(Key::from_slice(&[7; 17]).spilled());
+    }
 
     /// A count table from `(piece, count)` pairs (also used by the merge loop's tests).
     pub(crate) fn table(entries: &[(&str, u64)]) -> PieceCounts {

@@ -1,0 +1,99 @@
+//! Encode speed of the core, single thread, no Python: for profiling (`perf record`, callgrind).
+//!
+//! `cargo run --release -p hf_bpe_core --example encode_bench -- NAME=RANKS.tiktoken... [-- corpus files]`
+//! where NAME is gpt2, cl100k or o200k (it picks the split pattern). Rank files in tiktoken's format
+//! (`base64(token) rank` per line); `python -c "import hf_bpe, conversion.tiktoken as t;
+//! t.save(hf_bpe.get_encoding('cl100k_base'), 'cl100k.tiktoken')"` writes one. Times are the thread's
+//! CPU time, best of the runs in about a second; the split-only time is printed beside it.
+
+#[path = "common/timing.rs"]
+mod timing;
+
+use base64::Engine;
+use hf_bpe_core::model::Model;
+use hf_bpe_core::pretokenize::Splitter;
+use hf_bpe_core::scan::{CL100K, GPT2, O200K};
+use timing::best_cpu_seconds as best_seconds;
+
+const CORPORA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/corpora");
+
+fn read_ranks(path: &str) -> Vec<(Vec<u8>, u32)> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{path}: {error}"));
+    text.lines()
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            let (token, rank) = line.split_once(' ').expect("base64 rank");
+            (base64::engine::general_purpose::STANDARD.decode(token).unwrap(), rank.parse().unwrap())
+        })
+        .collect()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (models, files) = match args.iter().position(|arg| arg == "--") {
+        Some(at) => (args[..at].to_vec(), args[at + 1..].to_vec()),
+        None => (args, Vec::new()),
+    };
+    let files = if files.is_empty() {
+        let mut found: Vec<String> = std::fs::read_dir(CORPORA)
+            .unwrap_or_else(|error| panic!("cannot read {CORPORA}: {error}"))
+            .map(|entry| entry.unwrap().path().display().to_string())
+            .filter(|path| path.ends_with(".txt") && !path.ends_with("COPYING.txt"))
+            .collect();
+        found.sort();
+        found
+    } else {
+        files
+    };
+    let text: String = files.iter().map(|path| std::fs::read_to_string(path).unwrap()).collect();
+    let seconds: f64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2.0);
+    println!("input: {:.1} MB from {} files", text.len() as f64 / 1e6, files.len());
+    for spec in models {
+        let (name, path) = spec.split_once('=').expect("NAME=RANKS");
+        let pattern = match name {
+            "gpt2" => GPT2,
+            "cl100k" => CL100K,
+            "o200k" => O200K,
+            other => panic!("unknown pattern name {other}"),
+        };
+        let model = Model::from_ranks(read_ranks(path), pattern, Vec::new()).unwrap();
+        let splitter = Splitter::new(pattern).unwrap();
+        // BENCH_SPLIT=0 skips the split-only timing (for profiling the encode alone).
+        let split_seconds = if std::env::var("BENCH_SPLIT").as_deref() == Ok("0") { 0.0 } else { seconds };
+        let (split, pieces) = best_seconds(split_seconds, || {
+            let mut pieces = 0;
+            splitter.for_each_piece(&text, |_, _| pieces += 1).unwrap();
+            pieces
+        });
+        let mut out = Vec::with_capacity(text.len());
+        let (encode, tokens) = best_seconds(seconds, || {
+            out.clear();
+            model.encode_ordinary(&text, &mut out).unwrap();
+            out.len()
+        });
+        // Adversarial inputs: one piece of a megabyte each.
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut random = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let letters: String = (0..1_000_000).map(|_| char::from(b'a' + (random() % 26) as u8)).collect();
+        for (label, adversarial) in [("repeated", "a".repeat(1_000_000)), ("letters", letters)] {
+            let (time, _) = best_seconds(seconds / 2.0, || {
+                out.clear();
+                model.encode_ordinary(&adversarial, &mut out).unwrap();
+                out.len()
+            });
+            print!("{name:<7} {label} {:.1} MB/s; ", adversarial.len() as f64 / 1e6 / time);
+        }
+        let mb = text.len() as f64 / 1e6;
+        println!(
+            "{name:<7} encode {:>6.1} MB/s ({tokens} tokens)  split only {:>6.1} MB/s ({pieces} pieces, {:.0}% of encode time)",
+            mb / encode,
+            mb / split,
+            100.0 * split / encode
+        );
+    }
+}

@@ -1,0 +1,253 @@
+//! A bounded cache of merged pieces: piece bytes -> the ids the merge loop made of them.
+//!
+//! Natural text repeats its words, so most pieces that are not tokens themselves have been merged
+//! before. Merging a piece costs a hash lookup per pair per step in a table of millions of pairs;
+//! a cache hit costs one hash and one compare in a table that fits in the core's L2 cache.
+//!
+//! The cache only ever stores what [`crate::merge::MergeTable::encode_piece`] returned for the
+//! same bytes, so it cannot change a result; it is a pure function of the model.
+//!
+//! Layout: a fixed array of slots, each holding its key and ids inline (no allocation after the
+//! first use), two-way set associative: a piece may sit in one of two neighbouring slots, and a
+//! new piece replaces the one used less recently. Pieces longer than [`KEY_BYTES`] or merging to
+//! more than [`MAX_IDS`] ids are not cached.
+//!
+//! Threads: a model keeps several caches ([`ShardedCache`]); a call locks one for its whole
+//! duration, chosen by the calling thread, and encodes uncached if every one it tries is busy.
+//! So one cached lookup costs no atomic operation, and threads never wait on each other.
+
+use std::cell::Cell;
+use std::fmt;
+use std::hash::Hasher;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+
+use rustc_hash::FxHasher;
+
+use crate::Rank;
+
+/// The longest piece (in bytes) the cache holds.
+pub const KEY_BYTES: usize = 30;
+/// The most ids a cached piece may merge to.
+pub const MAX_IDS: usize = 8;
+/// Slots per cache (a power of two): about 2.2 MB each.
+const SLOTS: usize = 1 << 15;
+/// Caches per model: more than the threads that usually encode at once.
+const SHARDS: usize = 16;
+
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Slot {
+    /// Key length; 0 marks an empty slot (the empty piece is never looked up).
+    key_len: u8,
+    n_ids: u8,
+    key: [u8; KEY_BYTES],
+    ids: [Rank; MAX_IDS],
+}
+
+const EMPTY: Slot = Slot { key_len: 0, n_ids: 0, key: [0; KEY_BYTES], ids: [0; MAX_IDS] };
+
+/// One thread's cache.
+pub struct PieceCache {
+    slots: Box<[Slot]>,
+    /// One bit per set: which of its two slots was used last.
+    recent: Box<[u64]>,
+}
+
+#[inline]
+fn hash(piece: &[u8]) -> usize {
+    let mut hasher = FxHasher::default();
+    hasher.write(piece);
+    // FxHash mixes upward; the high bits are the well-mixed ones.
+    (hasher.finish() >> 20) as usize
+}
+
+impl PieceCache {
+    fn new() -> Self {
+        Self {
+            slots: vec![EMPTY; SLOTS].into_boxed_slice(),
+            recent: vec![0; SLOTS / 2 / 64].into_boxed_slice(),
+        }
+    }
+
+    /// The cached ids of `piece`, if it is cached.
+    #[inline]
+    pub fn get(&mut self, piece: &[u8]) -> Option<&[Rank]> {
+        if piece.len() > KEY_BYTES || piece.is_empty() {
+            return None;
+        }
+        let set = hash(piece) & (SLOTS / 2 - 1);
+        for way in 0..2 {
+            let slot = &self.slots[set * 2 + way];
+            if usize::from(slot.key_len) == piece.len() && &slot.key[..piece.len()] == piece {
+                self.mark(set, way);
+                let slot = &self.slots[set * 2 + way];
+                return Some(&slot.ids[..usize::from(slot.n_ids)]);
+            }
+        }
+        None
+    }
+
+    /// Remembers that `piece` merges to `ids` (ignored when either is too long to hold).
+    #[inline]
+    pub fn insert(&mut self, piece: &[u8], ids: &[Rank]) {
+        if piece.len() > KEY_BYTES || piece.is_empty() || ids.len() > MAX_IDS {
+            return;
+        }
+        let set = hash(piece) & (SLOTS / 2 - 1);
+        // Replace the slot not used last.
+        let way = 1 - self.last_used(set);
+        let slot = &mut self.slots[set * 2 + way];
+        slot.key_len = piece.len() as u8;
+        slot.key[..piece.len()].copy_from_slice(piece);
+        slot.n_ids = ids.len() as u8;
+        slot.ids[..ids.len()].copy_from_slice(ids);
+        self.mark(set, way);
+    }
+
+    #[inline]
+    fn last_used(&self, set: usize) -> usize {
+        ((self.recent[set / 64] >> (set % 64)) & 1) as usize
+    }
+
+    #[inline]
+    fn mark(&mut self, set: usize, way: usize) {
+        let bit = 1u64 << (set % 64);
+        if way == 1 {
+            self.recent[set / 64] |= bit;
+        } else {
+            self.recent[set / 64] &= !bit;
+        }
+    }
+}
+
+/// A model's caches, one per concurrently encoding thread (up to [`SHARDS`]); each is allocated on
+/// first use. Cloning a model gives the clone empty caches.
+pub struct ShardedCache {
+    shards: Box<[Mutex<Option<PieceCache>>]>,
+}
+
+static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's preferred shard, assigned round-robin on first use.
+    static THREAD_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+fn thread_shard() -> usize {
+    THREAD_SHARD.with(|shard| {
+        if shard.get() == usize::MAX {
+            shard.set(NEXT_THREAD.fetch_add(1, Ordering::Relaxed));
+        }
+        shard.get()
+    })
+}
+
+/// A locked cache, for the duration of one encode call.
+pub struct CacheGuard<'a>(MutexGuard<'a, Option<PieceCache>>);
+
+impl CacheGuard<'_> {
+    #[inline]
+    pub fn cache(&mut self) -> &mut PieceCache {
+        self.0.get_or_insert_with(PieceCache::new)
+    }
+}
+
+impl ShardedCache {
+    pub fn new() -> Self {
+        Self { shards: (0..SHARDS).map(|_| Mutex::new(None)).collect() }
+    }
+
+    /// This thread's cache, or a free one near it; `None` when all tried are busy.
+    pub fn lock(&self) -> Option<CacheGuard<'_>> {
+        let first = thread_shard();
+        for attempt in 0..4 {
+            match self.shards[(first + attempt) % SHARDS].try_lock() {
+                Ok(guard) => return Some(CacheGuard(guard)),
+                // A panic while a cache was locked cannot leave it inconsistent with the model
+                // (a slot is written only after its ids are known), but drop it to be safe.
+                Err(TryLockError::Poisoned(poisoned)) => {
+                    let mut guard = poisoned.into_inner();
+                    *guard = None;
+                    return Some(CacheGuard(guard));
+                }
+                Err(TryLockError::WouldBlock) => {}
+            }
+        }
+        None
+    }
+
+    /// Empties every cache that is not in use (frees their memory).
+    pub fn clear(&self) {
+        for shard in self.shards.iter() {
+            if let Ok(mut guard) = shard.try_lock() {
+                *guard = None;
+            }
+        }
+    }
+}
+
+impl Default for ShardedCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clone for ShardedCache {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ShardedCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ShardedCache")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_what_was_inserted_and_refuses_what_is_too_long() {
+        let mut cache = PieceCache::new();
+        assert_eq!(cache.get(b"hello"), None);
+        cache.insert(b"hello", &[1, 2]);
+        assert_eq!(cache.get(b"hello"), Some(&[1, 2][..]));
+        assert_eq!(cache.get(b"hell"), None);
+        let long = [b'x'; KEY_BYTES + 1];
+        cache.insert(&long, &[7]);
+        assert_eq!(cache.get(&long), None);
+        cache.insert(b"many", &[0; MAX_IDS + 1]);
+        assert_eq!(cache.get(b"many"), None);
+    }
+
+    #[test]
+    fn a_full_set_keeps_the_most_recently_used() {
+        let mut cache = PieceCache::new();
+        // Find three keys in the same set.
+        let target = hash(b"k0") & (SLOTS / 2 - 1);
+        let keys: Vec<Vec<u8>> = (0..)
+            .map(|i: u32| format!("k{i}").into_bytes())
+            .filter(|key| hash(key) & (SLOTS / 2 - 1) == target)
+            .take(3)
+            .collect();
+        cache.insert(&keys[0], &[0]);
+        cache.insert(&keys[1], &[1]);
+        assert_eq!(cache.get(&keys[0]), Some(&[0][..])); // keys[0] is now the recent one
+        cache.insert(&keys[2], &[2]); // evicts keys[1]
+        assert_eq!(cache.get(&keys[0]), Some(&[0][..]));
+        assert_eq!(cache.get(&keys[1]), None);
+        assert_eq!(cache.get(&keys[2]), Some(&[2][..]));
+    }
+
+    #[test]
+    fn busy_shards_are_skipped() {
+        let cache = ShardedCache::new();
+        let held: Vec<_> = (0..4).map(|_| cache.lock().expect("a free shard")).collect();
+        assert!(cache.lock().is_none(), "a thread tries four shards, all held");
+        drop(held);
+        assert!(cache.lock().is_some());
+    }
+}
