@@ -135,6 +135,7 @@ def target_model(data: bytes) -> None:
             specials[name] = source.pick([max(ranks.values()) + 1 + len(specials), source.int(0, 2**31 - 1)])
     pattern = source.pick(PATTERNS)
     text = source.text(300, ALPHABET + "<|end|> ")
+    cuts = sorted({source.int(0, len(text)) for _ in range(source.int(0, 6))})
     try:
         if source.bool():
             model = hf_bpe.BPE(ranks, pattern, specials)
@@ -147,7 +148,7 @@ def target_model(data: bytes) -> None:
     except DOCUMENTED as error:
         check_message(error)
         return
-    check_encoding(model, text)
+    check_encoding(model, text, cuts)
 
 
 def check_message(error: BaseException) -> None:
@@ -155,7 +156,9 @@ def check_message(error: BaseException) -> None:
         raise error
 
 
-def check_encoding(model: hf_bpe.BPE, text: str) -> None:
+def check_encoding(model: hf_bpe.BPE, text: str, cuts: list[int]) -> None:
+    """Round trips, batches, offsets, merges; and for named patterns, streams: the text in parts
+    (cut at ``cuts``) encodes to the whole text's ids, and ids decoded one at a time give its text."""
     ids = model.encode_ordinary(text)
     assert model.decode_bytes(ids) == text.encode(), (text, ids)
     assert model.decode(ids) == text
@@ -164,6 +167,11 @@ def check_encoding(model: hf_bpe.BPE, text: str) -> None:
     assert model.encode_ordinary_batch([text, text[::-1]], num_threads=2) == [ids, model.encode_ordinary(text[::-1])]
     offset_ids, offsets = model.encode_with_offsets(text, disallowed_special=())
     assert offset_ids == model.encode(text, disallowed_special=()) and offsets == sorted(offsets)
+    if model.pattern in (hf_bpe.patterns.GPT2, hf_bpe.patterns.CL100K, hf_bpe.patterns.O200K):
+        parts = [text[start:end] for start, end in zip([0, *cuts], [*cuts, len(text)])]
+        assert list(model.encode_iterable(parts, disallowed_special=())) == model.encode(text, disallowed_special=())
+        decoder = model.stream_decoder()
+        assert "".join(decoder.feed([token]) for token in ids) + decoder.finish() == text
     for left, right in model.merges:
         assert left + right in model.mergeable_ranks
     if model.kind == "merges":
