@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hf_bpe import BPE, patterns
-from hf_bpe._io import atomic_write
+from hf_bpe._io import atomic_write, read_json, read_text
 from hf_bpe.byte_level import str_to_token, token_to_str
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 
@@ -37,10 +37,7 @@ MERGES_HEADER = "#version: 0.2"
 
 
 def _read_encoder(path: str | os.PathLike[str]) -> dict[str, int]:
-    try:
-        encoder = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise TokenizerFileError(path, f"not valid JSON: {error}") from None
+    encoder = read_json(path)
     if not isinstance(encoder, dict) or not all(
         isinstance(token, str) and isinstance(rank, int) and not isinstance(rank, bool)
         for token, rank in encoder.items()
@@ -51,10 +48,7 @@ def _read_encoder(path: str | os.PathLike[str]) -> dict[str, int]:
 
 def _read_merges(path: str | os.PathLike[str]) -> list[tuple[int, str, str]]:
     """``(line number, left, right)`` for each merge line."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").split("\n")
-    except UnicodeDecodeError as error:
-        raise TokenizerFileError(path, f"not UTF-8: {error}") from None
+    lines = read_text(path).split("\n")
     merges = []
     for number, line in enumerate(lines, start=1):
         if (number == 1 and line.startswith("#version")) or not line.strip():
@@ -71,14 +65,18 @@ def _configured_specials(folder: Path) -> dict[str, int] | None:
     config_path = folder / CONFIG_FILE
     if not config_path.is_file():
         return None
+    config = read_json(config_path)
     try:
-        config = json.loads(config_path.read_text(encoding="utf-8"))
         added = config.get("added_tokens_decoder")
         if added is None:
             return None
-        return {entry["content"]: int(token_id) for token_id, entry in added.items()}
-    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError) as error:
+        specials = {entry["content"]: int(token_id) for token_id, entry in added.items()}
+    except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise TokenizerFileError(config_path, f"unreadable added_tokens_decoder: {error}") from None
+    for text in specials:
+        if not isinstance(text, str) or not text:
+            raise TokenizerFileError(config_path, f"added token {text!r:.80} is not a non-empty string")
+    return specials
 
 
 def load(

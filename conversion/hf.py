@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -31,7 +30,7 @@ from typing import Any
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
 from hf_bpe import BPE, patterns
-from hf_bpe._io import atomic_write
+from hf_bpe._io import atomic_write, read_json
 from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import MAX_DENSE_IDS
@@ -515,10 +514,7 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
     >>> conversion.hf.load(path).encode("abc")
     [256, 66]
     """
-    try:
-        document = json.loads(Path(tokenizer_json).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise TokenizerFileError(tokenizer_json, f"not valid JSON: {error}") from None
+    document = read_json(tokenizer_json)
     try:
         return _load(document, tokenizer_json, name=name, lossy=lossy)
     except (KeyError, TypeError, AttributeError) as error:
@@ -583,7 +579,10 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
 
     merges: list[tuple[bytes, bytes]] = []
     for number, merge in enumerate(model.get("merges") or []):
-        left, right = merge.split(" ", 1) if isinstance(merge, str) else merge
+        pair = merge.split(" ", 1) if isinstance(merge, str) else merge
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(part, str) for part in pair):
+            raise refuse(f"merge {number} is {merge!r:.80}; expected \"left right\" or [left, right]")
+        left, right = pair
         if left in specials or right in specials:
             continue  # the added-token matcher cuts this text out first: the merge can never apply
         missing = [part for part in (left, right) if part not in model["vocab"]]

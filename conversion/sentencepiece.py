@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe import BPE
-from hf_bpe._io import atomic_write
+from hf_bpe._io import atomic_write, read_file
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.sentencepiece import BYTE, CONTROL, NORMAL, UNKNOWN, Piece, SentencePieceSpec
 
@@ -46,7 +46,7 @@ def read_proto(model_file: str | os.PathLike[str]) -> Any:
     pb2 = _protobuf()
     from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-    data = Path(model_file).read_bytes()
+    data = read_file(model_file, decompress=False)
     proto = pb2.ModelProto()
     try:
         proto.ParseFromString(data)
@@ -84,6 +84,11 @@ def load(model_file: str | os.PathLike[str], *, name: str | None = None) -> BPE:
         raise TokenizerFileError(model_file, "treat_whitespace_as_suffix is not supported")
     if proto.HasField("denormalizer_spec") and proto.denormalizer_spec.precompiled_charsmap:
         raise TokenizerFileError(model_file, "a denormalizer (decode-time character map) is not supported")
+    # protobuf hands strings that are not UTF-8 (proto2 does not check them) over as bytes.
+    for what, value in [*((f"piece {index}", piece.piece) for index, piece in enumerate(proto.pieces)),
+                        ("trainer_spec.unk_surface", trainer.unk_surface), ("normalizer_spec.name", normalizer.name)]:
+        if not isinstance(value, str):
+            raise TokenizerFileError(model_file, f"{what} is not UTF-8 text: {value!r:.80}")
     spec = SentencePieceSpec(
         pieces=tuple(Piece(piece.piece, piece.score, piece.type) for piece in proto.pieces),
         byte_fallback=trainer.byte_fallback,

@@ -21,68 +21,67 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
+import io
 import json
 import os
-import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from hf_bpe import BPE
-from hf_bpe._io import atomic_write
+from hf_bpe._io import atomic_write, read_file, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
-
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def read_ranks(path: str | os.PathLike[str]) -> dict[bytes, int]:
     """Parse a rank file into ``{token bytes: rank}``, rejecting malformed lines, duplicate tokens
-    and duplicate ranks with the file name and line number."""
-    data = Path(path).read_bytes()
-    if data.startswith(_GZIP_MAGIC):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as error:
-            raise TokenizerFileError(path, f"corrupt gzip data: {error}") from None
+    and duplicate ranks with the file name and line number (and files over
+    :data:`hf_bpe._io.MAX_FILE_BYTES`)."""
+    data = read_file(path)
     ranks: dict[bytes, int] = {}
-    line_of_rank: dict[int, int] = {}
-    line_of_token: dict[bytes, int] = {}
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, token, rank in _rank_lines(path, data):
+        if token in ranks:
+            first = next(line for line, seen, _ in _rank_lines(path, data) if seen == token)
+            raise TokenizerFileError(path, f"token {token!r} appears again (first on line {first})", line=number)
+        ranks[token] = rank
+    if not ranks:
+        raise TokenizerFileError(path, "no ranks in file")
+    if len(set(ranks.values())) != len(ranks):  # rare: find the lines again to say where
+        line_of_rank: dict[int, int] = {}
+        for number, _, rank in _rank_lines(path, data):
+            if rank in line_of_rank:
+                raise TokenizerFileError(
+                    path, f"rank {rank} appears again (first on line {line_of_rank[rank]})", line=number
+                )
+            line_of_rank[rank] = number
+    return ranks
+
+
+def _rank_lines(path: str | os.PathLike[str], data: bytes) -> Iterator[tuple[int, bytes, int]]:
+    """``(line number, token, rank)`` for each non-blank line of a rank file."""
+    # Lines end as bytes.splitlines() ends them (as tiktoken reads); without a \r, lazily.
+    lines: Iterable[bytes] = data.splitlines() if b"\r" in data else io.BytesIO(data)
+    for number, line in enumerate(lines, start=1):
         fields = line.split()
+        if not fields:
+            continue
         if len(fields) != 2:
-            raise TokenizerFileError(
-                path, f"expected '<base64 token> <rank>', got {line[:80]!r}", line=number
-            )
+            raise TokenizerFileError(path, f"expected '<base64 token> <rank>', got {line[:80]!r}", line=number)
         encoded, rank_text = fields
         try:
             token = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
             raise TokenizerFileError(path, f"invalid base64 token {encoded[:80]!r}", line=number) from None
+        if not token:
+            raise TokenizerFileError(path, "empty token", line=number)
         try:
             rank = int(rank_text)
         except ValueError:
             raise TokenizerFileError(path, f"rank {rank_text[:40]!r} is not an integer", line=number) from None
-        if rank < 0 or rank >= 2**31:
-            raise TokenizerFileError(path, f"rank {rank} is out of range (0 to 2**31 - 1)", line=number)
-        if not token:
-            raise TokenizerFileError(path, "empty token", line=number)
-        if token in line_of_token:
-            raise TokenizerFileError(
-                path, f"token {token!r} appears again (first on line {line_of_token[token]})", line=number
-            )
-        if rank in line_of_rank:
-            raise TokenizerFileError(
-                path, f"rank {rank} appears again (first on line {line_of_rank[rank]})", line=number
-            )
-        ranks[token] = rank
-        line_of_rank[rank] = number
-        line_of_token[token] = number
-    if not ranks:
-        raise TokenizerFileError(path, "no ranks in file")
-    return ranks
+        if not 0 <= rank < 2**31:
+            raise TokenizerFileError(path, f"rank {rank_text[:40].decode()} is out of range (0 to 2**31 - 1)",
+                                     line=number)
+        yield number, token, rank
 
 
 def load(
@@ -156,6 +155,9 @@ TEKKEN_DEFAULT_SPECIAL_TOKENS = (
 )
 """The special tokens of tekken files that list none (``Tekkenizer.DEPRECATED_SPECIAL_TOKENS``)."""
 
+TEKKEN_MAX_SPECIAL_TOKENS = 2**20
+"""The most special tokens :func:`load_tekken` accepts (Mistral's files have 1,000)."""
+
 TEKKEN_FILLER = "<SPECIAL_{id}>"
 """The name ``Tekkenizer`` gives special-token ids that the file leaves undefined."""
 
@@ -172,10 +174,7 @@ def load_tekken(path: str | os.PathLike[str], *, name: str | None = None) -> BPE
     >>> conversion.tiktoken.load_tekken(path).encode("abc")
     [258, 101]
     """
-    try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise TokenizerFileError(path, f"not valid JSON: {error}") from None
+    document = read_json(path)
     try:
         config = document["config"]
         pattern = config["pattern"]
@@ -185,8 +184,14 @@ def load_tekken(path: str | os.PathLike[str], *, name: str | None = None) -> BPE
         listed = document.get("special_tokens")
         if not isinstance(pattern, str) or not isinstance(vocab, list):
             raise TypeError("config.pattern must be a string and vocab a list")
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as error:
         raise TokenizerFileError(path, f"not a tekken file: missing or malformed {error}") from None
+    if not 0 <= special_count <= TEKKEN_MAX_SPECIAL_TOKENS:
+        # Tekkenizer names every special id the file does not list: a huge count would make that many.
+        raise TokenizerFileError(
+            path, f"default_num_special_tokens is {special_count}; hf_bpe reads tekken files with 0 to "
+            f"{TEKKEN_MAX_SPECIAL_TOKENS:,} special tokens (Mistral's have 1,000)"
+        )
     inner_size = vocab_size - special_count
     if special_count < 0 or inner_size < 256 or inner_size > len(vocab):
         raise TokenizerFileError(
@@ -201,8 +206,10 @@ def load_tekken(path: str | os.PathLike[str], *, name: str | None = None) -> BPE
             token = base64.b64decode(entry["token_bytes"], validate=True)
         except (KeyError, TypeError, binascii.Error, ValueError):
             raise TokenizerFileError(path, f"vocab entry {index} lacks a rank or valid base64 token_bytes") from None
-        if rank != index:
-            raise TokenizerFileError(path, f"vocab entry {index} has rank {rank!r}; tekken ranks follow the order")
+        if rank != index or not isinstance(rank, int) or isinstance(rank, bool):
+            raise TokenizerFileError(
+                path, f"vocab entry {index} has rank {rank!r:.40}; tekken ranks follow the order (0, 1, 2, ...)"
+            )
         if index < 256 and token != bytes([index]):
             raise TokenizerFileError(path, f"vocab entry {index} is {token!r}; the first 256 must be the single bytes")
         if token in ranks:
@@ -217,10 +224,18 @@ def load_tekken(path: str | os.PathLike[str], *, name: str | None = None) -> BPE
                 raise ValueError("special token ranks must be 0, 1, 2, ...")
         except (KeyError, TypeError, ValueError) as error:
             raise TokenizerFileError(path, f"malformed special_tokens: {error}") from None
-    if len(names) > special_count or len(set(names)) != len(names):
-        raise TokenizerFileError(path, f"{len(names)} special tokens (unique?) for {special_count} special ids")
+        for rank, text in enumerate(names):
+            if not isinstance(text, str) or not text:
+                raise TokenizerFileError(path, f"special token {rank} has token_str {text!r:.80}; expected a non-empty string")
+    if len(names) > special_count:
+        raise TokenizerFileError(path, f"{len(names)} special tokens listed for {special_count} special ids")
+    seen: set[str] = set()
+    for text in names:
+        if text in seen:
+            raise TokenizerFileError(path, f"special token {text!r:.80} is listed twice")
+        seen.add(text)
     names += [TEKKEN_FILLER.format(id=index) for index in range(len(names), special_count)]
-    specials = {str(text): index for index, text in enumerate(names)}
+    specials = {text: index for index, text in enumerate(names)}
     try:
         return BPE(ranks, pattern, specials, name=name or Path(path).stem)
     except (InvalidVocabularyError, ValueError) as error:

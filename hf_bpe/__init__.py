@@ -13,6 +13,7 @@ from hf_bpe.encodings import get_encoding, list_encoding_names
 from hf_bpe.errors import (
     ConversionError,
     DisallowedSpecialTokenError,
+    InternalError,
     InvalidVocabularyError,
     TokenizerFileError,
     UnknownTokenError,
@@ -28,6 +29,7 @@ __all__ = [
     "BPETokenizer",
     "ConversionError",
     "DisallowedSpecialTokenError",
+    "InternalError",
     "InvalidVocabularyError",
     "PieceCounts",
     "TokenizerFileError",

@@ -1,10 +1,31 @@
-"""File helpers: atomic writes, so a failed save never leaves a half-written file behind."""
+"""File helpers: atomic writes, so a failed save never leaves a half-written file behind; and
+bounded reads of tokenizer files, which may come from anywhere.
+
+Every loader reads through :func:`read_file`, :func:`read_text` or :func:`read_json`: files larger
+than :data:`MAX_FILE_BYTES` (after gzip decompression, which is streamed, so a small file that
+inflates to gigabytes is refused after reading that much), gzip data that does not decompress, text
+that is not UTF-8 and JSON that does not parse (including nesting too deep for the parser and
+integers with more than 4,300 digits) raise :class:`~hf_bpe.errors.TokenizerFileError` naming the
+file. Nothing is unpickled or executed.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+import zlib
 from pathlib import Path
+from typing import Any
+
+from hf_bpe.errors import TokenizerFileError
+
+MAX_FILE_BYTES = int(os.environ.get("HF_BPE_MAX_FILE_BYTES") or 256 * 2**20)
+"""The largest tokenizer file hf_bpe reads, in bytes after decompression: 256 MiB (real tokenizer
+files are at most tens of MB; a 10-million-token rank file is 170 MB). Set the environment variable
+``HF_BPE_MAX_FILE_BYTES`` to change it."""
+
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
@@ -39,3 +60,74 @@ def _mode_for(target: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def read_file(path: str | os.PathLike[str], *, limit: int | None = None, decompress: bool = True) -> bytes:
+    """The bytes of a tokenizer file, decompressed when it is gzip data (unless ``decompress`` is
+    false); a file (or its decompressed data) over ``limit`` bytes (default :data:`MAX_FILE_BYTES`)
+    or corrupt gzip data raises :class:`~hf_bpe.errors.TokenizerFileError`."""
+    limit = MAX_FILE_BYTES if limit is None else limit
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size > limit:
+            raise TokenizerFileError(path, _too_large(f"is {size:,} bytes", limit))
+        data = file.read(limit + 1)
+    if len(data) > limit:  # it grew while being read
+        raise TokenizerFileError(path, _too_large(f"has more than {limit:,} bytes", limit))
+    if decompress and data.startswith(GZIP_MAGIC):
+        data = _gunzip(path, data, limit)
+    return data
+
+
+def _gunzip(path: str | os.PathLike[str], data: bytes, limit: int) -> bytes:
+    """Decompress gzip data (all its members), stopping as soon as it exceeds ``limit`` bytes."""
+    parts: list[bytes] = []
+    total = 0
+    rest = data
+    while rest:
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)  # a gzip header and trailer
+        try:
+            part = decompressor.decompress(rest, limit + 1 - total)
+        except zlib.error as error:
+            raise TokenizerFileError(path, f"corrupt gzip data: {error}") from None
+        total += len(part)
+        if total > limit:
+            raise TokenizerFileError(path, _too_large(f"decompresses to more than {limit:,} bytes", limit))
+        if not decompressor.eof:
+            raise TokenizerFileError(path, "corrupt gzip data: it ends before the compressed stream does")
+        parts.append(part)
+        rest = decompressor.unused_data.lstrip(b"\0")  # the next member; gzip pads with zeros
+        if rest and not rest.startswith(GZIP_MAGIC):
+            raise TokenizerFileError(path, "corrupt gzip data: trailing bytes after the compressed stream")
+    return b"".join(parts)
+
+
+def _too_large(what: str, limit: int) -> str:
+    return (f"{what}, more than hf_bpe reads ({limit:,} bytes; real tokenizer files are at most tens of MB); "
+            "set HF_BPE_MAX_FILE_BYTES to read larger files")
+
+
+def read_text(path: str | os.PathLike[str], *, limit: int | None = None) -> str:
+    """A tokenizer file's text (see :func:`read_file`); text that is not UTF-8 raises
+    :class:`~hf_bpe.errors.TokenizerFileError` saying where."""
+    data = read_file(path, limit=limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TokenizerFileError(
+            path, f"not UTF-8 text: byte {data[error.start]:#04x} at offset {error.start} ({error.reason})"
+        ) from None
+
+
+def read_json(path: str | os.PathLike[str], *, limit: int | None = None) -> Any:
+    """A tokenizer file's JSON (see :func:`read_text`); JSON that does not parse raises
+    :class:`~hf_bpe.errors.TokenizerFileError`."""
+    text = read_text(path, limit=limit)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise TokenizerFileError(path, f"not valid JSON: {error}") from None
+    except RecursionError:
+        raise TokenizerFileError(path, "not valid JSON: arrays or objects nested too deeply to parse") from None
+    except ValueError as error:  # e.g. an integer with more digits than Python converts
+        raise TokenizerFileError(path, f"not valid JSON: {error}") from None

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe import patterns
-from hf_bpe.errors import ConversionError
+from hf_bpe._io import read_file
+from hf_bpe.errors import ConversionError, TokenizerFileError
 from hf_bpe.model import BPE, MODEL_FILE
 
 FORMATS = ("tiktoken", "tekken", "gpt2", "sentencepiece", "hf", "hf_bpe", "folder")
@@ -144,7 +145,8 @@ def detect_format(path: Path) -> str:
         return "tiktoken"
     if name.endswith(".model") or ".model." in name:
         return "sentencepiece"
-    head = path.read_bytes()[:4096]
+    with path.open("rb") as file:
+        head = file.read(4096)
     if head.lstrip()[:1] == b"{":
         if b'"format"' in head and b'"hf_bpe"' in head:
             return "hf_bpe"
@@ -218,16 +220,12 @@ def read_model(path: Path, source_format: str | None = None, *, pattern: str | N
 
 def _named_encoding(path: Path) -> tuple[str, dict[str, int]] | None:
     """(pattern, special tokens) when ``path`` is one of OpenAI's rank files (by SHA-256)."""
-    import gzip
-
     from hf_bpe import encodings
 
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except OSError:
-            return None
+    try:
+        data = read_file(path, limit=encodings.KNOWN_FILE_LIMIT)
+    except TokenizerFileError:
+        return None
     digest = hashlib.sha256(data).hexdigest()
     for name, remote in (("r50k_base", encodings.R50K), ("cl100k_base", encodings.CL100K),
                          ("o200k_base", encodings.O200K)):

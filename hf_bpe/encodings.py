@@ -9,7 +9,6 @@ SHA-256 that tiktoken expects, so a named encoding is always the real one. Nothi
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import importlib.util
 import os
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hf_bpe import patterns
+from hf_bpe._io import read_file
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE
 
@@ -29,6 +29,9 @@ FIM_SUFFIX = "<|fim_suffix|>"
 ENDOFPROMPT = "<|endofprompt|>"
 
 _BLOB = "https://openaipublic.blob.core.windows.net"
+
+KNOWN_FILE_LIMIT = 64 * 2**20
+"""The named encodings' files are at most 4 MB: anything over 64 MiB (after decompression) is not one."""
 
 
 @dataclass(frozen=True)
@@ -103,9 +106,7 @@ def _package_file(package: str, relative: str) -> Path | None:
 
 
 def _read_verified(candidate: Path, remote: RemoteFile) -> bytes:
-    data = candidate.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+    data = read_file(candidate, limit=KNOWN_FILE_LIMIT)
     digest = hashlib.sha256(data).hexdigest()
     if digest != remote.sha256:
         raise TokenizerFileError(

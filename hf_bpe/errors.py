@@ -51,3 +51,10 @@ class TokenizerFileError(ValueError):
         self.problem = problem
         where = f"{self.path}, line {line}" if line is not None else self.path
         super().__init__(f"{where}: {problem}")
+
+
+class InternalError(RuntimeError):
+    """A bug in hf_bpe's Rust core (a Rust panic), raised instead of crashing or of PyO3's
+    ``PanicException``, which derives from ``BaseException`` and so escapes ``except Exception``.
+    The message carries the panic's; please report it with the input that caused it. Models are
+    immutable, so the one that raised keeps working."""

@@ -34,7 +34,7 @@ from transformers.tokenization_utils_base import (
     TruncationStrategy,
 )
 
-from hf_bpe._io import atomic_write
+from hf_bpe._io import atomic_write, read_json
 from hf_bpe._rwlock import ReadWriteLock
 from hf_bpe.byte_level import BYTE_TO_UNICODE, UNICODE_TO_BYTE
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
@@ -158,6 +158,23 @@ class BPETokenizer(PreTrainedTokenizer):
             raise ValueError(f"add_{role}_token=True needs a {role}_token; pass {role}_token=...")
 
     # ---------------------------------------------------------------------------- construction
+
+    @classmethod
+    def from_pretrained(  # type: ignore[override]
+        cls, pretrained_model_name_or_path: str | os.PathLike[str], *init_inputs: Any, **kwargs: Any
+    ) -> BPETokenizer:
+        """transformers' ``from_pretrained``; a local folder's ``tokenizer_config.json`` and
+        ``special_tokens_map.json`` are read and their settings' types checked first (bounded, see
+        :mod:`hf_bpe._io`), so that a corrupt one raises :class:`~hf_bpe.errors.TokenizerFileError`
+        naming it rather than whatever transformers trips over later (a string as
+        ``model_max_length`` fails at the first encode). Nothing in the folder is executed (no
+        ``auto_map`` code runs without ``trust_remote_code=True``)."""
+        folder = Path(os.fspath(pretrained_model_name_or_path))
+        if folder.is_dir():
+            for name in ("tokenizer_config.json", "special_tokens_map.json"):
+                if (folder / name).is_file():
+                    _check_settings(folder / name, read_json(folder / name))
+        return cast(BPETokenizer, super().from_pretrained(pretrained_model_name_or_path, *init_inputs, **kwargs))
 
     @classmethod
     def from_model(
@@ -1356,6 +1373,57 @@ def _special_text(model: BPE, key: str, token_id: int) -> str:
         f"token needs an id of its own: pass the text of one of {sorted(model.special_tokens)} or a new text "
         f"(it is added with id {model.n_vocab} or later)"
     )
+
+
+_SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+
+
+def _check_settings(path: Path, settings: Any) -> None:
+    """Check the types of the settings transformers reads from ``tokenizer_config.json`` or
+    ``special_tokens_map.json``; raise :class:`~hf_bpe.errors.TokenizerFileError` naming the first
+    wrong one. Unknown keys pass (transformers forwards them)."""
+
+    def wrong(key: str, value: Any, expected: str) -> TokenizerFileError:
+        return TokenizerFileError(path, f"{key} is {value!r:.80}; expected {expected}")
+
+    def is_token(value: Any) -> bool:
+        if isinstance(value, dict):
+            value = value.get("content")
+        return isinstance(value, str) and value != ""
+
+    if not isinstance(settings, dict):
+        raise TokenizerFileError(path, f"expected a JSON object, got {type(settings).__name__}")
+    for key in _SPECIAL_TOKEN_KEYS:
+        if settings.get(key) is not None and not is_token(settings[key]):
+            raise wrong(key, settings[key], 'a token: a non-empty string or {"content": ...}')
+    for key in ("additional_special_tokens", "extra_special_tokens"):
+        value = settings.get(key)
+        tokens = list(value.values()) if isinstance(value, dict) else value
+        if value is not None and (not isinstance(tokens, list) or not all(map(is_token, tokens))):
+            raise wrong(key, value, "a list of tokens")
+    added = settings.get("added_tokens_decoder")
+    if added is not None:
+        if not isinstance(added, dict):
+            raise wrong("added_tokens_decoder", added, "an object of id -> token")
+        for token_id, token in added.items():
+            if not token_id.isdigit() or not is_token(token) or not isinstance(token, dict):
+                raise wrong(f"added_tokens_decoder[{token_id!r:.20}]", token, 'an id of digits -> {"content": ...}')
+            flags = {flag: value for flag, value in token.items() if flag != "content" and flag != "__type"}
+            if not all(isinstance(value, bool) for value in flags.values()):
+                raise wrong(f"added_tokens_decoder[{token_id!r:.20}]", token, "true/false flags")
+    length = settings.get("model_max_length")
+    if length is not None and (isinstance(length, bool) or not isinstance(length, (int, float)) or not length > 0):
+        raise wrong("model_max_length", length, "a positive number")
+    for key in ("padding_side", "truncation_side"):
+        if key in settings and settings[key] not in ("left", "right"):
+            raise wrong(key, settings[key], '"left" or "right"')
+    for key, expected in (("tokenizer_class", str), ("name_or_path", str), (CONFIG_KEY, dict),
+                          ("clean_up_tokenization_spaces", bool), ("split_special_tokens", bool)):
+        if settings.get(key) is not None and not isinstance(settings[key], expected):
+            raise wrong(key, settings[key], f"a {expected.__name__}")
+    names = settings.get("model_input_names")
+    if names is not None and not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
+        raise wrong("model_input_names", names, "a list of strings")
 
 
 def _load_model(model_file: str | os.PathLike[str] | None, name_or_path: str | None) -> BPE:

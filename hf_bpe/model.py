@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import AbstractSet, Any, Literal
 
 from hf_bpe import _core, patterns, streaming
-from hf_bpe._io import atomic_write
+from hf_bpe._io import atomic_write, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
-from hf_bpe.sentencepiece import Piece, SentencePieceSpec
+from hf_bpe.sentencepiece import TYPE_NAMES, Piece, SentencePieceSpec
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
@@ -145,6 +145,9 @@ class BPE:
         """
         if not isinstance(spec, SentencePieceSpec):
             raise TypeError(f"from_sentencepiece expects a SentencePieceSpec, got {type(spec).__name__}")
+        for index, piece in enumerate(spec.pieces):
+            if piece.type not in TYPE_NAMES:
+                raise InvalidVocabularyError(f"piece {index} ({piece.text!r:.80}) has unknown type {piece.type!r:.40}")
         core = _core.CoreBPE.sentencepiece(
             [(piece.text, float(piece.score), int(piece.type)) for piece in spec.pieces],
             spec.byte_fallback,
@@ -538,36 +541,39 @@ class BPE:
     @classmethod
     def _from_document(cls, document: dict[str, Any]) -> BPE:
         """The inverse of :meth:`_document`; malformed input raises ``KeyError``, ``TypeError`` or
-        ``ValueError``."""
+        ``ValueError`` saying what is wrong."""
         kind = document.get("kind", "ranks")
         name = document.get("name")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a string, got {name!r:.80}")
         if kind == "sentencepiece":
-            fields = dict(document["sentencepiece"])
-            pieces = tuple(Piece(str(text), float(score), int(type_)) for text, score, type_ in fields.pop("pieces"))
+            fields = document["sentencepiece"]
+            if not isinstance(fields, dict):
+                raise TypeError("sentencepiece must be an object")
+            fields = dict(fields)
+            pieces = tuple(_piece(index, entry) for index, entry in enumerate(_entries(fields.pop("pieces"), "pieces", 3)))
             fields["charsmap"] = _unb64(fields["charsmap"])
             fields["trainer_spec"] = _unb64(fields["trainer_spec"])
             return cls.from_sentencepiece(SentencePieceSpec(pieces=pieces, **fields), name=name)
-        ranks = {_unb64(token): rank for token, rank in document["ranks"]}
-        if len(ranks) != len(document["ranks"]):
+        entries = _entries(document["ranks"], "ranks", 2)
+        ranks = {_unb64(token): rank for token, rank in entries}
+        if len(ranks) != len(entries):
             raise ValueError("a token appears twice in ranks")
         if kind == "merges":
-            merges = [(_unb64(left), _unb64(right)) for left, right in document["merges"]]
+            merges = [(_unb64(left), _unb64(right)) for left, right in _entries(document["merges"], "merges", 2)]
             return cls.from_merges(
                 ranks, merges, document["pattern"], document["special_tokens"],
                 ignore_merges=bool(document["ignore_merges"]), name=name,
             )
         if kind != "ranks":
-            raise ValueError(f"unknown model kind {kind!r}")
+            raise ValueError(f"unknown model kind {kind!r:.80}")
         return cls(ranks, document["pattern"], document["special_tokens"], name=name)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> BPE:
         """Read a model written by :meth:`save`; a malformed file raises
         :class:`~hf_bpe.errors.TokenizerFileError` naming it."""
-        try:
-            document = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise TokenizerFileError(path, f"not an hf_bpe model file: {error}") from None
+        document = read_json(path)
         if not isinstance(document, dict) or document.get("format") != MODEL_FORMAT:
             raise TokenizerFileError(path, f"not an hf_bpe model file (no \"format\": \"{MODEL_FORMAT}\")")
         if document.get("version") != MODEL_FORMAT_VERSION:
@@ -576,8 +582,8 @@ class BPE:
             )
         try:
             return cls._from_document(document)
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise TokenizerFileError(path, f"invalid model file: {error}") from None
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as error:
+            raise TokenizerFileError(path, f"invalid model file: {_describe_error(error)}") from None
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self.kind == "ranks":
@@ -635,6 +641,33 @@ class BPE:
                 self._policies.clear()
             policy = self._policies[key] = self._core.special_policy(list(allowed), list(disallowed))
         return policy
+
+
+def _describe_error(error: Exception) -> str:
+    """An error's message, with what it is when the message alone says too little (a ``KeyError``
+    is just the missing key)."""
+    if isinstance(error, KeyError):
+        return f"missing {error}"
+    return str(error)
+
+
+def _entries(value: Any, key: str, size: int) -> list[list[Any]]:
+    """``value`` checked to be a list of ``size``-element lists (as :meth:`BPE.save` writes them)."""
+    if not isinstance(value, list):
+        raise TypeError(f"{key} must be a list, got {type(value).__name__}")
+    for index, entry in enumerate(value):
+        if not isinstance(entry, list) or len(entry) != size:
+            raise ValueError(f"{key}[{index}] must be a list of {size} items, got {entry!r:.80}")
+    return value
+
+
+def _piece(index: int, entry: list[Any]) -> Piece:
+    """A SentencePiece piece from ``[text, score, type]``."""
+    text, score, kind = entry
+    if (not isinstance(text, str) or isinstance(score, bool) or not isinstance(score, (int, float))
+            or isinstance(kind, bool) or not isinstance(kind, int)):
+        raise TypeError(f"pieces[{index}] must be [text, score, type], got {entry!r:.80}")
+    return Piece(text, float(score), kind)
 
 
 def _b64(data: bytes) -> str:

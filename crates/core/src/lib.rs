@@ -7,6 +7,7 @@
 //! Nothing here knows about Python; the bindings live in the `hf_bpe_python` crate.
 
 pub mod cache;
+pub mod halves;
 pub mod merge;
 pub mod model;
 pub mod normalize;

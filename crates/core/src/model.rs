@@ -17,6 +17,7 @@ use std::fmt;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cache::{CacheGuard, PieceCache, ShardedCache};
+use crate::halves::Halves;
 use crate::merge::{Merge, MergeTable};
 use crate::pretokenize::{SplitError, Splitter};
 use crate::sentencepiece::{DecodeState, SentencePiece, SentencePieceSpec};
@@ -28,6 +29,10 @@ pub const MAX_ID: Rank = (1 << 31) - 1;
 
 /// Ids up to this bound are stored densely; a sparser vocabulary uses a hash map.
 const DENSE_ID_LIMIT: usize = 1 << 24;
+
+/// Tokens longer than this (in bytes) find their splits with [`Halves`] (real tokens are at most
+/// 128 bytes; a plain lookup of every prefix is faster for short ones).
+pub(crate) const LONG_TOKEN: usize = 64;
 
 /// Why ranks and special tokens cannot form a model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -326,8 +331,17 @@ impl Model {
         let splitter = Splitter::new(pattern).map_err(BuildError::Pattern)?;
         let encoder = check_tokens(&ranks)?;
         let mut merges = MergeTable::new(byte_ids(&encoder)?);
+        // Long tokens find their splits by rolling hash: looking every prefix up is quadratic.
+        let halves = encoder
+            .keys()
+            .any(|token| token.len() > LONG_TOKEN)
+            .then(|| Halves::new(encoder.keys().map(|token| &token[..])));
         for (token, &rank) in &encoder {
-            for split in 1..token.len() {
+            let splits: Vec<usize> = match &halves {
+                Some(halves) if token.len() > LONG_TOKEN => halves.candidates(token),
+                _ => (1..token.len()).collect(),
+            };
+            for split in splits {
                 if let (Some(&left), Some(&right)) = (encoder.get(&token[..split]), encoder.get(&token[split..])) {
                     let merge = Merge { priority: rank, merged: rank };
                     merges.insert_joining(left, right, merge, token[split - 1], token[split]);
@@ -1013,6 +1027,41 @@ mod tests {
         let merges = Model::from_merges(listed, model.merge_list(), GPT2, vec![], false).unwrap();
         assert_eq!(merges.rank_rule_difference(), None);
         assert_eq!(ids(&merges, "hello hell"), ids(&model, "hello hell"));
+    }
+
+    #[test]
+    fn long_tokens_load_in_linear_time_and_merge_like_short_ones() {
+        // A chain a, aa, ..., a*200 (some past LONG_TOKEN) and one token of a megabyte: every
+        // prefix looked up took minutes for the megabyte token.
+        let mut ranks = byte_ranks();
+        for length in 2..=200 {
+            ranks.push((vec![b'a'; length], 254 + length as Rank));
+        }
+        ranks.push((vec![b'z'; 1 << 20], 1000));
+        let started = std::time::Instant::now();
+        let model = Model::from_ranks(ranks, r"\S+|\s+", vec![]).unwrap();
+        assert!(started.elapsed().as_secs_f64() < 5.0, "{:?}", started.elapsed());
+        // The rank rule, naively: merge the adjacent pair whose bytes have the lowest rank.
+        let rank_of = |bytes: &[u8]| model.token_id(bytes);
+        let naive = |text: &[u8]| -> Vec<Rank> {
+            let mut parts: Vec<Vec<u8>> = text.iter().map(|&byte| vec![byte]).collect();
+            while let Some((_, at)) = (0..parts.len().saturating_sub(1))
+                .filter_map(|at| rank_of(&[&parts[at][..], &parts[at + 1][..]].concat()).map(|rank| (rank, at)))
+                .min()
+            {
+                let right = parts.remove(at + 1);
+                parts[at].extend(right);
+            }
+            parts.iter().map(|part| rank_of(part).unwrap()).collect()
+        };
+        for length in [130, 199, 201, 450] {
+            let text = "a".repeat(length);
+            let mut ids = Vec::new();
+            model.encode_ordinary(&text, &mut ids).unwrap();
+            let expected = if length <= 200 { vec![254 + length as Rank] } else { naive(text.as_bytes()) };
+            assert_eq!(ids, expected, "{length}");
+            assert_eq!(model.merge_only(text.as_bytes()), naive(text.as_bytes()), "{length}");
+        }
     }
 
     #[test]

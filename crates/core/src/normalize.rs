@@ -52,7 +52,8 @@ impl CharsMap {
         })
     }
 
-    /// The longest rule matching a prefix of `text`: (bytes it covers, its replacement).
+    /// The longest rule matching a prefix of `text`: (bytes it covers, its replacement). A rule whose
+    /// replacement is not UTF-8 (only a corrupt map has one) is no rule.
     fn longest_prefix(&self, text: &[u8]) -> Option<(usize, &[u8])> {
         let unit = |position: usize| self.units.get(position).copied();
         let offset = |unit: u32| ((unit >> 10) << ((unit & (1 << 9)) >> 6)) as usize;
@@ -78,7 +79,9 @@ impl CharsMap {
         let (length, value) = best?;
         let rest = self.replacements.get(value..)?;
         let end = rest.iter().position(|&byte| byte == 0).unwrap_or(rest.len());
-        Some((length, &rest[..end]))
+        let replacement = &rest[..end];
+        std::str::from_utf8(replacement).ok()?;
+        Some((length, replacement))
     }
 }
 
@@ -154,7 +157,10 @@ impl SentencePieceNormalizer {
         }
         if let Some(charsmap) = &self.charsmap {
             if let Some((length, replacement)) = charsmap.longest_prefix(&text.as_bytes()[at..]) {
-                return (length, replacement);
+                // A rule ending inside a character (only a corrupt map has one) is no rule.
+                if text.is_char_boundary(at + length) {
+                    return (length, replacement);
+                }
             }
         }
         let length = text[at..].chars().next().map_or(1, char::len_utf8);
@@ -224,11 +230,9 @@ impl SentencePieceNormalizer {
             }
         }
         origins.push(consumed);
-        // Replacement strings come from the model file; keep the result valid UTF-8 whatever they hold.
-        let normalized = match String::from_utf8(normalized) {
-            Ok(normalized) => normalized,
-            Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
-        };
+        // Every step consumes whole characters and produces UTF-8: input characters, user-defined
+        // pieces, spaces, and replacements `CharsMap::longest_prefix` checked.
+        let normalized = String::from_utf8(normalized).expect("normalizing produces UTF-8");
         (normalized, origins)
     }
 }
@@ -264,6 +268,51 @@ mod tests {
         assert_eq!(normalizer.user_defined_at("a[X]]", 1), Some(4));
         assert_eq!(normalizer.user_defined_at("a[X]]", 0), None);
         assert_eq!(normalizer.normalize("a [X]]").0, "▁a▁[X]]");
+    }
+
+    /// A precompiled map (darts-clone double array) with one rule: the single byte `key` becomes
+    /// `replacement`.
+    fn one_rule_charsmap(key: u8, replacement: &[u8]) -> Vec<u8> {
+        let mut units = vec![0u32; 256 + 2];
+        units[0] = 1 << 10; // the root: children at offset 1
+        let child = (1 ^ key) as usize; // a child's index is the parent's offset XOR its label
+        units[child] = (1 << 10) | (1 << 8) | u32::from(key); // label `key`, has a leaf at offset 1
+        units[child ^ 1] = 1 << 31; // the leaf: value 0, the first replacement string
+        let mut blob = ((units.len() * 4) as u32).to_le_bytes().to_vec();
+        blob.extend(units.iter().flat_map(|unit| unit.to_le_bytes()));
+        blob.extend_from_slice(replacement);
+        blob.push(0);
+        blob
+    }
+
+    fn with_charsmap(charsmap: &[u8]) -> SentencePieceNormalizer {
+        SentencePieceNormalizer::new(charsmap, false, false, true, &[]).unwrap()
+    }
+
+    #[test]
+    fn a_charsmap_rule_rewrites_text() {
+        let normalizer = with_charsmap(&one_rule_charsmap(b'a', "b\u{e9}".as_bytes()));
+        let (normalized, origins) = normalizer.normalize("xa");
+        assert_eq!(normalized, "xb\u{e9}");
+        assert_eq!(origins, [0, 1, 1, 1, 2]);
+    }
+
+    #[test]
+    fn a_rule_ending_inside_a_character_is_ignored() {
+        // A corrupt map whose rule matches the first byte of "é": applying it would cut the
+        // character in two (this panicked on slicing the text).
+        let normalizer = with_charsmap(&one_rule_charsmap(0xC3, b"x"));
+        assert_eq!(normalizer.normalize("a\u{e9}b").0, "a\u{e9}b");
+    }
+
+    #[test]
+    fn a_rule_whose_replacement_is_not_utf8_is_ignored() {
+        // Replacing with lossy text used to shift the offsets against the normalized text (a panic
+        // in encode_with_offsets).
+        let normalizer = with_charsmap(&one_rule_charsmap(b'a', b"\xff\xfe"));
+        let (normalized, origins) = normalizer.normalize("xay");
+        assert_eq!(normalized, "xay");
+        assert_eq!(origins.len(), normalized.len() + 1);
     }
 
     #[test]

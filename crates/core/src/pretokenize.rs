@@ -3,10 +3,34 @@
 //! The pattern is run with `fancy-regex`, the engine tiktoken uses, so every pattern means exactly
 //! what it means there (possessive quantifiers, look-ahead, `$` as end of text). The three named
 //! patterns run on hand-written scanners (`crate::scan`) that find the same pieces, faster.
+//!
+//! A pattern from a file may backtrack catastrophically. fancy-regex bounds each match attempt
+//! (1,000,000 backtracking steps, as in tiktoken), but not a text: a pattern that spends 900,000
+//! steps on every match takes hours on a few kilobytes, and a look-around that rescans the text on
+//! each step makes one attempt take minutes. So splitting one text has a time budget
+//! ([`SPLIT_BASE_SECONDS`] plus [`SPLIT_SECONDS_PER_MB`] per megabyte, over 70 times what the
+//! patterns of real tokenizers need on any text), checked between matches; and each match is first
+//! tried with a small backtracking limit, raised tenfold at a time up to fancy-regex's, giving up
+//! early when the next attempt would, at the pace of the last one, overrun the budget. Results do
+//! not change: an attempt that stays within its limit is the same search as with the full limit.
 
+use std::cell::Cell;
 use std::fmt;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use fancy_regex::{Regex, RegexBuilder, RegexInput};
 
 use crate::scan::Scanner;
+
+/// Splitting one text with a regex may take this many seconds, plus [`SPLIT_SECONDS_PER_MB`].
+pub const SPLIT_BASE_SECONDS: f64 = 1.0;
+/// Seconds of budget per megabyte of text (a pace of 0.1 MB/s; regex splitting runs at 7-70 MB/s).
+pub const SPLIT_SECONDS_PER_MB: f64 = 10.0;
+/// The backtracking limits a match is tried with, in turn; the last is fancy-regex's default.
+const BACKTRACK_LIMITS: [usize; 5] = [100, 1_000, 10_000, 100_000, 1_000_000];
+/// The budget is checked after every this many matches.
+const CHECK_EVERY: usize = 8;
 
 /// Why a text could not be split.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,15 +39,35 @@ pub enum SplitError {
     BadPattern { pattern: String, reason: String },
     /// The regex engine gave up on this text (e.g. its backtracking limit was reached).
     Engine { reason: String },
+    /// Splitting the text would take longer than its time budget.
+    TooSlow { pattern: String, bytes: usize, budget: Duration },
+}
+
+/// A pattern for a message: quoted, and cut short if long.
+fn show_pattern(pattern: &str) -> String {
+    const SHOWN: usize = 200;
+    match pattern.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &pattern[..cut], pattern.len()),
+        None => format!("{pattern:?}"),
+    }
 }
 
 impl fmt::Display for SplitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SplitError::BadPattern { pattern, reason } => {
-                write!(f, "split pattern {pattern:?} does not compile: {reason}")
+                write!(f, "split pattern {} does not compile: {reason}", show_pattern(pattern))
             }
             SplitError::Engine { reason } => write!(f, "the split pattern failed on this text: {reason}"),
+            SplitError::TooSlow { pattern, bytes, budget } => write!(
+                f,
+                "the split pattern {} is too slow on this text: splitting its {bytes} bytes would take more \
+                 than its budget of {:.1} s ({SPLIT_BASE_SECONDS} s + {SPLIT_SECONDS_PER_MB} s per MB); the \
+                 pattern backtracks catastrophically (nested quantifiers, or a look-around that rescans the \
+                 text): use another pattern",
+                show_pattern(pattern),
+                budget.as_secs_f64()
+            ),
         }
     }
 }
@@ -35,7 +79,10 @@ impl std::error::Error for SplitError {}
 #[derive(Clone, Debug)]
 pub struct Splitter {
     pattern: String,
-    regex: fancy_regex::Regex,
+    /// The pattern with fancy-regex's default backtracking limit (the last of `BACKTRACK_LIMITS`).
+    regex: Regex,
+    /// The pattern with the smaller limits, compiled when first needed.
+    limited: [OnceLock<Regex>; BACKTRACK_LIMITS.len() - 1],
     /// The hand-written scanner when `pattern` is exactly a named pattern.
     scanner: Option<Scanner>,
 }
@@ -49,11 +96,45 @@ impl Splitter {
 
     /// A splitter that always runs the regex, even for a named pattern (to test the scanners).
     pub fn regex_only(pattern: &str) -> Result<Self, SplitError> {
-        let regex = fancy_regex::Regex::new(pattern).map_err(|error| SplitError::BadPattern {
+        let regex = Regex::new(pattern).map_err(|error| SplitError::BadPattern {
             pattern: pattern.to_owned(),
             reason: error.to_string(),
         })?;
-        Ok(Self { pattern: pattern.to_owned(), regex, scanner: None })
+        Ok(Self { pattern: pattern.to_owned(), regex, limited: Default::default(), scanner: None })
+    }
+
+    /// The regex with the backtracking limit `BACKTRACK_LIMITS[level]`.
+    fn regex_at(&self, level: usize) -> &Regex {
+        match self.limited.get(level) {
+            None => &self.regex,
+            Some(cell) => cell.get_or_init(|| {
+                RegexBuilder::new(&self.pattern)
+                    .backtrack_limit(BACKTRACK_LIMITS[level])
+                    .build()
+                    .expect("the pattern compiled with the default limit")
+            }),
+        }
+    }
+
+    /// The next match at or after `input`'s start, trying the backtracking limits in turn.
+    fn find(&self, input: &RegexInput<'_, str>, budget: &Budget<'_>) -> Result<Option<(usize, usize)>, SplitError> {
+        for level in 0..BACKTRACK_LIMITS.len() {
+            // The first attempt, the common case, is not timed: the time since the budget's last
+            // check stands for its duration.
+            let started = if level == 0 { budget.last_check.get() } else { Instant::now() };
+            match self.regex_at(level).find_input(input.clone()) {
+                Ok(found) => return Ok(found.map(|found| (found.start(), found.end()))),
+                Err(fancy_regex::Error::RuntimeError(fancy_regex::RuntimeError::BacktrackLimitExceeded))
+                    if level + 1 < BACKTRACK_LIMITS.len() =>
+                {
+                    // The next attempt may backtrack ten times as much: give up now if, at this
+                    // attempt's pace, it would overrun the budget.
+                    budget.check(started.elapsed() * 10)?;
+                }
+                Err(error) => return Err(SplitError::Engine { reason: error.to_string() }),
+            }
+        }
+        unreachable!("the last limit's error is returned")
     }
 
     pub fn pattern(&self) -> &str {
@@ -78,11 +159,34 @@ impl Splitter {
             scanner.for_each_piece(text, on_piece);
             return Ok(());
         }
-        for found in self.regex.find_iter(text) {
-            let piece = found.map_err(|error| SplitError::Engine { reason: error.to_string() })?;
-            if piece.start() < piece.end() {
-                on_piece(piece.start(), piece.end());
+        // fancy-regex's `find_iter`, with a budget: after an empty match the search moves on by one
+        // character, an empty match right after a match is skipped, and `\G` does not match after
+        // an empty match.
+        let budget = Budget::new(&self.pattern, text.len());
+        let (mut start, mut last_end, mut skipped_empty) = (0, None, false);
+        for found in 0.. {
+            if start > text.len() {
+                break;
             }
+            if found % CHECK_EVERY == CHECK_EVERY - 1 {
+                budget.check(Duration::ZERO)?;
+            }
+            let input = RegexInput::new(text).from_pos(start).continue_from_previous_match_end(!skipped_empty);
+            let Some((piece_start, piece_end)) = self.find(&input, &budget)? else {
+                break;
+            };
+            if piece_start == piece_end {
+                skipped_empty = piece_end == start;
+                start = piece_end + text[piece_end..].chars().next().map_or(1, char::len_utf8);
+                if Some(piece_end) == last_end {
+                    continue;
+                }
+            } else {
+                on_piece(piece_start, piece_end);
+                start = piece_end;
+                skipped_empty = false;
+            }
+            last_end = Some(piece_end);
         }
         Ok(())
     }
@@ -92,6 +196,33 @@ impl Splitter {
         let mut pieces = Vec::new();
         self.for_each_piece(text, |start, end| pieces.push(&text[start..end]))?;
         Ok(pieces)
+    }
+}
+
+/// How long splitting one text may take.
+struct Budget<'p> {
+    pattern: &'p str,
+    bytes: usize,
+    started: Instant,
+    last_check: Cell<Instant>,
+    limit: Duration,
+}
+
+impl<'p> Budget<'p> {
+    fn new(pattern: &'p str, bytes: usize) -> Self {
+        let seconds = SPLIT_BASE_SECONDS + SPLIT_SECONDS_PER_MB * bytes as f64 / 1e6;
+        let started = Instant::now();
+        Self { pattern, bytes, started, last_check: Cell::new(started), limit: Duration::from_secs_f64(seconds) }
+    }
+
+    /// Fails when the time spent, plus `more`, is over the budget.
+    fn check(&self, more: Duration) -> Result<(), SplitError> {
+        let now = Instant::now();
+        self.last_check.set(now);
+        if now - self.started + more > self.limit {
+            return Err(SplitError::TooSlow { pattern: self.pattern.to_owned(), bytes: self.bytes, budget: self.limit });
+        }
+        Ok(())
     }
 }
 
@@ -119,6 +250,81 @@ mod tests {
         let text = "Hello world's  end";
         let regex = Splitter::regex_only(GPT2).unwrap();
         assert_eq!(regex.pieces(text), Splitter::new(GPT2).unwrap().pieces(text));
+    }
+
+    /// Non-empty matches of fancy-regex's own iterator.
+    fn find_iter_pieces<'t>(pattern: &str, text: &'t str) -> Vec<&'t str> {
+        Regex::new(pattern)
+            .unwrap()
+            .find_iter(text)
+            .map(|found| found.unwrap().as_str())
+            .filter(|piece| !piece.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn splits_as_fancy_regex_iterates() {
+        // Patterns with empty matches (after a match, at the end, between multi-byte characters),
+        // \G, look-arounds, possessive and atomic groups.
+        let patterns = [
+            r"a*", r"\b", r"(?=a)|b", r"x*(?!y)", r"\G\w", r"\G\w|\s", r"(?<=a)b*", r"\p{L}*+|\s",
+            r"(?>a|ab)c|.", r"(?:)", r"é?", r"\s+(?!\S)|\s+|\S+", r"$|^", r"(?m:^)\w*",
+        ];
+        let texts = ["", "a", "aab ab b", "xyx yy x", "日本語 é a\u{e9}b", "\n a\nb\n", "ééé aaa \u{1F600}b"];
+        for pattern in patterns {
+            let splitter = Splitter::regex_only(pattern).unwrap();
+            for text in texts {
+                assert_eq!(splitter.pieces(text).unwrap(), find_iter_pieces(pattern, text), "{pattern:?} on {text:?}");
+            }
+        }
+    }
+
+    /// Splits `text`, returning the result and how long it took.
+    fn timed_split(pattern: &str, text: &str) -> (Result<usize, SplitError>, Duration) {
+        let splitter = Splitter::new(pattern).unwrap();
+        let started = Instant::now();
+        let result = splitter.pieces(text).map(|pieces| pieces.len());
+        (result, started.elapsed())
+    }
+
+    fn assert_stopped_in_time(pattern: &str, text: &str) {
+        let (result, took) = timed_split(pattern, text);
+        assert!(matches!(result, Err(SplitError::TooSlow { .. })), "{pattern:?}: {result:?} after {took:?}");
+        let budget = SPLIT_BASE_SECONDS + SPLIT_SECONDS_PER_MB * text.len() as f64 / 1e6;
+        assert!(took.as_secs_f64() < budget + 5.0, "{pattern:?} took {took:?}, budget {budget} s");
+    }
+
+    #[test]
+    fn catastrophic_backtracking_on_every_match_stops_within_the_budget() {
+        // Each match spends about 500,000 steps, under fancy-regex's limit of 1,000,000 per match:
+        // 3,000 matches took over 8 minutes.
+        assert_stopped_in_time(r"(?:(?:a?){19}a{19}(?=x)|a)", &"a".repeat(3000));
+    }
+
+    #[test]
+    fn a_look_around_rescanning_the_text_stops_within_the_budget() {
+        // One match attempt runs the look-ahead over the rest of the text at each of its steps.
+        assert_stopped_in_time(r"(?:a(?!a*!))+b", &"a".repeat(200_000));
+    }
+
+    #[test]
+    fn quadratic_matching_stops_within_the_budget() {
+        assert_stopped_in_time(r"\w+(?=!)|.", &"a".repeat(300_000));
+    }
+
+    #[test]
+    fn patterns_without_catastrophic_backtracking_split_long_texts() {
+        let (result, _) = timed_split(r"\w+(?=!)|.", &"ab!".repeat(100_000));
+        assert_eq!(result.unwrap(), 200_000);
+        let (result, _) = timed_split(r"(a+)+$", &"a".repeat(1_000_000)); // a regex-crate pattern: linear
+        assert_eq!(result.unwrap(), 1);
+    }
+
+    #[test]
+    fn long_patterns_are_cut_short_in_messages() {
+        let pattern = format!("({})", "a|".repeat(1000));
+        let message = Splitter::new(&format!("{pattern}(")).unwrap_err().to_string();
+        assert!(message.len() < 600 && message.contains("... (2003 bytes)"), "{message}");
     }
 
     #[test]

@@ -14,7 +14,9 @@ use std::fmt;
 use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
 
+use crate::halves::Halves;
 use crate::merge::{Merge, MergeTable};
+use crate::model::LONG_TOKEN;
 use crate::normalize::{SentencePieceNormalizer, SPACE_SYMBOL};
 use crate::Rank;
 
@@ -201,12 +203,32 @@ impl SentencePiece {
             }
         }
         let mut merges = MergeTable::new([UNKNOWN; 256]);
+        // Long pieces find their splits by rolling hash (see `crate::halves`); a part that is one
+        // character can only be the first or the last.
+        let halves = pieces
+            .iter()
+            .any(|piece| piece.text.len() > LONG_TOKEN)
+            .then(|| Halves::new(mergeable.keys().map(|text| text.as_bytes())));
         for (id, piece) in pieces.iter().enumerate() {
             if !piece.kind.is_mergeable() {
                 continue;
             }
             let merge = Merge { priority: priority_of(piece.score), merged: id as Rank };
-            for (split, _) in piece.text.char_indices().skip(1) {
+            let text = &piece.text;
+            let splits: Vec<usize> = match &halves {
+                Some(halves) if text.len() > LONG_TOKEN => {
+                    let first = text.chars().next().map_or(0, char::len_utf8);
+                    let last = text.len() - text.chars().next_back().map_or(0, char::len_utf8);
+                    let mut splits = halves.candidates(text.as_bytes());
+                    splits.extend([first, last]);
+                    splits.retain(|&at| 0 < at && at < text.len() && text.is_char_boundary(at));
+                    splits.sort_unstable();
+                    splits.dedup();
+                    splits
+                }
+                _ => text.char_indices().skip(1).map(|(at, _)| at).collect(),
+            };
+            for split in splits {
                 let (left, right) = piece.text.split_at(split);
                 let mut symbol_of = |part: &str| -> Option<Rank> {
                     if let Some(&id) = mergeable.get(part) {
@@ -536,6 +558,22 @@ mod tests {
     fn invalid_utf8_becomes_one_replacement_per_byte() {
         assert_eq!(decode_utf8(b"a\xe6\x97b\xff"), "a\u{FFFD}\u{FFFD}b\u{FFFD}");
         assert_eq!(decode_utf8("日".as_bytes()), "日");
+    }
+
+    #[test]
+    fn long_pieces_load_in_linear_time_and_merge_as_short_ones() {
+        // Pieces ▁, a, aa, ..., a*100 (scores favour longer ones) and one of 500,000 characters.
+        let mut pieces = vec![piece("<unk>", 0.0, PieceKind::Unknown), piece("▁", -1.0, PieceKind::Normal)];
+        for length in 1..=100 {
+            pieces.push(piece(&"a".repeat(length), length as f32, PieceKind::Normal));
+        }
+        pieces.push(piece(&"é".repeat(250_000), 0.0, PieceKind::Normal));
+        let started = std::time::Instant::now();
+        let model = SentencePiece::new(spec(pieces, false)).unwrap();
+        assert!(started.elapsed().as_secs_f64() < 5.0, "{:?}", started.elapsed());
+        // 100 a's are one piece (id 101), 130 are a*100 + a*30: merges prefer higher scores.
+        assert_eq!(encode(&model, &"a".repeat(100)), vec![1, 101]);
+        assert_eq!(encode(&model, &"a".repeat(130)), vec![1, 101, 31]);
     }
 
     #[test]

@@ -3,16 +3,20 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, OnceLock};
 
+mod guard;
 mod train;
 
+use hf_bpe_core::model::MAX_ID;
 use hf_bpe_core::sentencepiece::{DecodeState, Piece, PieceKind, SentencePieceSpec};
 use hf_bpe_core::{BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, StreamError};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+
+use guard::guarded;
 
 /// Texts at least this long (bytes) are encoded, and id sequences this long decoded, with the GIL
 /// released.
@@ -22,18 +26,28 @@ fn split_error(error: SplitError) -> PyErr {
     PyValueError::new_err(error.to_string())
 }
 
-/// Raises one of the exception classes of `hf_bpe.errors`.
-fn hf_bpe_error<'py>(py: Python<'py>, class: &str, args: impl IntoPyObject<'py>) -> PyErr {
+/// Raises one of the exception classes of `hf_bpe.errors`, made from one argument.
+fn hf_bpe_error<'py>(py: Python<'py>, class: &str, argument: impl IntoPyObject<'py>) -> PyErr {
+    hf_bpe_error_of(py, class, (argument,))
+}
+
+/// Raises one of the exception classes of `hf_bpe.errors`, made from `arguments`.
+fn hf_bpe_error_of<'py>(py: Python<'py>, class: &str, arguments: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
     match py
         .import("hf_bpe.errors")
         .and_then(|module| module.getattr(class))
     {
-        Ok(class) => match class.call1((args,)) {
+        Ok(class) => match class.call1(arguments) {
             Ok(error) => PyErr::from_value(error),
             Err(error) => error,
         },
         Err(error) => error,
     }
+}
+
+/// `UnknownTokenError` for `id` in a vocabulary of `n_vocab` ids.
+fn unknown_token<'py>(py: Python<'py>, id: impl IntoPyObject<'py>, n_vocab: usize) -> PyErr {
+    hf_bpe_error_of(py, "UnknownTokenError", (id, n_vocab))
 }
 
 /// The text of a `str`, with lone surrogates handled as tiktoken does: round-trip through UTF-16
@@ -67,20 +81,29 @@ fn ids_of(py: Python<'_>, value: &Bound<'_, PyAny>, n_vocab: usize) -> PyResult<
             "expected a sequence of int token ids, got a string",
         ));
     }
-    let ids: Vec<i64> = value.extract().map_err(|_| {
-        let type_name = value
-            .get_type()
-            .name()
-            .map(|name| name.to_string())
-            .unwrap_or_default();
-        PyTypeError::new_err(format!(
-            "expected a sequence of int token ids, got {type_name}"
-        ))
-    })?;
+    let ids: Vec<i64> = match value.extract() {
+        Ok(ids) => ids,
+        Err(_) => {
+            // An int too large for i64 is an unknown token, not a type error.
+            if let Ok(items) = value.try_iter() {
+                for item in items.flatten() {
+                    if item.is_instance_of::<PyInt>() && item.extract::<i64>().is_err() {
+                        return Err(unknown_token(py, item, n_vocab));
+                    }
+                }
+            }
+            let type_name = value
+                .get_type()
+                .name()
+                .map(|name| name.to_string())
+                .unwrap_or_default();
+            return Err(PyTypeError::new_err(format!(
+                "expected a sequence of int token ids, got {type_name}"
+            )));
+        }
+    };
     ids.into_iter()
-        .map(|id| {
-            Rank::try_from(id).map_err(|_| hf_bpe_error(py, "UnknownTokenError", (id, n_vocab)))
-        })
+        .map(|id| Rank::try_from(id).map_err(|_| unknown_token(py, id, n_vocab)))
         .collect()
 }
 
@@ -119,6 +142,21 @@ pub(crate) fn thread_pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::Thr
     Ok(pool)
 }
 
+/// `work` applied to each item on `pool`'s threads, results in order. A panic in a worker is
+/// re-raised in the calling thread (rayon's `install`), where [`guarded`] reports it.
+pub(crate) fn parallel_map<I: Sync, O: Send>(
+    pool: &rayon::ThreadPool,
+    items: &[I],
+    work: impl Fn(&I) -> O + Sync + Send,
+) -> Vec<O> {
+    pool.install(|| items.par_iter().map(work).collect())
+}
+
+/// `value` as an id, if it is one a model may hold (0 to 2**31 - 1).
+fn id_below_limit(value: i64) -> Option<Rank> {
+    Rank::try_from(value).ok().filter(|&id| id <= MAX_ID)
+}
+
 /// Token bytes -> id pairs from a dict, ids checked to be in range.
 fn token_ids_of(tokens: &Bound<'_, PyDict>, what: &str) -> PyResult<Vec<(Vec<u8>, Rank)>> {
     let py = tokens.py();
@@ -130,19 +168,28 @@ fn token_ids_of(tokens: &Bound<'_, PyDict>, what: &str) -> PyResult<Vec<(Vec<u8>
                 token.repr().map(|r| r.to_string()).unwrap_or_default()
             ))
         })?;
-        let rank: i64 = rank.extract().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "the rank of {} must be an int",
-                token.repr().map(|r| r.to_string()).unwrap_or_default()
-            ))
-        })?;
-        let rank = Rank::try_from(rank).map_err(|_| {
+        let out_of_range = |rank: &dyn std::fmt::Display| {
             hf_bpe_error(
                 py,
                 "InvalidVocabularyError",
-                format!("rank {rank} of {:?} is out of range (0 to 2**31 - 1)", token.as_bytes()),
+                format!(
+                    "rank {rank} of {} is out of range (0 to 2**31 - 1)",
+                    token.repr().map(|r| r.to_string()).unwrap_or_default()
+                ),
             )
-        })?;
+        };
+        let rank: i64 = match rank.extract() {
+            Ok(rank) => rank,
+            Err(_) if rank.is_instance_of::<PyInt>() => return Err(out_of_range(&rank)),
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "the rank of {} must be an int, got {}",
+                    token.repr().map(|r| r.to_string()).unwrap_or_default(),
+                    rank.repr().map(|r| r.to_string()).unwrap_or_default()
+                )))
+            }
+        };
+        let rank = id_below_limit(rank).ok_or_else(|| out_of_range(&rank))?;
         list.push((token.as_bytes().to_vec(), rank));
     }
     Ok(list)
@@ -152,28 +199,79 @@ fn specials_of(special_tokens: &Bound<'_, PyDict>) -> PyResult<Vec<(String, Rank
     let py = special_tokens.py();
     let mut specials = Vec::with_capacity(special_tokens.len());
     for (token, id) in special_tokens.iter() {
-        let token: String = token
-            .extract()
-            .map_err(|_| PyTypeError::new_err("special token names must be str"))?;
-        let id: i64 = id.extract().map_err(|_| {
-            PyTypeError::new_err(format!("the id of special token {token:?} must be an int"))
-        })?;
-        let id = Rank::try_from(id).map_err(|_| {
+        let token: String = match token.cast::<PyString>() {
+            Ok(text) => text.to_str().map(str::to_owned).map_err(|_| {
+                hf_bpe_error(
+                    py,
+                    "InvalidVocabularyError",
+                    format!(
+                        "special token {} is not valid text (it holds a lone surrogate)",
+                        text.repr().map(|r| r.to_string()).unwrap_or_default()
+                    ),
+                )
+            })?,
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "special token names must be str, got {}",
+                    token.repr().map(|r| r.to_string()).unwrap_or_default()
+                )))
+            }
+        };
+        let out_of_range = |id: &dyn std::fmt::Display| {
             hf_bpe_error(
                 py,
                 "InvalidVocabularyError",
                 format!("special token {token:?} has id {id}, out of range (0 to 2**31 - 1)"),
             )
-        })?;
+        };
+        let id: i64 = match id.extract() {
+            Ok(id) => id,
+            Err(_) if id.is_instance_of::<PyInt>() => return Err(out_of_range(&id)),
+            Err(_) => {
+                return Err(PyTypeError::new_err(format!(
+                    "the id of special token {token:?} must be an int, got {}",
+                    id.repr().map(|r| r.to_string()).unwrap_or_default()
+                )))
+            }
+        };
+        let id = id_below_limit(id).ok_or_else(|| out_of_range(&id))?;
         specials.push((token, id));
     }
     Ok(specials)
 }
 
-fn id_in_range(py: Python<'_>, id: i64, what: &str) -> PyResult<Rank> {
-    Rank::try_from(id).map_err(|_| {
-        hf_bpe_error(py, "InvalidVocabularyError", format!("{what} names id {id}, out of range (0 to 2**31 - 1)"))
-    })
+/// Merges as pairs of ids, each in range.
+fn merge_ids_of(merges: &Bound<'_, PyAny>) -> PyResult<Vec<(Rank, Rank)>> {
+    let py = merges.py();
+    let mut list = Vec::new();
+    let items = merges
+        .try_iter()
+        .map_err(|_| PyTypeError::new_err("merges must be an iterable of (int, int) pairs"))?;
+    for (line, item) in items.enumerate() {
+        let item = item?;
+        let (left, right): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "merge {line} must be a pair of ids, got {}",
+                item.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        })?;
+        let id_of = |id: &Bound<'_, PyAny>| -> PyResult<Rank> {
+            let out_of_range = || {
+                hf_bpe_error(
+                    py,
+                    "InvalidVocabularyError",
+                    format!("merge {line} names id {id}, out of range (0 to 2**31 - 1)"),
+                )
+            };
+            match id.extract::<i64>() {
+                Ok(value) => id_below_limit(value).ok_or_else(out_of_range),
+                Err(_) if id.is_instance_of::<PyInt>() => Err(out_of_range()),
+                Err(_) => Err(PyTypeError::new_err(format!("merge {line} names {id}, not an int id"))),
+            }
+        };
+        list.push((id_of(&left)?, id_of(&right)?));
+    }
+    Ok(list)
 }
 
 fn build_error(py: Python<'_>, error: BuildError) -> PyErr {
@@ -302,10 +400,7 @@ impl CoreBPE {
         let texts: Vec<Cow<'_, str>> = items.iter().map(|item| text_of(item, what)).collect::<PyResult<_>>()?;
         let policy = policy.unwrap_or(&self.ordinary);
         let pool = thread_pool(num_threads)?;
-        let work = || -> Vec<Result<Vec<Rank>, EncodeFailure>> {
-            pool.install(|| texts.par_iter().map(|text| self.encode_policy(text, policy)).collect())
-        };
-        py.detach(work)
+        py.detach(|| parallel_map(&pool, &texts, |text| self.encode_policy(text, policy)))
             .into_iter()
             .map(|result| result.map_err(|f| f.into_py(py)))
             .collect()
@@ -345,12 +440,14 @@ impl CoreBPE {
         special_tokens: &Bound<'_, PyDict>,
     ) -> PyResult<Self> {
         let py = ranks.py();
-        let rank_list = token_ids_of(ranks, "ranks")?;
-        let specials = specials_of(special_tokens)?;
-        let model = py
-            .detach(|| Model::from_ranks(rank_list, pattern, specials))
-            .map_err(|error| build_error(py, error))?;
-        Ok(Self::with_model(model))
+        guarded(py, || {
+            let rank_list = token_ids_of(ranks, "ranks")?;
+            let specials = specials_of(special_tokens)?;
+            let model = py
+                .detach(|| Model::from_ranks(rank_list, pattern, specials))
+                .map_err(|error| build_error(py, error))?;
+            Ok(Self::with_model(model))
+        })
     }
 
     /// A merges-list model (GPT-2 files, HF `tokenizer.json`): `vocab` maps token bytes to ids,
@@ -358,22 +455,21 @@ impl CoreBPE {
     #[staticmethod]
     fn from_merges(
         vocab: &Bound<'_, PyDict>,
-        merges: Vec<(i64, i64)>,
+        merges: &Bound<'_, PyAny>,
         pattern: &str,
         special_tokens: &Bound<'_, PyDict>,
         ignore_merges: bool,
     ) -> PyResult<Self> {
         let py = vocab.py();
-        let vocab = token_ids_of(vocab, "vocab")?;
-        let specials = specials_of(special_tokens)?;
-        let merges = merges
-            .into_iter()
-            .map(|(left, right)| Ok((id_in_range(py, left, "merge")?, id_in_range(py, right, "merge")?)))
-            .collect::<PyResult<Vec<_>>>()?;
-        let model = py
-            .detach(|| Model::from_merges(vocab, merges, pattern, specials, ignore_merges))
-            .map_err(|error| build_error(py, error))?;
-        Ok(Self::with_model(model))
+        guarded(py, || {
+            let vocab = token_ids_of(vocab, "vocab")?;
+            let specials = specials_of(special_tokens)?;
+            let merges = merge_ids_of(merges)?;
+            let model = py
+                .detach(|| Model::from_merges(vocab, merges, pattern, specials, ignore_merges))
+                .map_err(|error| build_error(py, error))?;
+            Ok(Self::with_model(model))
+        })
     }
 
     /// A SentencePiece BPE model: `pieces` are `(text, score, type)` with the protobuf's type
@@ -390,55 +486,63 @@ impl CoreBPE {
         remove_extra_whitespaces: bool,
         escape_whitespaces: bool,
     ) -> PyResult<Self> {
-        let pieces = pieces
-            .into_iter()
-            .enumerate()
-            .map(|(id, (text, score, kind))| {
-                let kind = PieceKind::from_proto(kind).ok_or_else(|| {
-                    hf_bpe_error(py, "InvalidVocabularyError", format!("piece {id} ({text:?}) has unknown type {kind}"))
-                })?;
-                Ok(Piece { text, score, kind })
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        let spec = SentencePieceSpec {
-            pieces,
-            byte_fallback,
-            unk_surface,
-            charsmap,
-            add_dummy_prefix,
-            remove_extra_whitespaces,
-            escape_whitespaces,
-        };
-        let model = py.detach(|| Model::from_sentencepiece(spec)).map_err(|error| build_error(py, error))?;
-        Ok(Self::with_model(model))
+        guarded(py, || {
+            let pieces = pieces
+                .into_iter()
+                .enumerate()
+                .map(|(id, (text, score, kind))| {
+                    let kind = PieceKind::from_proto(kind).ok_or_else(|| {
+                        hf_bpe_error(py, "InvalidVocabularyError", format!("piece {id} ({text:?}) has unknown type {kind}"))
+                    })?;
+                    Ok(Piece { text, score, kind })
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            let spec = SentencePieceSpec {
+                pieces,
+                byte_fallback,
+                unk_surface,
+                charsmap,
+                add_dummy_prefix,
+                remove_extra_whitespaces,
+                escape_whitespaces,
+            };
+            let model = py.detach(|| Model::from_sentencepiece(spec)).map_err(|error| build_error(py, error))?;
+            Ok(Self::with_model(model))
+        })
     }
 
     /// A policy: `allowed` special tokens are encoded as their ids, `disallowed` ones raise.
-    fn special_policy(&self, allowed: Vec<String>, disallowed: Vec<String>) -> SpecialPolicy {
-        SpecialPolicy {
-            allowed: self
-                .model
-                .special_matcher(allowed.iter().map(String::as_str)),
-            // Like tiktoken, any text may be disallowed, not only special tokens.
-            disallowed: SpecialMatcher::new(disallowed.iter().map(|text| (text.as_str(), 0))),
-        }
+    fn special_policy(&self, py: Python<'_>, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<SpecialPolicy> {
+        guarded(py, || {
+            Ok(SpecialPolicy {
+                allowed: self
+                    .model
+                    .special_matcher(allowed.iter().map(String::as_str)),
+                // Like tiktoken, any text may be disallowed, not only special tokens.
+                disallowed: SpecialMatcher::new(disallowed.iter().map(|text| (text.as_str(), 0))),
+            })
+        })
     }
 
     /// A policy that cuts out arbitrary `(text, id)` tokens (e.g. tokens added by a tokenizer at
     /// run time) and encodes them as those ids; nothing is disallowed. Longest match wins.
-    fn added_tokens_policy(&self, tokens: Vec<(String, Rank)>) -> SpecialPolicy {
-        SpecialPolicy {
-            allowed: SpecialMatcher::new(tokens.iter().map(|(text, id)| (text.as_str(), *id))),
-            disallowed: SpecialMatcher::new([]),
-        }
+    fn added_tokens_policy(&self, py: Python<'_>, tokens: Vec<(String, Rank)>) -> PyResult<SpecialPolicy> {
+        guarded(py, || {
+            Ok(SpecialPolicy {
+                allowed: SpecialMatcher::new(tokens.iter().map(|(text, id)| (text.as_str(), *id))),
+                disallowed: SpecialMatcher::new([]),
+            })
+        })
     }
 
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let text = text_of(text, "encode_ordinary")?;
-        let ids = self
-            .run(py, text.len(), || self.encode_policy(&text, &self.ordinary))
-            .map_err(|f| f.into_py(py))?;
-        self.ints.list(py, &ids)
+        guarded(py, || {
+            let text = text_of(text, "encode_ordinary")?;
+            let ids = self
+                .run(py, text.len(), || self.encode_policy(&text, &self.ordinary))
+                .map_err(|f| f.into_py(py))?;
+            self.ints.list(py, &ids)
+        })
     }
 
     fn encode<'py>(
@@ -447,11 +551,13 @@ impl CoreBPE {
         text: &Bound<'py, PyAny>,
         policy: &SpecialPolicy,
     ) -> PyResult<Bound<'py, PyList>> {
-        let text = text_of(text, "encode")?;
-        let ids = self
-            .run(py, text.len(), || self.encode_policy(&text, policy))
-            .map_err(|f| f.into_py(py))?;
-        self.ints.list(py, &ids)
+        guarded(py, || {
+            let text = text_of(text, "encode")?;
+            let ids = self
+                .run(py, text.len(), || self.encode_policy(&text, policy))
+                .map_err(|f| f.into_py(py))?;
+            self.ints.list(py, &ids)
+        })
     }
 
     /// Ids and the character offset where each token starts.
@@ -461,18 +567,20 @@ impl CoreBPE {
         text: &Bound<'_, PyAny>,
         policy: &SpecialPolicy,
     ) -> PyResult<(Vec<Rank>, Vec<usize>)> {
-        let text = text_of(text, "encode")?;
-        let work = || -> Result<(Vec<Rank>, Vec<usize>), EncodeFailure> {
-            if let Some((token, _)) = policy.disallowed.find(&text) {
-                return Err(EncodeFailure::Disallowed(token.to_owned()));
-            }
-            let (mut ids, mut starts) = (Vec::new(), Vec::new());
-            self.model
-                .encode_with_offsets(&text, &policy.allowed, &mut ids, Some(&mut starts))
-                .map_err(EncodeFailure::Split)?;
-            Ok((ids, byte_to_char_offsets(&text, starts)))
-        };
-        self.run(py, text.len(), work).map_err(|f| f.into_py(py))
+        guarded(py, || {
+            let text = text_of(text, "encode")?;
+            let work = || -> Result<(Vec<Rank>, Vec<usize>), EncodeFailure> {
+                if let Some((token, _)) = policy.disallowed.find(&text) {
+                    return Err(EncodeFailure::Disallowed(token.to_owned()));
+                }
+                let (mut ids, mut starts) = (Vec::new(), Vec::new());
+                self.model
+                    .encode_with_offsets(&text, &policy.allowed, &mut ids, Some(&mut starts))
+                    .map_err(EncodeFailure::Split)?;
+                Ok((ids, byte_to_char_offsets(&text, starts)))
+            };
+            self.run(py, text.len(), work).map_err(|f| f.into_py(py))
+        })
     }
 
     #[pyo3(signature = (texts, policy=None, num_threads=None))]
@@ -483,12 +591,14 @@ impl CoreBPE {
         policy: Option<&SpecialPolicy>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let lists = self
-            .batch(py, texts, policy, num_threads, "encode_batch")?
-            .iter()
-            .map(|ids| self.ints.list(py, ids))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, lists)
+        guarded(py, || {
+            let lists = self
+                .batch(py, texts, policy, num_threads, "encode_batch")?
+                .iter()
+                .map(|ids| self.ints.list(py, ids))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, lists)
+        })
     }
 
     /// Like `encode_batch`, as two buffers for NumPy: every text's ids one after another (native
@@ -501,21 +611,23 @@ impl CoreBPE {
         policy: Option<&SpecialPolicy>,
         num_threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        let rows = self.batch(py, texts, policy, num_threads, "encode_batch")?;
-        let total: usize = rows.iter().map(Vec::len).sum();
-        let ids = PyBytes::new_with(py, total * 4, |buffer| {
-            for (chunk, &id) in buffer.chunks_exact_mut(4).zip(rows.iter().flatten()) {
-                chunk.copy_from_slice(&id.to_ne_bytes());
-            }
-            Ok(())
-        })?;
-        let lengths = PyBytes::new_with(py, rows.len() * 8, |buffer| {
-            for (chunk, row) in buffer.chunks_exact_mut(8).zip(&rows) {
-                chunk.copy_from_slice(&(row.len() as u64).to_ne_bytes());
-            }
-            Ok(())
-        })?;
-        Ok((ids, lengths))
+        guarded(py, || {
+            let rows = self.batch(py, texts, policy, num_threads, "encode_batch")?;
+            let total: usize = rows.iter().map(Vec::len).sum();
+            let ids = PyBytes::new_with(py, total * 4, |buffer| {
+                for (chunk, &id) in buffer.chunks_exact_mut(4).zip(rows.iter().flatten()) {
+                    chunk.copy_from_slice(&id.to_ne_bytes());
+                }
+                Ok(())
+            })?;
+            let lengths = PyBytes::new_with(py, rows.len() * 8, |buffer| {
+                for (chunk, row) in buffer.chunks_exact_mut(8).zip(&rows) {
+                    chunk.copy_from_slice(&(row.len() as u64).to_ne_bytes());
+                }
+                Ok(())
+            })?;
+            Ok((ids, lengths))
+        })
     }
 
     fn decode_bytes<'py>(
@@ -523,14 +635,16 @@ impl CoreBPE {
         py: Python<'py>,
         ids: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let ids = ids_of(py, ids, self.model.n_vocab())?;
-        let out = self
-            .run(py, ids.len(), || {
-                let mut out = Vec::with_capacity(ids.len() * 4);
-                self.model.decode_bytes(&ids, &mut out).map(|()| out)
-            })
-            .map_err(|id| hf_bpe_error(py, "UnknownTokenError", (id, self.model.n_vocab())))?;
-        Ok(PyBytes::new(py, &out))
+        guarded(py, || {
+            let ids = ids_of(py, ids, self.model.n_vocab())?;
+            let out = self
+                .run(py, ids.len(), || {
+                    let mut out = Vec::with_capacity(ids.len() * 4);
+                    self.model.decode_bytes(&ids, &mut out).map(|()| out)
+                })
+                .map_err(|id| unknown_token(py, id, self.model.n_vocab()))?;
+            Ok(PyBytes::new(py, &out))
+        })
     }
 
     fn decode_single_token_bytes<'py>(
@@ -538,14 +652,20 @@ impl CoreBPE {
         py: Python<'py>,
         id: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
-        let value: i64 = id
-            .extract()
-            .map_err(|_| PyTypeError::new_err("a token id must be an int"))?;
-        Rank::try_from(value)
-            .ok()
-            .and_then(|id| self.model.token_bytes(id))
-            .map(|bytes| PyBytes::new(py, bytes))
-            .ok_or_else(|| hf_bpe_error(py, "UnknownTokenError", (value, self.model.n_vocab())))
+        guarded(py, || {
+            let value: i64 = id.extract().map_err(|_| {
+                if id.is_instance_of::<PyInt>() {
+                    unknown_token(py, id.clone(), self.model.n_vocab())
+                } else {
+                    PyTypeError::new_err("a token id must be an int")
+                }
+            })?;
+            Rank::try_from(value)
+                .ok()
+                .and_then(|id| self.model.token_bytes(id))
+                .map(|bytes| PyBytes::new(py, bytes))
+                .ok_or_else(|| unknown_token(py, value, self.model.n_vocab()))
+        })
     }
 
     /// The id of a mergeable token given its bytes, or None.
@@ -554,22 +674,26 @@ impl CoreBPE {
     }
 
     fn token_byte_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(
-            py,
-            self.model
-                .sorted_token_bytes()
-                .into_iter()
-                .map(|bytes| PyBytes::new(py, bytes)),
-        )
+        guarded(py, || {
+            PyList::new(
+                py,
+                self.model
+                    .sorted_token_bytes()
+                    .into_iter()
+                    .map(|bytes| PyBytes::new(py, bytes)),
+            )
+        })
     }
 
     /// Every mergeable token and its id, as a dict ordered by id.
     fn mergeable_ranks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let ranks = PyDict::new(py);
-        for (token, rank) in self.model.ranks() {
-            ranks.set_item(PyBytes::new(py, token), rank)?;
-        }
-        Ok(ranks)
+        guarded(py, || {
+            let ranks = PyDict::new(py);
+            for (token, rank) in self.model.ranks() {
+                ranks.set_item(PyBytes::new(py, token), rank)?;
+            }
+            Ok(ranks)
+        })
     }
 
     #[getter]
@@ -611,25 +735,31 @@ impl CoreBPE {
 
     /// The merges list as pairs of token bytes in priority order (recovered for rank models).
     fn merge_list<'py>(&self, py: Python<'py>) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-        let merges = py.detach(|| self.model.merge_list());
-        Ok(merges
-            .into_iter()
-            .map(|(left, right)| {
-                let bytes = |id| PyBytes::new(py, self.model.token_bytes(id).unwrap_or_default());
-                (bytes(left), bytes(right))
-            })
-            .collect())
+        guarded(py, || {
+            let merges = py.detach(|| self.model.merge_list());
+            Ok(merges
+                .into_iter()
+                .map(|(left, right)| {
+                    let bytes = |id| PyBytes::new(py, self.model.token_bytes(id).unwrap_or_default());
+                    (bytes(left), bytes(right))
+                })
+                .collect())
+        })
     }
 
     /// Why tiktoken's rank rule would encode differently from this merges-list model, or None.
-    fn rank_rule_difference(&self, py: Python<'_>) -> Option<String> {
-        py.detach(|| self.model.rank_rule_difference().map(|difference| difference.to_string()))
+    fn rank_rule_difference(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        guarded(py, || {
+            Ok(py.detach(|| self.model.rank_rule_difference().map(|difference| difference.to_string())))
+        })
     }
 
     /// Why this model's merges list, with or without `ignore_merges`, would encode differently
     /// from the model, or None.
-    fn merge_rule_difference(&self, py: Python<'_>, ignore_merges: bool) -> Option<String> {
-        py.detach(|| self.model.merge_rule_difference(ignore_merges).map(|difference| difference.to_string()))
+    fn merge_rule_difference(&self, py: Python<'_>, ignore_merges: bool) -> PyResult<Option<String>> {
+        guarded(py, || {
+            Ok(py.detach(|| self.model.merge_rule_difference(ignore_merges).map(|difference| difference.to_string())))
+        })
     }
 
     /// Whether `encode_stream` can encode this model's text in parts exactly.
@@ -649,9 +779,11 @@ impl CoreBPE {
         limit: Option<usize>,
         block: usize,
     ) -> PyResult<TextStream> {
-        let stream = EncodeStream::new(&slf.get().model, limit.unwrap_or(usize::MAX), block)
-            .map_err(|error| stream_error(py, error))?;
-        Ok(TextStream { core: slf, policy, stream })
+        guarded(py, || {
+            let stream = EncodeStream::new(&slf.get().model, limit.unwrap_or(usize::MAX), block)
+                .map_err(|error| stream_error(py, error))?;
+            Ok(TextStream { core: slf, policy, stream })
+        })
     }
 
     /// A stream that decodes ids given in parts to the bytes of decoding them at once.
@@ -661,9 +793,11 @@ impl CoreBPE {
 
     /// Decodes to text (U+FFFD for invalid UTF-8; per byte for SentencePiece models, as it does).
     fn decode(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<String> {
-        let ids = ids_of(py, ids, self.model.n_vocab())?;
-        self.run(py, ids.len(), || self.model.decode_text(&ids))
-            .map_err(|id| hf_bpe_error(py, "UnknownTokenError", (id, self.model.n_vocab())))
+        guarded(py, || {
+            let ids = ids_of(py, ids, self.model.n_vocab())?;
+            self.run(py, ids.len(), || self.model.decode_text(&ids))
+                .map_err(|id| unknown_token(py, id, self.model.n_vocab()))
+        })
     }
 }
 
@@ -707,19 +841,23 @@ impl TextStream {
 impl TextStream {
     /// Takes the next part of the text; returns the ids of what is settled (often none yet).
     fn feed(&mut self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<Vec<Rank>> {
-        let text = text_of(text, "encode_iterable")?;
-        let release_gil = self.stream.is_due(text.len()) || text.len() >= RELEASE_GIL_FROM;
-        self.run(
-            py,
-            |stream, model, policy, ids| stream.push(model, &policy.allowed, &policy.disallowed, &text, ids),
-            release_gil,
-        )
+        guarded(py, || {
+            let text = text_of(text, "encode_iterable")?;
+            let release_gil = self.stream.is_due(text.len()) || text.len() >= RELEASE_GIL_FROM;
+            self.run(
+                py,
+                |stream, model, policy, ids| stream.push(model, &policy.allowed, &policy.disallowed, &text, ids),
+                release_gil,
+            )
+        })
     }
 
     /// Ends the text: returns the ids of everything not returned yet.
     fn finish(&mut self, py: Python<'_>) -> PyResult<Vec<Rank>> {
-        let release_gil = self.stream.held() >= RELEASE_GIL_FROM;
-        self.run(py, |stream, model, policy, ids| stream.finish(model, &policy.allowed, &policy.disallowed, ids), release_gil)
+        guarded(py, || {
+            let release_gil = self.stream.held() >= RELEASE_GIL_FROM;
+            self.run(py, |stream, model, policy, ids| stream.finish(model, &policy.allowed, &policy.disallowed, ids), release_gil)
+        })
     }
 
     /// Bytes received and not encoded yet.
@@ -740,13 +878,15 @@ struct IdStream {
 impl IdStream {
     /// The bytes of the next ids.
     fn feed<'py>(&mut self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        let model = &self.core.get().model;
-        let ids = ids_of(py, ids, model.n_vocab())?;
-        let mut out = Vec::with_capacity(ids.len() * 4);
-        model
-            .decode_bytes_continuing(&ids, &mut self.state, &mut out)
-            .map_err(|id| hf_bpe_error(py, "UnknownTokenError", (id, model.n_vocab())))?;
-        Ok(PyBytes::new(py, &out))
+        guarded(py, || {
+            let model = &self.core.get().model;
+            let ids = ids_of(py, ids, model.n_vocab())?;
+            let mut out = Vec::with_capacity(ids.len() * 4);
+            model
+                .decode_bytes_continuing(&ids, &mut self.state, &mut out)
+                .map_err(|id| unknown_token(py, id, model.n_vocab()))?;
+            Ok(PyBytes::new(py, &out))
+        })
     }
 }
 
@@ -778,6 +918,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<SpecialPolicy>()?;
     module.add_class::<TextStream>()?;
     module.add_class::<IdStream>()?;
+    module.add_function(wrap_pyfunction!(guard::panic_for_tests, module)?)?;
     train::register(module)?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Bindings for training: the `PieceCounts` table, the counter that fills it, and the merge loop.
 //! Type conversion, GIL release, progress callbacks and error mapping only.
 
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -13,6 +14,8 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
+
+use crate::guard::guarded;
 
 fn count_error(error: CountError) -> PyErr {
     let message = error.to_string();
@@ -28,7 +31,7 @@ fn count_error(error: CountError) -> PyErr {
 
 /// Shared between a worker and the thread watching it: how much is done, and whether to stop.
 #[derive(Default)]
-struct Watch {
+pub(crate) struct Watch {
     done: AtomicU64,
     stop: AtomicBool,
 }
@@ -42,7 +45,8 @@ impl Watch {
 /// Runs `work` on a helper thread with the GIL released, while the calling thread stays the one
 /// that talks to Python: every 0.1 s it passes the progress made (`progress(increment)`) and checks
 /// for Ctrl-C (signals reach only the main thread), asking the work to stop on either failing.
-fn watched<T: Send>(
+/// A panic in the work is re-raised in the calling thread, with its own message.
+pub(crate) fn watched<T: Send>(
     py: Python<'_>,
     progress: Option<&Py<PyAny>>,
     work: impl FnOnce(&Watch) -> T + Send,
@@ -53,7 +57,7 @@ fn watched<T: Send>(
             let (sender, receiver) = mpsc::channel();
             let watch = &watch;
             scope.spawn(move || {
-                let _ = sender.send(work(watch));
+                let _ = sender.send(catch_unwind(AssertUnwindSafe(|| work(watch))));
             });
             let (mut reported, mut failure) = (0u64, None::<PyErr>);
             loop {
@@ -73,18 +77,19 @@ fn watched<T: Send>(
                     }
                 }
                 match finished {
-                    Ok(result) => return (Some(result), failure),
+                    Ok(result) => return (result, failure),
                     Err(RecvTimeoutError::Timeout) => continue,
-                    // The work panicked: leaving the scope re-raises the panic.
-                    Err(RecvTimeoutError::Disconnected) => return (None, failure),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        unreachable!("the worker catches its panics and always sends")
+                    }
                 }
             }
         })
     });
     match (failure, result) {
-        (Some(error), _) => Err(error),
-        (None, Some(result)) => Ok(result),
-        (None, None) => unreachable!("a panic in the work propagates out of the scope"),
+        (_, Err(panic)) => resume_unwind(panic),
+        (Some(error), Ok(_)) => Err(error),
+        (None, Ok(result)) => Ok(result),
     }
 }
 
@@ -161,26 +166,28 @@ impl PyPieceCounts {
         pattern: &str,
         special_tokens: Vec<String>,
     ) -> PyResult<Self> {
-        let pattern: String = py
-            .import("hf_bpe.patterns")?
-            .call_method1("resolve", (pattern,))?
-            .extract()?;
-        let mut table = PieceCounts::new();
-        if let Some(counts) = counts {
-            let items = counts.call_method0("items").map_err(|_| {
-                PyTypeError::new_err("counts must be a mapping of pieces (str or bytes) to int")
-            })?;
-            for item in items.try_iter()? {
-                let (piece, count): (Bound<'_, PyAny>, u64) = item?.extract().map_err(|_| {
-                    PyValueError::new_err("counts must map pieces to non-negative int counts")
+        guarded(py, || {
+            let pattern: String = py
+                .import("hf_bpe.patterns")?
+                .call_method1("resolve", (pattern,))?
+                .extract()?;
+            let mut table = PieceCounts::new();
+            if let Some(counts) = counts {
+                let items = counts.call_method0("items").map_err(|_| {
+                    PyTypeError::new_err("counts must be a mapping of pieces (str or bytes) to int")
                 })?;
-                table.add(&piece_of(&piece)?, count);
+                for item in items.try_iter()? {
+                    let (piece, count): (Bound<'_, PyAny>, u64) = item?.extract().map_err(|_| {
+                        PyValueError::new_err("counts must map pieces to non-negative int counts")
+                    })?;
+                    table.add(&piece_of(&piece)?, count);
+                }
             }
-        }
-        Ok(Self {
-            counts: table,
-            pattern,
-            special_tokens,
+            Ok(Self {
+                counts: table,
+                pattern,
+                special_tokens,
+            })
         })
     }
 
@@ -223,33 +230,40 @@ impl PyPieceCounts {
         &self,
         py: Python<'py>,
         n: Option<usize>,
-    ) -> Vec<(Bound<'py, PyBytes>, u64)> {
-        self.counts
-            .most_common(n.unwrap_or(usize::MAX))
-            .into_iter()
-            .map(|(piece, count)| (PyBytes::new(py, piece), count))
-            .collect()
+    ) -> PyResult<Vec<(Bound<'py, PyBytes>, u64)>> {
+        guarded(py, || {
+            Ok(self
+                .counts
+                .most_common(n.unwrap_or(usize::MAX))
+                .into_iter()
+                .map(|(piece, count)| (PyBytes::new(py, piece), count))
+                .collect())
+        })
     }
 
     /// Every piece with its count, as a ``dict[bytes, int]``.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let dict = pyo3::types::PyDict::new(py);
-        for (piece, count) in self.counts.iter() {
-            dict.set_item(PyBytes::new(py, piece), count)?;
-        }
-        Ok(dict)
+        guarded(py, || {
+            let dict = pyo3::types::PyDict::new(py);
+            for (piece, count) in self.counts.iter() {
+                dict.set_item(PyBytes::new(py, piece), count)?;
+            }
+            Ok(dict)
+        })
     }
 
     fn __add__<'py>(&self, other: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let py = other.py();
-        let Ok(other) = other.cast::<PyPieceCounts>() else {
-            return Ok(py.NotImplemented().into_bound(py));
-        };
-        let other = other.borrow();
-        self.check_compatible(&other)?;
-        let mut sum = self.clone();
-        sum.counts.absorb(other.counts.clone());
-        Ok(Bound::new(py, sum)?.into_any())
+        guarded(py, || {
+            let Ok(other) = other.cast::<PyPieceCounts>() else {
+                return Ok(py.NotImplemented().into_bound(py));
+            };
+            let other = other.borrow();
+            self.check_compatible(&other)?;
+            let mut sum = self.clone();
+            sum.counts.absorb(other.counts.clone());
+            Ok(Bound::new(py, sum)?.into_any())
+        })
     }
 
     /// ``0 + counts`` is ``counts``, so ``sum(tables)`` works without a start value.
@@ -262,13 +276,16 @@ impl PyPieceCounts {
     }
 
     fn __iadd__(&mut self, other: &Bound<'_, PyAny>) -> PyResult<()> {
-        let other = other.cast::<PyPieceCounts>().map_err(|_| {
-            PyTypeError::new_err("only another PieceCounts can be added to a PieceCounts")
-        })?;
-        let other = other.borrow();
-        self.check_compatible(&other)?;
-        self.counts.absorb(other.counts.clone());
-        Ok(())
+        let py = other.py();
+        guarded(py, || {
+            let other = other.cast::<PyPieceCounts>().map_err(|_| {
+                PyTypeError::new_err("only another PieceCounts can be added to a PieceCounts")
+            })?;
+            let other = other.borrow();
+            self.check_compatible(&other)?;
+            self.counts.absorb(other.counts.clone());
+            Ok(())
+        })
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
@@ -300,27 +317,31 @@ impl PyPieceCounts {
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, State<'py>)> {
         let py = slf.py();
-        let this = slf.borrow();
-        let counts = &this.counts;
-        let bytes = py.detach(|| counts.to_bytes());
-        Ok((
-            slf.get_type().getattr("_from_state")?,
-            (
-                this.pattern.clone(),
-                this.special_tokens.clone(),
-                PyBytes::new(py, &bytes),
-            ),
-        ))
+        guarded(py, || {
+            let this = slf.borrow();
+            let counts = &this.counts;
+            let bytes = py.detach(|| counts.to_bytes());
+            Ok((
+                slf.get_type().getattr("_from_state")?,
+                (
+                    this.pattern.clone(),
+                    this.special_tokens.clone(),
+                    PyBytes::new(py, &bytes),
+                ),
+            ))
+        })
     }
 
     #[staticmethod]
-    fn _from_state(pattern: String, special_tokens: Vec<String>, counts: &[u8]) -> PyResult<Self> {
-        let counts = PieceCounts::from_bytes(counts)
-            .map_err(|error| PyValueError::new_err(error.to_string()))?;
-        Ok(Self {
-            counts,
-            pattern,
-            special_tokens,
+    fn _from_state(py: Python<'_>, pattern: String, special_tokens: Vec<String>, counts: &[u8]) -> PyResult<Self> {
+        guarded(py, || {
+            let counts = PieceCounts::from_bytes(counts)
+                .map_err(|error| PyValueError::new_err(error.to_string()))?;
+            Ok(Self {
+                counts,
+                pattern,
+                special_tokens,
+            })
         })
     }
 
@@ -336,18 +357,20 @@ impl PyPieceCounts {
         progress: Option<Py<PyAny>>,
         consume: bool,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let counts = if consume {
-            std::mem::take(&mut self.counts)
-        } else {
-            self.counts.clone()
-        };
-        let tokens = watched(py, progress.as_ref(), |watch| {
-            train::learn_merges_consuming(counts, num_merges, |done| {
-                watch.done.store(done as u64, Ordering::Relaxed);
-                !watch.stopped()
-            })
-        })?;
-        Ok(tokens.iter().map(|token| PyBytes::new(py, token)).collect())
+        guarded(py, || {
+            let counts = if consume {
+                std::mem::take(&mut self.counts)
+            } else {
+                self.counts.clone()
+            };
+            let tokens = watched(py, progress.as_ref(), |watch| {
+                train::learn_merges_consuming(counts, num_merges, |done| {
+                    watch.done.store(done as u64, Ordering::Relaxed);
+                    !watch.stopped()
+                })
+            })?;
+            Ok(tokens.iter().map(|token| PyBytes::new(py, token)).collect())
+        })
     }
 }
 
@@ -367,50 +390,55 @@ impl PyPieceCounter {
     #[new]
     #[pyo3(signature = (pattern, special_tokens, num_threads=None, chunk_bytes=None))]
     fn new(
+        py: Python<'_>,
         pattern: String,
         special_tokens: Vec<String>,
         num_threads: Option<usize>,
         chunk_bytes: Option<usize>,
     ) -> PyResult<Self> {
-        let mut counter = Counter::new(&pattern, &special_tokens).map_err(count_error)?;
-        if let Some(chunk_bytes) = chunk_bytes {
-            counter = counter.with_chunk_bytes(chunk_bytes);
-        }
-        Ok(Self {
-            counter,
-            pattern,
-            special_tokens,
-            counts: PieceCounts::new(),
-            pool: crate::thread_pool(num_threads)?,
+        guarded(py, || {
+            let mut counter = Counter::new(&pattern, &special_tokens).map_err(count_error)?;
+            if let Some(chunk_bytes) = chunk_bytes {
+                counter = counter.with_chunk_bytes(chunk_bytes);
+            }
+            Ok(Self {
+                counter,
+                pattern,
+                special_tokens,
+                counts: PieceCounts::new(),
+                pool: crate::thread_pool(num_threads)?,
+            })
         })
     }
 
     /// Counts each text as one document, in parallel, with the GIL released.
     fn add_texts(&mut self, py: Python<'_>, texts: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
-        let texts: Vec<String> = texts
-            .iter()
-            .map(|text| match text.cast::<PyString>() {
-                Ok(text) => Ok(text.to_string_lossy().into_owned()),
-                Err(_) => {
-                    let type_name = text
-                        .get_type()
-                        .name()
-                        .map(|name| name.to_string())
-                        .unwrap_or_default();
-                    Err(PyTypeError::new_err(format!(
-                        "the corpus must yield str (the text of each document), got {type_name}"
-                    )))
-                }
+        guarded(py, || {
+            let texts: Vec<String> = texts
+                .iter()
+                .map(|text| match text.cast::<PyString>() {
+                    Ok(text) => Ok(text.to_string_lossy().into_owned()),
+                    Err(_) => {
+                        let type_name = text
+                            .get_type()
+                            .name()
+                            .map(|name| name.to_string())
+                            .unwrap_or_default();
+                        Err(PyTypeError::new_err(format!(
+                            "the corpus must yield str (the text of each document), got {type_name}"
+                        )))
+                    }
+                })
+                .collect::<PyResult<_>>()?;
+            let (counter, pool, counts) = (&self.counter, &self.pool, &mut self.counts);
+            py.detach(|| {
+                let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+                let batch = run(pool, || counter.count_texts(&texts))?;
+                counts.absorb(batch);
+                Ok::<_, hf_bpe_core::SplitError>(())
             })
-            .collect::<PyResult<_>>()?;
-        let (counter, pool, counts) = (&self.counter, &self.pool, &mut self.counts);
-        py.detach(|| {
-            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let batch = run(pool, || counter.count_texts(&texts))?;
-            counts.absorb(batch);
-            Ok::<_, hf_bpe_core::SplitError>(())
+            .map_err(|error| PyValueError::new_err(error.to_string()))
         })
-        .map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
     /// Counts files (each one document), streamed in chunks and in parallel, with the GIL
@@ -422,17 +450,19 @@ impl PyPieceCounter {
         paths: Vec<PathBuf>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
-        let (counter, pool) = (&self.counter, &self.pool);
-        let counted = watched(py, progress.as_ref(), |watch| {
-            run(pool, || {
-                counter.count_files(&paths, |bytes| {
-                    watch.done.fetch_add(bytes, Ordering::Relaxed);
-                    !watch.stopped()
+        guarded(py, || {
+            let (counter, pool) = (&self.counter, &self.pool);
+            let counted = watched(py, progress.as_ref(), |watch| {
+                run(pool, || {
+                    counter.count_files(&paths, |bytes| {
+                        watch.done.fetch_add(bytes, Ordering::Relaxed);
+                        !watch.stopped()
+                    })
                 })
-            })
-        })?;
-        self.counts.absorb(counted.map_err(count_error)?);
-        Ok(())
+            })?;
+            self.counts.absorb(counted.map_err(count_error)?);
+            Ok(())
+        })
     }
 
     /// The counts so far, leaving the counter empty.
@@ -448,9 +478,11 @@ impl PyPieceCounter {
 /// Checks that files exist and are UTF-8 (in parallel); returns their total size in bytes.
 #[pyfunction]
 fn check_utf8_files(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<u64> {
-    let pool = crate::thread_pool(None)?;
-    py.detach(|| run(&pool, || train::check_utf8(&paths)))
-        .map_err(count_error)
+    guarded(py, || {
+        let pool = crate::thread_pool(None)?;
+        py.detach(|| run(&pool, || train::check_utf8(&paths)))
+            .map_err(count_error)
+    })
 }
 
 /// Whether texts split with this regex are cut into chunks (streamed and counted in parallel);
