@@ -589,3 +589,19 @@ def test_a_token_of_megabytes_loads_in_linear_time(tmp_path: Path, form: str) ->
     assert time.monotonic() - started < 10
     text = "the " + "z" * 1000 + "\u00e9" * 1000
     assert model.decode(model.encode_ordinary(text)).endswith("z" * 1000 + "\u00e9" * 1000)
+
+
+@pytest.mark.parametrize("form", ["hf_bpe", "tekken", "hf"])
+def test_a_split_pattern_of_megabytes_is_refused_before_compiling(tmp_path: Path, form: str) -> None:
+    """Compiling a pattern takes about 400 bytes of memory per byte of it (a 10 MB pattern took 2 GB):
+    patterns over 64 KiB are refused (real ones are under 1 KB)."""
+    pattern = "a|" * 500_000 + "b"
+    edits = {
+        "hf_bpe": _hf_bpe_with(lambda d: _set(d, "pattern", pattern)),
+        "tekken": _tekken_with(lambda d: _set(d["config"], "pattern", pattern)),
+        "hf": _hf_with(lambda d: _set(d["pre_tokenizer"]["pretokenizers"][0]["pattern"], "Regex", pattern)),
+    }[form]
+    started = time.monotonic()
+    with pytest.raises(TokenizerFileError, match=r"\(1000001 bytes\) does not compile: it is 1000001 bytes; hf_bpe takes"):
+        _load_edited(tmp_path, form, edits)
+    assert time.monotonic() - started < 5

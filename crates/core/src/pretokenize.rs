@@ -31,6 +31,9 @@ pub const SPLIT_SECONDS_PER_MB: f64 = 10.0;
 const BACKTRACK_LIMITS: [usize; 5] = [100, 1_000, 10_000, 100_000, 1_000_000];
 /// The budget is checked after every this many matches.
 const CHECK_EVERY: usize = 8;
+/// The longest split pattern accepted, in bytes (real ones are under 1 KB). Compiling takes about
+/// 400 bytes of memory per byte of pattern: a 10 MB pattern took 2 GB.
+pub const MAX_PATTERN_BYTES: usize = 1 << 16;
 
 /// Why a text could not be split.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +99,15 @@ impl Splitter {
 
     /// A splitter that always runs the regex, even for a named pattern (to test the scanners).
     pub fn regex_only(pattern: &str) -> Result<Self, SplitError> {
+        if pattern.len() > MAX_PATTERN_BYTES {
+            return Err(SplitError::BadPattern {
+                pattern: pattern.to_owned(),
+                reason: format!(
+                    "it is {} bytes; hf_bpe takes split patterns up to {MAX_PATTERN_BYTES} bytes (real ones are under 1 KB)",
+                    pattern.len()
+                ),
+            });
+        }
         let regex = Regex::new(pattern).map_err(|error| SplitError::BadPattern {
             pattern: pattern.to_owned(),
             reason: error.to_string(),
@@ -318,6 +330,16 @@ mod tests {
         assert_eq!(result.unwrap(), 200_000);
         let (result, _) = timed_split(r"(a+)+$", &"a".repeat(1_000_000)); // a regex-crate pattern: linear
         assert_eq!(result.unwrap(), 1);
+    }
+
+    #[test]
+    fn patterns_over_the_limit_are_refused_before_compiling() {
+        let pattern = "a|".repeat(MAX_PATTERN_BYTES / 2) + "b";
+        let started = Instant::now();
+        let error = Splitter::new(&pattern).unwrap_err().to_string();
+        assert!(error.contains("it is 65537 bytes; hf_bpe takes split patterns up to 65536 bytes"), "{error}");
+        assert!(started.elapsed().as_secs_f64() < 0.1);
+        assert!(Splitter::new(&"a|".repeat(MAX_PATTERN_BYTES / 2 - 1)).is_ok());
     }
 
     #[test]
