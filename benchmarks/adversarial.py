@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from _common import MB, SHARED_CORPORA, textgen
+from _common import MB, SHARED_CORPORA, textgen  # noqa: I001 - first: puts tests/ on the path
 
 import test_complexity  # tests/test_complexity.py (on the path via _common)
 from encode import load_documents
