@@ -22,13 +22,13 @@ import sys
 import time
 from collections.abc import Callable
 
-from _common import MB, SHARED_CORPORA, textgen  # noqa: I001 - first: puts tests/ on the path
-
-import test_complexity  # tests/test_complexity.py (on the path via _common)
+from _common import MB, SHARED_CORPORA, textgen
 from encode import load_documents
 
 
 def adversarial_inputs(size: int) -> dict[str, Callable[[int], str]]:
+    import test_complexity  # tests/test_complexity.py, on the path once _common is imported
+
     def random_bytes(run: int) -> str:
         rng = random.Random(4000 + run)
         return rng.randbytes(size).decode("utf-8", errors="replace")
