@@ -171,7 +171,7 @@ impl MergeTable {
             0 => {}
             1 => out.push(self.byte_id(piece[0])),
             len if len <= HEAP_THRESHOLD => self.merge_flat(piece, out),
-            _ => self.merge_heap(piece, out),
+            _ => self.merge_long(piece, out),
         }
     }
 
@@ -184,7 +184,7 @@ impl MergeTable {
                 out.extend_from_slice(symbols);
                 self.merge_in_place(start, out);
             }
-            _ => self.merge_heap_ids(symbols.to_vec(), out),
+            _ => self.merge_long_ids(symbols.to_vec(), out),
         }
     }
 
@@ -245,14 +245,14 @@ impl MergeTable {
         out.truncate(start + len);
     }
 
-    fn merge_heap(&self, piece: &[u8], out: &mut Vec<Rank>) {
-        self.merge_heap_ids(piece.iter().map(|&byte| self.byte_id(byte)).collect(), out);
+    fn merge_long(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        self.merge_long_ids(piece.iter().map(|&byte| self.byte_id(byte)).collect(), out);
     }
 
     /// The loop for long pieces, on initial symbols `ids` (at least one, fewer than 2**32 - 1:
     /// positions are 32-bit, and a segment that long would need some 80 GB to merge): see
     /// [`LongMerge`].
-    fn merge_heap_ids(&self, ids: Vec<Rank>, out: &mut Vec<Rank>) {
+    fn merge_long_ids(&self, ids: Vec<Rank>, out: &mut Vec<Rank>) {
         assert!(ids.len() < NONE as usize, "a piece of {} symbols is beyond the merge loop's 32-bit positions", ids.len());
         let mut long = LongMerge::new(self, &ids);
         let by_levels = ids.len() >= LEVELS_FROM;
@@ -309,6 +309,24 @@ const LEVEL_RESTARTS: usize = 64;
 const SMALL_LEVEL: usize = 16;
 /// How many small levels the level loop takes before handing over to the heap.
 const SMALL_LEVELS: usize = 64;
+
+/// Queues `positions` with `priority` for the level loop: into its bucket, and the level into
+/// `levels` when its bucket was empty (a level is listed once per time its bucket fills).
+fn queue(
+    buckets: &mut FxHashMap<u32, Vec<u32>>,
+    levels: &mut QuaternaryHeap<Reverse<u32>>,
+    priority: u32,
+    positions: &[u32],
+) {
+    if positions.is_empty() {
+        return;
+    }
+    let bucket = buckets.entry(priority).or_default();
+    if bucket.is_empty() {
+        levels.push(Reverse(priority));
+    }
+    bucket.extend_from_slice(positions);
+}
 
 impl LongMerge {
     fn new(table: &MergeTable, ids: &[Rank]) -> Self {
@@ -404,25 +422,14 @@ impl LongMerge {
                     // A pair at or before this priority must wait for the pairs queued before it
                     // in the rule's order: this pass stops after this merge.
                     earlier |= merge.priority <= priority;
-                    let bucket = buckets.entry(merge.priority).or_default();
-                    if bucket.is_empty() {
-                        levels.push(Reverse(merge.priority));
-                    }
-                    bucket.push(at);
+                    queue(&mut buckets, &mut levels, merge.priority, &[at]);
                 }
                 if earlier {
                     break;
                 }
             }
             if earlier {
-                let rest = &positions[index..];
-                if !rest.is_empty() {
-                    let bucket = buckets.entry(priority).or_default();
-                    if bucket.is_empty() {
-                        levels.push(Reverse(priority));
-                    }
-                    bucket.extend_from_slice(rest);
-                }
+                queue(&mut buckets, &mut levels, priority, &positions[index..]);
                 restarts += 1;
                 if restarts > LEVEL_RESTARTS {
                     return false;
@@ -508,11 +515,11 @@ mod tests {
 
     fn both_ways(table: &MergeTable, piece: &[u8]) -> Vec<Rank> {
         let expected = naive(table, piece);
-        let mut heap = Vec::new();
-        table.merge_heap(piece, &mut heap);
+        let mut long = Vec::new();
+        table.merge_long(piece, &mut long);
         assert_eq!(
-            heap, expected,
-            "heap merge differs from the naive loop on {piece:?}"
+            long, expected,
+            "long merge differs from the naive loop on {piece:?}"
         );
         if piece.len() <= HEAP_THRESHOLD {
             let mut flat = Vec::new();
@@ -626,7 +633,7 @@ mod tests {
     fn long_loops_agree(table: &MergeTable, symbols: &[Rank]) {
         let expected = naive_symbols(table, symbols.to_vec());
         let mut chosen = Vec::new();
-        table.merge_heap_ids(symbols.to_vec(), &mut chosen);
+        table.merge_long_ids(symbols.to_vec(), &mut chosen);
         assert_eq!(chosen, expected, "long merge differs on {} symbols", symbols.len());
         let mut levels_first = LongMerge::new(table, symbols);
         if !levels_first.by_levels(table) {
