@@ -434,11 +434,19 @@ class BPETokenizer(PreTrainedTokenizer):
     def _encode_without_added_tokens(self, text: str) -> list[int]:
         return self._model.encode_ordinary(text)
 
+    def _core_policy(self, split_special_tokens: bool) -> Any:
+        """The core's special-token policy for encoding texts, or None where added tokens must be
+        cut out in Python first (``_AddedTokens.two_phase``)."""
+        added = self._added_tokens()
+        if split_special_tokens:
+            return added.policy_without_specials
+        return added.policy if added.first_phase is None else None
+
     def _encode_texts(self, texts: list[str], split_special_tokens: bool) -> list[list[int]]:
         """Ids of each text, added tokens cut out first, all in the core (threads for batches)."""
-        added = self._added_tokens()
-        policy = added.policy_without_specials if split_special_tokens else added.policy
-        if added.first_phase is not None and not split_special_tokens:
+        policy = self._core_policy(split_special_tokens)
+        if policy is None:
+            added = self._added_tokens()
             return [added.two_phase(self._model, text)[0] for text in texts]
         if len(texts) == 1:
             return [self._model._core.encode(texts[0], policy)]
@@ -664,13 +672,7 @@ class BPETokenizer(PreTrainedTokenizer):
             self._eventual_warn_about_too_long_sequence(
                 rows[lengths.index(max(lengths))], max_length, verbose
             )
-        target = None
-        if padding_strategy == PaddingStrategy.LONGEST and rows:
-            target = max(lengths)
-        elif padding_strategy == PaddingStrategy.MAX_LENGTH:
-            target = max_length
-        if target is not None and pad_to_multiple_of is not None and target % pad_to_multiple_of:
-            target = (target // pad_to_multiple_of + 1) * pad_to_multiple_of
+        target = _padding_target(padding_strategy, max(lengths, default=None), max_length, pad_to_multiple_of)
         outputs: dict[str, Any] = {}
         if target is None:
             outputs["input_ids"] = rows
@@ -709,13 +711,12 @@ class BPETokenizer(PreTrainedTokenizer):
         length (then the list path gives transformers' own result or error)."""
         import numpy as np
 
-        added = self._added_tokens()
-        if added.first_phase is not None and not split_special_tokens:
-            rows = [added.two_phase(self._model, text)[0] for text in texts]
+        policy = self._core_policy(split_special_tokens)
+        if policy is None:
+            rows = self._encode_texts(texts, split_special_tokens)
             flat = np.fromiter((token for row in rows for token in row), dtype=np.int64)
             lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
         else:
-            policy = added.policy_without_specials if split_special_tokens else added.policy
             ids, counts = self._model._core.encode_batch_flat(texts, policy, None)
             flat = np.frombuffer(ids, dtype=np.uint32).astype(np.int64)
             lengths = np.frombuffer(counts, dtype=np.uint64).astype(np.int64)
@@ -729,12 +730,8 @@ class BPETokenizer(PreTrainedTokenizer):
             ids_of_row = flat[start : start + int(lengths[row])].tolist()
             sequence = [self.bos_token_id] * bos + ids_of_row + [self.eos_token_id] * eos
             self._eventual_warn_about_too_long_sequence(sequence, max_length, verbose)
-        target = longest if padding_strategy == PaddingStrategy.LONGEST else max_length
-        if target is None:
-            return None
-        if pad_to_multiple_of is not None and target % pad_to_multiple_of:
-            target = (target // pad_to_multiple_of + 1) * pad_to_multiple_of
-        if longest > target:
+        target = _padding_target(padding_strategy, longest, max_length, pad_to_multiple_of)
+        if target is None or longest > target:
             return None
         left = (padding_side if padding_side is not None else self.padding_side) == "left"
         starts = target - totals if left else np.zeros_like(totals)  # where each row's tokens begin
@@ -1281,6 +1278,17 @@ class _SequenceEncoder:
                         spans += word_spans
                 return ids, spans
         raise ValueError(f"Input must be a string, list of strings, or list of ints, got: {type(sequence)}")
+
+
+def _padding_target(
+    strategy: PaddingStrategy, longest: int | None, max_length: int | None, pad_to_multiple_of: int | None
+) -> int | None:
+    """The length a batch's rows are padded to (the longest row, or ``max_length``), rounded up to a
+    multiple of ``pad_to_multiple_of``; None when nothing is padded."""
+    target = {PaddingStrategy.LONGEST: longest, PaddingStrategy.MAX_LENGTH: max_length}.get(strategy)
+    if target is not None and pad_to_multiple_of is not None and target % pad_to_multiple_of:
+        target = (target // pad_to_multiple_of + 1) * pad_to_multiple_of
+    return target
 
 
 def _is_batch(text: Any, is_split_into_words: bool) -> bool:
