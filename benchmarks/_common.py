@@ -5,9 +5,10 @@ tokenizers thread pool reads ``RAYON_NUM_THREADS`` when it starts."""
 from __future__ import annotations
 
 import os
+import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,8 @@ sys.path.insert(0, str(REPO / "tests"))
 import oracles  # tests/oracles.py
 import textgen  # tests/textgen.py
 
-__all__ = ["MB", "REPO", "SHARED_CORPORA", "THREADS_DEFAULT", "best_seconds", "best_seconds_interleaved", "oracles",
-           "textgen"]
+__all__ = ["MB", "REPO", "SHARED_CORPORA", "THREADS_DEFAULT", "best_seconds", "best_seconds_interleaved",
+           "load_documents", "oracles", "textgen"]
 
 SHARED_CORPORA = REPO.parent / "shared" / "data" / "corpora"
 MB = 1_000_000
@@ -48,3 +49,29 @@ def best_seconds_interleaved(runs: dict[str, Callable[[], Any]], repeat: int) ->
             run()
             best[name] = min(best[name], time.perf_counter() - start)
     return best
+
+
+def load_documents(corpus: Sequence[Path], limit_mb: float, seed: int, *, by_size: bool = True) -> tuple[str, list[str]]:
+    """A description of the input and its documents of 1-10 KB, up to ``limit_mb`` in total, from the
+    corpus files (``*.txt`` of folders; generated text when no file is given or found). With ``by_size``
+    each file contributes in proportion to its size and the documents are shuffled; otherwise each file
+    gets an equal share and the documents stay in file order."""
+    rng = random.Random(seed)
+    files = [path for item in corpus for path in (sorted(item.glob("*.txt")) if item.is_dir() else [item])]
+    files = [path for path in files if path.is_file() and "COPYING" not in path.name]
+    if not files:
+        docs = textgen.documents(rng, int(limit_mb * MB), specials=False)
+        return f"generated text (textgen, seed {seed}), {textgen.utf8_size(docs) / MB:.1f} MB", docs
+    if by_size:
+        sizes = {path: path.stat().st_size for path in files}
+        share = min(1.0, limit_mb * MB / sum(sizes.values()))
+        corpora = [entry for path in files
+                   for entry in textgen.corpus_documents([path], rng, limit_bytes=None if share >= 1.0
+                                                         else int(sizes[path] * share))]
+    else:
+        corpora = textgen.corpus_documents(files, rng, limit_bytes=int(limit_mb * MB / len(files)))
+    docs = [doc for _, file_docs in corpora for doc in file_docs]
+    if by_size:
+        rng.shuffle(docs)
+    parts = ", ".join(f"{name} {textgen.utf8_size(file_docs) / MB:.1f} MB" for name, file_docs in corpora)
+    return f"{textgen.utf8_size(docs) / MB:.1f} MB: {parts}", docs

@@ -22,8 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from _common import MB, SHARED_CORPORA, textgen
-from encode import load_documents
+from _common import MB, SHARED_CORPORA, load_documents, textgen
 
 
 def adversarial_inputs(size: int) -> dict[str, Callable[[int], str]]:

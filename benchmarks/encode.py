@@ -25,7 +25,6 @@ import argparse
 import importlib
 import inspect
 import os
-import random
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -37,33 +36,12 @@ from _common import (  # first: sets RAYON_NUM_THREADS
     SHARED_CORPORA,
     THREADS_DEFAULT,
     best_seconds_interleaved,
+    load_documents,
     oracles,
     textgen,
 )
 
 ENCODINGS = ("cl100k_base", "o200k_base", "gpt2")
-
-
-def load_documents(corpus: Sequence[Path], limit_mb: float, seed: int) -> tuple[str, list[str]]:
-    """A description of the input and its documents: each corpus file contributes in proportion to its
-    size up to ``limit_mb`` in total; generated text when no file is given or found."""
-    rng = random.Random(seed)
-    files = [path for item in corpus for path in (sorted(item.glob("*.txt")) if item.is_dir() else [item])]
-    files = [path for path in files if path.is_file() and "COPYING" not in path.name]
-    if not files:
-        docs = textgen.documents(rng, int(limit_mb * MB), specials=False)
-        return f"generated text (textgen, seed {seed}), {textgen.utf8_size(docs) / MB:.1f} MB", docs
-    sizes = {path: path.stat().st_size for path in files}
-    share = min(1.0, limit_mb * MB / sum(sizes.values()))
-    docs, parts = [], []
-    for path in files:
-        limit = None if share >= 1.0 else int(sizes[path] * share)
-        [(name, file_docs)] = textgen.corpus_documents([path], rng, limit_bytes=limit)
-        docs.extend(file_docs)
-        parts.append(f"{name} {textgen.utf8_size(file_docs) / MB:.1f} MB")
-    rng.shuffle(docs)
-    return f"{textgen.utf8_size(docs) / MB:.1f} MB: " + ", ".join(parts), docs
-
 
 
 def hf_cl100k(cache_dir: Path, tiktoken_encoding: Any) -> Any:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,24 +33,9 @@ from _common import (  # first: sets RAYON_NUM_THREADS
     THREADS_DEFAULT,
     best_seconds,
     best_seconds_interleaved,
+    load_documents,
     textgen,
 )
-
-
-def load_documents(corpus: Sequence[Path], limit_mb: float, seed: int) -> tuple[str, list[str]]:
-    """A description of the input and its 1-10 KB documents (generated text when no file is found)."""
-    rng = random.Random(seed)
-    files = [path for item in corpus for path in (sorted(item.glob("*.txt")) if item.is_dir() else [item])]
-    files = [path for path in files if path.is_file() and "COPYING" not in path.name]
-    if not files:
-        docs = textgen.documents(rng, int(limit_mb * MB), specials=False)
-        return f"generated text (textgen, seed {seed}), {textgen.utf8_size(docs) / MB:.1f} MB", docs
-    per_file = int(limit_mb * MB / len(files))
-    corpora = textgen.corpus_documents(files, rng, limit_bytes=per_file)
-    docs = [doc for _, file_docs in corpora for doc in file_docs]
-    names = ", ".join(f"{name} {textgen.utf8_size(file_docs) / MB:.1f} MB" for name, file_docs in corpora)
-    return names, docs
-
 
 
 def batches(texts: list[str], size: int) -> list[list[str]]:
@@ -79,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     import hf_bpe
 
-    description, documents = load_documents(args.corpus, args.limit_mb, args.seed)
+    description, documents = load_documents(args.corpus, args.limit_mb, args.seed, by_size=False)
     lines = [line for doc in documents for line in doc.splitlines(keepends=True) if line.strip()]
     model = hf_bpe.get_encoding(args.encoding)
     ours = hf_bpe.BPETokenizer.from_model(model)
