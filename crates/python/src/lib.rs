@@ -561,12 +561,12 @@ impl CoreBPE {
     }
 
     /// Ids and the character offset where each token starts.
-    fn encode_with_offsets(
+    fn encode_with_offsets<'py>(
         &self,
-        py: Python<'_>,
-        text: &Bound<'_, PyAny>,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
         policy: &SpecialPolicy,
-    ) -> PyResult<(Vec<Rank>, Vec<usize>)> {
+    ) -> PyResult<(Bound<'py, PyList>, Vec<usize>)> {
         guarded(py, || {
             let text = text_of(text, "encode")?;
             let work = || -> Result<(Vec<Rank>, Vec<usize>), EncodeFailure> {
@@ -579,7 +579,8 @@ impl CoreBPE {
                     .map_err(EncodeFailure::Split)?;
                 Ok((ids, byte_to_char_offsets(&text, starts)))
             };
-            self.run(py, text.len(), work).map_err(|f| f.into_py(py))
+            let (ids, offsets) = self.run(py, text.len(), work).map_err(|f| f.into_py(py))?;
+            Ok((self.ints.list(py, &ids)?, offsets))
         })
     }
 
