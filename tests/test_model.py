@@ -344,3 +344,29 @@ def test_encode_batch_works_in_a_forked_child_after_the_parent_used_threads() ->
         pytest.fail("encode_batch hung in a forked child")
     model = BPE(VOCABS["dense"], "gpt2")
     assert queue.get(timeout=5) == [model.encode_ordinary(text) for text in FORK_TEXTS]
+
+
+def test_large_batches_return_ordinary_lists_sharing_ints() -> None:
+    """A batch this large has its lists filled on the pool's threads, which store shared ints and
+    leave the reference counting to the calling thread: the lists must still equal the serial
+    encodings, be tracked by the cycle collector like any list, and own one reference per slot."""
+    import gc
+    import sys
+
+    ours = BPE(VOCABS["dense"], "gpt2")
+    rng = random.Random(11)
+    texts = ["".join(rng.choice("etaoin shrdlu\n") for _ in range(rng.randint(1000, 3000))) for _ in range(200)]
+    serial = [ours.encode_ordinary(text) for text in texts]
+    assert sum(map(len, serial)) > 1 << 16, "enough ids for the parallel path"
+    merged = [id for id in serial[0] if id > 256]  # not one of Python's cached small ints
+    shared = next(id for id in serial[0] if id == max(set(merged), key=merged.count))
+    before = sys.getrefcount(shared)
+    for threads in (2, 3, None):
+        batch = ours.encode_batch(texts, num_threads=threads)
+        assert batch == serial
+        assert all(type(row) is list and gc.is_tracked(row) for row in batch)
+        held = sum(1 for row in batch for id in row if id is shared)
+        assert held > 0, "the batch shares the int the serial encodings hold"
+        assert sys.getrefcount(shared) - before == held
+        del batch
+        assert sys.getrefcount(shared) == before

@@ -46,7 +46,9 @@ fn internal_error(py: Python<'_>, payload: &(dyn Any + Send)) -> PyErr {
 /// Testing only (not public API): panics on purpose at `site`, so tests can check that every path
 /// a panic can take reaches Python as `InternalError`: `"call"` (the calling thread), `"detached"`
 /// (with the GIL released), `"pool"` (a worker of the thread pool that `encode_batch` uses, through
-/// the same helper) and `"watched"` (the helper thread that training and file counting run on).
+/// the same helper), `"lists"` (a worker filling a batch's Python lists: the half-filled lists must
+/// be released without releasing ints they do not own yet) and `"watched"` (the helper thread that
+/// training and file counting run on).
 #[pyfunction]
 #[pyo3(name = "_panic_for_tests")]
 pub(crate) fn panic_for_tests(py: Python<'_>, site: &str) -> PyResult<()> {
@@ -68,10 +70,18 @@ pub(crate) fn panic_for_tests(py: Python<'_>, site: &str) -> PyResult<()> {
                 });
                 debug_assert_eq!(done.len(), items.len());
             }
+            "lists" => {
+                // Ids beyond the table's ints: the worker that meets one panics on the lookup.
+                let table = crate::ints::IntTable::new(256);
+                let mut rows = vec![vec![7; 1000]; 100];
+                rows[37][500] = 4000;
+                let pool = crate::thread_pool(Some(2))?;
+                table.lists(py, &rows, &pool)?;
+            }
             "watched" => crate::train::watched(py, None, |_| fail())?,
             _ => {
                 return Err(PyValueError::new_err(format!(
-                    "unknown site {site:?}: expected call, detached, pool or watched"
+                    "unknown site {site:?}: expected call, detached, pool, lists or watched"
                 )))
             }
         }

@@ -4,19 +4,20 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex, OnceLock};
 
 mod guard;
+mod ints;
 mod train;
 
 use hf_bpe_core::model::MAX_ID;
 use hf_bpe_core::sentencepiece::{DecodeState, Piece, PieceKind, SentencePieceSpec};
 use hf_bpe_core::{BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, StreamError};
 use pyo3::exceptions::{PyTypeError, PyValueError};
-use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use guard::guarded;
+use ints::IntTable;
 
 /// Texts at least this long (bytes) are encoded, and id sequences this long decoded, with the GIL
 /// released.
@@ -297,65 +298,6 @@ struct CoreBPE {
     ints: IntTable,
 }
 
-/// Ids at most this large get a shared Python int (see [`IntTable`]).
-const SHARED_INTS: usize = 1 << 21;
-
-/// One Python int per id of the vocabulary, made on first use: a returned list of ids then shares
-/// them instead of allocating an int object per element, which was most of the cost of returning
-/// ids and most of their memory (ints are immutable, so sharing is invisible).
-struct IntTable {
-    ints: OnceLock<Box<[Py<PyAny>]>>,
-    size: usize,
-}
-
-impl IntTable {
-    fn new(n_vocab: usize) -> Self {
-        Self { ints: OnceLock::new(), size: n_vocab.min(SHARED_INTS) }
-    }
-
-    /// A Python list of `ids`.
-    fn list<'py>(&self, py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
-        let ints = self.ints.get_or_init(|| {
-            (0..self.size)
-                .map(|id| {
-                    let Ok(int) = id.into_pyobject(py);
-                    int.into_any().unbind()
-                })
-                .collect()
-        });
-        let length = ffi::Py_ssize_t::try_from(ids.len())
-            .map_err(|_| PyValueError::new_err("too many ids for one Python list"))?;
-        // SAFETY: `PyList_New` returns a new reference (or null with an exception set); every slot is
-        // then filled exactly once with a new reference (an incremented shared int or a fresh one)
-        // before the list is handed to Python, and on failure the list is released.
-        unsafe {
-            let list = ffi::PyList_New(length);
-            if list.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            for (index, &id) in ids.iter().enumerate() {
-                let int = match ints.get(id as usize) {
-                    Some(shared) => {
-                        let int = shared.as_ptr();
-                        ffi::Py_INCREF(int);
-                        int
-                    }
-                    None => {
-                        let int = ffi::PyLong_FromUnsignedLong(std::os::raw::c_ulong::from(id));
-                        if int.is_null() {
-                            ffi::Py_DECREF(list);
-                            return Err(PyErr::fetch(py));
-                        }
-                        int
-                    }
-                };
-                ffi::PyList_SET_ITEM(list, index as ffi::Py_ssize_t, int);
-            }
-            Ok(Bound::from_owned_ptr(py, list).cast_into_unchecked())
-        }
-    }
-}
-
 impl CoreBPE {
     fn with_model(model: Model) -> Self {
         let ordinary = SpecialPolicy {
@@ -387,7 +329,7 @@ impl CoreBPE {
         py: Python<'_>,
         texts: &Bound<'_, PyAny>,
         policy: Option<&SpecialPolicy>,
-        num_threads: Option<usize>,
+        pool: &rayon::ThreadPool,
         what: &str,
     ) -> PyResult<Vec<Vec<Rank>>> {
         if texts.is_instance_of::<PyString>() {
@@ -399,8 +341,7 @@ impl CoreBPE {
             .collect::<PyResult<_>>()?;
         let texts: Vec<Cow<'_, str>> = items.iter().map(|item| text_of(item, what)).collect::<PyResult<_>>()?;
         let policy = policy.unwrap_or(&self.ordinary);
-        let pool = thread_pool(num_threads)?;
-        py.detach(|| parallel_map(&pool, &texts, |text| self.encode_policy(text, policy)))
+        py.detach(|| parallel_map(pool, &texts, |text| self.encode_policy(text, policy)))
             .into_iter()
             .map(|result| result.map_err(|f| f.into_py(py)))
             .collect()
@@ -593,12 +534,9 @@ impl CoreBPE {
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         guarded(py, || {
-            let lists = self
-                .batch(py, texts, policy, num_threads, "encode_batch")?
-                .iter()
-                .map(|ids| self.ints.list(py, ids))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, lists)
+            let pool = thread_pool(num_threads)?;
+            let rows = self.batch(py, texts, policy, &pool, "encode_batch")?;
+            self.ints.lists(py, &rows, &pool)
         })
     }
 
@@ -613,7 +551,8 @@ impl CoreBPE {
         num_threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         guarded(py, || {
-            let rows = self.batch(py, texts, policy, num_threads, "encode_batch")?;
+            let pool = thread_pool(num_threads)?;
+            let rows = self.batch(py, texts, policy, &pool, "encode_batch")?;
             let total: usize = rows.iter().map(Vec::len).sum();
             let ids = PyBytes::new_with(py, total * 4, |buffer| {
                 for (chunk, &id) in buffer.chunks_exact_mut(4).zip(rows.iter().flatten()) {

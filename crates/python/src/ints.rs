@@ -1,0 +1,191 @@
+//! Ids returned as Python lists of ints, cheaply.
+//!
+//! Every id of a model gets one shared Python int, made on first use: a returned list then holds
+//! shared ints instead of allocating an int object per element, which was most of the cost of
+//! returning ids and most of their memory (ints are immutable, so sharing is invisible).
+//!
+//! A batch's lists are filled on the thread pool, with the GIL released: the workers only store
+//! pointers to shared ints (they never touch a reference count, which other Python threads may be
+//! changing meanwhile) and count how often each id was stored; the calling thread then adds each
+//! id's count to its int's reference count at once. So the serial part of returning a batch is one
+//! allocation per list and one update per distinct id, not one per element.
+
+use std::sync::{Mutex, OnceLock};
+
+use hf_bpe_core::Rank;
+use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use rayon::prelude::*;
+
+/// Ids at most this large get a shared Python int.
+const SHARED_INTS: usize = 1 << 21;
+
+/// A batch with at least this many ids in all is turned into lists on the pool's threads.
+const PARALLEL_FROM: usize = 1 << 16;
+
+pub(crate) struct IntTable {
+    ints: OnceLock<Box<[Py<PyAny>]>>,
+    n_vocab: usize,
+}
+
+/// A pointer handed to the pool's threads. Only the lists made by [`IntTable::lists`] are sent
+/// this way, while no Python code can reach them.
+#[derive(Clone, Copy)]
+struct Unshared(*mut ffi::PyObject);
+// SAFETY: see the type's comment: each list is written by one worker, and read by no one else until
+// the workers are done.
+unsafe impl Send for Unshared {}
+unsafe impl Sync for Unshared {}
+
+/// New lists whose items may still be missing or borrowed (their reference counts not yet taken).
+/// Dropped before [`Unfilled::finish`] (an error or a panic), it empties them before releasing
+/// them, so a borrowed item is never released.
+struct Unfilled(Vec<Unshared>);
+
+impl Drop for Unfilled {
+    fn drop(&mut self) {
+        // SAFETY: runs with the GIL held (the lists are only ever dropped in the thread that made
+        // them, outside `detach`); every pointer is a list this thread owns a reference to.
+        unsafe {
+            for &Unshared(list) in &self.0 {
+                let length = ffi::PyList_GET_SIZE(list);
+                for index in 0..length {
+                    ffi::PyList_SET_ITEM(list, index, std::ptr::null_mut());
+                }
+                ffi::Py_DECREF(list);
+            }
+        }
+    }
+}
+
+impl IntTable {
+    pub(crate) fn new(n_vocab: usize) -> Self {
+        Self { ints: OnceLock::new(), n_vocab }
+    }
+
+    fn table(&self, py: Python<'_>) -> &[Py<PyAny>] {
+        self.ints.get_or_init(|| {
+            (0..self.n_vocab.min(SHARED_INTS))
+                .map(|id| {
+                    let Ok(int) = id.into_pyobject(py);
+                    int.into_any().unbind()
+                })
+                .collect()
+        })
+    }
+
+    /// A Python list of `ids`.
+    pub(crate) fn list<'py>(&self, py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
+        let ints = self.table(py);
+        let length = ffi::Py_ssize_t::try_from(ids.len())
+            .map_err(|_| PyValueError::new_err("too many ids for one Python list"))?;
+        // SAFETY: `PyList_New` returns a new reference (or null with an exception set); every slot is
+        // then filled exactly once with a new reference (an incremented shared int or a fresh one)
+        // before the list is handed to Python, and on failure the list is released.
+        unsafe {
+            let list = ffi::PyList_New(length);
+            if list.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            for (index, &id) in ids.iter().enumerate() {
+                let int = match ints.get(id as usize) {
+                    Some(shared) => {
+                        let int = shared.as_ptr();
+                        ffi::Py_INCREF(int);
+                        int
+                    }
+                    None => {
+                        let int = ffi::PyLong_FromUnsignedLong(std::os::raw::c_ulong::from(id));
+                        if int.is_null() {
+                            ffi::Py_DECREF(list);
+                            return Err(PyErr::fetch(py));
+                        }
+                        int
+                    }
+                };
+                ffi::PyList_SET_ITEM(list, index as ffi::Py_ssize_t, int);
+            }
+            Ok(Bound::from_owned_ptr(py, list).cast_into_unchecked())
+        }
+    }
+
+    /// A Python list of lists, one per row of ids, filled on `pool`'s threads when the batch is large.
+    pub(crate) fn lists<'py>(
+        &self,
+        py: Python<'py>,
+        rows: &[Vec<Rank>],
+        pool: &rayon::ThreadPool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ints = self.table(py);
+        let total: usize = rows.iter().map(Vec::len).sum();
+        let threads = pool.current_num_threads();
+        // Counts are u32; every id must have a shared int.
+        if threads < 2 || total < PARALLEL_FROM || total > u32::MAX as usize || ints.len() < self.n_vocab {
+            let lists = rows.iter().map(|ids| self.list(py, ids)).collect::<PyResult<Vec<_>>>()?;
+            return PyList::new(py, lists);
+        }
+        let mut unfilled = Unfilled(Vec::with_capacity(rows.len()));
+        for ids in rows {
+            let length = ffi::Py_ssize_t::try_from(ids.len())
+                .map_err(|_| PyValueError::new_err("too many ids for one Python list"))?;
+            // SAFETY: a new list (or null with an exception set). Untracked, the cycle collector
+            // (which another Python thread may run while the GIL is released) never looks at it
+            // half-filled; it is tracked again once whole.
+            unsafe {
+                let list = ffi::PyList_New(length);
+                if list.is_null() {
+                    return Err(PyErr::fetch(py));
+                }
+                ffi::PyObject_GC_UnTrack(list.cast());
+                unfilled.0.push(Unshared(list));
+            }
+        }
+        let counts: Vec<Mutex<Vec<u32>>> = (0..threads).map(|_| Mutex::new(Vec::new())).collect();
+        py.detach(|| {
+            pool.install(|| {
+                rows.par_iter().zip(unfilled.0.par_iter()).for_each(|(ids, &Unshared(list))| {
+                    let worker = rayon::current_thread_index().unwrap_or(0) % threads;
+                    let mut counts = counts[worker].lock().unwrap_or_else(|poison| poison.into_inner());
+                    if counts.is_empty() {
+                        counts.resize(ints.len(), 0);
+                    }
+                    for (index, &id) in ids.iter().enumerate() {
+                        // SAFETY: `list` has exactly `ids.len()` slots and this worker alone writes
+                        // it; `ints` outlives the call (the model owns it). The reference the slot
+                        // needs is taken below, by the count.
+                        unsafe {
+                            ffi::PyList_SET_ITEM(list, index as ffi::Py_ssize_t, ints[id as usize].as_ptr());
+                        }
+                        counts[id as usize] += 1;
+                    }
+                });
+            })
+        });
+        let counts: Vec<Vec<u32>> = counts
+            .into_iter()
+            .map(|count| count.into_inner().unwrap_or_else(|poison| poison.into_inner()))
+            .filter(|count| !count.is_empty())
+            .collect();
+        // SAFETY: with the GIL held again: each shared int gets one reference per slot that holds
+        // it, which makes every list whole; then they are tracked and owned as usual.
+        let lists: Vec<Bound<'py, PyAny>> = unsafe {
+            for (id, int) in ints.iter().enumerate() {
+                let times: u32 = counts.iter().map(|count| count[id]).sum();
+                let int = int.as_ptr();
+                for _ in 0..times {
+                    ffi::Py_INCREF(int);
+                }
+            }
+            std::mem::take(&mut unfilled.0)
+                .into_iter()
+                .map(|Unshared(list)| {
+                    ffi::PyObject_GC_Track(list.cast());
+                    Bound::from_owned_ptr(py, list)
+                })
+                .collect()
+        };
+        PyList::new(py, lists)
+    }
+}
