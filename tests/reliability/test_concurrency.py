@@ -134,12 +134,20 @@ def test_the_gil_check_sees_a_call_that_holds_the_gil() -> None:
     assert not ran, seen
 
 
+@pytest.fixture(scope="module")
+def large_text() -> str:
+    return "".join(textgen.documents(random.Random(5), scaled(5_000_000, 2_500_000), specials=False))
+
+
 @pytest.mark.parametrize("call", ["encode", "encode_ordinary", "encode_with_offsets", "encode_batch",
                                   "encode_iterable"])
-def test_the_core_encodes_without_the_gil(call: str) -> None:
-    """While one thread encodes a large text, another runs Python code."""
+def test_the_core_encodes_without_the_gil(call: str, large_text: str) -> None:
+    """While one thread encodes a large text, another runs Python code (in the middle third of the
+    call: its start and end, reading the str and building the returned lists, need the GIL). The
+    text is varied, so that encoding is most of the call; one line repeated would hit the piece cache
+    every time, leaving the call mostly to list building (with offsets, two lists of ints)."""
     enc = hf_bpe.get_encoding("cl100k_base")
-    text = "The quick brown fox, 1234 jumps; naïve café ☕ 日本語.\n" * scaled(100_000, 50_000)
+    text = large_text
     work = {
         "encode": lambda: enc.encode(text),
         "encode_ordinary": lambda: enc.encode_ordinary(text),
