@@ -5,6 +5,9 @@
 //! (`base64(token) rank` per line); `python -c "import hf_bpe, conversion.tiktoken as t;
 //! t.save(hf_bpe.get_encoding('cl100k_base'), 'cl100k.tiktoken')"` writes one. Times are the thread's
 //! CPU time, best of the runs in about a second; the split-only time is printed beside it.
+//! Environment: BENCH_SECONDS (time per measurement, default 2; 0 runs each once, for callgrind),
+//! BENCH_SPLIT=0 and BENCH_ADVERSARIAL=0 (skip the split-only and the worst-case timings),
+//! BENCH_THREADS=N (also time documents of ~5 KB on N threads).
 
 #[path = "common/timing.rs"]
 mod timing;
@@ -71,7 +74,8 @@ fn main() {
             model.encode_ordinary(&text, &mut out).unwrap();
             out.len()
         });
-        // Adversarial inputs: one piece of a megabyte each.
+        // Adversarial inputs: one piece of a megabyte each (BENCH_ADVERSARIAL=0 skips them).
+        let adversarial_seconds = if std::env::var("BENCH_ADVERSARIAL").as_deref() == Ok("0") { None } else { Some(seconds) };
         let mut seed = 0x2545_F491_4F6C_DD1Du64;
         let mut random = move || {
             seed ^= seed << 13;
@@ -80,10 +84,11 @@ fn main() {
             seed
         };
         let letters: String = (0..1_000_000).map(|_| char::from(b'a' + (random() % 26) as u8)).collect();
-        for (label, adversarial) in [("repeated", "a".repeat(1_000_000)), ("letters", letters)] {
+        let adversarial_inputs = [("repeated", "a".repeat(1_000_000)), ("letters", letters)];
+        for (label, adversarial) in adversarial_inputs.iter().filter(|_| adversarial_seconds.is_some()) {
             let (time, _) = best_seconds(seconds / 2.0, || {
                 out.clear();
-                model.encode_ordinary(&adversarial, &mut out).unwrap();
+                model.encode_ordinary(adversarial, &mut out).unwrap();
                 out.len()
             });
             print!("{name:<7} {label} {:.1} MB/s; ", adversarial.len() as f64 / 1e6 / time);

@@ -14,6 +14,7 @@ pub mod normalize;
 pub mod pretokenize;
 pub mod scan;
 pub mod sentencepiece;
+pub mod short_tokens;
 pub mod special;
 pub mod stream;
 pub mod train;

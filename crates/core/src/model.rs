@@ -21,6 +21,7 @@ use crate::halves::Halves;
 use crate::merge::{Merge, MergeTable};
 use crate::pretokenize::{SplitError, Splitter};
 use crate::sentencepiece::{DecodeState, SentencePiece, SentencePieceSpec};
+use crate::short_tokens::{ShortTokens, SHORT};
 use crate::special::SpecialMatcher;
 use crate::Rank;
 
@@ -252,8 +253,10 @@ impl fmt::Display for RuleDifference {
 /// A BPE model: vocabulary, special tokens and the rule that encodes text.
 #[derive(Clone, Debug)]
 pub struct Model {
-    /// Mergeable token bytes -> id (the whole-piece rule looks pieces up here).
+    /// Mergeable token bytes -> id.
     encoder: FxHashMap<Box<[u8]>, Rank>,
+    /// The short ones again, packed for the whole-piece lookups of the hot path.
+    short: ShortTokens,
     tokens: TokenTable,
     specials: Vec<(String, Rank)>,
     max_id: Option<Rank>,
@@ -433,6 +436,7 @@ impl Model {
         }
         let max_id = tokens.len().checked_sub(1).map(|id| id as Rank);
         Ok(Self {
+            short: ShortTokens::new(encoder.iter().map(|(token, &id)| (&token[..], id))),
             encoder,
             tokens: TokenTable::new(tokens.into_iter(), max_id),
             specials,
@@ -457,7 +461,8 @@ impl Model {
                 .chain(specials.iter().map(|(special, id)| (*id, special.as_bytes().into()))),
             max_id,
         );
-        Ok(Self { encoder, tokens, specials, max_id, rule, cache: ShardedCache::new() })
+        let short = ShortTokens::new(encoder.iter().map(|(token, &id)| (&token[..], id)));
+        Ok(Self { encoder, short, tokens, specials, max_id, rule, cache: ShardedCache::new() })
     }
 
     pub fn kind(&self) -> Kind {
@@ -563,7 +568,7 @@ impl Model {
         cache: Option<&mut PieceCache>,
         out: &mut Vec<Rank>,
     ) {
-        if let Some(&id) = whole_piece.then(|| self.encoder.get(piece)).flatten() {
+        if let Some(id) = whole_piece.then(|| self.token_id(piece)).flatten() {
             return out.push(id);
         }
         let Some(cache) = cache else {
@@ -653,8 +658,13 @@ impl Model {
     }
 
     /// The id of a mergeable token given its bytes.
+    #[inline]
     pub fn token_id(&self, bytes: &[u8]) -> Option<Rank> {
-        self.encoder.get(bytes).copied()
+        if bytes.len() <= SHORT {
+            self.short.get(bytes)
+        } else {
+            self.encoder.get(bytes).copied()
+        }
     }
 
     /// Appends the bytes of `ids` to `out`; on an unknown id, returns it.
