@@ -461,6 +461,18 @@ class BPE:
             return "a SentencePiece model merges characters by piece score, not bytes by a list"
         return self._core.merge_rule_difference(bool(ignore_merges))
 
+    def clear_cache(self) -> None:
+        """Empty the caches of merged pieces (one per encoding thread, a few MB each), freeing their
+        memory. Encoding fills them again as it goes; no result ever depends on them.
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> enc.encode("hello world"); enc.clear_cache(); enc.encode("hello world")
+        [31373, 995]
+        [31373, 995]
+        """
+        self._core.clear_cache()
+
     @property
     def n_vocab(self) -> int:
         """One more than the largest id, special tokens included (ids may have holes)."""

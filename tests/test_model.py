@@ -370,3 +370,27 @@ def test_large_batches_return_ordinary_lists_sharing_ints() -> None:
         assert sys.getrefcount(shared) - before == held
         del batch
         assert sys.getrefcount(shared) == before
+
+
+def test_clearing_the_cache_changes_no_result_even_while_threads_encode() -> None:
+    import threading
+
+    ours = BPE(VOCABS["dense"], "gpt2")
+    rng = random.Random(5)
+    texts = ["".join(rng.choice("etaoin shrdlu\n") for _ in range(rng.randint(100, 3000))) for _ in range(40)]
+    expected = [ours.encode_ordinary(text) for text in texts]
+    results: list[bool] = []
+
+    def encode() -> None:
+        results.append(all(ours.encode_batch(texts, num_threads=2) == expected for _ in range(5)))
+
+    threads = [threading.Thread(target=encode) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for _ in range(200):
+        ours.clear_cache()
+    for thread in threads:
+        thread.join()
+    assert results == [True, True, True]
+    ours.clear_cache()
+    assert [ours.encode_ordinary(text) for text in texts] == expected

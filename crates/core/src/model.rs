@@ -657,6 +657,12 @@ impl Model {
         self.tokens.get(id)
     }
 
+    /// Empties the caches of merged pieces that no thread is using, freeing their memory; encoding
+    /// fills them again. Results never depend on them.
+    pub fn clear_cache(&self) {
+        self.cache.clear();
+    }
+
     /// The id of a mergeable token given its bytes.
     #[inline]
     pub fn token_id(&self, bytes: &[u8]) -> Option<Rank> {

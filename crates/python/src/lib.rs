@@ -570,6 +570,10 @@ impl CoreBPE {
         })
     }
 
+    fn clear_cache(&self) {
+        self.model.clear_cache();
+    }
+
     fn decode_bytes<'py>(
         &self,
         py: Python<'py>,
