@@ -1,8 +1,8 @@
 //! A bounded cache of merged pieces: piece bytes -> the ids the merge loop made of them.
 //!
 //! Natural text repeats its words, so most pieces that are not tokens themselves have been merged
-//! before. Merging a piece costs a hash lookup per pair per step in a table of millions of pairs;
-//! a cache hit costs one hash and one compare in a table that fits in the core's L2 cache.
+//! before. Merging a piece costs a hash lookup per pair per step in a table of hundreds of thousands of pairs;
+//! a cache hit costs one hash and one compare in a table about the size of the core's L2 cache.
 //!
 //! The cache only ever stores what [`crate::merge::MergeTable::encode_piece`] returned for the
 //! same bytes, so it cannot change a result; it is a pure function of the model.
@@ -30,8 +30,9 @@ use crate::Rank;
 pub const KEY_BYTES: usize = 30;
 /// The most ids a cached piece may merge to.
 pub const MAX_IDS: usize = 8;
-/// Slots per cache (a power of two): about 2.2 MB each.
-const SLOTS: usize = 1 << 15;
+/// Slots per cache (a power of two): about 4.4 MB each. Each doubling saved some 5% of the encoding
+/// time on held-out multilingual text with o200k (callgrind, warmed on 6 MB, measured on the next 3 MB).
+const SLOTS: usize = 1 << 16;
 /// Caches per model: more than the threads that usually encode at once.
 const SHARDS: usize = 16;
 
