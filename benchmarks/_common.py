@@ -39,12 +39,16 @@ def best_seconds(run: Callable[[], Any], repeat: int) -> float:
     return best
 
 
-def best_seconds_interleaved(runs: dict[str, Callable[[], Any]], repeat: int) -> dict[str, float]:
+def best_seconds_interleaved(runs: dict[Any, Callable[[], Any]], repeat: int,
+                             setups: dict[Any, Callable[[], Any]] | None = None) -> dict[Any, float]:
     """The fastest of ``repeat`` timed calls of each of ``runs``, taken in turns (one call of each per
-    round), so that a busy spell on the machine slows every contender alike rather than one."""
+    round), so that a busy spell on the machine slows every contender alike rather than one. A run's
+    entry in ``setups``, if any, is called (untimed) before each of its timed calls."""
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(repeat):
         for name, run in runs.items():
+            if setups and name in setups:
+                setups[name]()
             start = time.perf_counter()
             run()
             best[name] = min(best[name], time.perf_counter() - start)
