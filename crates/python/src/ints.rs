@@ -60,6 +60,21 @@ impl Drop for Unfilled {
     }
 }
 
+/// A new list of `length` empty (null) slots, owned by the caller, who must fill every slot before
+/// Python sees it.
+///
+/// # Safety
+/// The GIL must be held.
+unsafe fn new_list(py: Python<'_>, length: usize) -> PyResult<*mut ffi::PyObject> {
+    let length = ffi::Py_ssize_t::try_from(length)
+        .map_err(|_| PyValueError::new_err("too many ids for one Python list"))?;
+    let list = ffi::PyList_New(length);
+    if list.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(list)
+}
+
 impl IntTable {
     pub(crate) fn new(n_vocab: usize) -> Self {
         Self { ints: OnceLock::new(), n_vocab }
@@ -79,16 +94,11 @@ impl IntTable {
     /// A Python list of `ids`.
     pub(crate) fn list<'py>(&self, py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
         let ints = self.table(py);
-        let length = ffi::Py_ssize_t::try_from(ids.len())
-            .map_err(|_| PyValueError::new_err("too many ids for one Python list"))?;
-        // SAFETY: `PyList_New` returns a new reference (or null with an exception set); every slot is
-        // then filled exactly once with a new reference (an incremented shared int or a fresh one)
-        // before the list is handed to Python, and on failure the list is released.
+        // SAFETY: every slot of the new list is filled exactly once with a new reference (an
+        // incremented shared int or a fresh one) before the list is handed to Python, and on failure
+        // the list is released.
         unsafe {
-            let list = ffi::PyList_New(length);
-            if list.is_null() {
-                return Err(PyErr::fetch(py));
-            }
+            let list = new_list(py, ids.len())?;
             for (index, &id) in ids.iter().enumerate() {
                 let int = match ints.get(id as usize) {
                     Some(shared) => {
@@ -128,16 +138,11 @@ impl IntTable {
         }
         let mut unfilled = Unfilled(Vec::with_capacity(rows.len()));
         for ids in rows {
-            let length = ffi::Py_ssize_t::try_from(ids.len())
-                .map_err(|_| PyValueError::new_err("too many ids for one Python list"))?;
-            // SAFETY: a new list (or null with an exception set). Untracked, the cycle collector
-            // (which another Python thread may run while the GIL is released) never looks at it
-            // half-filled; it is tracked again once whole.
+            // SAFETY: untracked, the new list is never looked at half-filled by the cycle collector
+            // (which another Python thread may run while the GIL is released); it is tracked again
+            // once whole.
             unsafe {
-                let list = ffi::PyList_New(length);
-                if list.is_null() {
-                    return Err(PyErr::fetch(py));
-                }
+                let list = new_list(py, ids.len())?;
                 ffi::PyObject_GC_UnTrack(list.cast());
                 unfilled.0.push(Unshared(list));
             }
