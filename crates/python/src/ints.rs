@@ -13,7 +13,7 @@
 use std::sync::{Mutex, OnceLock};
 
 use hf_bpe_core::Rank;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -39,7 +39,7 @@ struct Unshared(*mut ffi::PyObject);
 unsafe impl Send for Unshared {}
 unsafe impl Sync for Unshared {}
 
-/// New lists whose items may still be missing or borrowed (their reference counts not yet taken).
+/// New lists whose items may still be garbage or borrowed (their reference counts not yet taken).
 /// Dropped before [`Unfilled::finish`] (an error or a panic), it empties them before releasing
 /// them, so a borrowed item is never released.
 struct Unfilled(Vec<Unshared>);
@@ -72,6 +72,32 @@ unsafe fn new_list(py: Python<'_>, length: usize) -> PyResult<*mut ffi::PyObject
     if list.is_null() {
         return Err(PyErr::fetch(py));
     }
+    Ok(list)
+}
+
+/// A new list of `length` slots whose contents are garbage until filled: unlike `PyList_New`, which
+/// zeroes them (one serial pass over all a batch's slots, its largest serial cost after releasing
+/// them), so the pool's threads are the first to touch the memory. CPython builds lists the same way
+/// inside (an empty list given an array from `PyMem_Malloc`, which the list frees).
+///
+/// # Safety
+/// The GIL must be held; the caller must fill every slot, or empty them all (see [`Unfilled`]), before
+/// the list is released or seen by Python.
+unsafe fn new_unfilled_list(py: Python<'_>, length: usize) -> PyResult<*mut ffi::PyObject> {
+    let list = new_list(py, 0)?;
+    if length == 0 {
+        return Ok(list);
+    }
+    let size = length.checked_mul(std::mem::size_of::<*mut ffi::PyObject>());
+    let items = size.map_or(std::ptr::null_mut(), |size| ffi::PyMem_Malloc(size));
+    if items.is_null() {
+        ffi::Py_DECREF(list);
+        return Err(PyMemoryError::new_err(format!("no memory for a list of {length} ids")));
+    }
+    let raw = list.cast::<ffi::PyListObject>();
+    (*raw).ob_item = items.cast();
+    (*raw).allocated = length as ffi::Py_ssize_t;
+    (*raw).ob_base.ob_size = length as ffi::Py_ssize_t;
     Ok(list)
 }
 
@@ -140,9 +166,9 @@ impl IntTable {
         for ids in rows {
             // SAFETY: untracked, the new list is never looked at half-filled by the cycle collector
             // (which another Python thread may run while the GIL is released); it is tracked again
-            // once whole.
+            // once whole. Its garbage slots are all overwritten, by the workers or by `Unfilled`.
             unsafe {
-                let list = new_list(py, ids.len())?;
+                let list = new_unfilled_list(py, ids.len())?;
                 ffi::PyObject_GC_UnTrack(list.cast());
                 unfilled.0.push(Unshared(list));
             }
