@@ -10,7 +10,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -212,28 +212,20 @@ def _load_edited(tmp_path: Path, form: str, edits: dict[str, bytes | Any]) -> An
     return support.FORMATS[form].load(support.materialize(files, tmp_path / "edited"))
 
 
-def _tekken_with(edit: Any) -> dict[str, Any]:
-    document = _json("tekken", "tekken.json")
-    edit(document)
-    return {"tekken.json": document}
+def _json_editor(form: str, name: str) -> Callable[[Any], dict[str, Any]]:
+    """A maker of edits for ``form``'s JSON file ``name``: given a function that changes the parsed
+    document in place, the file's replacement for :func:`_load_edited`."""
+    def edited(edit: Any) -> dict[str, Any]:
+        document = _json(form, name)
+        edit(document)
+        return {name: document}
+    return edited
 
 
-def _hf_with(edit: Any) -> dict[str, Any]:
-    document = _json("hf", "tokenizer.json")
-    edit(document)
-    return {"tokenizer.json": document}
-
-
-def _hf_bpe_with(edit: Any) -> dict[str, Any]:
-    document = _json("hf_bpe", "model.json")
-    edit(document)
-    return {"model.json": document}
-
-
-def _encoder_with(edit: Any) -> dict[str, Any]:
-    document = _json("gpt2", "vocab.json")
-    edit(document)
-    return {"vocab.json": document}
+_tekken_with = _json_editor("tekken", "tekken.json")
+_hf_with = _json_editor("hf", "tokenizer.json")
+_hf_bpe_with = _json_editor("hf_bpe", "model.json")
+_encoder_with = _json_editor("gpt2", "vocab.json")
 
 
 def _rank_lines_with(edit: Any) -> dict[str, bytes]:

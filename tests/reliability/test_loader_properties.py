@@ -57,10 +57,16 @@ def test_valid_files_load_and_encode(tmp_path: Path, name: str) -> None:
 def test_corrupted_small_files_load_sanely_or_are_refused(
     tmp_path: Path, name: str, file_index: int, mutator_index: int, choices: list[tuple[int, int, int]]
 ) -> None:
-    form = support.FORMATS[name]
-    files, corrupted, how = support.corrupt(support.valid_files(name), form, file_index, mutator_index, choices)
-    folder = support.materialize(files, tmp_path / "case")
-    OUTCOMES[f"{name} {how}: {support.check_load(form, folder, corrupted)}"] += 1
+    _load_corrupted(support.FORMATS[name], support.valid_files(name), file_index, mutator_index, choices,
+                    tmp_path / "case")
+
+
+def _load_corrupted(form: support.Format, valid: dict[str, bytes], file_index: int, mutator_index: int,
+                    choices: list[tuple[int, int, int]], folder: Path) -> None:
+    """Corrupt one of ``valid``'s files, load them all from ``folder`` as ``form``, hold the property
+    (loaded and usable, or refused as documented) and count the outcome."""
+    files, corrupted, how = support.corrupt(valid, form, file_index, mutator_index, choices)
+    OUTCOMES[f"{form.name} {how}: {support.check_load(form, support.materialize(files, folder), corrupted)}"] += 1
 
 
 # ---------------------------------------------------------------------------------------- real files
@@ -102,8 +108,7 @@ def test_corrupted_real_openai_files_load_sanely_or_are_refused(
     tmp_path: Path, real: str, file_index: int, mutator_index: int, choices: list[tuple[int, int, int]]
 ) -> None:
     form, valid = _real_files()[real]
-    files, corrupted, how = support.corrupt(valid, form, file_index, mutator_index, choices)
-    OUTCOMES[f"{form.name} {how}: {support.check_load(form, support.materialize(files, tmp_path / 'c'), corrupted)}"] += 1
+    _load_corrupted(form, valid, file_index, mutator_index, choices, tmp_path / "c")
 
 
 @pytest.mark.parametrize("model_file", ["tokenizer.model.v1", "mistral_instruct_tokenizer_240323.model.v3"])
@@ -114,8 +119,7 @@ def test_corrupted_real_sentencepiece_models_load_sanely_or_are_refused(
 ) -> None:
     form = support.Format("sentencepiece-real", lambda _: [],
                           lambda folder: conversion.sentencepiece.load(folder / "m.model"), proto_files=("m.model",))
-    files, corrupted, how = support.corrupt({"m.model": _mistral(model_file)}, form, 0, mutator_index, choices)
-    OUTCOMES[f"{form.name} {how}: {support.check_load(form, support.materialize(files, tmp_path / 'c'), corrupted)}"] += 1
+    _load_corrupted(form, {"m.model": _mistral(model_file)}, 0, mutator_index, choices, tmp_path / "c")
 
 
 @REAL
@@ -125,8 +129,7 @@ def test_corrupted_real_tekken_vocabulary_loads_sanely_or_is_refused(
 ) -> None:
     form = support.Format("tekken-real", lambda _: [],
                           lambda folder: conversion.tiktoken.load_tekken(folder / "tekken.json"))
-    files, corrupted, how = support.corrupt({"tekken.json": _mistral("tekken_240911.json")}, form, 0, 0, choices)
-    OUTCOMES[f"{form.name} {how}: {support.check_load(form, support.materialize(files, tmp_path / 'c'), corrupted)}"] += 1
+    _load_corrupted(form, {"tekken.json": _mistral("tekken_240911.json")}, 0, 0, choices, tmp_path / "c")
 
 
 @pytest.mark.parametrize("encoding", ["gpt2", "cl100k_base"])
