@@ -9,6 +9,8 @@
 //! BENCH_SPLIT=0 and BENCH_ADVERSARIAL=0 (skip the split-only and the worst-case timings),
 //! BENCH_THREADS=N (also time documents of ~5 KB on N threads).
 
+#[path = "common/corpora.rs"]
+mod corpora;
 #[path = "common/timing.rs"]
 mod timing;
 
@@ -17,8 +19,6 @@ use hf_bpe_core::model::Model;
 use hf_bpe_core::pretokenize::Splitter;
 use hf_bpe_core::scan::{CL100K, GPT2, O200K};
 use timing::best_cpu_seconds as best_seconds;
-
-const CORPORA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/corpora");
 
 fn read_ranks(path: &str) -> Vec<(Vec<u8>, u32)> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{path}: {error}"));
@@ -37,17 +37,7 @@ fn main() {
         Some(at) => (args[..at].to_vec(), args[at + 1..].to_vec()),
         None => (args, Vec::new()),
     };
-    let files = if files.is_empty() {
-        let mut found: Vec<String> = std::fs::read_dir(CORPORA)
-            .unwrap_or_else(|error| panic!("cannot read {CORPORA}: {error}"))
-            .map(|entry| entry.unwrap().path().display().to_string())
-            .filter(|path| path.ends_with(".txt") && !path.ends_with("COPYING.txt"))
-            .collect();
-        found.sort();
-        found
-    } else {
-        files
-    };
+    let files = if files.is_empty() { corpora::corpus_files() } else { files };
     let text: String = files.iter().map(|path| std::fs::read_to_string(path).unwrap()).collect();
     let seconds: f64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(2.0);
     println!("input: {:.1} MB from {} files", text.len() as f64 / 1e6, files.len());

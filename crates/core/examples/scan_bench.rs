@@ -4,14 +4,14 @@
 //! Times are the thread's CPU time (best of the runs in about a second), so other processes on a
 //! busy machine disturb them less than wall-clock time would.
 
+#[path = "common/corpora.rs"]
+mod corpora;
 #[path = "common/timing.rs"]
 mod timing;
 
 use hf_bpe_core::pretokenize::Splitter;
 use hf_bpe_core::scan::Scanner;
 use timing::best_cpu_seconds;
-
-const CORPORA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/corpora");
 
 /// MB/s (10^6 bytes of UTF-8 input per CPU second) of the best of a few runs, and the piece count.
 fn megabytes_per_second(text: &str, mut split: impl FnMut(&str) -> usize) -> (f64, usize) {
@@ -28,13 +28,7 @@ fn count_pieces(splitter: &Splitter, text: &str) -> usize {
 fn main() {
     let mut files: Vec<String> = std::env::args().skip(1).collect();
     if files.is_empty() {
-        let mut found: Vec<String> = std::fs::read_dir(CORPORA)
-            .unwrap_or_else(|error| panic!("cannot read {CORPORA}: {error}"))
-            .map(|entry| entry.unwrap().path().display().to_string())
-            .filter(|path| path.ends_with(".txt") && !path.ends_with("COPYING.txt"))
-            .collect();
-        found.sort();
-        files = found;
+        files = corpora::corpus_files();
     }
     let corpora: Vec<(String, String)> = files
         .iter()
