@@ -40,8 +40,9 @@ unsafe impl Send for Unshared {}
 unsafe impl Sync for Unshared {}
 
 /// New lists whose items may still be garbage or borrowed (their reference counts not yet taken).
-/// Dropped before [`Unfilled::finish`] (an error or a panic), it empties them before releasing
-/// them, so a borrowed item is never released.
+/// Dropped while it still holds them (an error or a panic before they are whole; once whole,
+/// [`IntTable::lists`] takes them out), it empties them before releasing them, so a borrowed item
+/// is never released.
 struct Unfilled(Vec<Unshared>);
 
 impl Drop for Unfilled {
