@@ -67,6 +67,47 @@ def test_random_vocabularies_encode_like_tiktoken(vocab: str, pattern: str, text
     assert ours.decode(ours.encode_ordinary(text)) == text
 
 
+MULTILINGUAL = "ab éñжΩγλ日本語のはがカタ"
+
+
+def grown_ranks(seed: int, tokens: int, *, shuffled: bool) -> dict[bytes, int]:
+    """Byte-level ranks grown from random stretches of multilingual text, as training grows them:
+    whole characters, parts of characters and tokens across character edges, each made of two
+    earlier tokens; ``shuffled`` deals the merged tokens' ranks out at random."""
+    rng = random.Random(seed)
+    texts = ["".join(rng.choice(MULTILINGUAL) for _ in range(40)).encode() for _ in range(30)]
+    ranks = dict(BYTES)
+    grown: list[bytes] = []
+    while len(grown) < tokens:
+        text = rng.choice(texts)
+        length = rng.randint(2, 7)
+        start = rng.randrange(len(text) - length)
+        candidate, split = text[start:start + length], rng.randint(1, length - 1)
+        if candidate[:split] in ranks and candidate[split:] in ranks and candidate not in ranks:
+            ranks[candidate] = 256 + len(grown)
+            grown.append(candidate)
+    if shuffled:
+        ids = list(range(256, 256 + len(grown)))
+        rng.shuffle(ids)
+        ranks.update(zip(grown, ids))
+    return ranks
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_characters_merged_up_front_encode_like_tiktoken(seed: int, shuffled: bool) -> None:
+    """A character whose bytes provably merge into one token before anything joins them to a
+    neighbour starts as that token; vocabularies with and without tokens that cut into characters
+    early must still encode exactly as tiktoken does, in short and long pieces."""
+    ranks = grown_ranks(seed, 300, shuffled=shuffled)
+    rng = random.Random(seed)
+    for pattern in ("o200k", r"\S+|\s+"):
+        ours, theirs = pair(ranks, pattern)
+        for length in (3, 20, 60, 400):
+            texts = ["".join(rng.choice(MULTILINGUAL) for _ in range(length)) for _ in range(40)]
+            assert ours.encode_ordinary_batch(texts) == theirs.encode_ordinary_batch(texts), (pattern, length)
+
+
 @pytest.mark.parametrize("length", [2, 127, 128, 129, 1000, 20_000])
 def test_long_pieces_merge_like_tiktoken(length: int) -> None:
     """Pieces past the flat-merge threshold take the heap path; both must keep tiktoken's order."""

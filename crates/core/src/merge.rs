@@ -5,8 +5,10 @@
 //! ranks: every split of every token; merges lists: the listed pairs only; SentencePiece: every split
 //! of every piece, prioritized by score), and the loop is the same: repeatedly merge the adjacent
 //! pair with the lowest priority, ties to the leftmost pair. Byte-level formats start from the ids of
-//! the piece's bytes ([`MergeTable::encode_piece`]); SentencePiece starts from character symbols
-//! ([`MergeTable::encode_symbols`]).
+//! the piece's bytes ([`MergeTable::encode_piece`]), except that a character whose bytes provably
+//! merge into one token before anything joins them to a neighbour starts as that token
+//! ([`MergeTable::premerge_chars`]): on Japanese text this skips two merges of three. SentencePiece
+//! starts from character symbols ([`MergeTable::encode_symbols`]).
 //!
 //! Short pieces use a flat scan (cache-friendly, like tiktoken); long pieces use a linked list and a
 //! queue of pairs ([`LongMerge`]: buckets by priority, falling back to a heap with lazy deletion),
@@ -58,6 +60,10 @@ pub struct MergeTable {
     byte_pairs: Box<[Merge]>,
     /// The bytes whose initial symbol is each id (several for a table whose bytes share an id).
     bytes_of_id: FxHashMap<Rank, Vec<u8>>,
+    /// For each code point of two or three UTF-8 bytes, the token its bytes merge to on their own,
+    /// where starting from that token instead of the bytes provably merges the same (see
+    /// [`MergeTable::premerge_chars`]); `NONE` elsewhere. Empty until computed.
+    chars: Box<[Rank]>,
 }
 
 impl MergeTable {
@@ -74,6 +80,94 @@ impl MergeTable {
             joinable: Box::new([u64::MAX; 1024]),
             byte_pairs: vec![NO_MERGE; 256 * 256].into_boxed_slice(),
             bytes_of_id,
+            chars: Box::new([]),
+        }
+    }
+
+    /// Finds the characters whose bytes a piece may start from already merged (see `chars`), given
+    /// the bytes of each token id and the id of each token's bytes. Call it once all merges are in.
+    ///
+    /// A character `c` of two or three bytes whose bytes merge on their own into one token `T`, the
+    /// highest merge priority on the way being `r`, qualifies when every merge that could join a
+    /// part of `c` (a prefix or suffix of its bytes, `T` included) to a neighbour comes after `r`:
+    /// - pairs `(L, P)`, `P` a prefix of `c`, `L` ending in a continuation byte (what ends the
+    ///   character before `c`);
+    /// - pairs `(Q, R)`, `Q` a suffix of `c`, `R` starting with a lead byte (what starts the next
+    ///   character).
+    ///
+    /// Where `c` stands between such neighbours (or the ends of the piece), the merge loop on the
+    /// bytes then makes `T` before any merge reaches across `c`'s edges: until `T` is made, a pair
+    /// inside `c` with priority at most `r` is waiting, and every pair across the edges comes later.
+    /// The pairs inside `c` merge in the order they would alone, so starting from `T` skips exactly
+    /// those merges; and a pair that joins `T` early (present only in the shortcut) cannot come
+    /// before a merge the loop on bytes makes while `c` is unfinished, since that merge comes no
+    /// later than `r`. [`MergeTable::initial_symbols`] checks the neighbours piece by piece; the
+    /// tests compare with the merge loop on bytes on random tables, including tables where parts
+    /// of characters merge early.
+    pub fn premerge_chars<'a>(&mut self, bytes_of: impl Fn(Rank) -> Option<&'a [u8]>, id_of: impl Fn(&[u8]) -> Option<Rank>) {
+        self.chars = Box::new([]);
+        // Each byte must have its own id, so that a symbol's bytes are known from its id.
+        if self.bytes_of_id.len() != 256 {
+            return;
+        }
+        let is_continuation = |byte: u8| (0x80..0xC0).contains(&byte);
+        let is_lead = |byte: u8| byte >= 0xC0;
+        // The earliest merge of each possible prefix with what can end the character before, and of
+        // each possible suffix with what can start the character after.
+        let mut earliest_after_continuation: FxHashMap<Rank, u32> = FxHashMap::default();
+        let mut earliest_before_lead: FxHashMap<Rank, u32> = FxHashMap::default();
+        for (&key, merge) in &self.pairs {
+            let (left, right) = ((key >> 32) as Rank, key as Rank);
+            let (Some(left_bytes), Some(right_bytes)) = (bytes_of(left), bytes_of(right)) else {
+                // Unknown bytes: no character is proven safe.
+                return;
+            };
+            let (Some(&last), Some(&first)) = (left_bytes.last(), right_bytes.first()) else {
+                return;
+            };
+            if right_bytes.len() <= 3 && is_lead(first) && is_continuation(last) {
+                let earliest = earliest_after_continuation.entry(right).or_insert(u32::MAX);
+                *earliest = (*earliest).min(merge.priority);
+            }
+            if left_bytes.len() <= 3 && is_lead(first) && (is_continuation(left_bytes[0]) || is_lead(left_bytes[0])) {
+                let earliest = earliest_before_lead.entry(left).or_insert(u32::MAX);
+                *earliest = (*earliest).min(merge.priority);
+            }
+        }
+        let mut chars = vec![NONE; 0x1_0000].into_boxed_slice();
+        let mut utf8 = [0u8; 4];
+        for code_point in 0x80..0x1_0000u32 {
+            let Some(character) = char::from_u32(code_point) else { continue };
+            let bytes = character.encode_utf8(&mut utf8).as_bytes();
+            let (symbols, highest) = self.merge_alone(bytes);
+            let [token] = symbols[..] else { continue };
+            let later = |earliest: &FxHashMap<Rank, u32>, part: &[u8]| {
+                id_of(part).is_none_or(|id| earliest.get(&id).is_none_or(|&priority| priority > highest))
+            };
+            let prefixes_safe = (1..=bytes.len()).all(|end| later(&earliest_after_continuation, &bytes[..end]));
+            let suffixes_safe = (0..bytes.len()).all(|start| later(&earliest_before_lead, &bytes[start..]));
+            if prefixes_safe && suffixes_safe {
+                chars[code_point as usize] = token;
+            }
+        }
+        self.chars = chars;
+    }
+
+    /// The plain merge loop on `bytes` (a character), and the highest priority it merged with.
+    fn merge_alone(&self, bytes: &[u8]) -> (Vec<Rank>, u32) {
+        let mut symbols: Vec<Rank> = bytes.iter().map(|&byte| self.byte_id(byte)).collect();
+        let mut highest = 0;
+        loop {
+            let best = (0..symbols.len().saturating_sub(1))
+                .map(|at| (self.lookup(symbols[at], symbols[at + 1]), at))
+                .filter(|(merge, _)| merge.priority != NO_MERGE.priority)
+                .min_by_key(|(merge, at)| (merge.priority, *at));
+            let Some((merge, at)) = best else {
+                return (symbols, highest);
+            };
+            highest = highest.max(merge.priority);
+            symbols[at] = merge.merged;
+            symbols.remove(at + 1);
         }
     }
 
@@ -172,9 +266,83 @@ impl MergeTable {
         match piece.len() {
             0 => {}
             1 => out.push(self.byte_id(piece[0])),
+            _ if !self.chars.is_empty() && !piece.is_ascii() => self.merge_from_chars(piece, out),
             len if len <= HEAP_THRESHOLD => self.merge_flat(piece, out),
             _ => self.merge_long(piece, out),
         }
+    }
+
+    /// The merge loop on `piece`, starting from the tokens of the characters that qualify (see
+    /// `chars`) and the bytes of the rest.
+    fn merge_from_chars(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        let start = out.len();
+        // Of the first `HEAP_THRESHOLD` symbols: the byte of each that is a byte, and a bit for
+        // each that is a character's token (whose pairs are looked up in the pair map).
+        let mut bytes = [0u8; HEAP_THRESHOLD];
+        let mut from_chars = 0u64;
+        let mut at = 0;
+        while at < piece.len() {
+            let index = out.len() - start;
+            if let Some((token, len)) = self.char_token(piece, at) {
+                out.push(token);
+                if index < HEAP_THRESHOLD {
+                    from_chars |= 1 << index;
+                }
+                at += len;
+            } else {
+                out.push(self.byte_id(piece[at]));
+                if index < HEAP_THRESHOLD {
+                    bytes[index] = piece[at];
+                }
+                at += 1;
+            }
+        }
+        let count = out.len() - start;
+        if count > HEAP_THRESHOLD {
+            let ids = out.split_off(start);
+            return self.merge_long_ids(ids, out);
+        }
+        let mut merges = [NO_MERGE; HEAP_THRESHOLD];
+        for index in 0..count - 1 {
+            merges[index] = if from_chars & (0b11 << index) == 0 {
+                self.byte_pair(bytes[index], bytes[index + 1])
+            } else {
+                self.lookup(out[start + index], out[start + index + 1])
+            };
+        }
+        self.merge_loop(start, out, merges);
+    }
+
+    /// The token of the character starting at `piece[at]` and its length in bytes, when the piece
+    /// may start from it there: a well-formed character of two or three bytes that qualifies (see
+    /// `chars`), after a continuation byte or the piece's start and before a lead byte or the end.
+    #[inline(always)]
+    fn char_token(&self, piece: &[u8], at: usize) -> Option<(Rank, usize)> {
+        let is_continuation = |byte: u8| (0x80..0xC0).contains(&byte);
+        let lead = piece[at];
+        let len = match lead {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            _ => return None,
+        };
+        let bytes = piece.get(at..at + len)?;
+        if !bytes[1..].iter().all(|&byte| is_continuation(byte))
+            || (at > 0 && !is_continuation(piece[at - 1]))
+            || piece.get(at + len).is_some_and(|&next| next < 0xC0)
+        {
+            return None;
+        }
+        let code_point = if len == 2 {
+            (u32::from(lead & 0x1F) << 6) | u32::from(bytes[1] & 0x3F)
+        } else {
+            let code_point = (u32::from(lead & 0x0F) << 12) | (u32::from(bytes[1] & 0x3F) << 6) | u32::from(bytes[2] & 0x3F);
+            if code_point < 0x800 {
+                return None; // overlong: not the character's own bytes
+            }
+            code_point
+        };
+        let token = self.chars[code_point as usize];
+        (token != NONE).then_some((token, len))
     }
 
     /// Merges the initial symbols `symbols` (ids; may be empty) and appends the result to `out`.
@@ -566,6 +734,87 @@ mod tests {
             assert_eq!(actual, expected);
             assert_eq!(expected, naive(&uncut, &piece));
         }
+    }
+
+    /// A table filled as `Model::from_ranks` fills it: every split of every token into two tokens
+    /// merges, with the token's priority (its rank, or a random one).
+    fn rank_table(tokens: &[Vec<u8>], priorities: &[u32]) -> MergeTable {
+        let encoder: FxHashMap<&[u8], Rank> =
+            tokens.iter().enumerate().map(|(id, token)| (&token[..], id as Rank)).collect();
+        let mut table = table(&[]);
+        for (id, token) in tokens.iter().enumerate() {
+            for split in 1..token.len() {
+                if let (Some(&left), Some(&right)) = (encoder.get(&token[..split]), encoder.get(&token[split..])) {
+                    let merge = Merge { priority: priorities[id], merged: id as Rank };
+                    table.insert_joining(left, right, merge, token[split - 1], token[split]);
+                }
+            }
+        }
+        table.premerge_chars(|id| tokens.get(id as usize).map(|token| &token[..]), |bytes| encoder.get(bytes).copied());
+        table
+    }
+
+    #[test]
+    fn starting_from_characters_merges_like_the_bytes() {
+        // Vocabularies grown from random stretches of multilingual text: whole characters, parts
+        // of characters, and tokens across character edges, some made before the characters they
+        // cut into. Pieces (valid text, and arbitrary byte slices of it) must merge exactly as the
+        // naive loop on bytes, whichever characters qualify.
+        let alphabet: Vec<char> = "ab éñжΩ日本のは語".chars().collect();
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        let (mut qualified, mut refused, mut pieces_with_chars) = (0, 0, 0);
+        for round in 0..60 {
+            let texts: Vec<Vec<u8>> = (0..20)
+                .map(|_| (0..30).map(|_| alphabet[next() % alphabet.len()]).collect::<String>().into_bytes())
+                .collect();
+            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
+            let mut known: std::collections::HashSet<Vec<u8>> = tokens.iter().cloned().collect();
+            let mut attempts = 0;
+            while tokens.len() < 256 + 40 + round * 3 && attempts < 100_000 {
+                attempts += 1;
+                let text = &texts[next() % texts.len()];
+                let len = 2 + next() % 6;
+                let start = next() % (text.len() - len);
+                let candidate = &text[start..start + len];
+                let split = 1 + next() % (len - 1);
+                if known.contains(&candidate[..split]) && known.contains(&candidate[split..]) && known.insert(candidate.to_vec()) {
+                    tokens.push(candidate.to_vec());
+                }
+            }
+            let priorities: Vec<u32> = (0..tokens.len() as u32)
+                .map(|id| if round % 3 == 2 && id >= 256 { 256 + (next() % 1000) as u32 } else { id })
+                .collect();
+            let table = rank_table(&tokens, &priorities);
+            for &character in &alphabet {
+                if character.len_utf8() > 1 {
+                    if table.chars[character as usize] == NONE { refused += 1 } else { qualified += 1 }
+                }
+            }
+            for _ in 0..200 {
+                let text = &texts[next() % texts.len()];
+                let (from, to) = (next() % text.len(), next() % (text.len() + 1));
+                let piece = if round % 2 == 0 { &text[..] } else { &text[from.min(to)..from.max(to)] };
+                if piece.iter().enumerate().any(|(at, _)| table.char_token(piece, at).is_some()) {
+                    pieces_with_chars += 1;
+                }
+                let mut actual = Vec::new();
+                table.encode_piece(piece, &mut actual);
+                assert_eq!(actual, naive(&table, piece), "round {round}, piece {piece:?}");
+            }
+            // Long pieces, past the flat loop in characters.
+            let long: Vec<u8> = texts.concat();
+            let mut actual = Vec::new();
+            table.encode_piece(&long, &mut actual);
+            assert_eq!(actual, naive(&table, &long), "round {round}, long piece");
+        }
+        assert!(qualified > 50 && refused > 50, "{qualified} characters qualified, {refused} refused");
+        assert!(pieces_with_chars > 1000, "only {pieces_with_chars} pieces started from a character");
     }
 
     #[test]

@@ -462,6 +462,10 @@ impl Model {
             max_id,
         );
         let short = ShortTokens::new(encoder.iter().map(|(token, &id)| (&token[..], id)));
+        let mut rule = rule;
+        if let Rule::ByteLevel(ByteLevel { merges, .. }) = &mut rule {
+            merges.premerge_chars(|id| token_of_id.get(&id).copied(), |bytes| encoder.get(bytes).copied());
+        }
         Ok(Self { encoder, short, tokens, specials, max_id, rule, cache: ShardedCache::new() })
     }
 
