@@ -7,7 +7,7 @@
 //! pair with the lowest priority, ties to the leftmost pair. Byte-level formats start from the ids of
 //! the piece's bytes ([`MergeTable::encode_piece`]), except that a character whose bytes provably
 //! merge into one token before anything joins them to a neighbour starts as that token
-//! ([`MergeTable::premerge_chars`]): on Japanese text this skips two merges of three. SentencePiece
+//! ([`MergeTable::premerge_chars`]), skipping the merges inside it. SentencePiece
 //! starts from character symbols ([`MergeTable::encode_symbols`]).
 //!
 //! Short pieces use a flat scan (cache-friendly, like tiktoken); long pieces use a linked list and a
