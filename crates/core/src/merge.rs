@@ -60,10 +60,11 @@ pub struct MergeTable {
     byte_pairs: Box<[Merge]>,
     /// The bytes whose initial symbol is each id (several for a table whose bytes share an id).
     bytes_of_id: FxHashMap<Rank, Vec<u8>>,
-    /// For each code point of two or three UTF-8 bytes, the token its bytes merge to on their own,
-    /// where starting from that token instead of the bytes provably merges the same (see
-    /// [`MergeTable::premerge_chars`]); `NONE` elsewhere. Empty until computed.
-    chars: Box<[Rank]>,
+    /// For each code point of two or three UTF-8 bytes, the symbols (one or two; `NONE` pads) its
+    /// bytes merge to on their own, as far as starting from them instead of the bytes provably
+    /// merges the same (see [`MergeTable::premerge_chars`]); `[NONE, NONE]` where that is nowhere.
+    /// Empty until computed.
+    chars: Box<[[Rank; 2]]>,
 }
 
 impl MergeTable {
@@ -84,27 +85,28 @@ impl MergeTable {
         }
     }
 
-    /// Finds the characters whose bytes a piece may start from already merged (see `chars`), given
-    /// the bytes of each token id and the id of each token's bytes. Call it once all merges are in.
+    /// Finds, for each character of two or three bytes, how far a piece may start its bytes already
+    /// merged (see `chars`), given the bytes of each token id. Call it once all merges are in.
     ///
-    /// A character `c` of two or three bytes whose bytes merge on their own into one token `T`, the
-    /// highest merge priority on the way being `r`, qualifies when every merge that could join a
-    /// part of `c` (a prefix or suffix of its bytes, `T` included) to a neighbour comes after `r`:
-    /// - pairs `(L, P)`, `P` a prefix of `c`, `L` ending in a continuation byte (what ends the
-    ///   character before `c`);
-    /// - pairs `(Q, R)`, `Q` a suffix of `c`, `R` starting with a lead byte (what starts the next
-    ///   character).
+    /// Alone, a character `c`'s bytes go through states `S_0` (the bytes), `S_1`, ... (one merge
+    /// each; `q_j` the priority of the merge that ends `S_j`). A piece may start `c` from `S_k`
+    /// (`k >= 1`), where `r = max(q_0 .. q_k-1)`, when:
+    /// - every merge that could join a state's edge to a neighbour comes after `r`: pairs `(L, P)`
+    ///   with `P` the first symbol of some `S_j` (`j <= k`) and `L` ending in a continuation byte
+    ///   (what ends the character before), and pairs `(Q, R)` with `Q` the last symbol of some `S_j`
+    ///   and `R` starting with a lead byte (what starts the next character);
+    /// - every pair inside `S_k` merges after `r`, or not at all.
     ///
     /// Where `c` stands between such neighbours (or the ends of the piece), the merge loop on the
-    /// bytes then makes `T` before any merge reaches across `c`'s edges: until `T` is made, a pair
-    /// inside `c` with priority at most `r` is waiting, and every pair across the edges comes later.
-    /// The pairs inside `c` merge in the order they would alone, so starting from `T` skips exactly
-    /// those merges; and a pair that joins `T` early (present only in the shortcut) cannot come
-    /// before a merge the loop on bytes makes while `c` is unfinished, since that merge comes no
-    /// later than `r`. [`MergeTable::initial_symbols`] checks the neighbours piece by piece; the
-    /// tests compare with the merge loop on bytes on random tables, including tables where parts
-    /// of characters merge early.
-    pub fn premerge_chars<'a>(&mut self, bytes_of: impl Fn(Rank) -> Option<&'a [u8]>, id_of: impl Fn(&[u8]) -> Option<Rank>) {
+    /// bytes takes `c` through `S_1` .. `S_k` exactly as alone, before any merge reaches across its
+    /// edges: while `c` is at `S_j`, its pair with priority `q_j <= r` is waiting, and every pair
+    /// across its edges comes after `r`. Starting from `S_k` skips exactly those merges: a pair
+    /// present only in the shortcut (at `S_k`'s edges or inside it) comes after `r`, so it cannot
+    /// come before any merge the loop on bytes makes while `c` is short of `S_k`, each of which comes
+    /// no later than `c`'s waiting pair. [`MergeTable::char_symbols`] checks the neighbours piece
+    /// by piece; the tests compare with the merge loop on bytes on random tables, including tables
+    /// where parts of characters merge early.
+    pub fn premerge_chars<'a>(&mut self, bytes_of: impl Fn(Rank) -> Option<&'a [u8]>) {
         self.chars = Box::new([]);
         // Each byte must have its own id, so that a symbol's bytes are known from its id.
         if self.bytes_of_id.len() != 256 {
@@ -112,8 +114,8 @@ impl MergeTable {
         }
         let is_continuation = |byte: u8| (0x80..0xC0).contains(&byte);
         let is_lead = |byte: u8| byte >= 0xC0;
-        // The earliest merge of each possible prefix with what can end the character before, and of
-        // each possible suffix with what can start the character after.
+        // The earliest merge of each possible first symbol of a character with what can end the
+        // character before, and of each possible last symbol with what can start the next one.
         let mut earliest_after_continuation: FxHashMap<Rank, u32> = FxHashMap::default();
         let mut earliest_before_lead: FxHashMap<Rank, u32> = FxHashMap::default();
         for (&key, merge) in &self.pairs {
@@ -129,43 +131,48 @@ impl MergeTable {
                 let earliest = earliest_after_continuation.entry(right).or_insert(u32::MAX);
                 *earliest = (*earliest).min(merge.priority);
             }
-            if left_bytes.len() <= 3 && is_lead(first) && (is_continuation(left_bytes[0]) || is_lead(left_bytes[0])) {
+            if left_bytes.len() <= 3 && is_lead(first) && !left_bytes[0].is_ascii() {
                 let earliest = earliest_before_lead.entry(left).or_insert(u32::MAX);
                 *earliest = (*earliest).min(merge.priority);
             }
         }
-        let mut chars = vec![NONE; 0x1_0000].into_boxed_slice();
+        let mut chars = vec![[NONE; 2]; 0x1_0000].into_boxed_slice();
         let mut utf8 = [0u8; 4];
         for code_point in 0x80..0x1_0000u32 {
             let Some(character) = char::from_u32(code_point) else { continue };
-            let bytes = character.encode_utf8(&mut utf8).as_bytes();
-            let (symbols, highest) = self.merge_alone(bytes);
-            let [token] = symbols[..] else { continue };
-            let later = |earliest: &FxHashMap<Rank, u32>, part: &[u8]| {
-                id_of(part).is_none_or(|id| earliest.get(&id).is_none_or(|&priority| priority > highest))
-            };
-            let prefixes_safe = (1..=bytes.len()).all(|end| later(&earliest_after_continuation, &bytes[..end]));
-            let suffixes_safe = (0..bytes.len()).all(|start| later(&earliest_before_lead, &bytes[start..]));
-            if prefixes_safe && suffixes_safe {
-                chars[code_point as usize] = token;
+            let stages = self.merge_stages(character.encode_utf8(&mut utf8).as_bytes());
+            // The furthest state that qualifies (S_0, the bytes, always does).
+            let furthest = (1..stages.len()).rev().find(|&k| {
+                let r = stages[..k].iter().map(|(_, priority)| *priority).max().unwrap_or(0);
+                let after = |earliest: &FxHashMap<Rank, u32>, id: Rank| earliest.get(&id).is_none_or(|&p| p > r);
+                stages[..=k].iter().all(|(state, _)| {
+                    after(&earliest_after_continuation, state[0])
+                        && after(&earliest_before_lead, state[state.len() - 1])
+                }) && stages[k].0.windows(2).all(|pair| self.lookup(pair[0], pair[1]).priority > r)
+            });
+            if let Some(k) = furthest {
+                let state = &stages[k].0;
+                chars[code_point as usize] = [state[0], state.get(1).copied().unwrap_or(NONE)];
             }
         }
         self.chars = chars;
     }
 
-    /// The plain merge loop on `bytes` (a character), and the highest priority it merged with.
-    fn merge_alone(&self, bytes: &[u8]) -> (Vec<Rank>, u32) {
+    /// The plain merge loop on `bytes` (a character), state by state: the symbols before each
+    /// merge with that merge's priority, then the final symbols (with `NO_MERGE`'s).
+    fn merge_stages(&self, bytes: &[u8]) -> Vec<(Vec<Rank>, u32)> {
         let mut symbols: Vec<Rank> = bytes.iter().map(|&byte| self.byte_id(byte)).collect();
-        let mut highest = 0;
+        let mut stages = Vec::new();
         loop {
             let best = (0..symbols.len().saturating_sub(1))
                 .map(|at| (self.lookup(symbols[at], symbols[at + 1]), at))
                 .filter(|(merge, _)| merge.priority != NO_MERGE.priority)
                 .min_by_key(|(merge, at)| (merge.priority, *at));
             let Some((merge, at)) = best else {
-                return (symbols, highest);
+                stages.push((symbols, NO_MERGE.priority));
+                return stages;
             };
-            highest = highest.max(merge.priority);
+            stages.push((symbols.clone(), merge.priority));
             symbols[at] = merge.merged;
             symbols.remove(at + 1);
         }
@@ -277,19 +284,23 @@ impl MergeTable {
     fn merge_from_chars(&self, piece: &[u8], out: &mut Vec<Rank>) {
         let start = out.len();
         // Of the first `HEAP_THRESHOLD` symbols: the byte of each that is a byte, and a bit for
-        // each that is a character's token (whose pairs are looked up in the pair map).
+        // each that comes from a character's merged state (whose pairs are looked up in the pair
+        // map).
         let mut bytes = [0u8; HEAP_THRESHOLD];
         let mut from_chars = 0u64;
         let mut at = 0;
         while at < piece.len() {
-            let index = out.len() - start;
-            if let Some((token, len)) = self.char_token(piece, at) {
-                out.push(token);
-                if index < HEAP_THRESHOLD {
-                    from_chars |= 1 << index;
+            if let Some((symbols, len)) = self.char_symbols(piece, at) {
+                for symbol in symbols.into_iter().filter(|&symbol| symbol != NONE) {
+                    let index = out.len() - start;
+                    out.push(symbol);
+                    if index < HEAP_THRESHOLD {
+                        from_chars |= 1 << index;
+                    }
                 }
                 at += len;
             } else {
+                let index = out.len() - start;
                 out.push(self.byte_id(piece[at]));
                 if index < HEAP_THRESHOLD {
                     bytes[index] = piece[at];
@@ -313,11 +324,12 @@ impl MergeTable {
         self.merge_loop(start, out, merges);
     }
 
-    /// The token of the character starting at `piece[at]` and its length in bytes, when the piece
-    /// may start from it there: a well-formed character of two or three bytes that qualifies (see
-    /// `chars`), after a continuation byte or the piece's start and before a lead byte or the end.
+    /// The merged symbols of the character starting at `piece[at]` and its length in bytes, when the
+    /// piece may start from them there: a well-formed character of two or three bytes that
+    /// qualifies (see `chars`), after a continuation byte or the piece's start and before a lead
+    /// byte or the end.
     #[inline(always)]
-    fn char_token(&self, piece: &[u8], at: usize) -> Option<(Rank, usize)> {
+    fn char_symbols(&self, piece: &[u8], at: usize) -> Option<([Rank; 2], usize)> {
         let is_continuation = |byte: u8| (0x80..0xC0).contains(&byte);
         let lead = piece[at];
         let len = match lead {
@@ -341,8 +353,8 @@ impl MergeTable {
             }
             code_point
         };
-        let token = self.chars[code_point as usize];
-        (token != NONE).then_some((token, len))
+        let symbols = self.chars[code_point as usize];
+        (symbols[0] != NONE).then_some((symbols, len))
     }
 
     /// Merges the initial symbols `symbols` (ids; may be empty) and appends the result to `out`.
@@ -750,7 +762,7 @@ mod tests {
                 }
             }
         }
-        table.premerge_chars(|id| tokens.get(id as usize).map(|token| &token[..]), |bytes| encoder.get(bytes).copied());
+        table.premerge_chars(|id| tokens.get(id as usize).map(|token| &token[..]));
         table
     }
 
@@ -768,7 +780,7 @@ mod tests {
             seed ^= seed << 17;
             seed as usize
         };
-        let (mut qualified, mut refused, mut pieces_with_chars) = (0, 0, 0);
+        let (mut qualified, mut partly, mut refused, mut pieces_with_chars) = (0, 0, 0, 0);
         for round in 0..60 {
             let texts: Vec<Vec<u8>> = (0..20)
                 .map(|_| (0..30).map(|_| alphabet[next() % alphabet.len()]).collect::<String>().into_bytes())
@@ -793,14 +805,18 @@ mod tests {
             let table = rank_table(&tokens, &priorities);
             for &character in &alphabet {
                 if character.len_utf8() > 1 {
-                    if table.chars[character as usize] == NONE { refused += 1 } else { qualified += 1 }
+                    match table.chars[character as usize] {
+                        [NONE, _] => refused += 1,
+                        [_, NONE] => qualified += 1,
+                        _ => partly += 1,
+                    }
                 }
             }
             for _ in 0..200 {
                 let text = &texts[next() % texts.len()];
                 let (from, to) = (next() % text.len(), next() % (text.len() + 1));
                 let piece = if round % 2 == 0 { &text[..] } else { &text[from.min(to)..from.max(to)] };
-                if piece.iter().enumerate().any(|(at, _)| table.char_token(piece, at).is_some()) {
+                if piece.iter().enumerate().any(|(at, _)| table.char_symbols(piece, at).is_some()) {
                     pieces_with_chars += 1;
                 }
                 let mut actual = Vec::new();
@@ -813,8 +829,34 @@ mod tests {
             table.encode_piece(&long, &mut actual);
             assert_eq!(actual, naive(&table, &long), "round {round}, long piece");
         }
-        assert!(qualified > 50 && refused > 50, "{qualified} characters qualified, {refused} refused");
+        assert!(
+            qualified > 50 && partly > 20 && refused > 50,
+            "{qualified} characters start as one symbol, {partly} as two, {refused} as bytes"
+        );
         assert!(pieces_with_chars > 1000, "only {pieces_with_chars} pieces started from a character");
+    }
+
+    #[test]
+    fn a_state_whose_own_pair_merges_early_is_no_start() {
+        // の = E3 81 AE: alone, 81 AE merges (priority 50), then E3 + that (30, earlier). After は
+        // (E3 81 AF), whose 81 AF merges at 40, the loop on bytes makes 81 AF, then 81 AE, then の.
+        // Starting の from [E3, 81 AE] would make の at 30, before 81 AF, and let AF + の (35) in.
+        let (f_af, f_ae, no, af_no) = (300, 301, 302, 303);
+        let mut table = table(&[]);
+        for (left, right, merged, priority) in [(0x81, 0xAF, f_af, 40), (0x81, 0xAE, f_ae, 50), (0xE3, f_ae, no, 30), (0xAF, no, af_no, 35)] {
+            table.insert(left, right, Merge { priority, merged });
+        }
+        let bytes: FxHashMap<Rank, Vec<u8>> = [(f_af, vec![0x81, 0xAF]), (f_ae, vec![0x81, 0xAE]), (no, "の".into()), (af_no, [&[0xAF][..], "の".as_bytes()].concat())]
+            .into_iter()
+            .chain((0..=255u8).map(|byte| (Rank::from(byte), vec![byte])))
+            .collect();
+        table.premerge_chars(|id| bytes.get(&id).map(|token| &token[..]));
+        assert_eq!(table.chars['の' as usize], [NONE, NONE]);
+        let piece = "はの".as_bytes();
+        let mut actual = Vec::new();
+        table.encode_piece(piece, &mut actual);
+        assert_eq!(actual, naive(&table, piece));
+        assert_eq!(actual, vec![0xE3, f_af, no]);
     }
 
     #[test]

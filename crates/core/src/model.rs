@@ -464,7 +464,7 @@ impl Model {
         let short = ShortTokens::new(encoder.iter().map(|(token, &id)| (&token[..], id)));
         let mut rule = rule;
         if let Rule::ByteLevel(ByteLevel { merges, .. }) = &mut rule {
-            merges.premerge_chars(|id| token_of_id.get(&id).copied(), |bytes| encoder.get(bytes).copied());
+            merges.premerge_chars(|id| token_of_id.get(&id).copied());
         }
         Ok(Self { encoder, short, tokens, specials, max_id, rule, cache: ShardedCache::new() })
     }
