@@ -6,9 +6,9 @@
 //! of every piece, prioritized by score), and the loop is the same: repeatedly merge the adjacent
 //! pair with the lowest priority, ties to the leftmost pair. Byte-level formats start from the ids of
 //! the piece's bytes ([`MergeTable::encode_piece`]), except that a character whose bytes provably
-//! merge into one token before anything joins them to a neighbour starts as that token
-//! ([`MergeTable::premerge_chars`]), skipping the merges inside it. SentencePiece
-//! starts from character symbols ([`MergeTable::encode_symbols`]).
+//! merge among themselves before anything joins them to a neighbour starts as far merged as that
+//! goes ([`MergeTable::premerge_chars`]), skipping those merges. SentencePiece starts from
+//! character symbols ([`MergeTable::encode_symbols`]).
 //!
 //! Short pieces use a flat scan (cache-friendly, like tiktoken); long pieces use a linked list and a
 //! queue of pairs ([`LongMerge`]: buckets by priority, falling back to a heap with lazy deletion),
