@@ -46,6 +46,18 @@ fn pair_key(left: Rank, right: Rank) -> u64 {
     (u64::from(left) << 32) | u64::from(right)
 }
 
+/// A UTF-8 continuation byte (`10xxxxxx`): what ends a character of two bytes or more.
+#[inline(always)]
+fn is_continuation(byte: u8) -> bool {
+    (0x80..0xC0).contains(&byte)
+}
+
+/// A byte that can only start a character of two bytes or more (or none, in invalid UTF-8).
+#[inline(always)]
+fn is_lead(byte: u8) -> bool {
+    byte >= 0xC0
+}
+
 /// The pair table and the initial symbol of each byte.
 #[derive(Clone, Debug)]
 pub struct MergeTable {
@@ -112,8 +124,6 @@ impl MergeTable {
         if self.bytes_of_id.len() != 256 {
             return;
         }
-        let is_continuation = |byte: u8| (0x80..0xC0).contains(&byte);
-        let is_lead = |byte: u8| byte >= 0xC0;
         // The earliest merge of each possible first symbol of a character with what can end the
         // character before, and of each possible last symbol with what can start the next one.
         let mut earliest_after_continuation: FxHashMap<Rank, u32> = FxHashMap::default();
@@ -330,9 +340,7 @@ impl MergeTable {
     /// byte or the end.
     #[inline(always)]
     fn char_symbols(&self, piece: &[u8], at: usize) -> Option<([Rank; 2], usize)> {
-        let is_continuation = |byte: u8| (0x80..0xC0).contains(&byte);
-        let lead = piece[at];
-        let len = match lead {
+        let len = match piece[at] {
             0xC2..=0xDF => 2,
             0xE0..=0xEF => 3,
             _ => return None,
@@ -340,19 +348,14 @@ impl MergeTable {
         let bytes = piece.get(at..at + len)?;
         if !bytes[1..].iter().all(|&byte| is_continuation(byte))
             || (at > 0 && !is_continuation(piece[at - 1]))
-            || piece.get(at + len).is_some_and(|&next| next < 0xC0)
+            || piece.get(at + len).is_some_and(|&next| !is_lead(next))
         {
             return None;
         }
-        let code_point = if len == 2 {
-            (u32::from(lead & 0x1F) << 6) | u32::from(bytes[1] & 0x3F)
-        } else {
-            let code_point = (u32::from(lead & 0x0F) << 12) | (u32::from(bytes[1] & 0x3F) << 6) | u32::from(bytes[2] & 0x3F);
-            if code_point < 0x800 {
-                return None; // overlong: not the character's own bytes
-            }
-            code_point
-        };
+        let (code_point, _) = crate::scan::decode(piece, at);
+        if code_point < 0x800 && len == 3 {
+            return None; // overlong: not the character's own bytes
+        }
         let symbols = self.chars[code_point as usize];
         (symbols[0] != NONE).then_some((symbols, len))
     }

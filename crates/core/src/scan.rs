@@ -534,10 +534,10 @@ fn count_leading(bytes: &[u8], keep: impl Fn(u8) -> bool) -> usize {
     bytes.iter().take_while(|&&byte| keep(byte)).count()
 }
 
-/// Decodes the multi-byte UTF-8 character starting at `at` (`bytes` is valid UTF-8): its code
-/// point and length.
+/// Decodes the multi-byte UTF-8 character starting at `at`: its code point and length. The lead
+/// byte at `at` must be followed by all its continuation bytes (so in valid UTF-8, always).
 #[inline(always)]
-fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
+pub(crate) fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
     let lead = u32::from(bytes[at]);
     let continuation = |offset: usize| u32::from(bytes[at + offset]) & 0x3F;
     if lead < 0xE0 {
