@@ -68,40 +68,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.collect()
         gc.freeze()
 
-        def warmed_single(ours: Any = ours) -> float:
+        def warmed_single(keep: bool = False, ours: Any = ours) -> float:
             ours.clear_cache()
             for doc in warm_up:
                 ours.encode_ordinary(doc)
             start = time.perf_counter()
-            for doc in docs:
-                ours.encode_ordinary(doc)
+            if keep:
+                lists = [ours.encode_ordinary(doc) for doc in docs]
+                del lists
+            else:
+                for doc in docs:
+                    ours.encode_ordinary(doc)
             return time.perf_counter() - start
 
-        def warmed_batch(ours: Any = ours) -> float:
+        def warmed_batch(threads: int = args.threads, ours: Any = ours) -> float:
             ours.clear_cache()
-            ours.encode_ordinary_batch(warm_up, num_threads=args.threads)
+            ours.encode_ordinary_batch(warm_up, num_threads=threads)
             start = time.perf_counter()
-            ours.encode_ordinary_batch(docs, num_threads=args.threads)
-            return time.perf_counter() - start
-
-        def warmed_single_kept(ours: Any = ours) -> float:
-            ours.clear_cache()
-            for doc in warm_up:
-                ours.encode_ordinary(doc)
-            start = time.perf_counter()
-            lists = [ours.encode_ordinary(doc) for doc in docs]
-            del lists
-            return time.perf_counter() - start
-
-        def warmed_batch_one_thread(ours: Any = ours) -> float:
-            ours.clear_cache()
-            ours.encode_ordinary_batch(warm_up, num_threads=1)
-            start = time.perf_counter()
-            ours.encode_ordinary_batch(docs, num_threads=1)
+            ours.encode_ordinary_batch(docs, num_threads=threads)
             return time.perf_counter() - start
 
         rounds = [(warmed_single(), warmed_batch()) for _ in range(args.rounds)]
-        kept = [(warmed_single_kept(), warmed_batch_one_thread()) for _ in range(args.rounds_same_output)]
+        kept = [(warmed_single(keep=True), warmed_batch(threads=1)) for _ in range(args.rounds_same_output)]
         ours.clear_cache()
         ours.encode_ordinary_batch(warm_up, num_threads=args.threads)
         result = ours.encode_ordinary_batch(docs, num_threads=args.threads)
