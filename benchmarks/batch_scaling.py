@@ -24,10 +24,10 @@ keeping its lists (``[encode_ordinary(d) for d in docs]``, which also pays the c
 through the lists kept so far), each with its result dropped inside the timing.
 
 Each round also times the machine itself, right after the batch: a pure-Python loop (no memory traffic,
-no shared state) in one process alone and in two processes at once, best of two each (``--no-host``
-skips it). Two processes do 2.00x the work of one on a machine with two free cores, every round; the
-last column shows how far this machine is from that, and how much its timings move from round to round,
-which bounds what the batch's ratio can show here.
+no shared state) in one process alone and in as many processes at once as the batch has threads (two by
+default), best of two each (``--no-host`` skips it). Two processes do 2.00x the work of one on a machine
+with two free cores, every round; the last column shows how far this machine is from that, and how much
+its timings move from round to round, which bounds what the batch's ratio can show here.
 """
 
 from __future__ import annotations
@@ -66,14 +66,14 @@ def minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def host_round(pool: Any, iterations: int = 3_000_000) -> tuple[float, float]:
-    """Pure computation in one process of ``pool`` alone, then in both at once: the best of two runs of
-    each, in seconds (for two at once, from the first start to the last end)."""
+def host_round(pool: Any, processes: int, iterations: int = 3_000_000) -> tuple[float, float]:
+    """Pure computation in one process of ``pool`` alone, then in its ``processes`` processes at once: the
+    best of two runs of each, in seconds (all at once: from the first start to the last end)."""
     alone = together = float("inf")
     for _ in range(2):
         start, end = pool.apply(spin, (iterations,))
         alone = min(alone, end - start)
-        spans = pool.map(spin, [iterations] * 2, chunksize=1)
+        spans = pool.map(spin, [iterations] * processes, chunksize=1)
         together = min(together, max(end for _, end in spans) - min(start for start, _ in spans))
     return alone, together
 
@@ -101,11 +101,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print("| encoding | best single MB/s | best batch MB/s | best / best | per-round ratio: min | median | max "
           "| dropping a batch's result | page faults per batch: median "
-          "| machine, two processes / one: best / best, per-round median (min-max) |")
+          f"| machine, {args.threads} processes / one: best / best, per-round median (min-max) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    host = None if args.no_host else multiprocessing.get_context("spawn").Pool(2)
+    host = None if args.no_host else multiprocessing.get_context("spawn").Pool(args.threads)
     if host is not None:
-        host.map(spin, [100_000] * 2, chunksize=1)  # both processes started
+        host.map(spin, [100_000] * args.threads, chunksize=1)  # every process started
     same_output = []
     for name in args.encodings.split(","):
         ours = hf_bpe.get_encoding(name)
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for _ in range(args.rounds):
             rounds.append((warmed_single(), warmed_batch()))
             if host is not None:
-                machine.append(host_round(host))
+                machine.append(host_round(host, args.threads))
         faults = statistics.median(batch_faults)
         kept = [(warmed_single(keep=True), warmed_batch(threads=1)) for _ in range(args.rounds_same_output)]
         ours.clear_cache()
@@ -153,11 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         drop = time.perf_counter() - start
         gc.unfreeze()
         ratios = [single / batch for single, batch in rounds]
-        host_ratios = [2 * alone / together for alone, together in machine]
+        host_ratios = [args.threads * alone / together for alone, together in machine]
         single, batch = min(s for s, _ in rounds), min(b for _, b in rounds)
         machine_cell = "-"
         if machine:
-            best = 2 * min(alone for alone, _ in machine) / min(together for _, together in machine)
+            best = args.threads * min(alone for alone, _ in machine) / min(together for _, together in machine)
             machine_cell = (f"{best:.2f}x, {statistics.median(host_ratios):.2f}x "
                             f"({min(host_ratios):.2f}-{max(host_ratios):.2f})")
         print(f"| {name} | {total_mb / single:.2f} | {total_mb / batch:.2f} | {single / batch:.2f}x | "
