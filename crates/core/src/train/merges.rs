@@ -435,4 +435,43 @@ mod tests {
             assert_eq!(fast, naive_merges(&counts, 40));
         }
     }
+
+    /// The shape of issue 15's report: a few Hangul syllables, Devanagari digits and emoji ZWJ
+    /// families, words repeated equally often, so that most merges are ties between pairs of high
+    /// bytes (the end of one character and the start of the next, `(b'\xb8', b'\xec')`); merged
+    /// until no pair is left.
+    #[test]
+    fn agrees_with_the_naive_loop_on_utf8_text_full_of_ties() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let family = "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}";
+        for _ in 0..60 {
+            // Syllables whose last byte is 0xB8 next to syllables that start with 0xEC.
+            let alphabet: Vec<String> = (0..2 + next() % 3)
+                .map(|_| {
+                    let syllable = match next() % 3 {
+                        0 => 0xAC38 + 0x40 * (next() % 0x20) as u32, // ends in 0xB8
+                        1 => 0xC000 + (next() % 0x1000) as u32,      // starts with 0xEC
+                        _ => 0xAC00 + (next() % 11172) as u32,
+                    };
+                    char::from_u32(syllable).unwrap().to_string()
+                })
+                .chain(["\u{966}", "\u{96D}", family, "\u{1F3FD}"].map(String::from))
+                .collect();
+            let mut counts = PieceCounts::new();
+            for _ in 0..(5 + next() % 30) {
+                let word: String = (0..1 + next() % 5)
+                    .map(|_| alphabet[(next() % alphabet.len() as u64) as usize].as_str())
+                    .collect();
+                counts.add(word.as_bytes(), [2, 4][(next() % 2) as usize]);
+            }
+            let fast = learn_merges(&counts, 1000, |_| true);
+            assert_eq!(fast, naive_merges(&counts, 1000));
+        }
+    }
 }
