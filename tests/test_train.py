@@ -4,17 +4,14 @@ forms), progress, and bad input."""
 from __future__ import annotations
 
 import doctest
-import itertools
 import pickle
-import re
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from naive_bpe import naive_train
 
 import hf_bpe
 from hf_bpe import _core, patterns
@@ -24,54 +21,6 @@ CS336 = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cs336"
 needs_cs336 = pytest.mark.skipif(not CS336.is_dir(), reason="../shared/data/cs336 is absent (a fresh clone)")
 
 NAMED = ["gpt2", "cl100k", "o200k"]
-
-
-# --------------------------------------------------------------------------- a naive reference
-
-
-def naive_train(
-    documents: list[str], vocab_size: int, pattern: str, special_tokens: list[str]
-) -> list[bytes]:
-    """The seeds' loop, written for reading: split on specials, pre-tokenize, count pieces; then
-    recount every pair before each merge and take the most frequent, ties to the greatest bytes.
-    Returns the learned tokens in order."""
-    pieces: Counter[bytes] = Counter()
-    for document in documents:
-        if special_tokens:
-            longest_first = sorted(special_tokens, key=len, reverse=True)
-            parts = re.split("|".join(map(re.escape, longest_first)), document)
-        else:
-            parts = [document]
-        for part in parts:
-            for piece in regex.findall(patterns.resolve(pattern), part):
-                pieces[piece.encode("utf-8")] += 1
-
-    words: dict[tuple[bytes, ...], int] = {tuple(bytes([b]) for b in piece): n for piece, n in pieces.items()}
-    learned: list[bytes] = []
-    while 256 + len(learned) + len(special_tokens) < vocab_size:
-        pairs: Counter[tuple[bytes, bytes]] = Counter()
-        for word, n in words.items():
-            for pair in itertools.pairwise(word):
-                pairs[pair] += n
-        if not pairs:
-            break
-        best = max(pairs, key=lambda pair: (pairs[pair], pair))
-        merged = best[0] + best[1]
-        if merged not in learned:  # the same bytes reached twice stay one token
-            learned.append(merged)
-        new_words: Counter[tuple[bytes, ...]] = Counter()
-        for word, n in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                    out.append(merged)
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            new_words[tuple(out)] += n
-        words = dict(new_words)
-    return learned
 
 
 def learned_tokens(model: hf_bpe.BPE, special_tokens: int = 0) -> list[bytes]:
@@ -126,7 +75,7 @@ def test_agrees_with_the_naive_trainer(
     documents: list[str], merges: int, pattern: str, special_tokens: list[str]
 ) -> None:
     vocab_size = 256 + len(special_tokens) + merges
-    expected = naive_train(documents, vocab_size, pattern, special_tokens)
+    expected = naive_train(documents, vocab_size, patterns.resolve(pattern), special_tokens)
     try:
         model = hf_bpe.train(
             documents, vocab_size, pattern=pattern, special_tokens=special_tokens, show_progress=False

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from pathlib import Path
 
 
@@ -333,6 +333,63 @@ def documents(rng: random.Random, total_bytes: int, *, huge: tuple[int, ...] = (
     docs.extend(document(rng, size, specials=specials) for size in sizes)
     rng.shuffle(docs)
     return docs
+
+
+TIE_SEPARATORS = [" ", " ", "  ", "\n", ", ", ". ", "", "", "\t", " \n", "\u3000", "\u00a0", "'s ", "\r\n"]
+
+
+def tie_documents(rng: random.Random, *, words: int = 60, repeats: tuple[int, ...] = (1, 2, 3),
+                  documents: int = 8, special_tokens: Iterable[str] = (),
+                  excluded: Container[int] = frozenset()) -> list[str]:
+    """Multilingual documents full of equal pair counts, where a trainer's tie rule decides most merges.
+
+    ``words`` distinct words, each repeated a number of times drawn from ``repeats`` (few distinct counts),
+    shuffled, glued by a few separators (some empty) into ``documents`` documents, with the special tokens
+    now and then between words. Every word is written in a small alphabet drawn once per corpus: a few
+    Hangul syllables, Devanagari digits, emoji ZWJ families (skin tones, VS16), two or three Latin
+    letters, letters and marks of another script, any code points at all (controls, unassigned, private
+    use, astral), or a compound of two of these. Code points in ``excluded`` are never produced.
+
+    >>> docs = tie_documents(random.Random(1), words=10, documents=2)
+    >>> len(docs), tie_documents(random.Random(1), words=10, documents=2) == docs
+    (2, True)
+    """
+    def any_code_point() -> str:
+        while True:
+            code = rng.choice([rng.randrange(0x80), rng.randrange(0x3000), rng.randrange(0x10000),
+                               rng.randrange(0x110000)])
+            if not 0xD800 <= code <= 0xDFFF and code not in excluded:
+                return chr(code)
+
+    script = SCRIPTS[rng.choice([name for name in SCRIPTS if name != "hangul"])]
+    families = [ZWJ.join(rng.sample(PEOPLE, rng.randint(2, 4))) for _ in range(3)]
+    alphabets: dict[str, list[str]] = {
+        "hangul": rng.sample(HANGUL, rng.randint(2, 5)),
+        "devanagari digits": rng.sample(_span(0x966, 0x96F), rng.randint(2, 4)),
+        "emoji": families + [family + rng.choice(SKIN_TONES) for family in families] + ["\u2764" + VS16],
+        "latin": rng.sample("abcdefghij", rng.randint(2, 3)),
+        "script": rng.sample(script, rng.randint(3, 5)),
+        "any": [any_code_point() for _ in range(rng.randint(3, 8))],
+    }
+
+    def word(kind: str) -> str:
+        if kind == "compound":
+            first, second = rng.sample(list(alphabets), 2)
+            return word(first) + word(second)
+        return "".join(rng.choices(alphabets[kind], k=rng.randint(1, 6)))
+
+    kinds = list(alphabets) + ["compound"]
+    vocabulary = {word(rng.choice(kinds)) for _ in range(words)}
+    occurrences = [w for w in sorted(vocabulary) for _ in range(rng.choice(repeats))]
+    rng.shuffle(occurrences)
+    separators = rng.sample(TIE_SEPARATORS, 3)
+    specials = list(special_tokens)
+    docs: list[list[str]] = [[] for _ in range(documents)]
+    for occurrence in occurrences:
+        doc = rng.choice(docs)
+        doc.append(occurrence)
+        doc.append(rng.choice(specials) if specials and rng.random() < 0.05 else rng.choice(separators))
+    return ["".join(doc) for doc in docs]
 
 
 def split_documents(text: str, rng: random.Random, *, min_bytes: int = 1000,
