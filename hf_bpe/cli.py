@@ -120,10 +120,11 @@ def _train(arguments: argparse.Namespace) -> int:
         raise UsageError("give FILES or --dataset, not both")
     if arguments.out.exists() and not arguments.out.is_dir():
         raise UsageError(f"--out {arguments.out} is a file; give a folder")
-    corpus: Any
+    corpus: Any = None
+    files: list[Path] | None = None
     if arguments.files:
-        corpus = list(arguments.files)
-        described = f"{len(corpus)} file{'s' if len(corpus) != 1 else ''}"
+        files = list(arguments.files)
+        described = f"{len(files)} file{'s' if len(files) != 1 else ''}"
     elif arguments.dataset:
         corpus = _load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
         described = f"dataset {arguments.dataset} ({arguments.split})"
@@ -135,6 +136,7 @@ def _train(arguments: argparse.Namespace) -> int:
     model = hf_bpe.train(
         corpus,
         arguments.vocab_size,
+        files=files,
         pattern=arguments.pattern,
         special_tokens=arguments.special_tokens,
         show_progress=not arguments.quiet,

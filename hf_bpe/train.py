@@ -13,6 +13,10 @@ Two stages, each usable alone:
 :func:`train` does both. Ids: 0-255 are the single bytes, merges follow in order, the special tokens
 come last; so the model is also a valid tiktoken rank table.
 
+The corpus is either documents (``corpus``: an iterable of ``str``, or a ``datasets`` dataset) or
+text files (``files=[...]``, as in ``tokenizers``; ``pathlib.Path`` objects given as the corpus are
+files too). A list of ``str`` that all name existing files is refused, not trained on as text.
+
 >>> import hf_bpe
 >>> model = hf_bpe.train(["low lower lowest", "newer newest"], 260, show_progress=False)
 >>> [model.decode_single_token_bytes(i) for i in range(256, 260)]
@@ -29,7 +33,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeAlias
 
 from hf_bpe import _core, patterns
-from hf_bpe._corpus import Corpus, Documents, Files, open_corpus
+from hf_bpe._corpus import Corpus, Documents, Files, Paths, open_source
 from hf_bpe.model import BPE
 
 PieceCounts: TypeAlias = _core.PieceCounts
@@ -40,9 +44,10 @@ BYTE_TOKENS = 256
 
 
 def train(
-    corpus: Corpus,
-    vocab_size: int,
+    corpus: Corpus | None = None,
+    vocab_size: int | None = None,
     *,
+    files: Paths | None = None,
     pattern: str = "gpt2",
     special_tokens: Iterable[str] = (),
     show_progress: bool = True,
@@ -52,12 +57,19 @@ def train(
 ) -> BPE:
     """Learn a byte-level BPE model with ``vocab_size`` tokens (bytes, merges and special tokens).
 
-    ``corpus`` is one path (``str`` or ``os.PathLike``) or a list of paths to UTF-8 text files
-    (each file a document), any other iterable of ``str`` (each item the text of a document), or a
-    ``datasets`` ``Dataset``/``IterableDataset`` (its ``text_column``). ``pattern`` is the split
-    regex or a name from :mod:`hf_bpe.patterns`. Documents are split on ``special_tokens`` before
-    pre-tokenization; the special tokens get the ids after the merges. ``num_threads`` defaults to
-    every core.
+    Give the corpus one way:
+
+    - ``files=``: one path or a list of paths to UTF-8 text files, each file a document
+      (``hf_bpe.train(files=["a.txt", "b.txt"], vocab_size=8192)``, as ``tokenizers`` takes them);
+    - ``corpus``: any iterable of ``str``, each item the text of a document, or a ``datasets``
+      ``Dataset``/``IterableDataset`` (its ``text_column``). ``pathlib.Path`` objects (one, or a
+      list of them) and a single ``str`` are paths to files. A list of ``str`` whose items all name
+      existing files raises ``ValueError`` (it would train on the names): pass ``files=`` instead,
+      or ``iter(names)`` to really train on those strings as text.
+
+    ``pattern`` is the split regex or a name from :mod:`hf_bpe.patterns`. Documents are split on
+    ``special_tokens`` before pre-tokenization; the special tokens get the ids after the merges.
+    ``num_threads`` defaults to every core.
 
     >>> import hf_bpe
     >>> model = hf_bpe.train(["aaabdaaabac"], 259, pattern=r"\\w+", special_tokens=["<|end|>"],
@@ -66,11 +78,17 @@ def train(
     (b'aa', b'aaa')
     >>> model.encode("aaab<|end|>", allowed_special="all")
     [257, 98, 258]
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> _ = path.write_text("aaabdaaabac", encoding="utf-8")
+    >>> hf_bpe.train(files=[path], vocab_size=258, show_progress=False).decode_single_token_bytes(257)
+    b'aaa'
     """
     specials = _special_tokens(special_tokens)
     _num_merges(vocab_size, len(specials))
     counts = count_pieces(
         corpus,
+        files=files,
         pattern=pattern,
         special_tokens=specials,
         show_progress=show_progress,
@@ -82,15 +100,16 @@ def train(
 
 
 def count_pieces(
-    corpus: Corpus,
+    corpus: Corpus | None = None,
     *,
+    files: Paths | None = None,
     pattern: str = "gpt2",
     special_tokens: Iterable[str] = (),
     show_progress: bool = True,
     num_threads: int | None = None,
     text_column: str = "text",
 ) -> PieceCounts:
-    """Count the distinct pieces of a corpus (same ``corpus`` forms as :func:`train`).
+    """Count the distinct pieces of a corpus (``corpus`` or ``files=``, as for :func:`train`).
 
     Tables add up: counting shards separately and summing gives the table of the whole corpus.
     Files are read as raw UTF-8 (no newline translation) and, with the named patterns (``gpt2``,
@@ -110,7 +129,7 @@ def count_pieces(
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads must be a positive int or None (every core), got {num_threads!r}")
     counter = _core.PieceCounter(patterns.resolve(pattern), specials, num_threads)
-    source = open_corpus(corpus, text_column=text_column)
+    source = open_source(corpus, files, text_column=text_column)
     if isinstance(source, Files):
         with _progress(show_progress, total=source.size, unit="B", unit_scale=True, unit_divisor=1024) as bar:
             counter.add_files([os.fspath(path) for path in source.paths], bar.update if bar is not None else None)
@@ -190,7 +209,10 @@ def _special_tokens(special_tokens: Iterable[str]) -> list[str]:
     return tokens
 
 
-def _num_merges(vocab_size: int, num_special: int) -> int:
+def _num_merges(vocab_size: int | None, num_special: int) -> int:
+    if vocab_size is None:
+        raise TypeError("vocab_size is required: the number of tokens to learn, bytes and special tokens included "
+                        "(e.g. vocab_size=32000)")
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
         raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
     smallest = BYTE_TOKENS + num_special

@@ -241,6 +241,132 @@ def test_files_lists_of_text_and_datasets_count_the_same(tmp_path: Path) -> None
     assert one_path == hf_bpe.count_pieces([documents[0]], show_progress=False)
 
 
+# ----------------------------------------------------------------- files, and names that look like them
+
+
+TWO_FILES = {"a.txt": "The first file, with some words.\nAnd a second line.", "b.txt": "Zweite Datei: café ☕ 42 words"}
+
+
+@pytest.fixture
+def two_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``a.txt`` and ``b.txt`` in the working folder; their names, as a user would type them."""
+    for name, text in TWO_FILES.items():
+        (tmp_path / name).write_text(text, encoding="utf-8", newline="")
+    monkeypatch.chdir(tmp_path)
+    return list(TWO_FILES)
+
+
+def test_a_list_of_file_names_is_refused_instead_of_trained_on_as_text(two_files: list[str]) -> None:
+    """What a user of ``tokenizers`` writes: ``train(["a.txt", "b.txt"], ...)``. It used to train on
+    the two names; now it says how to pass files, and how to train on the names if that was meant."""
+    for call in (lambda names: hf_bpe.train(names, 300, show_progress=False),
+                 lambda names: hf_bpe.count_pieces(names, show_progress=False)):
+        for names in (two_files, tuple(two_files), [str(Path(name).resolve()) for name in two_files]):
+            with pytest.raises(ValueError, match="look like file names") as raised:
+                call(names)
+            message = str(raised.value)
+            assert "'a.txt'" in message or "a.txt'" in message
+            assert "files=[...]" in message and "pathlib.Path" in message and "iter(corpus)" in message
+
+
+def test_a_mistyped_name_among_file_names_is_refused_naming_it(two_files: list[str]) -> None:
+    with pytest.raises(ValueError, match=r"'a\.txt' is a file; 'b\.tx' is not"):
+        hf_bpe.train(["a.txt", "b.tx"], 300, show_progress=False)
+    with pytest.raises(ValueError, match=r"'a\.txt', 'b\.txt' are files; 'data/c' is not"):
+        hf_bpe.train(["a.txt", "b.txt", "data/c"], 300, show_progress=False)
+
+
+def test_files_keyword_and_path_objects_train_on_the_files(two_files: list[str]) -> None:
+    texts = list(TWO_FILES.values())
+    expected = hf_bpe.count_pieces(iter(texts), show_progress=False)
+    paths = [Path(name) for name in two_files]
+    for counted in (
+        hf_bpe.count_pieces(files=two_files, show_progress=False),
+        hf_bpe.count_pieces(files=paths, show_progress=False),
+        hf_bpe.count_pieces(files=iter(two_files), show_progress=False),
+        hf_bpe.count_pieces(paths, show_progress=False),
+    ):
+        assert counted == expected
+    assert hf_bpe.count_pieces(files="a.txt", show_progress=False) == hf_bpe.count_pieces(
+        files=paths[0], show_progress=False) == hf_bpe.count_pieces(paths[0], show_progress=False)
+    assert hf_bpe.count_pieces(files="a.txt", show_progress=False) == hf_bpe.count_pieces(texts[:1], show_progress=False)
+    model = hf_bpe.train(files=two_files, vocab_size=280, show_progress=False)
+    assert model == hf_bpe.train(iter(texts), 280, show_progress=False)
+    assert model == hf_bpe.train(paths, 280, show_progress=False)
+
+
+def test_an_iterator_of_names_trains_on_the_names_as_text(two_files: list[str]) -> None:
+    """The way out the error names: a one-shot iterator is never looked into, so it is documents."""
+    counted = hf_bpe.count_pieces(iter(two_files), show_progress=False)
+    pieces = Counter(piece.encode() for name in two_files for piece in regex.findall(patterns.GPT2, name))
+    assert dict(counted.most_common()) == pieces
+
+
+def test_files_missing_or_not_paths_are_refused_naming_them(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nowhere.txt: no such corpus file"):
+        hf_bpe.train(files=[tmp_path / "nowhere.txt"], vocab_size=300, show_progress=False)
+    with pytest.raises(ValueError, match="files is empty"):
+        hf_bpe.train(files=[], vocab_size=300, show_progress=False)
+    for files in (b"a.txt", 3, {"a.txt": 1}, [3]):
+        with pytest.raises(TypeError, match="path"):
+            hf_bpe.train(files=files, vocab_size=300, show_progress=False)  # type: ignore[arg-type]
+
+
+def test_corpus_and_files_together_or_neither_are_refused_before_reading(two_files: list[str]) -> None:
+    corpus, consumed = untouched_corpus()
+    with pytest.raises(TypeError, match="either corpus .* or files=.*not both"):
+        hf_bpe.train(corpus, 300, files=two_files, show_progress=False)
+    with pytest.raises(TypeError, match="either corpus .* or files=.*not both"):
+        hf_bpe.count_pieces(corpus, files=two_files, show_progress=False)
+    assert consumed == []
+    with pytest.raises(TypeError, match="nothing to train on: pass documents as corpus .* or text files as files="):
+        hf_bpe.train(vocab_size=300, show_progress=False)
+    with pytest.raises(TypeError, match="nothing to train on"):
+        hf_bpe.count_pieces(show_progress=False)
+    with pytest.raises(TypeError, match="vocab_size is required"):
+        hf_bpe.train(files=two_files, show_progress=False)
+
+
+@pytest.mark.filterwarnings("ignore:the corpus allows only")
+def test_documents_that_only_resemble_file_names_are_documents(two_files: list[str], tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    for documents in (
+        ["hello world", "a.txt"],  # the first is not a name
+        ["the", "of", "data"],  # "data" exists, but as a folder, and "the" and "of" are words
+        [".", "..", "/"],  # folders, and text
+        ["a.txt", "."],  # "." is text, not a file name
+        ["a.txt", "b.txt", "a.txt\nand a second line"],  # a line break: text
+        ["a.txt"] * 8 + ["a document, not a path\n"],  # the first eight exist, the ninth is text
+        ["a.txt", "b" * 5000],  # longer than any path
+    ):
+        counted = hf_bpe.count_pieces(documents, show_progress=False)
+        assert counted == hf_bpe.count_pieces(iter(documents), show_progress=False)
+
+
+def test_long_lists_of_names_are_refused_after_a_few_look_ups(
+    two_files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A million documents must not cost a million look-ups on disk: the first few decide."""
+    import os
+
+    looked_up: list[str] = []
+    isfile = os.path.isfile
+
+    def counting_isfile(path: str) -> bool:
+        looked_up.append(path)
+        return isfile(path)
+
+    monkeypatch.setattr(os.path, "isfile", counting_isfile)
+    names = [f"shard-{index:05}.txt" for index in range(100_000)]
+    names[:2] = two_files
+    with pytest.raises(ValueError, match=r"'a\.txt', 'b\.txt' are files; .* are not; checked the first 8 of 100,000"):
+        hf_bpe.count_pieces(names, show_progress=False)
+    assert len(looked_up) == 8
+    looked_up.clear()
+    hf_bpe.count_pieces([f"document {index}" for index in range(100_000)], show_progress=False)
+    assert looked_up == ["document 0"]
+
+
 def test_shards_counted_apart_and_summed_train_the_same_model() -> None:
     from pydoc_data.topics import topics
 
