@@ -754,6 +754,20 @@ def test_train_new_from_iterator_keeps_the_setup(tmp_path: Path) -> None:
     assert "| start of the training data |" in card
 
 
+@pytest.mark.filterwarnings("ignore:the corpus allows only")
+def test_train_new_from_iterator_reads_names_of_files_as_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers' method takes texts: a list of strings that name files is text there, as in the
+    fast tokenizers (hf_bpe.train refuses it; this method keeps transformers' meaning)."""
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("the files' own text, which is not trained on", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    old = BPETokenizer.from_model(encoding("gpt2"), eos_token="<|endoftext|>")
+    new = old.train_new_from_iterator(["a.txt", "b.txt"], vocab_size=262)
+    # The names' pieces are a . txt b . txt: "xt" and "t"+"xt" (count 2 each) are all there is to learn.
+    learned = [token for token in new.model.mergeable_ranks if len(token) > 1]
+    assert learned == [b"xt", b"txt"]
+
+
 # ---------------------------------------------------------------------------------- examples
 
 
