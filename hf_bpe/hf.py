@@ -1131,7 +1131,7 @@ class _Tables:
         continues = bytearray(model.n_vocab)
         for token, rank in model.mergeable_ranks.items():
             spelled[rank] = _spell(token)
-            continues[rank] = 0x80 <= token[0] < 0xC0
+            continues[rank] = bool(token) and 0x80 <= token[0] < 0xC0  # b"" is the empty token
         for text, token_id in model.special_tokens.items():
             spelled[token_id] = text
         self.spelled = spelled

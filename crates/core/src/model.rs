@@ -38,7 +38,6 @@ pub(crate) const LONG_TOKEN: usize = 64;
 /// Why ranks and special tokens cannot form a model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BuildError {
-    EmptyToken,
     DuplicateRank {
         rank: Rank,
         first: Vec<u8>,
@@ -77,7 +76,6 @@ pub enum BuildError {
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BuildError::EmptyToken => write!(f, "ranks contain the empty token b'', which BPE cannot produce"),
             BuildError::DuplicateRank { rank, first, second } => write!(
                 f,
                 "rank {rank} is given to two tokens, {} and {}; every token needs its own rank",
@@ -198,6 +196,12 @@ struct ByteLevel {
     /// The listed merges (ids) in priority order, for merges-list models.
     merge_list: Option<Vec<(Rank, Rank)>>,
     ignore_merges: bool,
+    /// Encode the empty matches of the split pattern too, as tiktoken does: it looks every match up
+    /// whole, so with an empty token in the vocabulary each empty match becomes that token (only
+    /// custom patterns match the empty string). Set for rank models with an empty token and a
+    /// pattern that may match the empty string; `tokenizers` never encodes an empty piece, so
+    /// merges lists never are.
+    empty_matches: bool,
 }
 
 /// Why one merge rule would encode differently from another (see [`Model::rank_rule_difference`]).
@@ -213,6 +217,9 @@ pub enum RuleDifference {
     /// A token's bytes do not merge back into it, so a piece spelling it encodes differently with
     /// and without the whole-piece rule.
     NotSelfMerging { token: Vec<u8>, parts: Vec<Vec<u8>> },
+    /// The vocabulary has the empty token and the split pattern may match the empty string: the
+    /// rank rule (tiktoken) emits the empty token at each empty match, a merges list never.
+    EmptyMatches { pattern: String },
 }
 
 impl fmt::Display for RuleDifference {
@@ -246,6 +253,12 @@ impl fmt::Display for RuleDifference {
                 show_bytes(token),
                 parts.iter().map(|part| show_bytes(part)).collect::<Vec<_>>().join(", ")
             ),
+            RuleDifference::EmptyMatches { pattern } => write!(
+                f,
+                "the vocabulary has the empty token b'' and the split pattern {pattern:?} may match the empty \
+                 string: the rank rule (tiktoken) emits the empty token at each empty match, a merges list \
+                 never"
+            ),
         }
     }
 }
@@ -265,16 +278,15 @@ pub struct Model {
     cache: ShardedCache,
 }
 
-/// Checks mergeable tokens: non-empty, ids in range and unique, bytes unique.
+/// Checks mergeable tokens: ids in range and unique, bytes unique. The empty token is allowed (as
+/// tiktoken allows it: Whisper's `multilingual.tiktoken` has one): it decodes to nothing and no
+/// merge makes or joins it; see [`ByteLevel::empty_matches`] for the one way encoding emits it.
 fn check_tokens(tokens: &[(Vec<u8>, Rank)]) -> Result<FxHashMap<Box<[u8]>, Rank>, BuildError> {
     let mut encoder: FxHashMap<Box<[u8]>, Rank> =
         FxHashMap::with_capacity_and_hasher(tokens.len(), Default::default());
     let mut owner_of_rank: FxHashMap<Rank, usize> =
         FxHashMap::with_capacity_and_hasher(tokens.len(), Default::default());
     for (index, (token, rank)) in tokens.iter().enumerate() {
-        if token.is_empty() {
-            return Err(BuildError::EmptyToken);
-        }
         if *rank > MAX_ID {
             return Err(BuildError::IdTooLarge { id: u64::from(*rank) });
         }
@@ -351,14 +363,23 @@ impl Model {
                 }
             }
         }
-        let rule = Rule::ByteLevel(ByteLevel { splitter, merges, whole_piece: true, merge_list: None, ignore_merges: true });
+        let empty_matches = encoder.contains_key(&[][..]) && splitter.may_match_empty();
+        let rule = Rule::ByteLevel(ByteLevel {
+            splitter,
+            merges,
+            whole_piece: true,
+            merge_list: None,
+            ignore_merges: true,
+            empty_matches,
+        });
         Self::assemble(encoder, specials, rule)
     }
 
     /// Builds a model from a merges list: `vocab` gives each mergeable token's id; `merges` lists
     /// pairs of ids in priority order, and only those pairs merge (into the token they spell).
-    /// A pair listed twice takes its last line, as `tokenizers` does. With `ignore_merges`, a piece
-    /// that is itself a token is emitted whole.
+    /// A pair listed twice takes its last line, as `tokenizers` does. A pair with the empty token
+    /// never applies (no symbol is empty) and is dropped. With `ignore_merges`, a piece that is
+    /// itself a token is emitted whole.
     pub fn from_merges(
         vocab: Vec<(Vec<u8>, Rank)>,
         merges: Vec<(Rank, Rank)>,
@@ -381,7 +402,7 @@ impl Model {
         let mut table = MergeTable::new(byte_ids(&encoder)?);
         let mut merge_list = Vec::with_capacity(last_line.len());
         for (line, &(left, right)) in merges.iter().enumerate() {
-            if last_line[&(left, right)] != line {
+            if last_line[&(left, right)] != line || bytes_of[&left].is_empty() || bytes_of[&right].is_empty() {
                 continue;
             }
             let merged = [bytes_of[&left], bytes_of[&right]].concat();
@@ -403,6 +424,7 @@ impl Model {
             whole_piece: ignore_merges,
             merge_list: Some(merge_list),
             ignore_merges,
+            empty_matches: false,
         });
         let mut model = Self::assemble(encoder, specials, rule)?;
         if !ignore_merges && model.first_not_self_merging().is_none() {
@@ -537,7 +559,7 @@ impl Model {
         out: &mut Vec<Rank>,
         mut starts: Option<&mut Vec<usize>>,
     ) -> Result<(), SplitError> {
-        let ByteLevel { splitter, merges, whole_piece, .. } = match &self.rule {
+        let ByteLevel { splitter, merges, whole_piece, empty_matches, .. } = match &self.rule {
             Rule::ByteLevel(byte_level) => byte_level,
             Rule::SentencePiece(model) => {
                 model.encode(text, base, out, starts);
@@ -547,7 +569,7 @@ impl Model {
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
-        splitter.for_each_piece(text, |start, end| {
+        splitter.for_each_match(text, *empty_matches, |start, end| {
             let piece = &bytes[start..end];
             let before = out.len();
             self.encode_piece(merges, *whole_piece, piece, cache.as_deref_mut(), out);
@@ -784,10 +806,14 @@ impl Model {
     /// (the loop restricted to that token's bytes passes through the pair, and by (3) goes on to
     /// merge it), so both rules see the same candidates in the same order. Without `ignore_merges`,
     /// (4) every token's bytes must also merge back into it, or the rank rule's whole-piece step
-    /// differs. Rank models compare with themselves: `None`.
+    /// differs. (5) An empty token needs a pattern that never matches the empty string, or the rank
+    /// rule emits it where the merges list emits nothing. Rank models compare with themselves: `None`.
     pub fn rank_rule_difference(&self) -> Option<RuleDifference> {
-        let ByteLevel { merge_list, ignore_merges, .. } = self.byte_level()?;
+        let ByteLevel { merge_list, ignore_merges, splitter, .. } = self.byte_level()?;
         let (listed, ignore_merges) = (merge_list.as_deref()?, *ignore_merges);
+        if self.encoder.contains_key(&[][..]) && splitter.may_match_empty() {
+            return Some(RuleDifference::EmptyMatches { pattern: splitter.pattern().to_owned() });
+        }
         let mut line_of_token: FxHashMap<Rank, usize> = FxHashMap::default();
         let mut previous: Option<(usize, Rank)> = None;
         for (line, &(left, right)) in listed.iter().enumerate() {
@@ -1094,5 +1120,69 @@ mod tests {
         assert_eq!(model.merge_list(), vec![(400, b'c' as Rank), (b'a' as Rank, b'b' as Rank)]);
         assert_eq!(model.merge_rule_difference(false), None);
         assert_eq!(ids(&model, "abc ab"), vec![300, b' ' as Rank, 400]);
+    }
+
+    /// Bytes, "ab" and the empty token (as in Whisper's `multilingual.tiktoken`).
+    fn ranks_with_empty_token() -> Vec<(Vec<u8>, Rank)> {
+        let mut ranks = byte_ranks();
+        ranks.push((b"ab".to_vec(), 256));
+        ranks.push((Vec::new(), 257));
+        ranks
+    }
+
+    #[test]
+    fn the_empty_token_decodes_to_nothing_and_named_patterns_never_emit_it() {
+        let model = Model::from_ranks(ranks_with_empty_token(), GPT2, vec![("<|end|>".into(), 258)]).unwrap();
+        assert_eq!(model.token_id(b""), Some(257));
+        assert_eq!(model.token_bytes(257), Some(&b""[..]));
+        assert_eq!((model.n_vocab(), model.n_mergeable()), (259, 258));
+        assert_eq!(model.sorted_token_bytes()[0], b"");
+        let mut decoded = Vec::new();
+        model.decode_bytes(&[97, 257, 256, 257], &mut decoded).unwrap();
+        assert_eq!(decoded, b"aab");
+        let mut ids = Vec::new();
+        model.encode("ab  a\n\n<|end|>", &model.special_matcher(["<|end|>"]), &mut ids).unwrap();
+        assert!(!ids.contains(&257), "{ids:?}");
+        // No merge makes or joins it: the merges recovered for other formats leave it out.
+        assert_eq!(model.merge_list(), vec![(97, 98)]);
+        assert_eq!(model.merge_rule_difference(true), None);
+    }
+
+    #[test]
+    fn empty_matches_become_the_empty_token_as_in_tiktoken() {
+        // tiktoken looks every match of fancy-regex's find_iter up whole, an empty one included.
+        let pattern = r"a*";
+        let model = Model::from_ranks(ranks_with_empty_token(), pattern, vec![]).unwrap();
+        for text in ["bab", "", "aab", "b", "ééa"] {
+            let expected: Vec<Rank> = fancy_regex::Regex::new(pattern)
+                .unwrap()
+                .find_iter(text)
+                .flat_map(|found| {
+                    let piece = found.unwrap().as_str().as_bytes();
+                    model.token_id(piece).map_or_else(|| model.merge_only(piece), |id| vec![id])
+                })
+                .collect();
+            let mut ids = Vec::new();
+            model.encode_ordinary(text, &mut ids).unwrap();
+            assert_eq!(ids, expected, "{text:?}");
+        }
+        // Without an empty token, empty matches give nothing (tiktoken panics on them).
+        let plain = Model::from_ranks(byte_ranks(), pattern, vec![]).unwrap();
+        let mut ids = Vec::new();
+        plain.encode_ordinary("bab", &mut ids).unwrap();
+        assert_eq!(ids, vec![97]);
+    }
+
+    #[test]
+    fn merges_lists_keep_the_empty_token_but_never_apply_a_merge_with_it() {
+        let vocab = ranks_with_empty_token();
+        let model = Model::from_merges(vocab.clone(), vec![(257, 97), (97, 98)], GPT2, vec![], false).unwrap();
+        assert_eq!(model.merge_list(), vec![(97, 98)]);
+        assert_eq!(ids(&model, "ab a"), vec![256, 32, 97]);
+        assert_eq!(model.rank_rule_difference(), None);
+        // With a pattern that may match the empty string, the rank rule would emit the empty token.
+        let nullable = Model::from_merges(vocab, vec![(97, 98)], r"b|a*", vec![], true).unwrap();
+        assert!(matches!(nullable.rank_rule_difference(), Some(RuleDifference::EmptyMatches { .. })));
+        assert_eq!(ids(&nullable, "bab"), vec![98, 97, 98]);
     }
 }

@@ -19,7 +19,7 @@ use std::fmt;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use fancy_regex::{Regex, RegexBuilder, RegexInput};
+use fancy_regex::{AstNode, Expr, Regex, RegexBuilder, RegexInput};
 
 use crate::scan::Scanner;
 
@@ -88,6 +88,8 @@ pub struct Splitter {
     limited: [OnceLock<Regex>; BACKTRACK_LIMITS.len() - 1],
     /// The hand-written scanner when `pattern` is exactly a named pattern.
     scanner: Option<Scanner>,
+    /// Whether the pattern may match the empty string (see [`Splitter::may_match_empty`]).
+    may_match_empty: bool,
 }
 
 impl Splitter {
@@ -112,7 +114,19 @@ impl Splitter {
             pattern: pattern.to_owned(),
             reason: error.to_string(),
         })?;
-        Ok(Self { pattern: pattern.to_owned(), regex, limited: Default::default(), scanner: None })
+        Ok(Self {
+            pattern: pattern.to_owned(),
+            regex,
+            limited: Default::default(),
+            scanner: None,
+            may_match_empty: Expr::parse_tree(pattern).map_or(true, |tree| nullable(&tree.expr)),
+        })
+    }
+
+    /// Whether some text may give an empty match: `false` only when every match provably takes at
+    /// least one character (every named pattern, and most real ones: each alternative consumes).
+    pub fn may_match_empty(&self) -> bool {
+        self.may_match_empty
     }
 
     /// The regex with the backtracking limit `BACKTRACK_LIMITS[level]`.
@@ -162,9 +176,17 @@ impl Splitter {
     }
 
     /// Calls `on_piece(start, end)` with the byte range of each piece, in order.
-    pub fn for_each_piece(
+    pub fn for_each_piece(&self, text: &str, on_piece: impl FnMut(usize, usize)) -> Result<(), SplitError> {
+        self.for_each_match(text, false, on_piece)
+    }
+
+    /// Like [`Splitter::for_each_piece`]; with `empty`, also calls `on_piece(at, at)` for each
+    /// empty match that fancy-regex's `find_iter` yields (tiktoken looks each one up as a token).
+    /// The named patterns never match the empty string.
+    pub fn for_each_match(
         &self,
         text: &str,
+        empty: bool,
         mut on_piece: impl FnMut(usize, usize),
     ) -> Result<(), SplitError> {
         if let Some(scanner) = self.scanner {
@@ -193,6 +215,9 @@ impl Splitter {
                 if Some(piece_end) == last_end {
                     continue;
                 }
+                if empty {
+                    on_piece(piece_end, piece_end);
+                }
             } else {
                 on_piece(piece_start, piece_end);
                 start = piece_end;
@@ -208,6 +233,23 @@ impl Splitter {
         let mut pieces = Vec::new();
         self.for_each_piece(text, |start, end| pieces.push(&text[start..end]))?;
         Ok(pieces)
+    }
+}
+
+/// Whether `expr` may match the empty string; `true` when unsure (look-arounds, backreferences,
+/// conditionals and other constructs that do not obviously consume a character).
+fn nullable(expr: &Expr) -> bool {
+    match expr {
+        Expr::Any { .. } | Expr::GeneralNewline { .. } | Expr::Delegate { .. } => false,
+        Expr::Literal { val, .. } => val.is_empty(),
+        Expr::LiteralBytes { bytes } => bytes.is_empty(),
+        Expr::Concat(parts) => parts.iter().all(nullable),
+        Expr::Alt(alternatives) => alternatives.iter().any(nullable),
+        Expr::Group(inner) => nullable(inner),
+        Expr::AtomicGroup(inner) => nullable(inner),
+        Expr::Repeat { child, lo, .. } => *lo == 0 || nullable(child),
+        Expr::AstNode(AstNode::AstGroup { inner, .. }, _) => nullable(inner),
+        _ => true,
     }
 }
 
@@ -287,6 +329,52 @@ mod tests {
             let splitter = Splitter::regex_only(pattern).unwrap();
             for text in texts {
                 assert_eq!(splitter.pieces(text).unwrap(), find_iter_pieces(pattern, text), "{pattern:?} on {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn empty_matches_are_reported_as_fancy_regex_iterates_them() {
+        let patterns = [r"a*", r"\b", r"(?=a)|b", r"x*(?!y)", r"(?:)", r"é?", r"$|^", r"(?m:^)\w*", r"\w+|\s+"];
+        let texts = ["", "a", "aab ab b", "xyx yy x", "日本語 é a\u{e9}b", "\n a\nb\n"];
+        for pattern in patterns {
+            let splitter = Splitter::regex_only(pattern).unwrap();
+            for text in texts {
+                let mut found = Vec::new();
+                splitter.for_each_match(text, true, |start, end| found.push(&text[start..end])).unwrap();
+                let expected: Vec<&str> =
+                    Regex::new(pattern).unwrap().find_iter(text).map(|found| found.unwrap().as_str()).collect();
+                assert_eq!(found, expected, "{pattern:?} on {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn patterns_that_never_match_empty_are_told_apart() {
+        let texts = ["", "a", "aab ab b", "xyx yy x", "日本語 é a\u{e9}b", "\n a\nb\n", "it's 42 ...  \t\n"];
+        let patterns = [
+            (crate::scan::GPT2, false),
+            (crate::scan::CL100K, false),
+            (crate::scan::O200K, false),
+            (r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+", false),
+            (r"(?:ab|c)+|[\d]{2,3}|(?>x)", false),
+            (r"a*", true),
+            (r"\b", true),
+            (r"(?=a)|b", true),
+            (r"x*(?!y)", true),
+            (r"é?", true),
+            (r"\w+|", true),
+            (r"(a)\1", false),
+        ];
+        for (pattern, nullable) in patterns {
+            let splitter = Splitter::regex_only(pattern).unwrap();
+            assert_eq!(splitter.may_match_empty(), nullable, "{pattern:?}");
+            if !nullable {
+                for text in texts {
+                    let mut empty = false;
+                    splitter.for_each_match(text, true, |start, end| empty |= start == end).unwrap();
+                    assert!(!empty, "{pattern:?} matched empty in {text:?}");
+                }
             }
         }
     }
