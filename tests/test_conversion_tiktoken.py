@@ -1,17 +1,23 @@
-"""tiktoken rank files: load, save, and rejection of malformed files."""
+"""tiktoken rank files: load, save, and rejection of malformed files; every line form read exactly as
+tiktoken's ``load_tiktoken_bpe`` reads it (generated edge-form files, compared with tiktoken itself), the
+empty token."""
 
 from __future__ import annotations
 
 import base64
 import gzip
 import os
+import random
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import scaled
 
 import conversion.tiktoken
 import hf_bpe
-from hf_bpe import BPE
+from hf_bpe import BPE, patterns
 from hf_bpe.errors import TokenizerFileError
 
 BYTES = {bytes([byte]): byte for byte in range(256)}
@@ -71,9 +77,9 @@ def test_blank_lines_are_skipped_like_tiktoken(tmp_path: Path) -> None:
         (b"YWI= three", "not an integer"),
         (b"YWI= -1", "out of range"),
         (b"YWI= 99999999999", "out of range"),
-        (b"YQ== 300", "appears again"),  # b"a" again
-        (b"YWI= 97", "rank 97 appears again"),
+        (b"YWI= 97", "rank 97 is given to two tokens, b'a' \\(line 98\\) and b'ab'"),
         (b" 300", "expected '<base64 token> <rank>'"),
+        (b" \t ", "expected '<base64 token> <rank>'"),  # only whitespace: not an empty line
     ],
 )
 def test_malformed_lines_name_file_and_line(tmp_path: Path, bad_line: bytes, problem: str) -> None:
@@ -122,3 +128,209 @@ def test_save_is_atomic_when_writing_fails(tmp_path: Path, monkeypatch: pytest.M
 def test_save_rejects_non_models(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         conversion.tiktoken.save({b"a": 0}, tmp_path / "x.tiktoken")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------- every line form, as tiktoken reads it
+
+EDGE_TOKENS = {b"ab": 256, b" the": 257, b"\xe6\x97\xa5": 258, b"hello world!": 259}
+"""Multi-byte tokens of the generated rank files (after the 256 single bytes)."""
+
+
+@pytest.fixture
+def tiktoken_reading(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``reading(path)``: the ranks tiktoken reads from ``path`` (``load_tiktoken_bpe``, then
+    ``tiktoken.Encoding`` built from them, which refuses some tables the loader returns), or the
+    exception one of them raised."""
+    tiktoken = pytest.importorskip("tiktoken")
+    load_tiktoken_bpe = pytest.importorskip("tiktoken.load").load_tiktoken_bpe
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # no cache: a path read twice may hold new contents
+
+    def reading(path: Path) -> dict[bytes, int] | BaseException:
+        try:
+            ranks = load_tiktoken_bpe(os.fspath(path))
+            tiktoken.Encoding("edge", pat_str=patterns.GPT2, mergeable_ranks=ranks, special_tokens={})
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:  # noqa: BLE001 (tiktoken's Rust panics are BaseExceptions)
+            return error
+        return ranks
+
+    return reading
+
+
+def _respell(rng: random.Random, encoded: bytes) -> bytes:
+    """Another spelling of a base64 token, valid or not: padding dropped or added, characters outside
+    the alphabet (urlsafe ones, punctuation, non-ASCII bytes) inserted, data after the padding."""
+    choice = rng.randrange(6)
+    if choice == 0:
+        return encoded.rstrip(b"=")
+    if choice == 1:
+        return encoded + b"=" * rng.randint(1, 3)
+    if choice == 2:
+        at = rng.randint(0, len(encoded))
+        return encoded[:at] + rng.choice([b"!", b"-", b"_", b".", b"\xff", b"\x00", b"\xc3\xa9", b"*"]) + encoded[at:]
+    if choice == 3:
+        return encoded.replace(b"+", b"-").replace(b"/", b"_")
+    if choice == 4:
+        return encoded + rng.choice([b"YQ==", b"=", b"a", b"YWI="])
+    return encoded.rstrip(b"=") + b"=" * rng.randint(0, 2)
+
+
+def _mutate(rng: random.Random, lines: list[bytes]) -> str:
+    """Apply one edge form to ``lines`` in place; return its name."""
+    fresh = 300 + len(lines)
+    form = rng.choice([
+        "blank line", "whitespace line", "padded fields", "respelled token", "empty token", "token twice",
+        "rank twice", "rank spelling", "rank out of range", "field count", "byte order mark",
+    ])
+    at = rng.randint(0, len(lines))
+    if form == "blank line":
+        lines.insert(at, b"")
+    elif form == "whitespace line":
+        lines.insert(at, rng.choice([b" ", b"\t", b"\x0b", b"\x0c", b" \t ", b"\x1c"]))
+    elif form == "padded fields":
+        index = rng.randrange(len(lines))
+        fields = lines[index].split()
+        if len(fields) == 2:
+            space = [b" ", b"\t", b"\x0b", b"\x0c", b"  ", b"\x1c", b"\xa0"]
+            lines[index] = rng.choice(space + [b""]) + fields[0] + rng.choice(space) + fields[1] + rng.choice(space + [b""])
+    elif form == "respelled token":
+        index = rng.randrange(len(lines))
+        fields = lines[index].split()
+        if len(fields) == 2:
+            lines[index] = _respell(rng, fields[0]) + b" " + fields[1]
+    elif form == "empty token":
+        lines.insert(at, rng.choice([b"=", b"==", b"===", b"====", b"!", b"-"]) + b" " + str(fresh).encode())
+    elif form == "token twice":
+        fields = lines[rng.randrange(len(lines))].split()
+        rank = fields[1] if rng.random() < 0.3 else str(fresh).encode()
+        lines.insert(at, fields[0] + b" " + rank)
+    elif form == "rank twice":
+        fields = lines[rng.randrange(len(lines))].split()
+        lines.insert(at, base64.b64encode(b"xyz%d" % fresh) + b" " + fields[1])
+    elif form == "rank spelling":
+        spelled = rng.choice([b"+%d", b"0%d", b"%d_0", b"%d.0", b"0x%d", b"-%d", b"%d\xd9\xa1", b"\xd9\xa1"])
+        lines.insert(at, base64.b64encode(b"xyz%d" % fresh) + b" " + (spelled % fresh if b"%" in spelled else spelled))
+    elif form == "rank out of range":
+        rank = rng.choice([-1, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**40])
+        lines.insert(at, base64.b64encode(b"xyz%d" % fresh) + b" " + str(rank).encode())
+    elif form == "field count":
+        lines.insert(at, rng.choice([b"YWJj", b"YWJj 1 2", b"YWJj 1 x", b"1"]))
+    else:
+        lines[0] = b"\xef\xbb\xbf" + lines[0]
+    return form
+
+
+def edge_rank_files(count: int, seed: int = 15) -> list[tuple[str, bytes]]:
+    """``count`` generated rank files: the 256 single bytes and :data:`EDGE_TOKENS` in random order,
+    with one to three edge forms each, joined by random line ends (``\\n``, ``\\r\\n``, ``\\r``),
+    with or without a final one."""
+    rng = random.Random(seed)
+    files = []
+    for _ in range(count):
+        ranks = BYTES | EDGE_TOKENS
+        lines = [base64.b64encode(token) + b" " + str(rank).encode() for token, rank in ranks.items()]
+        rng.shuffle(lines)
+        forms = [_mutate(rng, lines) for _ in range(rng.randint(1, 3))]
+        end = rng.choice([b"\n", b"\n", b"\r\n", b"\r"])
+        files.append((", ".join(forms), end.join(lines) + (end if rng.random() < 0.8 else b"")))
+    return files
+
+
+def _within_our_limits(ranks: dict[bytes, int]) -> bool:
+    """Whether hf_bpe can hold a table tiktoken accepted: ids below 2**31 and all 256 single bytes."""
+    return all(rank < 2**31 for rank in ranks.values()) and all(bytes([byte]) in ranks for byte in range(256))
+
+
+@pytest.mark.slow
+def test_generated_rank_files_read_exactly_as_tiktoken_reads_them(tmp_path: Path, tiktoken_reading: Any) -> None:
+    """Every generated file: same ranks as tiktoken, or refused with ``TokenizerFileError`` naming the
+    file where tiktoken refuses it (or, for a table tiktoken takes, where hf_bpe's limits refuse it);
+    where both load it, the same ids on text."""
+    import tiktoken
+
+    texts = ["hello world! the", "日本 ab", " the  \n\tab", "", "xyz300 \x00\x01\xff"]
+    outcomes: Counter[str] = Counter()
+    files = edge_rank_files(scaled(600, 60))
+    for index, (forms, data) in enumerate(files):
+        path = tmp_path / f"edge-{index}.tiktoken"
+        path.write_bytes(data)
+        theirs = tiktoken_reading(path)
+        try:
+            ours: Any = conversion.tiktoken.load(path, pattern="gpt2")
+        except (TokenizerFileError, hf_bpe.InvalidVocabularyError) as error:
+            ours = error
+        where = f"file {index} ({forms})"
+        if isinstance(ours, BaseException):
+            assert path.name in str(ours) or isinstance(ours, hf_bpe.InvalidVocabularyError), f"{where}: {ours}"
+            if isinstance(theirs, dict):  # tiktoken takes it: only hf_bpe's documented limits may refuse
+                assert not _within_our_limits(theirs), f"{where}: tiktoken reads it, we refuse: {ours}"
+                outcomes["beyond our limits"] += 1
+            else:
+                outcomes["both refuse"] += 1
+            continue
+        assert isinstance(theirs, dict), f"{where}: tiktoken refuses it ({theirs!r}), we read it"
+        assert ours.mergeable_ranks == theirs, where
+        encoding = tiktoken.Encoding("edge", pat_str=patterns.GPT2, mergeable_ranks=theirs, special_tokens={})
+        assert [ours.encode_ordinary(text) for text in texts] == [encoding.encode_ordinary(text) for text in texts]
+        outcomes["both read"] += 1
+    # The generated forms reach both outcomes often (about a third of the files are read).
+    assert min(outcomes["both read"], outcomes["both refuse"]) >= len(files) // 10, outcomes
+
+
+@pytest.mark.parametrize("line", [b"= 300", b"== 300", b"==== 300", b"! 300", b"=\t300 ", b"-_ 300"])
+def test_the_empty_token_reads_as_tiktoken_reads_it(tmp_path: Path, tiktoken_reading: Any, line: bytes) -> None:
+    """Whisper's ``multilingual.tiktoken`` ends with ``= 50256``: tiktoken reads ``b""`` with that rank."""
+    path = rank_file(tmp_path, [*byte_lines(), line])
+    expected = tiktoken_reading(path)
+    assert isinstance(expected, dict) and b"" in expected
+    model = conversion.tiktoken.load(path, pattern="gpt2")
+    assert model.mergeable_ranks == expected
+    assert model.decode_single_token_bytes(300) == b"" and model.decode([104, 300, 105]) == "hi"
+    assert model.encode_single_token(b"") == model.encode_single_token("") == 300
+    assert 300 not in model.encode_ordinary("any text at all, 日本語 \n\n  ")
+
+
+def test_a_token_given_twice_takes_its_last_rank_as_in_tiktoken(tmp_path: Path, tiktoken_reading: Any) -> None:
+    path = rank_file(tmp_path, [*byte_lines(), b"YWI= 300", b"YWI= 301", b"YQ== 302"])
+    expected = tiktoken_reading(path)
+    assert isinstance(expected, dict)
+    model = conversion.tiktoken.load(path, pattern="gpt2")
+    assert model.mergeable_ranks == expected
+    with pytest.raises(KeyError):
+        model.decode_single_token_bytes(97)  # b"a" moved to 302: 97 and 300 are holes, as in tiktoken
+
+
+def test_saving_writes_the_empty_token_as_tiktoken_reads_it_back(tmp_path: Path, tiktoken_reading: Any) -> None:
+    model = BPE(BYTES | {b"": 256, b"ab": 257}, "gpt2")
+    path = conversion.tiktoken.save(model, tmp_path / "empty.tiktoken")
+    assert path.read_bytes().endswith(b"\n= 256\nYWI= 257\n")
+    assert tiktoken_reading(path) == model.mergeable_ranks
+    assert conversion.tiktoken.load(path, pattern="gpt2") == model
+
+
+EMPTY_MATCHING_PATTERNS = [r"a*", r"\b", r"(?=a)|b", r"x*(?!y)", r"é?", r"\w+|", r"\s*|\S", r"$|^|\p{L}+"]
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", *EMPTY_MATCHING_PATTERNS])
+def test_the_empty_token_encodes_as_in_tiktoken_on_patterns_that_match_the_empty_string(
+    tiktoken_encoding: Any, pattern: str
+) -> None:
+    """tiktoken looks every match up whole, an empty match too: with an empty token in the ranks each
+    one becomes that token (the named patterns never match the empty string)."""
+    import tiktoken
+    from conversion_support import varied_texts
+
+    ranks = {token: rank for token, rank in tiktoken_encoding("gpt2")._mergeable_ranks.items() if rank < 3000}
+    ranks[b""] = 3000
+    specials = {"<|endoftext|>": 3001}
+    regex = patterns.resolve(pattern)
+    theirs = tiktoken.Encoding("empty", pat_str=regex, mergeable_ranks=ranks, special_tokens=specials)
+    ours = BPE(ranks, pattern, specials)
+    texts = varied_texts(scaled(1000, 50), seed=3)
+    assert [ours.encode_ordinary(text) for text in texts] == [theirs.encode_ordinary(text) for text in texts]
+    assert ([ours.encode(text, allowed_special="all") for text in texts]
+            == [theirs.encode(text, allowed_special="all") for text in texts])
+    assert ours.encode_batch(list(texts), allowed_special="all") == theirs.encode_batch(list(texts), allowed_special="all")
+    if pattern != "gpt2":
+        assert any(3000 in theirs.encode_ordinary(text) for text in texts), "the pattern never matched empty"
