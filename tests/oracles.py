@@ -179,3 +179,75 @@ def offline_tiktoken(cache_dir: str | os.PathLike[str]) -> Iterator[None]:
             os.environ.pop("TIKTOKEN_CACHE_DIR", None)
         else:
             os.environ["TIKTOKEN_CACHE_DIR"] = before
+
+
+# ------------------------------------------------------------------------------------------ Whisper
+
+WHISPER_SDIST = "openai-whisper==20250625"
+"""The ``openai-whisper`` release whose files the Whisper tests read (pinned: the same files every run)."""
+
+WHISPER_FILES = ("whisper/assets/gpt2.tiktoken", "whisper/assets/multilingual.tiktoken", "whisper/tokenizer.py")
+"""Whisper's two rank files and the module that builds its tiktoken encodings from them."""
+
+
+def fetch_whisper(folder: str | os.PathLike[str], *, timeout: float = 600) -> Path:
+    """Whisper's :data:`WHISPER_FILES` under ``folder`` (kept there: later calls read them again),
+    taken from the ``openai-whisper`` sdist that ``pip download --no-deps`` fetches. The package is
+    never installed (it pulls in torch), and only these three files are read from the archive.
+
+    Raises ``RuntimeError`` saying why when pip cannot get the sdist (no network, no PyPI).
+    """
+    import subprocess
+    import sys
+    import tarfile
+    import tempfile
+
+    root = Path(folder)
+    if all((root / name).is_file() for name in WHISPER_FILES):
+        return root
+    with tempfile.TemporaryDirectory() as download:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", download, WHISPER_SDIST]
+        try:
+            done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"`{' '.join(command[2:])}` took more than {timeout:.0f} s") from None
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"`{' '.join(command[2:])}` failed: {last}")
+        archives = sorted(Path(download).glob("*.tar.gz"))
+        if len(archives) != 1:
+            raise RuntimeError(f"pip download {WHISPER_SDIST} gave {[path.name for path in Path(download).iterdir()]}, "
+                               "not one sdist")
+        with tarfile.open(archives[0]) as archive:
+            for member in archive.getmembers():
+                inner = member.name.partition("/")[2]  # below the sdist's top folder
+                source = archive.extractfile(member) if inner in WHISPER_FILES and member.isfile() else None
+                if source is None:
+                    continue
+                target = root / inner
+                target.parent.mkdir(parents=True, exist_ok=True)
+                partial = target.with_name(target.name + ".partial")
+                partial.write_bytes(source.read())
+                os.replace(partial, target)
+    missing = [name for name in WHISPER_FILES if not (root / name).is_file()]
+    if missing:
+        raise RuntimeError(f"the {WHISPER_SDIST} sdist lacks {missing}")
+    return root
+
+
+def whisper_tokenizer_module(root: str | os.PathLike[str]) -> object:
+    """Whisper's own ``whisper/tokenizer.py`` (from :func:`fetch_whisper`), imported from ``root``: its
+    ``get_encoding(name)`` builds the ``tiktoken.Encoding`` Whisper uses (ranks, pattern, special
+    tokens), reading the rank files next to it. It needs only tiktoken."""
+    import importlib.util
+    import sys
+
+    name = "whisper_tokenizer_oracle"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(root) / "whisper" / "tokenizer.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,6 +1,6 @@
 """tiktoken rank files: load, save, and rejection of malformed files; every line form read exactly as
 tiktoken's ``load_tiktoken_bpe`` reads it (generated edge-form files, compared with tiktoken itself), the
-empty token."""
+empty token, and Whisper's two rank files against the encodings Whisper builds from them."""
 
 from __future__ import annotations
 
@@ -334,3 +334,155 @@ def test_the_empty_token_encodes_as_in_tiktoken_on_patterns_that_match_the_empty
     assert ours.encode_batch(list(texts), allowed_special="all") == theirs.encode_batch(list(texts), allowed_special="all")
     if pattern != "gpt2":
         assert any(3000 in theirs.encode_ordinary(text) for text in texts), "the pattern never matched empty"
+
+
+# ---------------------------------------------------------------------------------- Whisper's files
+
+WHISPER_ENCODINGS = ("gpt2", "multilingual")
+
+
+@pytest.fixture(scope="module")
+def whisper(whisper_files: Path) -> Any:
+    """Whisper's own ``tokenizer.py``: ``get_encoding(name)`` builds the ``tiktoken.Encoding`` Whisper
+    uses from ``assets/<name>.tiktoken`` (ranks, its pattern, 1,608 special tokens)."""
+    pytest.importorskip("tiktoken")
+    import oracles
+
+    return oracles.whisper_tokenizer_module(whisper_files)
+
+
+def whisper_asset(whisper_files: Path, name: str) -> Path:
+    return whisper_files / "whisper" / "assets" / f"{name}.tiktoken"
+
+
+def whisper_texts(theirs: Any, count: int) -> list[str]:
+    """Varied strings, a fifth of them with Whisper's special tokens cut in (start of transcript,
+    languages, tasks, timestamps), to exercise its 1,608 special tokens."""
+    from conversion_support import varied_texts
+
+    rng = random.Random(15)
+    specials = sorted(theirs.special_tokens_set)
+    texts = list(varied_texts(count))
+    for index in range(0, len(texts), 5):
+        text = texts[index]
+        cut = rng.randint(0, len(text))
+        texts[index] = text[:cut] + "".join(rng.choices(specials, k=rng.randint(1, 3))) + text[cut:]
+    return texts
+
+
+@pytest.mark.parametrize("name", WHISPER_ENCODINGS)
+def test_whisper_rank_files_load_as_tiktoken_reads_them(
+    whisper: Any, whisper_files: Path, tiktoken_reading: Any, name: str
+) -> None:
+    """Before: ``multilingual.tiktoken`` was refused over its last line, ``= 50256``."""
+    path = whisper_asset(whisper_files, name)
+    ranks = conversion.tiktoken.read_ranks(path)
+    assert ranks == tiktoken_reading(path) == whisper.get_encoding(name)._mergeable_ranks
+    assert (b"" in ranks) == (name == "multilingual")
+    assert conversion.tiktoken.dumps(BPE(ranks, "gpt2")) == path.read_bytes(), "not saved back byte for byte"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", WHISPER_ENCODINGS)
+def test_whisper_encodings_match_tiktoken(whisper: Any, whisper_files: Path, name: str) -> None:
+    """Whisper's encodings as Whisper builds them (its pattern and special tokens) against ours loaded
+    from the same file, with its own pattern and with tiktoken's gpt2 pattern by name: every method
+    we share with tiktoken, on 20,000 varied strings at scale 1."""
+    import tiktoken
+    from conversion_support import assert_same
+
+    theirs = whisper.get_encoding(name)
+    specials = dict(theirs._special_tokens)
+    path = whisper_asset(whisper_files, name)
+    ours = conversion.tiktoken.load(path, pattern=theirs._pat_str, special_tokens=specials)
+    named = conversion.tiktoken.load(path, pattern="gpt2", special_tokens=specials)
+    theirs_named = tiktoken.Encoding(name, pat_str=patterns.GPT2, mergeable_ranks=theirs._mergeable_ranks,
+                                     special_tokens=specials, explicit_n_vocab=theirs.n_vocab)
+    for model in (ours, named):
+        assert (model.n_vocab, model.max_token_value, model.eot_token) == (
+            theirs.n_vocab, theirs.max_token_value, theirs.eot_token)
+        assert model.special_tokens_set == theirs.special_tokens_set
+        assert model.mergeable_ranks == theirs._mergeable_ranks
+    assert named.token_byte_values() == theirs.token_byte_values()
+    for token in range(theirs.max_token_value + 2):
+        try:
+            expected: Any = theirs.decode_single_token_bytes(token)
+        except KeyError:
+            expected = KeyError
+        if expected is KeyError:
+            with pytest.raises(KeyError):
+                named.decode_single_token_bytes(token)
+        else:
+            assert named.decode_single_token_bytes(token) == expected, token
+    for value in [*theirs.token_byte_values(), *theirs.special_tokens_set]:
+        assert named.encode_single_token(value) == theirs.encode_single_token(value), value
+    for value in (b"", ""):  # the empty token, or an unknown one
+        if b"" in theirs._mergeable_ranks:
+            assert named.encode_single_token(value) == theirs.encode_single_token(value) == 50256
+        else:
+            with pytest.raises(KeyError):
+                theirs.encode_single_token(value)
+            with pytest.raises(KeyError):
+                named.encode_single_token(value)
+
+    texts = whisper_texts(theirs, scaled(20_000, 200))
+    expected_ids = [theirs.encode(text, allowed_special="all") for text in texts]
+    assert_same(f"{name} encode, gpt2 by name", texts, [named.encode(text, allowed_special="all") for text in texts],
+                expected_ids)
+    assert_same(f"{name} encode, Whisper's own pattern", texts,
+                [ours.encode(text, allowed_special="all") for text in texts], expected_ids)
+    assert_same(f"{name} encode_ordinary", texts, [named.encode_ordinary(text) for text in texts],
+                [theirs_named.encode_ordinary(text) for text in texts])
+    assert_same(f"{name} encode_batch", texts, named.encode_batch(texts, allowed_special="all", num_threads=2),
+                theirs_named.encode_batch(texts, allowed_special="all", num_threads=2))
+    assert named.encode_ordinary_batch(texts[:2000]) == theirs_named.encode_ordinary_batch(texts[:2000])
+    assert_same(f"{name} decode", texts, [named.decode(ids) for ids in expected_ids],
+                [theirs.decode(ids) for ids in expected_ids])
+    rng = random.Random(15)
+    valid = [*theirs._mergeable_ranks.values(), *specials.values()]
+    id_lists = [rng.choices(valid, k=rng.randint(0, 30)) + [50256] * rng.randint(0, 2) for _ in range(scaled(3000, 100))]
+    assert [named.decode_bytes(ids) for ids in id_lists] == [theirs.decode_bytes(ids) for ids in id_lists]
+    assert named.decode_batch(id_lists) == theirs.decode_batch(id_lists)
+    assert [named.decode_tokens_bytes(ids) for ids in id_lists] == [theirs.decode_tokens_bytes(ids) for ids in id_lists]
+    for text in ("<|startoftranscript|> hi", "a<|en|>", "<|0.02|>"):
+        with pytest.raises(ValueError):
+            theirs.encode(text)
+        with pytest.raises(ValueError):
+            named.encode(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", WHISPER_ENCODINGS)
+def test_whisper_models_round_trip_through_every_writer(
+    whisper: Any, whisper_files: Path, tmp_path: Path, name: str
+) -> None:
+    """The empty token survives our file, ``tokenizer.json`` (read by ``tokenizers``) and a
+    transformers folder (``BPETokenizer``, and ``TokenizersBackend`` without hf_bpe's class)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from transformers import AutoTokenizer, TokenizersBackend
+
+    import conversion.hf
+
+    theirs = whisper.get_encoding(name)
+    model = conversion.tiktoken.load(whisper_asset(whisper_files, name), pattern="gpt2",
+                                     special_tokens=dict(theirs._special_tokens))
+    texts = whisper_texts(theirs, scaled(2000, 100))
+    expected = [theirs.encode(text, allowed_special="all") for text in texts]
+
+    model.save(tmp_path / "model.json")
+    assert BPE.load(tmp_path / "model.json") == model
+
+    conversion.hf.save(model, tmp_path / "tokenizer.json")
+    hf_tokenizer = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    assert [hf_tokenizer.encode(text, add_special_tokens=False).ids for text in texts] == expected
+    assert ([hf_tokenizer.decode(ids, skip_special_tokens=False) for ids in expected]
+            == [theirs.decode(ids) for ids in expected])
+    assert hf_tokenizer.decode([50256, 1], skip_special_tokens=False) == theirs.decode([50256, 1])
+    back = conversion.hf.load(tmp_path / "tokenizer.json")
+    assert [back.encode(text, allowed_special="all") for text in texts] == expected
+
+    folder = tmp_path / "folder"
+    hf_bpe.BPETokenizer.from_model(model, eos_token="<|endoftext|>").save_pretrained(folder)
+    for tokenizer in (AutoTokenizer.from_pretrained(folder), TokenizersBackend.from_pretrained(folder)):
+        assert [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts] == expected, type(tokenizer)
+        assert tokenizer.decode([50256, 1]) == theirs.decode([50256, 1])
