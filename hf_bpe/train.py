@@ -167,7 +167,7 @@ def train_from_counts(
 
 def _merge(
     counts: PieceCounts,
-    vocab_size: int,
+    vocab_size: int | None,
     show_progress: bool,
     name: str | None,
     *,
