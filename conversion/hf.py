@@ -16,6 +16,10 @@
   lives in the model vocabulary: holes get placeholder entries (spelled with a space, which no
   byte-level piece contains, so they can never be produced) and earlier special tokens are entered
   under their own text.
+
+SentencePiece models are written by :mod:`conversion._hf_sentencepiece` (byte fallback, merges by
+piece score, SentencePiece's whitespace handling as normalizer steps), exactly where
+`tokenizers` can reproduce them and otherwise only with ``lossy=True``.
 """
 
 from __future__ import annotations
@@ -23,16 +27,18 @@ from __future__ import annotations
 import os
 import random
 import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
+from conversion import _hf_sentencepiece
 from hf_bpe import BPE, patterns
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token
-from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
+from hf_bpe.errors import ConversionError, InvalidVocabularyError, LossyConversionWarning, TokenizerFileError
 from hf_bpe.model import MAX_DENSE_IDS
 
 __all__ = [
@@ -43,6 +49,8 @@ __all__ = [
     "probe_texts",
     "recover_merges",
     "save",
+    "sentencepiece_differences",
+    "sentencepiece_probe_texts",
     "translate_pattern",
 ]
 
@@ -235,6 +243,7 @@ def build_tokenizer(
     add_eos_token: bool = False,
     merges: Sequence[tuple[bytes, bytes]] | None = None,
     check: bool | None = None,
+    lossy: bool = False,
 ) -> Tokenizer:
     """A `tokenizers.Tokenizer` that encodes and decodes exactly as ``model``.
 
@@ -244,17 +253,34 @@ def build_tokenizer(
     ``merges`` defaults to the model's own (:attr:`hf_bpe.BPE.merges`: a merges list's, or those
     recovered from the ranks), checked to encode exactly as the model (else
     :class:`~hf_bpe.errors.ConversionError`); a rank model is written with ``ignore_merges``, a merges
-    list with its own setting. SentencePiece models are refused. ``check`` encodes
-    :func:`probe_texts` with both and raises :class:`ConversionError` on any difference; by default
-    only when the split pattern is not one of the named ones (those are proven by the test suite).
+    list with its own setting. ``check`` encodes :func:`probe_texts` with both and raises
+    :class:`ConversionError` on any difference; by default only when the split pattern is not one of
+    the named ones (those are proven by the test suite).
+
+    A SentencePiece model (see :func:`sentencepiece_differences`) is written with byte fallback, its
+    merges by piece score and SentencePiece's normalizer as `tokenizers` steps: its ``encode(text,
+    add_special_tokens=False)`` equals ``model.encode(text, allowed_special="all")``, with
+    ``encode_special_tokens = True`` (transformers: ``split_special_tokens=True``) it equals
+    ``SentencePieceProcessor.encode`` on every text, and ``decode(ids, skip_special_tokens=False)``
+    equals ``SentencePieceProcessor.decode`` on ids that encode text (on byte pieces that are not
+    UTF-8, `tokenizers` shows every byte of the run as U+FFFD). Where `tokenizers` cannot do that,
+    the model is refused naming why; ``check`` (by default on) also compares the two on
+    :func:`sentencepiece_probe_texts`.
+
+    ``lossy=True`` writes what cannot be exact anyway (the closest file) and warns with
+    :class:`~hf_bpe.errors.LossyConversionWarning`, which says why and on how many of the probe
+    texts (:func:`probe_texts`, and for SentencePiece models also :func:`sentencepiece_probe_texts`)
+    the file encodes or decodes differently.
     """
     if not isinstance(model, BPE):
         raise TypeError(f"build_tokenizer expects an hf_bpe.BPE, got {type(model).__name__}")
     if model.kind == "sentencepiece":
-        raise ConversionError(
-            f"{model!r} is a SentencePiece model; tokenizer.json is written here for byte-level BPE only "
-            "(keep the .model file, or use conversion.sentencepiece.save)"
-        )
+        if added_tokens or merges is not None:
+            raise ConversionError(
+                f"added_tokens and merges are not taken for SentencePiece models ({model!r}): the file holds the "
+                "model's own pieces, merges and special pieces"
+            )
+        return _sentencepiece_tokenizer(model, bos_token, eos_token, add_bos_token, add_eos_token, check, lossy)
     largest = max([model.n_vocab - 1, *(int(token_id) for token_id in added_tokens or {})])
     if largest >= MAX_DENSE_IDS:
         raise ConversionError(
@@ -286,11 +312,15 @@ def build_tokenizer(
     # A rank model gets tiktoken's whole-piece rule; a merges list keeps its own setting.
     ignore_merges = model.kind == "ranks" or bool(model.ignore_merges)
     own_merges = model.merges  # listed, or recovered from the ranks
-    if merges is None or list(merges) == own_merges:
+    proven: list[str] = []  # why a lossy file differs, known before measuring
+    own = merges is None or list(merges) == own_merges
+    if own:
         merges = own_merges
         difference = model.merge_rule_difference(ignore_merges)
         if difference is not None:
-            raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: its merges list {difference}")
+            if not lossy:
+                raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: its merges list {difference}")
+            proven.append(f"its merges list {difference}")
     bpe = models.BPE(
         vocab=vocab,
         merges=[(_spell(left), _spell(right)) for left, right in merges],
@@ -318,9 +348,95 @@ def build_tokenizer(
                 f"not {token_id}"
             )
     tokenizer.post_processor = _post_processor(tokenizer, bos_token, eos_token, add_bos_token, add_eos_token)
-    if check if check is not None else patterns.name_of(model.pattern) is None:
+    if lossy:
+        texts = probe_texts()
+        ours = model.encode_ordinary_batch(texts)
+        theirs = [encoding.ids for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
+        wrong = [(text, f"encodes to {expected} here but to {got} in tokenizers")
+                 for text, expected, got in zip(texts, ours, theirs) if expected != got]
+        if proven or wrong:
+            suspect = (f"the split pattern {model.pattern!r} reads differently in Oniguruma" if own
+                       else "the merges given are not the model's own")
+            _warn_lossy(model, proven or [suspect], wrong, len(texts), "conversion.hf.probe_texts()")
+    elif check if check is not None else patterns.name_of(model.pattern) is None:
         _check_same_ids(model, tokenizer)
     return tokenizer
+
+
+def sentencepiece_differences(model: BPE) -> list[str]:
+    """Why `tokenizers` cannot encode or decode as the SentencePiece ``model`` does, naming the pieces
+    or settings concerned (empty when :func:`save` writes it exactly). A merge order the pair-rank rule
+    of `tokenizers` cannot follow (see :func:`hf_bpe.sentencepiece.merge_list`), a precompiled
+    character map (`tokenizers` applies it per grapheme cluster), user-defined pieces next to the
+    dummy prefix, and a few decoding corner cases are the reasons.
+
+    >>> import conversion.hf, hf_bpe
+    >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, UNKNOWN, USER_DEFINED
+    >>> pieces = (Piece("<unk>", 0, UNKNOWN), Piece("▁", -1), Piece("a", -2), Piece("<sep>", 0, USER_DEFINED))
+    >>> model = hf_bpe.BPE.from_sentencepiece(SentencePieceSpec(pieces))
+    >>> [reason[:48] for reason in conversion.hf.sentencepiece_differences(model)]
+    ["the user-defined pieces ('<sep>') with the dummy"]
+    """
+    spec = model.sentencepiece
+    if spec is None:
+        raise TypeError(f"{model!r} is not a SentencePiece model")
+    return _hf_sentencepiece.differences(spec)
+
+
+def sentencepiece_probe_texts(model: BPE, count: int = 2000, seed: int = 0) -> list[str]:
+    """The texts on which :func:`save` compares a SentencePiece ``model`` with the file it writes
+    (besides :func:`probe_texts`): strings of the model's own pieces, its special, user-defined and
+    byte pieces spelled out, whitespace runs, combining sequences and characters it lacks.
+
+    >>> import conversion.hf, hf_bpe
+    >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, UNKNOWN
+    >>> model = hf_bpe.BPE.from_sentencepiece(SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁a", -1))))
+    >>> len(conversion.hf.sentencepiece_probe_texts(model, 10))
+    10
+    """
+    spec = model.sentencepiece
+    if spec is None:
+        raise TypeError(f"{model!r} is not a SentencePiece model")
+    return _hf_sentencepiece.probe_texts(spec, count, seed)
+
+
+def _sentencepiece_tokenizer(model: BPE, bos_token: str | None, eos_token: str | None, add_bos_token: bool,
+                             add_eos_token: bool, check: bool | None, lossy: bool) -> Tokenizer:
+    lost = sentencepiece_differences(model)
+    if lost and not lossy:
+        raise ConversionError(
+            f"tokenizer.json cannot hold the SentencePiece model {model!r} exactly ({len(lost)} "
+            f"reason{'s' if len(lost) > 1 else ''}): " + "; ".join(lost)
+            + ". Pass lossy=True to write the closest file anyway (it warns how often it differs)"
+        )
+    tokenizer = _hf_sentencepiece.tokenizer(model)
+    tokenizer.post_processor = _post_processor(tokenizer, bos_token, eos_token, add_bos_token, add_eos_token)
+    if check is False and not lost:
+        return tokenizer
+    texts = probe_texts() + sentencepiece_probe_texts(model)
+    wrong = _hf_sentencepiece.mismatches(model, tokenizer, texts)
+    if lost:
+        _warn_lossy(model, lost, wrong, len(texts),
+                    "conversion.hf.probe_texts() and sentencepiece_probe_texts(model)")
+    elif wrong:
+        text, problem = wrong[0]
+        raise ConversionError(
+            f"tokenizers does not reproduce the SentencePiece model {model!r} on {len(wrong)} of {len(texts)} "
+            f"probe texts, though no known reason keeps it from that (please report it): {text!r} {problem}; "
+            "pass lossy=True to write the file anyway"
+        )
+    return tokenizer
+
+
+def _warn_lossy(model: BPE, lost: Sequence[str], wrong: Sequence[tuple[str, str]], probes: int,
+                probe_set: str) -> None:
+    """Say why a lossy tokenizer.json differs and how often it did on the probe texts."""
+    example = f"; e.g. {wrong[0][0]!r} {wrong[0][1]}" if wrong else ""
+    message = (
+        f"lossy tokenizer.json for {model!r} differs on {len(wrong)} of {probes} probe texts "
+        f"({100 * len(wrong) / probes:.2f}%, {probe_set}){example}. Why: " + "; ".join(lost)
+    )
+    warnings.warn(LossyConversionWarning(message, mismatches=len(wrong), probes=probes), stacklevel=4)
 
 
 def save(
@@ -334,8 +450,11 @@ def save(
     add_eos_token: bool = False,
     merges: Sequence[tuple[bytes, bytes]] | None = None,
     check: bool | None = None,
+    lossy: bool = False,
 ) -> Path:
-    """Write ``model`` as a ``tokenizer.json`` (atomically); arguments as :func:`build_tokenizer`.
+    """Write ``model`` as a ``tokenizer.json`` (atomically); arguments as :func:`build_tokenizer`
+    (SentencePiece models too; ``lossy=True`` writes the closest file and warns with the measured
+    mismatch rate).
 
     >>> import conversion.hf, hf_bpe, tempfile, os, tokenizers
     >>> model = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256}, "gpt2",
@@ -353,6 +472,7 @@ def save(
         add_eos_token=add_eos_token,
         merges=merges,
         check=check,
+        lossy=lossy,
     )
     return atomic_write(path, tokenizer.to_str(pretty=True))
 

@@ -15,6 +15,7 @@ from hf_bpe.errors import (
     DisallowedSpecialTokenError,
     InternalError,
     InvalidVocabularyError,
+    LossyConversionWarning,
     TokenizerFileError,
     UnknownTokenError,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "DisallowedSpecialTokenError",
     "InternalError",
     "InvalidVocabularyError",
+    "LossyConversionWarning",
     "PieceCounts",
     "TokenizerFileError",
     "UnknownTokenError",

@@ -21,7 +21,8 @@ folder     a ``BPETokenizer`` folder (``save_pretrained``; read through its ``hf
 ========== ================================================================================
 
 A target that cannot hold the model exactly makes ``convert`` fail with the reason; ``--lossy``
-writes the documented approximation where the format has one.
+writes the documented approximation where the format has one (for ``hf``, with a warning that says
+how often the file differed from the model on its probe texts).
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ import argparse
 import hashlib
 import json
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from hf_bpe import patterns
 from hf_bpe._io import read_file
-from hf_bpe.errors import ConversionError, TokenizerFileError
+from hf_bpe.errors import ConversionError, LossyConversionWarning, TokenizerFileError
 from hf_bpe.model import BPE, MODEL_FILE
 
 FORMATS = ("tiktoken", "tekken", "gpt2", "sentencepiece", "hf", "hf_bpe", "folder")
@@ -270,7 +272,7 @@ def write_model(model: BPE, target: str, out: Path, *, lossy: bool = False) -> P
         import conversion.hf
 
         path = out / "tokenizer.json" if out.is_dir() else out
-        saved: Path = conversion.hf.save(model, path)
+        saved: Path = conversion.hf.save(model, path, lossy=lossy)
         return saved
     if target == "hf_bpe":
         return model.save(out)
@@ -288,8 +290,15 @@ def write_model(model: BPE, target: str, out: Path, *, lossy: bool = False) -> P
 def run_convert(arguments: argparse.Namespace) -> int:
     model, source_format = read_model(arguments.source, arguments.source_format, pattern=arguments.pattern,
                                       specials=arguments.special)
-    written = write_model(model, arguments.target, arguments.out, lossy=arguments.lossy)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", LossyConversionWarning)
+        written = write_model(model, arguments.target, arguments.out, lossy=arguments.lossy)
     print(f"{arguments.source} ({source_format}) -> {written} ({arguments.target}): {describe_briefly(model)}")
+    for warning in caught:
+        if issubclass(warning.category, LossyConversionWarning):
+            print(f"hf-bpe convert: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
     if arguments.target == "tiktoken":
         print(f"  the file holds no pattern or special tokens: pattern {_pattern_name(model)!r}, "
               f"special tokens {model.special_tokens}")

@@ -42,6 +42,17 @@ class ConversionError(ValueError):
     savers that can write an approximation take an explicit ``lossy=True``."""
 
 
+class LossyConversionWarning(UserWarning):
+    """A ``save(..., lossy=True)`` wrote a file that does not encode every text as the model does.
+    The message says why and how often it differed on the stated probe texts; ``mismatches`` and
+    ``probes`` hold those two counts."""
+
+    def __init__(self, message: str, *, mismatches: int, probes: int) -> None:
+        super().__init__(message)
+        self.mismatches = mismatches
+        self.probes = probes
+
+
 class TokenizerFileError(ValueError):
     """A tokenizer file that cannot be read: names the file, the line when known, and the problem."""
 

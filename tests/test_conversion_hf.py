@@ -202,3 +202,20 @@ def test_merges_lists_round_trip_with_their_own_merges_and_ignore_merges(tmp_pat
         assert conversion.hf.load(path) == model
         theirs = Tokenizer.from_file(str(path))
         assert theirs.encode("abc bc", add_special_tokens=False).ids == model.encode("abc bc")
+
+
+def test_lossy_writes_what_the_check_refuses_and_warns_how_often_it_differs(tmp_path: Path) -> None:
+    import conversion.hf
+    from hf_bpe import LossyConversionWarning
+    from hf_bpe.errors import ConversionError
+
+    model = BPE({bytes([byte]): byte for byte in range(256)} | {b"ab": 256, b"abc": 257}, "gpt2")
+    target = tmp_path / "tokenizer.json"
+    with pytest.raises(ConversionError, match="tokenizers cannot reproduce this model"):
+        conversion.hf.save(model, target, merges=[], check=True)  # no merges: 'ab' never forms
+    assert not target.exists()
+    with pytest.warns(LossyConversionWarning, match="differs on .* probe texts .*Why: the merges given") as caught:
+        conversion.hf.save(model, target, merges=[], lossy=True)
+    report = caught[0].message
+    assert isinstance(report, LossyConversionWarning) and 0 < report.mismatches < report.probes == 2000
+    assert Tokenizer.from_file(str(target)).encode("abcd", add_special_tokens=False).ids == [97, 98, 99, 100]

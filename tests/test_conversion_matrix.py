@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import re
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from conversion_support import (
     gpt2_files,
     mistral_file,
     scaled,
+    shared,
     trained_model,
     varied_texts,
 )
@@ -32,7 +34,7 @@ import conversion.hf
 import conversion.sentencepiece
 import conversion.tiktoken
 from hf_bpe import BPE
-from hf_bpe.errors import ConversionError
+from hf_bpe.errors import ConversionError, LossyConversionWarning
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is an oracle; pip install -e '.[test]'")
 
@@ -76,8 +78,12 @@ SOURCES: dict[str, tuple[str, Callable[[str], BPE]]] = {
     "tekken": ("Mistral tekken_240911.json", lambda folder: conversion.tiktoken.load_tekken(
         mistral_file("tekken_240911.json"))),
     "gpt2": ("GPT-2 encoder.json + vocab.bpe", lambda folder: conversion.gpt2.load(*gpt2_files())),
-    "sentencepiece": ("Mistral .model v3 (byte fallback)", lambda folder: conversion.sentencepiece.load(
+    "sentencepiece": ("Mistral .model v1 (byte fallback)", lambda folder: conversion.sentencepiece.load(
+        mistral_file("tokenizer.model.v1"))),
+    "sentencepiece-ud": ("Mistral .model v3 (user-defined pieces)", lambda folder: conversion.sentencepiece.load(
         mistral_file("mistral_instruct_tokenizer_240323.model.v3"))),
+    "sentencepiece-nfkc": ("botchan .model (nmt_nfkc normalizer)", lambda folder: conversion.sentencepiece.load(
+        shared("sentencepiece", "botchan_en_bpe_1000.model"))),
     "hf": ("tokenizer.json trained by `tokenizers`", lambda folder: conversion.hf.load(hf_trained_file(folder))),
     "hf-merges": ("tokenizer.json, a merges list unlike the rank rule",
                   lambda folder: conversion.hf.load(hf_merges_file(folder))),
@@ -95,6 +101,8 @@ IDS = ("renumber", True)
 RANK_RULE = ("rank rule", True)
 NO_PATTERN_IN_SP = ("no split pattern", True)
 SENTENCEPIECE = ("SentencePiece model", False)
+SP_USER_DEFINED = ("user-defined pieces .* with the dummy prefix", True)
+SP_NORMALIZER = ("precompiled character map", True)
 
 EXPECTED: dict[tuple[str, str], Any] = {
     ("tiktoken", "tiktoken"): EXACT, ("tiktoken", "tekken"): IDS, ("tiktoken", "gpt2"): PATTERN,
@@ -105,7 +113,13 @@ EXPECTED: dict[tuple[str, str], Any] = {
     ("gpt2", "sentencepiece"): NO_PATTERN_IN_SP, ("gpt2", "hf"): EXACT, ("gpt2", "hf_bpe"): EXACT,
     ("sentencepiece", "tiktoken"): SENTENCEPIECE, ("sentencepiece", "tekken"): SENTENCEPIECE,
     ("sentencepiece", "gpt2"): SENTENCEPIECE, ("sentencepiece", "sentencepiece"): EXACT,
-    ("sentencepiece", "hf"): SENTENCEPIECE, ("sentencepiece", "hf_bpe"): EXACT,
+    ("sentencepiece", "hf"): EXACT, ("sentencepiece", "hf_bpe"): EXACT,
+    ("sentencepiece-ud", "tiktoken"): SENTENCEPIECE, ("sentencepiece-ud", "tekken"): SENTENCEPIECE,
+    ("sentencepiece-ud", "gpt2"): SENTENCEPIECE, ("sentencepiece-ud", "sentencepiece"): EXACT,
+    ("sentencepiece-ud", "hf"): SP_USER_DEFINED, ("sentencepiece-ud", "hf_bpe"): EXACT,
+    ("sentencepiece-nfkc", "tiktoken"): SENTENCEPIECE, ("sentencepiece-nfkc", "tekken"): SENTENCEPIECE,
+    ("sentencepiece-nfkc", "gpt2"): SENTENCEPIECE, ("sentencepiece-nfkc", "sentencepiece"): EXACT,
+    ("sentencepiece-nfkc", "hf"): SP_NORMALIZER, ("sentencepiece-nfkc", "hf_bpe"): EXACT,
     ("hf", "tiktoken"): EXACT, ("hf", "tekken"): IDS, ("hf", "gpt2"): EXACT,
     ("hf", "sentencepiece"): NO_PATTERN_IN_SP, ("hf", "hf"): EXACT, ("hf", "hf_bpe"): EXACT,
     ("hf-merges", "tiktoken"): RANK_RULE, ("hf-merges", "tekken"): RANK_RULE, ("hf-merges", "gpt2"): EXACT,
@@ -125,7 +139,9 @@ def save(model: BPE, target: str, out: Path, lossy: bool) -> Path:
     if target == "sentencepiece":
         return conversion.sentencepiece.save(model, out / "model.model", lossy=lossy)
     if target == "hf":
-        return conversion.hf.save(model, out / "tokenizer.json")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LossyConversionWarning)  # the rate is tested with SentencePiece
+            return conversion.hf.save(model, out / "tokenizer.json", lossy=lossy)
     if target == "hf_bpe":
         return model.save(out / "model.json")
     raise AssertionError(target)
@@ -215,6 +231,8 @@ LEGEND = {
     RANK_RULE: "refused: rank rule (lossy)",
     NO_PATTERN_IN_SP: "refused: no pattern (lossy)",
     SENTENCEPIECE: "refused",
+    SP_USER_DEFINED: "refused: user-defined pieces (lossy)",
+    SP_NORMALIZER: "refused: normalizer (lossy)",
 }
 
 
