@@ -7,7 +7,8 @@ One module per format, each a pair of pure functions: ``load(...) -> hf_bpe.BPE`
   (``load_tekken`` / ``save_tekken``);
 - :mod:`conversion.gpt2`: GPT-2's ``encoder.json`` + ``vocab.bpe`` (``vocab.json`` + ``merges.txt``);
 - :mod:`conversion.sentencepiece`: SentencePiece BPE ``.model`` files;
-- :mod:`conversion.hf`: HF ``tokenizer.json``.
+- :mod:`conversion.hf`: HF ``tokenizer.json`` (written from byte-level and SentencePiece models; its
+  private helper :mod:`conversion._hf_sentencepiece` builds the latter).
 
 A ``save`` that cannot hold a model exactly raises :class:`hf_bpe.ConversionError` saying what would
 change; ``lossy=True`` writes the documented approximation where the format has one.

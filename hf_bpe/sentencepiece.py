@@ -12,6 +12,7 @@ and decoding, as plain Python data; :meth:`hf_bpe.BPE.from_sentencepiece` builds
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -134,14 +135,15 @@ def merge_list(spec: SentencePieceSpec) -> MergeList:
     """
     pieces = spec.pieces
     scores: dict[str, float] = {piece.text: piece.score for piece in pieces if piece.type in (NORMAL, USER_DEFINED)}
-    user_defined = [piece.text for piece in pieces if piece.type == USER_DEFINED]
+    user_defined = {piece.text for piece in pieces if piece.type == USER_DEFINED}
+    holds_user_defined = re.compile("|".join(map(re.escape, sorted(user_defined)))).search if user_defined else None
     formed: dict[str, tuple[str, str]] = {}
     unreachable: list[str] = []
     for piece in pieces:
         text = piece.text
         if piece.type != NORMAL or len(text) < 2:
             continue
-        pair = None if any(part in text for part in user_defined) else _last_merge(text, scores)
+        pair = None if holds_user_defined and holds_user_defined(text) else _last_merge(text, scores)
         if pair is None:
             unreachable.append(text)
         else:
@@ -257,6 +259,10 @@ def _tied_order(group: list[str], formed: dict[str, tuple[str, str]],
     return ranked, None
 
 
+MAX_TIED_RUN = 128
+"""The longest runs of one character sharing a score whose merge order :func:`_run_merges` proves."""
+
+
 def _run_merges(lengths: set[int], pairs: dict[int, tuple[int, int]]) -> tuple[list[tuple[int, int]] | None, str]:
     """Order the merges of pieces that are runs of one character, all with one score, so that a list
     of them joins runs as SentencePiece does; or ``None`` and why not.
@@ -273,6 +279,8 @@ def _run_merges(lengths: set[int], pairs: dict[int, tuple[int, int]]) -> tuple[l
     joins goes before every other kind of pair present.
     """
     top = max(lengths)
+    if top > MAX_TIED_RUN:
+        return None, f"runs of up to {top} characters share the score (hf_bpe proves orders up to {MAX_TIED_RUN})"
     sizes = {1} | set(pairs)
 
     def leftmost(state: list[int]) -> int | None:
@@ -284,21 +292,24 @@ def _run_merges(lengths: set[int], pairs: dict[int, tuple[int, int]]) -> tuple[l
             yield state, at
             state = state[:at] + [state[at] + state[at + 1]] + state[at + 2 :]
 
-    reset = None
-    state = [1] * (4 * top * top + 8)
-    while reset is None:
-        end = len(state)
-        while end > 0 and state[end - 1] == 1:
-            end -= 1
-        blocks = state[:end]
-        if blocks and leftmost(blocks) is None and len(state) - end >= 2 and \
-                all(blocks[-1] + size not in lengths for size in sizes):
+    # A long run: blocks joined so far, then `untouched` characters (at least two remain throughout).
+    blocks: list[int] = []
+    untouched = 16 * top + 16
+    while True:
+        if blocks and leftmost(blocks) is None and all(blocks[-1] + size not in lengths for size in sizes):
             reset = sum(blocks)
             break
-        at = leftmost(state)
-        if at is None:
-            return None, f"runs of up to {len(state)} characters never settle into final blocks"
-        state = state[:at] + [state[at] + state[at + 1]] + state[at + 2 :]
+        at = leftmost([*blocks, 1, 1])
+        if at is None or untouched < 4:
+            return None, f"runs of {16 * top + 16} characters never settle into final blocks"
+        if at < len(blocks) - 1:
+            blocks[at : at + 2] = [blocks[at] + blocks[at + 1]]
+        elif at == len(blocks) - 1:
+            blocks[-1] += 1
+            untouched -= 1
+        else:
+            blocks.append(2)
+            untouched -= 2
 
     before: dict[tuple[int, int], set[tuple[int, int]]] = {pair: set() for pair in pairs.values()}
     for count in range(reset + 3):

@@ -375,9 +375,9 @@ def test_a_long_piece_is_followed_in_linear_time() -> None:
 
 def random_spec(rng: random.Random) -> SentencePieceSpec:
     """Pieces over a small alphabet with scores that often tie, sometimes a family of ▁ runs sharing a
-    score, and any whitespace setting."""
-    alphabet = ["▁", "a", "b", "c"]
-    pieces: dict[str, float] = {char: -float(rng.randint(0, 3)) for char in alphabet if rng.random() < 0.95}
+    score, user-defined pieces or byte pieces, and any whitespace setting."""
+    alphabet = ["▁", "a", "b", "c", " "]
+    pieces: dict[str, float] = {char: -float(rng.randint(0, 3)) for char in alphabet if rng.random() < 0.9}
     for _ in range(rng.randint(3, 25)):
         text = "".join(rng.choices(alphabet if rng.random() < 0.8 else ["▁", "a"], k=rng.randint(2, 5)))
         pieces.setdefault(text, -float(rng.randint(1, 8)) if rng.random() < 0.3 else -rng.random() * 10)
@@ -385,8 +385,16 @@ def random_spec(rng: random.Random) -> SentencePieceSpec:
         score = -float(rng.randint(0, 9))
         for length in rng.sample(range(2, 12), rng.randint(1, 6)):
             pieces.setdefault("▁" * length, score)
-    return spec_of(list(pieces.items()), add_dummy_prefix=rng.random() < 0.7,
-                   remove_extra_whitespaces=rng.random() < 0.5)
+    entries = [Piece(text, score, NORMAL) for text, score in pieces.items()]
+    if rng.random() < 0.3:
+        entries += [Piece(text, 0.0, USER_DEFINED) for text in rng.sample(["<x>", "bc", "c", "ab▁", "<s"], 2)
+                    if text not in pieces]
+    byte_fallback = rng.random() < 0.3
+    if byte_fallback:
+        entries += [Piece(f"<0x{byte:02X}>", 0.0, BYTE) for byte in range(256)]
+    return SentencePieceSpec((Piece("<unk>", 0.0, UNKNOWN), Piece("<s>", 0.0, CONTROL), *entries),
+                             byte_fallback=byte_fallback, add_dummy_prefix=rng.random() < 0.6,
+                             remove_extra_whitespaces=rng.random() < 0.5, escape_whitespaces=rng.random() < 0.8)
 
 
 @pytest.mark.slow
@@ -406,7 +414,7 @@ def test_whenever_a_file_is_written_exactly_sentencepiece_agrees(tmp_path: Path)
             refused += 1
             continue
         written += 1
-        texts = ["".join(rng.choices(["a", "b", "c", " ", " " * rng.randint(2, 30), "▁", "x", "<s>"],
+        texts = ["".join(rng.choices(["a", "b", "c", " ", " " * rng.randint(2, 30), "▁", "x", "é", "<s>", "<x>"],
                                      k=rng.randint(0, 20))) for _ in range(200)]
         expected = processor.encode(texts)
         tokenizer.encode_special_tokens = True
