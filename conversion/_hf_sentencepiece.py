@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from hf_bpe import BPE
+from hf_bpe.errors import ConversionError
 from hf_bpe.sentencepiece import (
     BYTE,
     CONTROL,
@@ -157,16 +158,16 @@ def tokenizer(model: BPE) -> Tokenizer:
     if isolate:
         written.pre_tokenizer = pre_tokenizers.Split(Regex(_alternation(user_defined)), behavior="isolated")
     written.decoder = _decoder(spec)
+    # All at once: each call rebuilds tokenizers' matcher of added tokens. Every piece is in the
+    # vocabulary, so each keeps its id.
+    written.add_special_tokens([AddedToken(piece.text, special=True, normalized=False)
+                                for piece in pieces if piece.type in (CONTROL, UNKNOWN)])
+    written.add_tokens([AddedToken(piece.text, special=False, normalized=True)
+                        for piece in pieces if piece.type == USER_DEFINED and not isolate])
     for index, piece in enumerate(pieces):
-        if piece.type in (CONTROL, UNKNOWN):
-            written.add_special_tokens([AddedToken(piece.text, special=True, normalized=False)])
-        elif piece.type == USER_DEFINED and not isolate:
-            written.add_tokens([AddedToken(piece.text, special=False, normalized=True)])
-        else:
-            continue
-        if written.token_to_id(piece.text) != index:
-            raise AssertionError(f"tokenizers gave piece {piece.text!r} the id {written.token_to_id(piece.text)}, "
-                                 f"not {index}")
+        if piece.type in (CONTROL, UNKNOWN, USER_DEFINED) and written.token_to_id(piece.text) != index:
+            raise ConversionError(f"tokenizers gave piece {piece.text!r} the id {written.token_to_id(piece.text)}, "
+                                  f"not {index} (please report it)")
     return written
 
 
@@ -253,8 +254,9 @@ def probe_texts(spec: SentencePieceSpec, count: int = 2000, seed: int = 0) -> li
     (10, True)
     """
     rng = random.Random(seed)
-    surfaces = [piece.text.replace(SPACE, " ") for piece in spec.pieces if piece.type == NORMAL]
-    spelled = [piece.text for piece in spec.pieces if piece.type in (USER_DEFINED, CONTROL, UNKNOWN, BYTE)]
+    # Pieces as text, cut to 64 characters so that a model with huge pieces makes no huge probes.
+    surfaces = [piece.text[:64].replace(SPACE, " ") for piece in spec.pieces if piece.type == NORMAL]
+    spelled = [piece.text[:64] for piece in spec.pieces if piece.type in (USER_DEFINED, CONTROL, UNKNOWN, BYTE)]
     texts = []
     for _ in range(count):
         parts = []
