@@ -130,8 +130,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     arguments = parser.parse_args(argv)
 
     import sentencepiece
-    from test_conversion_hf_sentencepiece import corpus_lines
     from conversion_support import varied_texts
+    from test_conversion_hf_sentencepiece import corpus_lines
 
     texts = {"varied": list(varied_texts(arguments.varied)), "corpora": corpus_lines(arguments.corpus_lines)}
     sizes = ", ".join(f"{name} {len(strings):,} strings ({sum(len(s.encode()) for s in strings) / 1e6:.1f} MB)"

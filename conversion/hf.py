@@ -314,7 +314,7 @@ def build_tokenizer(
     own_merges = model.merges  # listed, or recovered from the ranks
     proven: list[str] = []  # why a lossy file differs, known before measuring
     own = merges is None or list(merges) == own_merges
-    if own:
+    if merges is None or own:
         merges = own_merges
         difference = model.merge_rule_difference(ignore_merges)
         if difference is not None:
