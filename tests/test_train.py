@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import doctest
 import pickle
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import naive_train
