@@ -46,8 +46,8 @@ class BPE:
 
     ``ranks`` maps each mergeable token's bytes to its id, which is also its merge rank (lower
     merges first); all 256 single bytes must be tokens. ``pattern`` is the split regex or a name from
-    :mod:`hf_bpe.patterns`. ``special_tokens`` maps special-token text to ids outside the ranks.
-    Ids may have holes.
+    :mod:`hf_bpe.patterns`, or `tokenizers`' Split pre-tokenizer(s) (:class:`hf_bpe.patterns.Split`).
+    ``special_tokens`` maps special-token text to ids outside the ranks. Ids may have holes.
 
     >>> import hf_bpe
     >>> enc = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256}, "gpt2",
@@ -59,7 +59,7 @@ class BPE:
     def __init__(
         self,
         ranks: Mapping[bytes, int],
-        pattern: str,
+        pattern: str | patterns.Split | Sequence[patterns.Split],
         special_tokens: Mapping[str, int] | None = None,
         name: str | None = None,
     ) -> None:
@@ -73,9 +73,9 @@ class BPE:
             )
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
-        regex = patterns.resolve(pattern)
+        split = patterns.to_core(patterns.resolve(pattern))
         specials = dict(special_tokens)
-        self._setup(_core.CoreBPE(ranks if isinstance(ranks, dict) else dict(ranks), regex, specials), specials, name)
+        self._setup(_core.CoreBPE(ranks if isinstance(ranks, dict) else dict(ranks), split, specials), specials, name)
 
     def _setup(self, core: Any, specials: dict[str, int], name: str | None, spec: SentencePieceSpec | None = None) -> None:
         self._core = core
@@ -85,13 +85,15 @@ class BPE:
         self._sentencepiece = spec
         self._default_policy = self._core.special_policy([], list(specials))
         self._policies: dict[tuple[frozenset[str], frozenset[str]], Any] = {}
+        split = self._core.split_rule
+        self._pattern = None if split is None else patterns.from_core(split)
 
     @classmethod
     def from_merges(
         cls,
         vocab: Mapping[bytes, int],
         merges: Iterable[tuple[bytes, bytes]],
-        pattern: str,
+        pattern: str | patterns.Split | Sequence[patterns.Split],
         special_tokens: Mapping[str, int] | None = None,
         *,
         ignore_merges: bool = False,
@@ -123,7 +125,8 @@ class BPE:
                 ) from None
         specials = dict(special_tokens or {})
         model = cls.__new__(cls)
-        core = _core.CoreBPE.from_merges(vocab, merge_ids, patterns.resolve(pattern), specials, bool(ignore_merges))
+        split = patterns.to_core(patterns.resolve(pattern))
+        core = _core.CoreBPE.from_merges(vocab, merge_ids, split, specials, bool(ignore_merges))
         model._setup(core, specials, name)
         return model
 
@@ -500,9 +503,24 @@ class BPE:
             raise UnknownTokenError("<|endoftext|>") from None
 
     @property
-    def pattern(self) -> str:
-        """The split regex (``None`` for SentencePiece models, which split nothing)."""
-        return self._core.pattern  # type: ignore[no-any-return]
+    def pattern(self) -> patterns.Pattern:
+        """The split regex; a :class:`hf_bpe.patterns.Split` (or a tuple of them) for `tokenizers`'
+        Split pre-tokenizers; ``None`` for SentencePiece models, which split nothing."""
+        return self._pattern  # type: ignore[return-value]
+
+    def pieces(self, text: str) -> list[str]:
+        """The pieces the split pattern cuts ``text`` into, in order, as :meth:`encode_ordinary`
+        merges them (special tokens are not looked for); like `tokenizers`' ``pre_tokenize_str``
+        without offsets. SentencePiece models split nothing and raise ``ValueError``.
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").pieces("Hello world's  end")
+        ['Hello', ' world', "'s", ' ', ' end']
+        """
+        pieces = self._core.pieces(text)
+        if pieces is None:
+            raise ValueError(f"{self!r} is a SentencePiece model: it has no split pattern, so no pieces")
+        return pieces  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ persistence
 
@@ -510,7 +528,8 @@ class BPE:
         """Write the model to one self-describing JSON file (our own format), atomically.
 
         The file holds ``format``, ``version``, ``name``, ``special_tokens`` and, by kind: for rank
-        models ``pattern`` (the regex) and ``ranks`` as ``[base64 token bytes, id]`` pairs ordered
+        models ``pattern`` (the regex, or for Split pre-tokenizers a list of ``{"split": regex,
+        "behavior": ..., "invert": ..., "literal": ...}`` objects) and ``ranks`` as ``[base64 token bytes, id]`` pairs ordered
         by id; for merges lists also ``"kind": "merges"``, ``merges`` as ``[base64 left, base64
         right]`` pairs in order and ``ignore_merges``; for SentencePiece models ``"kind":
         "sentencepiece"`` and ``sentencepiece`` (pieces as ``[text, score, type]``, the normalizer's
@@ -543,7 +562,7 @@ class BPE:
             return document
         if self.kind == "merges":
             document["kind"] = "merges"
-        document["pattern"] = self.pattern
+        document["pattern"] = _pattern_document(self.pattern)
         document["ranks"] = [[_b64(token), rank] for token, rank in self.mergeable_ranks.items()]
         if self.kind == "merges":
             document["merges"] = [[_b64(left), _b64(right)] for left, right in self.merges]
@@ -574,12 +593,12 @@ class BPE:
         if kind == "merges":
             merges = [(_unb64(left), _unb64(right)) for left, right in _entries(document["merges"], "merges", 2)]
             return cls.from_merges(
-                ranks, merges, document["pattern"], document["special_tokens"],
+                ranks, merges, _pattern_of(document["pattern"]), document["special_tokens"],
                 ignore_merges=bool(document["ignore_merges"]), name=name,
             )
         if kind != "ranks":
             raise ValueError(f"unknown model kind {kind!r:.80}")
-        return cls(ranks, document["pattern"], document["special_tokens"], name=name)
+        return cls(ranks, _pattern_of(document["pattern"]), document["special_tokens"], name=name)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> BPE:
@@ -680,6 +699,29 @@ def _piece(index: int, entry: list[Any]) -> Piece:
             or isinstance(kind, bool) or not isinstance(kind, int)):
         raise TypeError(f"pieces[{index}] must be [text, score, type], got {entry!r:.80}")
     return Piece(text, float(score), kind)
+
+
+def _pattern_document(pattern: patterns.Pattern) -> str | list[dict[str, Any]]:
+    """A pattern as the model file holds it: the regex, or one object per Split step."""
+    if isinstance(pattern, str):
+        return pattern
+    steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
+    return [{"split": step.pattern, "behavior": step.behavior, "invert": step.invert, "literal": step.literal}
+            for step in steps]
+
+
+def _pattern_of(value: Any) -> patterns.Pattern:
+    """The inverse of :func:`_pattern_document`; a malformed value raises ``TypeError`` or ``ValueError``."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list) or not value:
+        raise TypeError(f"pattern must be a regex string or a non-empty list of Split steps, got {value!r:.80}")
+    steps = []
+    for index, step in enumerate(value):
+        if not isinstance(step, dict) or set(step) != {"split", "behavior", "invert", "literal"}:
+            raise ValueError(f"pattern[{index}] must be {{split, behavior, invert, literal}}, got {step!r:.80}")
+        steps.append(patterns.Split(step["split"], step["behavior"], step["invert"], step["literal"]))
+    return patterns.resolve(steps)
 
 
 def _b64(data: bytes) -> str:

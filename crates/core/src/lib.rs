@@ -1,7 +1,7 @@
 //! hf_bpe core: a byte-level BPE engine with tiktoken's semantics.
 //!
 //! Stages, each in its own module: `normalize` (SentencePiece's normalizer), `pretokenize` (split
-//! pattern), `merge` (byte-pair merging of one piece), `special` (special-token matching),
+//! pattern, or `onig_split`: `tokenizers`' Split pre-tokenizers on Oniguruma), `merge` (byte-pair merging of one piece), `special` (special-token matching),
 //! `sentencepiece` (SentencePiece's BPE on the same merge loop), `model` (the model: vocabulary,
 //! encode, decode), `stream` (encoding text that arrives in parts).
 //! Nothing here knows about Python; the bindings live in the `hf_bpe_python` crate.
@@ -11,6 +11,7 @@ pub mod halves;
 pub mod merge;
 pub mod model;
 pub mod normalize;
+pub mod onig_split;
 pub mod pretokenize;
 pub mod scan;
 pub mod sentencepiece;
@@ -20,7 +21,7 @@ pub mod stream;
 pub mod train;
 
 pub use model::{BuildError, Kind, Model, RuleDifference};
-pub use pretokenize::{SplitError, Splitter};
+pub use pretokenize::{Behavior, SplitError, SplitRule, SplitStep, Splitter};
 pub use special::SpecialMatcher;
 pub use stream::{EncodeStream, StreamError};
 

@@ -19,7 +19,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::cache::{CacheGuard, PieceCache, ShardedCache};
 use crate::halves::Halves;
 use crate::merge::{Merge, MergeTable};
-use crate::pretokenize::{SplitError, Splitter};
+use crate::pretokenize::{SplitError, SplitRule, Splitter};
 use crate::sentencepiece::{DecodeState, SentencePiece, SentencePieceSpec};
 use crate::short_tokens::{ShortTokens, SHORT};
 use crate::special::SpecialMatcher;
@@ -340,10 +340,10 @@ impl Model {
     /// priority, and any adjacent pair whose concatenation is a token may merge.
     pub fn from_ranks(
         ranks: Vec<(Vec<u8>, Rank)>,
-        pattern: &str,
+        split: impl Into<SplitRule>,
         specials: Vec<(String, Rank)>,
     ) -> Result<Self, BuildError> {
-        let splitter = Splitter::new(pattern).map_err(BuildError::Pattern)?;
+        let splitter = Splitter::new(split).map_err(BuildError::Pattern)?;
         let encoder = check_tokens(&ranks)?;
         let mut merges = MergeTable::new(byte_ids(&encoder)?);
         // Long tokens find their splits by rolling hash: looking every prefix up is quadratic.
@@ -383,11 +383,11 @@ impl Model {
     pub fn from_merges(
         vocab: Vec<(Vec<u8>, Rank)>,
         merges: Vec<(Rank, Rank)>,
-        pattern: &str,
+        split: impl Into<SplitRule>,
         specials: Vec<(String, Rank)>,
         ignore_merges: bool,
     ) -> Result<Self, BuildError> {
-        let splitter = Splitter::new(pattern).map_err(BuildError::Pattern)?;
+        let splitter = Splitter::new(split).map_err(BuildError::Pattern)?;
         let encoder = check_tokens(&vocab)?;
         let bytes_of: FxHashMap<Rank, &[u8]> = encoder.iter().map(|(token, &id)| (id, &token[..])).collect();
         let mut last_line: FxHashMap<(Rank, Rank), usize> = FxHashMap::default();
@@ -499,15 +499,19 @@ impl Model {
         }
     }
 
-    /// The split pattern ("" for SentencePiece models, which have none).
-    pub fn pattern(&self) -> &str {
-        self.split_pattern().unwrap_or("")
+    /// How text is cut into pieces, or `None` for SentencePiece models, which split nothing.
+    pub fn split_rule(&self) -> Option<&SplitRule> {
+        match &self.rule {
+            Rule::ByteLevel(byte_level) => Some(byte_level.splitter.rule()),
+            Rule::SentencePiece(_) => None,
+        }
     }
 
-    /// The split pattern, or `None` for SentencePiece models.
-    pub fn split_pattern(&self) -> Option<&str> {
+    /// The pieces the split rule cuts `text` into (special tokens are not looked for), or `None`
+    /// for SentencePiece models.
+    pub fn pieces<'t>(&self, text: &'t str) -> Option<Result<Vec<&'t str>, SplitError>> {
         match &self.rule {
-            Rule::ByteLevel(byte_level) => Some(byte_level.splitter.pattern()),
+            Rule::ByteLevel(byte_level) => Some(byte_level.splitter.pieces(text)),
             Rule::SentencePiece(_) => None,
         }
     }
@@ -812,7 +816,7 @@ impl Model {
         let ByteLevel { merge_list, ignore_merges, splitter, .. } = self.byte_level()?;
         let (listed, ignore_merges) = (merge_list.as_deref()?, *ignore_merges);
         if self.encoder.contains_key(&[][..]) && splitter.may_match_empty() {
-            return Some(RuleDifference::EmptyMatches { pattern: splitter.pattern().to_owned() });
+            return Some(RuleDifference::EmptyMatches { pattern: splitter.pattern().unwrap_or_default().to_owned() });
         }
         let mut line_of_token: FxHashMap<Rank, usize> = FxHashMap::default();
         let mut previous: Option<(usize, Rank)> = None;
@@ -878,7 +882,8 @@ impl Model {
             Kind::Ranks => {
                 let vocab: Vec<(Vec<u8>, Rank)> =
                     self.ranks().into_iter().map(|(token, id)| (token.to_vec(), id)).collect();
-                let listed = Model::from_merges(vocab, self.merge_list(), self.pattern(), Vec::new(), ignore_merges)
+                let split = self.split_rule().expect("a rank model splits by a rule");
+                let listed = Model::from_merges(vocab, self.merge_list(), split, Vec::new(), ignore_merges)
                     .expect("a rank model's own merges form a valid merges list");
                 listed.rank_rule_difference()
             }
