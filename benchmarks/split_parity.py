@@ -38,8 +38,6 @@ from typing import Any
 
 from _common import textgen  # first: sets RAYON_NUM_THREADS and the tests' path
 
-import oniguruma_patterns  # tests/oniguruma_patterns.py
-
 
 @contextlib.contextmanager
 def quiet_stderr() -> Any:
@@ -98,10 +96,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=15, help="pattern seed (texts use seed + 1)")
     arguments = parser.parse_args()
 
-    import hf_bpe
+    import oniguruma_patterns  # tests/oniguruma_patterns.py, on the path once _common is imported
     from tokenizers import Regex, Tokenizer, pre_tokenizers
 
     import conversion.hf
+    import hf_bpe
 
     base = trained_document()
     family = oniguruma_patterns.patterns(random.Random(arguments.seed), arguments.patterns)
@@ -119,7 +118,7 @@ def main() -> None:
             kind = pattern.construct_class
             try:
                 Regex(pattern.regex)
-            except Exception:
+            except Exception:  # noqa: BLE001 - tokenizers' Regex raises Exception for a bad pattern
                 uncompiled[kind] += 1
                 path.write_text(json.dumps(with_split(base, pattern.regex, "isolated", False)), encoding="utf-8")
                 with contextlib.suppress(Exception):
@@ -132,7 +131,7 @@ def main() -> None:
                     path.write_text(json.dumps(document), encoding="utf-8")
                     try:
                         model = conversion.hf.load(path)
-                    except Exception:
+                    except Exception:  # noqa: BLE001 - any refusal counts
                         outcome[kind, "refused"] += 1
                         continue
                     theirs = Tokenizer.from_file(str(path))
@@ -142,7 +141,7 @@ def main() -> None:
                         for text in texts:
                             try:
                                 expected: Any = [piece for piece, _ in splitter.pre_tokenize_str(text)]
-                            except BaseException:
+                            except BaseException:  # noqa: BLE001 - a Rust panic (PanicException)
                                 expected = "error"
                             try:
                                 got: Any = model.pieces(text)

@@ -7,7 +7,9 @@
 - **Pattern.** tiktoken's split regexes are written for fancy-regex; `tokenizers` runs Oniguruma
   (Ruby syntax), which reads them differently: ``\\p{N}{1,3}+`` is not possessive there, and ``$``
   and ``^`` match at every line end and start. :func:`translate_pattern` rewrites possessive
-  quantifiers as atomic groups and anchors as ``\\z`` / ``\\A``.
+  quantifiers as atomic groups and anchors as ``\\z`` / ``\\A``. A model whose pattern is
+  `tokenizers`' own Split pre-tokenizer (:class:`hf_bpe.patterns.Split`, what :func:`load` gives for
+  a custom Split) is written back as it is.
 - **Whole-piece rule.** ``ignore_merges: true``: a piece that is itself a token becomes that token.
 - **Merges.** A rank table has no merges; :func:`recover_merges` finds, for each token, the pair that
   forms it when BPE runs on its bytes with lower ranks only.
@@ -24,9 +26,12 @@ piece score, SentencePiece's whitespace handling as normalizer steps), exactly w
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import random
 import re
+import unicodedata
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -34,7 +39,7 @@ from typing import Any
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from conversion import _hf_sentencepiece
+from conversion import _hf_sentencepiece, _unicode_probe
 from hf_bpe import BPE, patterns
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token
@@ -45,12 +50,13 @@ __all__ = [
     "ConversionError",
     "build_tokenizer",
     "load",
-    "oniguruma_to_fancy",
+    "pre_tokenizer_difference",
     "probe_texts",
     "recover_merges",
     "save",
     "sentencepiece_differences",
     "sentencepiece_probe_texts",
+    "split_probe_texts",
     "translate_pattern",
 ]
 
@@ -331,7 +337,7 @@ def build_tokenizer(
     tokenizer = Tokenizer(bpe)
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(translate_pattern(model.pattern)), behavior="removed", invert=True),
+            *_split_steps(model.pattern),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]
     )
@@ -437,6 +443,17 @@ def _warn_lossy(model: BPE, lost: Sequence[str], wrong: Sequence[tuple[str, str]
         f"({100 * len(wrong) / probes:.2f}%, {probe_set}){example}. Why: " + "; ".join(lost)
     )
     warnings.warn(LossyConversionWarning(message, mismatches=len(wrong), probes=probes), stacklevel=4)
+def _split_steps(pattern: patterns.Pattern) -> list[pre_tokenizers.Split]:
+    """`tokenizers`' Split pre-tokenizers for a pattern: a tiktoken regex translated for Oniguruma
+    (its matches kept, the rest dropped), or the model's own Split steps as they are."""
+    if isinstance(pattern, str):
+        return [pre_tokenizers.Split(Regex(translate_pattern(pattern)), behavior="removed", invert=True)]
+    steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
+    return [
+        pre_tokenizers.Split(step.pattern if step.literal else Regex(step.pattern), behavior=step.behavior,
+                             invert=step.invert)
+        for step in steps
+    ]
 
 
 def save(
@@ -582,10 +599,12 @@ def _check_same_ids(model: BPE, tokenizer: Tokenizer, texts: Iterable[str] | Non
     theirs = [encoding.ids for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
     for text, expected, got in zip(texts, ours, theirs):
         if expected != got:
+            pattern = model.pattern
+            spelled = f", as Oniguruma {translate_pattern(pattern)!r}" if isinstance(pattern, str) else ""
             raise ConversionError(
-                f"tokenizers cannot reproduce this model (pattern {model.pattern!r}, as Oniguruma "
-                f"{translate_pattern(model.pattern)!r}): {text!r} encodes to {expected} here but to {got} in "
-                "tokenizers; pass check=False to write the file anyway"
+                f"tokenizers cannot reproduce this model (pattern {patterns.describe(pattern)}{spelled}): "
+                f"{text!r} encodes to {expected} here but to {got} in tokenizers; pass check=False to write "
+                "the file anyway"
             )
 
 
@@ -607,11 +626,15 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
       ``continuing_subword_prefix``, ``end_of_word_suffix`` (not byte-level BPE), and vocabularies
       lacking one of the 256 byte symbols (`tokenizers` silently drops such bytes).
     - ``normalizer``: must be ``null``.
-    - ``pre_tokenizer``: ``ByteLevel`` with its built-in regex (GPT-2's pattern), or a ``Sequence``
-      of one ``Split`` and a ``ByteLevel`` without regex. The ``Split`` regex is Oniguruma's
-      (:func:`oniguruma_to_fancy` rewrites it for fancy-regex). An ``Isolated`` split keeps the text
-      between matches as pieces, as `tokenizers` does; a ``Removed``, inverted split (what
-      :func:`save` writes) drops it, as tiktoken does. ``add_prefix_space`` is refused.
+    - ``pre_tokenizer``: ``ByteLevel`` (its built-in regex is GPT-2's pattern), or a ``Sequence`` of
+      ``Split`` steps and a ``ByteLevel``, with or without its regex. Each ``Split`` (every
+      ``behavior``, ``invert``, ``Regex`` or ``String`` pattern) becomes a
+      :class:`hf_bpe.patterns.Split`, run with Oniguruma as `tokenizers` runs it; a lone Split that
+      spells a named pattern (as :func:`save` writes them), and ByteLevel's own regex, become the
+      named pattern. Either way the split is checked at load: :func:`split_probe_texts` (every code
+      point class of Unicode, edge characters, digits of every script) must be cut into the same
+      pieces as `tokenizers` cuts them (:func:`pre_tokenizer_difference`), else the file is refused
+      naming the text and both piece lists. ``add_prefix_space`` and other pre-tokenizers are refused.
     - ``decoder``: ``ByteLevel``.
     - ``added_tokens`` become special tokens (the ``special`` flag is not kept): `tokenizers` cuts all
       of them out of text. ``lstrip``/``rstrip``/``single_word`` are refused unless ``lossy=True``
@@ -660,7 +683,7 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             raise refuse(f"model.{option} = {model[option]!r} is not supported (not byte-level BPE)")
     if document.get("normalizer") is not None:
         raise refuse(f"the normalizer {_describe(document['normalizer'])} is not supported; byte-level BPE needs none")
-    pattern = _pattern(document.get("pre_tokenizer"), refuse)
+    pattern = _checked_pattern(document.get("pre_tokenizer"), refuse)
     decoder = document.get("decoder")
     if not _is_byte_level(decoder):
         raise refuse(f"the decoder {_describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
@@ -727,6 +750,33 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     return loaded
 
 
+_BYTES_ONLY = {bytes([byte]): byte for byte in range(256)}
+
+
+def _checked_pattern(pre_tokenizer: Any, refuse: Any) -> patterns.Pattern:
+    """Our split pattern for the file's pre-tokenizer, checked to cut :func:`split_probe_texts` into
+    the same pieces as `tokenizers` running that pre-tokenizer: a named pattern the file spells
+    (faster) when it passes, else the file's own Split steps on Oniguruma; refused when neither does."""
+    candidates = _split_rules(pre_tokenizer, refuse)
+    try:
+        _TheirSplitter(pre_tokenizer)
+    except Exception as error:  # noqa: BLE001 - whatever tokenizers raises, the file is refused with it
+        raise refuse(f"tokenizers cannot read the pre-tokenizer: {error}") from None
+    difference = None
+    for pattern in candidates:
+        try:
+            splitter = BPE(_BYTES_ONLY, pattern)
+        except ValueError as error:
+            raise refuse(f"the split pattern cannot be used: {error}") from None
+        difference = pre_tokenizer_difference(splitter, pre_tokenizer)
+        if difference is None:
+            return pattern
+    raise refuse(
+        f"hf_bpe cannot split text exactly as tokenizers does with this pre-tokenizer ({patterns.describe(pattern)}): "
+        f"{difference}. Rather than encode such text differently, hf_bpe refuses the file; please report it"
+    )
+
+
 def _describe(component: Any) -> str:
     if isinstance(component, dict):
         return repr(component.get("type"))
@@ -742,8 +792,16 @@ def _is_byte_level(component: Any) -> bool:
     return component.get("type") == "ByteLevel"
 
 
-def _pattern(pre_tokenizer: Any, refuse: Any) -> str:
-    """Our split pattern for a byte-level pre-tokenizer."""
+_BEHAVIORS = {"".join(word.capitalize() for word in behavior.split("_")): behavior for behavior in patterns.BEHAVIORS}
+"""`tokenizers`' JSON names of the Split behaviors ("MergedWithPrevious") -> ours ("merged_with_previous")."""
+
+_BYTE_LEVEL_STEP = patterns.Split(BYTE_LEVEL_REGEX, "isolated")
+"""What ``ByteLevel`` with ``use_regex`` does before mapping bytes: an isolated Split on its regex."""
+
+
+def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
+    """Our split patterns for a byte-level pre-tokenizer, to try in turn: a named pattern first when
+    the file spells one (its scanner is faster), then the file's Split steps as they are."""
     steps = pre_tokenizer.get("pretokenizers", []) if isinstance(pre_tokenizer, dict) and \
         pre_tokenizer.get("type") == "Sequence" else [pre_tokenizer]
     if not steps or not _is_byte_level(steps[-1]):
@@ -751,115 +809,193 @@ def _pattern(pre_tokenizer: Any, refuse: Any) -> str:
     byte_level = steps[-1]
     if byte_level.get("add_prefix_space"):
         raise refuse("ByteLevel's add_prefix_space is not supported (it changes the text before splitting)")
-    splits = steps[:-1]
+    splits = [_split_step(step, refuse) for step in steps[:-1]]
+    if byte_level.get("use_regex", True):
+        splits.append(_BYTE_LEVEL_STEP)
     if not splits:
-        if not byte_level.get("use_regex", True):
-            raise refuse("ByteLevel without its regex and without a Split step: nothing splits the text")
-        return patterns.GPT2
-    if len(splits) != 1 or byte_level.get("use_regex", True):
-        raise refuse("only one Split followed by ByteLevel without regex is supported")
-    split = splits[0]
-    keeps_gaps = split.get("behavior") == "Isolated" and not split.get("invert")
-    drops_gaps = split.get("behavior") == "Removed" and split.get("invert")
-    if split.get("type") != "Split" or not (keeps_gaps or drops_gaps):
+        raise refuse("ByteLevel without its regex and without a Split step: nothing splits the text")
+    exact = patterns.resolve(splits)
+    if len(splits) == 1:
+        split = splits[0]
+        keeps_all = (split.behavior, split.invert) in (("isolated", False), ("removed", True))
+        for named in (patterns.GPT2, patterns.CL100K, patterns.O200K):
+            # As save writes them, or as ByteLevel's own regex; these match every character, so the
+            # text between matches is empty whether kept or dropped.
+            spellings = {translate_pattern(named)} | ({BYTE_LEVEL_REGEX} if named == patterns.GPT2 else set())
+            if keeps_all and not split.literal and split.pattern in spellings:
+                return [named, exact]
+    return [exact]
+
+
+def _split_step(step: Any, refuse: Any) -> patterns.Split:
+    """A ``Split`` pre-tokenizer of the file as a :class:`hf_bpe.patterns.Split`."""
+    if not isinstance(step, dict) or step.get("type") != "Split":
         raise refuse(
-            f"the pre-tokenizer step {_describe(split)} is not supported (expected a Split that is Isolated, "
-            "or Removed and inverted)"
+            f"the pre-tokenizer step {_describe(step)} is not supported (expected Split steps followed by ByteLevel)"
         )
-    regex = split.get("pattern", {}).get("Regex")
-    if regex is None:
-        raise refuse("a Split with a plain string pattern is not supported (expected a Regex)")
-    if keeps_gaps and regex == BYTE_LEVEL_REGEX:
-        return patterns.GPT2
-    for named in (patterns.GPT2, patterns.CL100K, patterns.O200K):
-        if regex == translate_pattern(named):  # as save writes it; named patterns match every character
-            return named
-    translated = oniguruma_to_fancy(regex)
-    if drops_gaps:
-        return translated
-    # `tokenizers` keeps the text between matches as pieces; tiktoken's splitter drops it.
-    return f"(?:{translated})|(?:(?!(?:{translated}))(?s:.))+"
+    pattern = step.get("pattern")
+    if not isinstance(pattern, dict) or len(pattern) != 1 or not isinstance(next(iter(pattern.values())), str) \
+            or next(iter(pattern)) not in ("Regex", "String"):
+        raise refuse(f"a Split has the pattern {pattern!r:.80}; expected {{\"Regex\": ...}} or {{\"String\": ...}}")
+    behavior = _BEHAVIORS.get(step.get("behavior"))  # type: ignore[arg-type]
+    if behavior is None:
+        raise refuse(f"a Split has the behavior {step.get('behavior')!r:.40}; expected one of {', '.join(_BEHAVIORS)}")
+    invert = step.get("invert")
+    if not isinstance(invert, bool):
+        raise refuse(f"a Split has invert = {invert!r:.40}; expected true or false")
+    kind, text = next(iter(pattern.items()))
+    return patterns.Split(text, behavior, invert, literal=kind == "String")
 
 
-def oniguruma_to_fancy(pattern: str) -> str:
-    r"""Rewrite an Oniguruma (Ruby syntax) regex so fancy-regex reads it the same way: the inverse
-    of :func:`translate_pattern`.
+# ------------------------------------------------------------------------------ checking splits
 
-    ``X{n,m}+`` repeats ``X{n,m}`` in Oniguruma (not possessive): it becomes ``(?:X{n,m})+``.
-    ``^`` and ``$`` match at every line there: they become ``(?m:^)`` and ``(?m:$)``. Ruby's ``m``
-    flag ("dot matches newline") is fancy-regex's ``s``.
+SPLIT_PROBE_EDGES = (
+    "\r\n", "\r\n\r\n", " \r\n", "x\r\ny", "a\rb", "\n\n\n", "   \n", " \n ", "\t\t", "a  ", "  a",
+    "'s", "'S", "'ll", "'LL", "'Ve", "\u2019s", "''s", "it's", "IT'S", "don't", "'\u017f",
+    "a\u00b2b", "x\u00b2\u00b3\u00b9\u00bc\u00bd\u00be", "a\u200cb c", "a\u200db", "\u200c", "\u200d", "\ufeffa", "a\ufeff",
+    "e\u0301", "e\u0301\u0301x", " \u0301", "\u0301", "a\u0308b", "\u093c\u0915", "\ud7ff\ue000", "\U0010ffff",
+    "\U0010ffffa", "a\x85b", "\x85", "a\u2028b\u2029c", "\u2028\u2029", "\xa0a", "a\u3000b", "\u2003\u2003x",
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\U0001f44d\U0001f3fd", "\U0001f1fa\U0001f1f8", "1\ufe0f\u20e3",
+    "\u2764\ufe0f", "\u0130i\u0131I", "\u212aK", "\u1e9e\u00df", "\u01c5\u01c4\u01c6", "\u02b0a", "<|endoftext|>",
+)
+"""Texts where regex engines tend to disagree: CRLF, contractions, U+00B2 and other digit-like
+letters, joiners, BOM, combining marks, the last code point, NEL and the line separators, emoji
+sequences, case pairs that fold unusually."""
 
-    >>> oniguruma_to_fancy(r"\p{N}{1,3}+|\s+$|[$^]|(?m:.)")
-    '(?:\\p{N}{1,3})+|\\s+(?m:$)|[$^]|(?s:.)'
+
+def _digit_runs() -> list[str]:
+    """For every decimal digit system: its ten digits in a row, five nines then four digits after a
+    space, and two digits between letters."""
+    runs = []
+    for zero in _decimal_zeros():
+        digits = "".join(chr(zero + value) for value in range(10))
+        runs += [digits, digits[9] * 5 + " " + digits[:4], "a" + digits[1:3] + "b"]
+    return runs
+
+
+@functools.cache
+def _decimal_zeros() -> tuple[int, ...]:
+    """The digit zero of every decimal digit system (that Python's Unicode tables know)."""
+    zeros = {ord(char) - unicodedata.digit(char) for char in _unicode_probe.run_ends()
+             if unicodedata.category(char) == "Nd"}
+    return tuple(sorted(zeros))
+
+
+@functools.cache
+def split_probe_texts() -> tuple[str, ...]:
+    """The texts a split pattern is checked on against `tokenizers` (:func:`pre_tokenizer_difference`).
+
+    Every code point at either end of a run of same-property code points over all of Unicode
+    (``conversion._unicode_probe``: general category, script, East Asian width, grapheme break and
+    the binary properties regexes test), in four contexts: among its neighbours, after a space,
+    doubled, and between a letter and a digit (every third one), each cut into texts of 64
+    characters at a different offset, so characters also meet the start and the end of a text;
+    plus :data:`SPLIT_PROBE_EDGES`, the digits of every decimal system and :func:`probe_texts`.
+
+    >>> texts = split_probe_texts()
+    >>> "\u00b2" in "".join(texts) and "\U0010ffff" in "".join(texts)
+    True
     """
-    out: list[str] = []
-    groups: list[int] = []
-    atom: int | None = None
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            end = _escape_end(pattern, index)
-            atom = len(out)
-            out.append(pattern[index:end])
-            index = end
-        elif char == "[":
-            end = _class_end(pattern, index)
-            atom = len(out)
-            out.append(pattern[index:end])
-            index = end
-        elif char == "(" and (flags := _FLAGS.match(pattern, index)):
-            on, off, kind = flags.group(1), flags.group(2) or "", flags.group(3)
-            fancy_on, fancy_off = on.replace("m", "s"), off.replace("m", "s")
-            written = f"(?{fancy_on}{'-' + fancy_off if fancy_off else ''}"
-            if kind == ":":
-                groups.append(len(out))
-                out.append(written + ":")
-            else:
-                out.append(written + ")")
-            atom = None
-            index = flags.end()
-        elif char == "(":
-            groups.append(len(out))
-            out.append(char)
-            atom = None
-            index += 1
-        elif char == ")":
-            atom = groups.pop() if groups else None
-            out.append(char)
-            index += 1
-        elif char == "|":
-            out.append(char)
-            atom = None
-            index += 1
-        elif char in "^$":
-            out.append(f"(?m:{char})")
-            atom = None
-            index += 1
-        elif char == "{" and atom is not None and (interval_end := _interval_end(pattern, index)) is not None:
-            if interval_end < len(pattern) and pattern[interval_end] == "+":
-                repeated = "".join(out[atom:]) + pattern[index:interval_end]
-                del out[atom:]
-                out.append(f"(?:{repeated})+")
-                interval_end += 1
-            else:
-                out.append(pattern[index:interval_end])
-            atom = None
-            index = interval_end
-        else:
-            atom = len(out) if char not in "*+?" else None
-            out.append(char)
-            index += 1
-    return "".join(out)
+    characters = _unicode_probe.run_ends()
+    contexts = ["".join(characters), " ".join(characters), "".join(char * 2 for char in characters),
+                "".join(f"{char}a1" for char in characters[::3])]
+    texts = [text[start : start + 64] for offset, text in enumerate(contexts)
+             for start in range(-16 * offset % 64, len(text), 64)]
+    texts += SPLIT_PROBE_EDGES
+    texts += _digit_runs()
+    texts += probe_texts(300, seed=15)
+    return tuple(text for text in texts if text)
 
 
-def _interval_end(pattern: str, start: int) -> int | None:
-    """Index just past ``{n}``, ``{n,}`` or ``{n,m}`` at ``start``, or None if it is not one."""
-    close = pattern.find("}", start)
-    if close < 0:
-        return None
-    body = pattern[start + 1 : close]
-    low, _, high = body.partition(",")
-    if low.isdigit() and (high == "" or high.isdigit()):
-        return close + 1
+class _TheirSplitter:
+    """`tokenizers`' own pre-tokenizer built from a file's JSON, exactly as ``Tokenizer.from_file``
+    builds it. A final ``ByteLevel`` without regex only maps bytes to its alphabet and splits
+    nothing, so it is left out (its mapping is the same on both sides); with its regex it stays, and
+    our pieces are compared in its alphabet."""
+
+    def __init__(self, pre_tokenizer: Any) -> None:
+        steps = pre_tokenizer.get("pretokenizers") if isinstance(pre_tokenizer, dict) and \
+            pre_tokenizer.get("type") == "Sequence" else None
+        self.spelled = True
+        if steps and _is_byte_level(steps[-1]) and not steps[-1].get("use_regex", True) and len(steps) > 1:
+            pre_tokenizer = {"type": "Sequence", "pretokenizers": steps[:-1]}
+            self.spelled = False
+        document = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+                    "normalizer": None, "pre_tokenizer": pre_tokenizer, "post_processor": None, "decoder": None,
+                    "model": {"type": "BPE", "vocab": {}, "merges": []}}
+        self.pre_tokenizer = Tokenizer.from_str(json.dumps(document)).pre_tokenizer
+
+    def pieces(self, text: str) -> list[str] | str:
+        try:
+            pieces = [piece for piece, _ in self.pre_tokenizer.pre_tokenize_str(text)]
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as error:  # noqa: BLE001 - Oniguruma giving up is a Rust panic there (PanicException)
+            return f"an error ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
+        return [_unspell(piece) for piece in pieces] if self.spelled else pieces
+
+
+def _our_pieces(model: BPE, text: str) -> list[str] | str:
+    try:
+        return model.pieces(text)
+    except ValueError as error:
+        return f"an error ({error})"
+
+
+def pre_tokenizer_difference(
+    model: BPE, pre_tokenizer: Any, texts: Iterable[str] | None = None
+) -> str | None:
+    """How ``model``'s split pattern cuts some text differently from `tokenizers` running the
+    ``pre_tokenizer`` of a ``tokenizer.json`` (its JSON, ending in ``ByteLevel``), or ``None`` when
+    they agree on every text (by default :func:`split_probe_texts`). Failing on a text counts as a
+    result: it must fail in both. A pre-tokenizer `tokenizers` cannot build raises its error.
+
+    >>> import hf_bpe
+    >>> from hf_bpe.patterns import Split
+    >>> pre_tokenizer = {"type": "Sequence", "pretokenizers": [
+    ...     {"type": "Split", "pattern": {"Regex": "[[:alpha:]]+"}, "behavior": "Isolated", "invert": False},
+    ...     {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]}
+    >>> ranks = {bytes([b]): b for b in range(256)}
+    >>> pre_tokenizer_difference(hf_bpe.BPE(ranks, Split("[[:alpha:]]+")), pre_tokenizer) is None
+    True
+    >>> print(pre_tokenizer_difference(hf_bpe.BPE(ranks, r"[a-zA-Z]+|[^a-zA-Z]+"), pre_tokenizer))
+    ... # doctest: +ELLIPSIS
+    '¨©ª«...' is cut into [...] here but into ['¨©', 'ª', ...] by tokenizers; the first difference is at
+    character 2, at U+00A9 COPYRIGHT SIGN (So); U+00AA FEMININE ORDINAL INDICATOR (Lo)
+    """
+    theirs = _TheirSplitter(pre_tokenizer)
+    for text in split_probe_texts() if texts is None else texts:
+        ours, their_pieces = _our_pieces(model, text), theirs.pieces(text)
+        if ours != their_pieces:
+            return _describe_difference(text, ours, their_pieces)
     return None
+
+
+def _describe_difference(text: str, ours: list[str] | str, theirs: list[str] | str) -> str:
+    if not (isinstance(ours, list) and isinstance(theirs, list)):
+        return f"{text!r:.200} gives {ours if isinstance(ours, str) else 'pieces'} here but " \
+               f"{theirs if isinstance(theirs, str) else 'pieces'} in tokenizers"
+    shown = [", ".join(repr(piece) for piece in pieces[:12]) + (", ..." if len(pieces) > 12 else "")
+             for pieces in (ours, theirs)]
+    at = min(_edges(text, ours) ^ _edges(text, theirs), default=0)
+    named = "; ".join(f"U+{ord(char):04X} {unicodedata.name(char, 'unnamed')} ({unicodedata.category(char)})"
+                      for char in text[max(at - 1, 0) : at + 1])
+    return (f"{text!r:.200} is cut into [{shown[0]}] here but into [{shown[1]}] by tokenizers; the first "
+            f"difference is at character {at}, at {named}")
+
+
+def _edges(text: str, pieces: list[str]) -> set[int]:
+    """Where the pieces of ``text`` start and end (character offsets), found in order."""
+    edges, position = set(), 0
+    for piece in pieces:
+        start = text.find(piece, position)
+        if start < 0:
+            break
+        position = start + len(piece)
+        edges |= {start, position}
+    return edges
+
+
+def _unspell(piece: str) -> str:
+    """A piece in the byte-level alphabet back as text (invalid UTF-8 shown with replacement)."""
+    return str_to_token(piece).decode("utf-8", errors="replace")

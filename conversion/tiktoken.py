@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_bpe import BPE
+from hf_bpe import BPE, patterns
 from hf_bpe._io import atomic_write, read_file, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 
@@ -289,14 +289,24 @@ def save_tekken(
     ``lossy=True`` renumbers it (special tokens first, then bytes, then the rest in rank order): the
     tokens and merge order are kept, so text splits into the same tokens, under new ids. As for
     :func:`save`, merges lists that tiktoken would apply differently are refused unless ``lossy``.
+    A model split by `tokenizers`' Split pre-tokenizer (:class:`hf_bpe.patterns.Split`) is always
+    refused: tekken holds a tiktoken regex.
     """
-    check_rank_rule(model, "a tekken file", lossy=lossy)
     document = tekken_document(model, version=version, lossy=lossy)
     return atomic_write(path, json.dumps(document, ensure_ascii=False))
 
 
 def tekken_document(model: BPE, *, version: str = "v7", lossy: bool = False) -> dict[str, Any]:
     """The tekken JSON of ``model`` as a dict (see :func:`save_tekken`)."""
+    check_rank_rule(model, "a tekken file", lossy=lossy)
+    if not isinstance(model.pattern, str):
+        raise ConversionError(
+            f"a tekken file cannot hold the split pattern of {model!r}: tekken holds a tiktoken regex "
+            f"(fancy-regex, matches kept, the rest dropped), and this model splits with tokenizers' Split "
+            f"pre-tokenizer on Oniguruma ({patterns.describe(model.pattern)}), which no tiktoken regex is "
+            "known to reproduce; lossy=True only renumbers ids. Keep it as tokenizer.json (conversion.hf.save) "
+            "or hf_bpe.json"
+        )
     ranks = model.mergeable_ranks
     specials = sorted(model.special_tokens.items(), key=lambda item: item[1])
     special_count = specials[-1][1] + 1 if specials else 0

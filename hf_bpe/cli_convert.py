@@ -325,7 +325,9 @@ def describe_briefly(model: BPE) -> str:
 
 def _pattern_name(model: BPE) -> str | None:
     pattern = model.pattern
-    return None if pattern is None else (patterns.name_of(pattern) or pattern)
+    if pattern is None:
+        return None
+    return patterns.name_of(pattern) or (pattern if isinstance(pattern, str) else patterns.describe(pattern))
 
 
 def describe(model: BPE, source_format: str, text: str) -> dict[str, Any]:

@@ -55,15 +55,25 @@ def render(tokenizer: BPETokenizer, *, histogram: str | None = None) -> str:
         "vocab_size": len(tokenizer),
         "n_mergeable": len(model.mergeable_ranks),
         "n_added": len(added),
-        "pattern_name": f"`{pattern_name}`" if pattern_name else "custom",
+        "pattern_name": f"`{pattern_name}`" if pattern_name else "custom" if isinstance(model.pattern, str)
+        else "`tokenizers` Split pre-tokenizer (Oniguruma)",
         "bos_eos": _bos_eos(tokenizer),
-        "pattern": model.pattern,
+        "pattern": model.pattern if isinstance(model.pattern, str) else _splits(model.pattern),
         "special_tokens": _special_tokens(tokenizer),
         "training": _training(card.get("training")),
         "compression": _compression(tokenizer, card.get("training")),
         "lengths": _lengths(token_length_counts(tokenizer), histogram),
     }
     return Template(template_path().read_text(encoding="utf-8")).substitute(fields)
+
+
+def _splits(pattern: patterns.Split | tuple[patterns.Split, ...]) -> str:
+    """Split steps, one per line: the Oniguruma regex (or plain string), behavior and invert."""
+    steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
+    return "\n".join(
+        f"{step.pattern}    ({'string' if step.literal else 'regex'}; {step.behavior}{'; inverted' if step.invert else ''})"
+        for step in steps
+    )
 
 
 def write_model_card(tokenizer: BPETokenizer, directory: str | os.PathLike[str]) -> Path:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 """GPT-2's pattern (tiktoken's ``r50k_pat_str``), also used by ``r50k_base`` and ``p50k_base``."""
@@ -99,7 +99,7 @@ class Split:
         return f"Split({self.pattern!r}, {self.behavior!r}{extra})"
 
 
-Pattern = Union[str, Split, tuple[Split, ...]]
+Pattern = str | Split | tuple[Split, ...]
 """A resolved split pattern: a tiktoken regex, one :class:`Split`, or several applied in turn."""
 
 
