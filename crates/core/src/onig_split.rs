@@ -12,9 +12,10 @@
 //! Bounded cost. Oniguruma stops one match attempt after 10,000,000 backtracking retries (its
 //! default, which `tokenizers` keeps; it panics there, we return an error). A search may try many
 //! start positions, each up to that limit, so a search is first run with a small limit on the
-//! retries of the whole search, raised tenfold at a time, giving up when the next attempt would, at
-//! the pace of the last one, overrun the text's time budget ([`crate::pretokenize`]). A search that
-//! stays within its limit is the same search as an unlimited one, so results do not change.
+//! retries of the whole search, raised tenfold at a time but never past what the rest of the text's
+//! time budget ([`crate::pretokenize`]) affords at the pace of the last attempt; when even that is
+//! not more than the last attempt had, the text is too slow. A search that stays within its limit
+//! is the same search as an unlimited one, so results do not change.
 
 use std::borrow::Cow;
 use std::os::raw::c_ulong;
@@ -217,10 +218,8 @@ fn search(
     budget: &Budget,
 ) -> Result<Option<(usize, usize)>, SplitError> {
     let mut limit = FIRST_SEARCH_RETRY_LIMIT;
-    for attempt in 0.. {
-        // The first attempt, the common case, is not timed: the time since the budget's last
-        // check stands for its duration.
-        let started = if attempt == 0 { budget.last_check() } else { Instant::now() };
+    loop {
+        let started = Instant::now();
         let param = MatchParam::default();
         // SAFETY: `param` owns a live `OnigMatchParam`; this sets one of its fields.
         unsafe {
@@ -234,10 +233,15 @@ fn search(
             Ok(None) => return Ok(None),
             Ok(Some(_)) => return Ok(region.pos(0)),
             Err(error) if error.code() == onig_sys::ONIGERR_RETRY_LIMIT_IN_SEARCH_OVER => {
-                // The next attempt may retry ten times as much: give up now if, at this
-                // attempt's pace, it would overrun the budget.
-                budget.check(pattern, started.elapsed() * 10)?;
-                limit = limit.saturating_mul(10);
+                // Try again with up to ten times the retries, but no more than the rest of the
+                // budget affords at this attempt's pace: the last attempt ends near the budget.
+                let remaining = budget.remaining(pattern)?;
+                let pace = limit as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                let affordable = (pace * remaining.as_secs_f64()) as u64;
+                if affordable <= limit {
+                    return Err(budget.too_slow(pattern));
+                }
+                limit = affordable.min(limit.saturating_mul(10));
             }
             Err(error) => {
                 return Err(SplitError::Engine {
@@ -249,7 +253,6 @@ fn search(
             }
         }
     }
-    unreachable!("the loop returns")
 }
 
 /// Calls `on_piece(start, end)` with the pieces `tokenizers`' `NormalizedString::split` keeps from

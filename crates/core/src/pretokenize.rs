@@ -394,9 +394,21 @@ impl Budget {
         let now = Instant::now();
         self.last_check.set(now);
         if now - self.started + more > self.limit {
-            return Err(SplitError::TooSlow { pattern: pattern.to_owned(), bytes: self.bytes, budget: self.limit });
+            return Err(self.too_slow(pattern));
         }
         Ok(())
+    }
+
+    /// The time left, or the error blaming `pattern` when none is.
+    pub(crate) fn remaining(&self, pattern: &str) -> Result<Duration, SplitError> {
+        let now = Instant::now();
+        self.last_check.set(now);
+        self.limit.checked_sub(now - self.started).ok_or_else(|| self.too_slow(pattern))
+    }
+
+    /// The error for a text whose splitting would overrun the budget.
+    pub(crate) fn too_slow(&self, pattern: &str) -> SplitError {
+        SplitError::TooSlow { pattern: pattern.to_owned(), bytes: self.bytes, budget: self.limit }
     }
 }
 
