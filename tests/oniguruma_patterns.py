@@ -40,7 +40,8 @@ CLASS_ITEMS = ["a-z", "A-Z", "0-9", "a-fA-F", "à-ÿ", "А-я", "一-龥", "぀-
                ".", ",", "!", "é", "²", "\u0301", r"\x{2000}-\x{200f}"]
 QUANTIFIERS = ["*", "+", "?", "{0,2}", "{1,3}", "{2}", "{2,}", "*?", "+?", "??", "{1,2}?", "*+", "++", "?+",
                "{1,3}+"]
-"""Greedy, lazy and possessive; Ruby reads ``{1,3}+`` as ``(?:{1,3})+``, not as possessive."""
+"""Greedy, lazy and possessive; Ruby reads ``X{1,3}+`` as ``(?:X{1,3})+``, not as possessive (given to
+literals only: on a broad class it backtracks exponentially)."""
 ANCHORS = {r"\b": "word", r"\B": "word", "^": "other", "$": "other", r"\A": "other", r"\z": "other",
            r"\Z": "other", r"\G": "other"}
 
@@ -127,6 +128,9 @@ def _quantified(rng: random.Random, depth: int) -> _Part:
     if rng.random() < 0.45 or part.text in ANCHORS or part.text.startswith(("(?=", "(?!", "(?<")):
         return part
     quantifier = rng.choice(QUANTIFIERS)
+    if quantifier == "{1,3}+" and part.text not in LITERALS:
+        # (?:X{1,3})+ backtracks exponentially on a broad class X: tokenizers takes seconds on a line.
+        quantifier = "{1,3}"
     can_be_empty = quantifier[0] in "*?" or quantifier.startswith(("{0", "{0,"))
     return _Part(part.text + quantifier, part.nullable or can_be_empty, part.constructs)
 
