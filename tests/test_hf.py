@@ -684,6 +684,23 @@ def test_save_tokenizer_folder_is_from_model_then_save_pretrained(tmp_path: Path
     assert "Corpus: three generated files." in (tmp_path / "again" / "README.md").read_text()
 
 
+def test_a_model_split_by_tokenizers_splits_saves_and_loads_as_a_folder(tmp_path: Path) -> None:
+    """Split pre-tokenizers (hf_bpe.patterns.Split) go into hf_bpe.json and tokenizer.json as they
+    are: BPETokenizer and transformers' TokenizersBackend read the folder back to the same ids."""
+    steps = (hf_bpe.patterns.Split(r"\p{N}{1,3}"), hf_bpe.patterns.Split(r"[[:alpha:]]+|\s+|[^[:alpha:]\s]+"))
+    model = hf_bpe.train(varied_documents(200, seed=4), 500, pattern=steps, special_tokens=["<|endoftext|>"],
+                         show_progress=False, name="split")
+    tokenizer = BPETokenizer.from_model(model, eos_token="<|endoftext|>")
+    tokenizer.save_pretrained(tmp_path)
+    loaded = BPETokenizer.from_pretrained(tmp_path)
+    assert loaded.model == model and loaded.model.pattern == steps
+    backend = transformers.TokenizersBackend(tokenizer_file=str(tmp_path / "tokenizer.json"))
+    texts = [*varied_documents(scaled(300, 50), seed=5), "Bạn 12345 ²x <|endoftext|>"]
+    assert loaded(texts)["input_ids"] == tokenizer(texts)["input_ids"] == backend(texts)["input_ids"]
+    card = (tmp_path / "README.md").read_text()
+    assert "`tokenizers` Split pre-tokenizer (Oniguruma)" in card and "[[:alpha:]]+|\\s+" in card
+
+
 # -------------------------------------------------------------------------------- bad input
 
 
