@@ -212,7 +212,7 @@ def run_ends() -> tuple[str, ...]:
 
 def generate() -> list[int]:
     """The first code point of each run, computed from the `regex` package's Unicode tables."""
-    import regex
+    import regex  # type: ignore[import-untyped]
 
     codes = code_points()
     text = "".join(map(chr, codes))
@@ -230,7 +230,7 @@ def generate() -> list[int]:
 
 
 def _rewrite() -> None:
-    import regex
+    import regex  # type: ignore[import-untyped]
 
     starts = generate()
     deltas = [format(code - previous, "x") for previous, code in zip([0, *starts], starts)]

@@ -145,6 +145,13 @@ def dumps(model: BPE, *, lossy: bool = False) -> bytes:
     """The rank file contents of ``model`` (special tokens and pattern are not part of the format);
     refused as :func:`save` refuses."""
     check_rank_rule(model, "a tiktoken file", lossy=lossy)
+    if not isinstance(model.pattern, str) and not lossy:
+        raise ConversionError(
+            f"tiktoken cannot encode like {model!r}: a tiktoken file holds no split pattern and tiktoken runs "
+            f"tiktoken regexes (fancy-regex) only, while this model splits with tokenizers' Split "
+            f"pre-tokenizer on Oniguruma ({patterns.describe(model.pattern)}). Pass lossy=True to write the "
+            "ranks anyway (conversion.tiktoken.load(path, pattern=model.pattern) gives this model back)"
+        )
     return b"".join(
         (base64.b64encode(token) or EMPTY_TOKEN) + b" " + str(rank).encode("ascii") + b"\n"
         for token, rank in model.mergeable_ranks.items()
@@ -158,7 +165,9 @@ def save(model: BPE, path: str | os.PathLike[str], *, lossy: bool = False) -> Pa
     tiktoken merges any pair whose bytes form a token, lowest rank first, and emits a piece that is
     a token whole. A merges-list model whose list would be applied differently that way is refused
     with :class:`~hf_bpe.errors.ConversionError` saying where; ``lossy=True`` writes its ids as
-    ranks anyway (tiktoken's rule then decides). SentencePiece models are always refused.
+    ranks anyway (tiktoken's rule then decides). A model split by `tokenizers`' Split pre-tokenizer
+    (:class:`hf_bpe.patterns.Split`), which tiktoken cannot run, is refused unless ``lossy=True``.
+    SentencePiece models are always refused.
     """
     return atomic_write(path, dumps(model, lossy=lossy))
 

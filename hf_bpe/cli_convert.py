@@ -233,7 +233,7 @@ def _named_encoding(path: Path) -> tuple[str, dict[str, int]] | None:
                          ("o200k_base", encodings.O200K)):
         if digest == remote.sha256:
             known = encodings.get_encoding(name)
-            return known.pattern, known.special_tokens
+            return str(known.pattern), known.special_tokens
     return None
 
 

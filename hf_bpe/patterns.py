@@ -114,11 +114,13 @@ def resolve(pattern: str | Split | Sequence[Split]) -> Pattern:
     >>> resolve([Split("a"), Split("b", "removed")])
     (Split('a', 'isolated'), Split('b', 'removed'))
     """
-    if isinstance(pattern, (str, Split)):
-        return NAMED.get(pattern, pattern) if isinstance(pattern, str) else pattern
+    if isinstance(pattern, str):
+        return NAMED.get(pattern, pattern)
+    if isinstance(pattern, Split):
+        return pattern
     if isinstance(pattern, Sequence) and not isinstance(pattern, (bytes, bytearray)):
-        steps = tuple(pattern)
-        if steps and all(isinstance(step, Split) for step in steps):
+        steps = tuple(step for step in pattern if isinstance(step, Split))
+        if steps and len(steps) == len(pattern):
             return steps[0] if len(steps) == 1 else steps
     raise TypeError(
         f"pattern must be a regex string, one of {sorted(NAMED)}, a patterns.Split or a sequence of them, "
