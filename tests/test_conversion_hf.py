@@ -421,13 +421,22 @@ def test_load_refuses_a_split_it_would_cut_differently(monkeypatch: pytest.Monke
                               tmp_path / "tokenizer.json")
     fancy = "[[:punct:]]+|[^[:punct:]]+"  # POSIX brackets are ASCII in fancy-regex
     monkeypatch.setattr(hf_load, "_split_rules", lambda pre_tokenizer, refuse: [fancy])
-    with pytest.raises(TokenizerFileError, match=r"hf_bpe cannot split text exactly as tokenizers does with this "
-                                                 r"pre-tokenizer .* is cut into \[.*\] here but into \[.*\] by "
-                                                 r"tokenizers; the first difference is at character \d+, at U\+"):
+    with pytest.raises(TokenizerFileError, match=r"hf_bpe cannot load this pre-tokenizer .* exactly: .* is cut "
+                                                 r"into \[.*\] here but into \[.*\] by tokenizers; the first "
+                                                 r"difference is at character \d+, at U\+"):
         hf_load.load(path)
     exact = patterns.Split("[[:punct:]]+|[^[:punct:]]+")
     monkeypatch.setattr(hf_load, "_split_rules", lambda pre_tokenizer, refuse: [fancy, exact])
     assert hf_load.load(path).pattern == exact
+
+
+def test_a_split_that_backtracks_catastrophically_on_short_text_is_refused_at_load(tmp_path: Path) -> None:
+    """Exponential on every word: Oniguruma gives up on each (tokenizers panics), so the load check
+    would take minutes; it stops and refuses the file instead."""
+    split = patterns.Split(r"(?:\p{L}|\p{L}\p{L})+!|.")
+    path = with_pre_tokenizer(minimal_document(), splits_then_byte_level(split), tmp_path / "tokenizer.json")
+    with quiet_stderr(), pytest.raises(TokenizerFileError, match="splitting the probe texts takes too long"):
+        hf_load.load(path)
 
 
 def test_files_that_spell_a_named_pattern_load_it_checked(tmp_path: Path) -> None:
