@@ -17,7 +17,8 @@ empty string, POSIX brackets, ``\\w``/``\\b``, other):
   on a text, by its backtracking limit, ours must fail too);
 - ``(loaded!)``: patterns `tokenizers` cannot compile that ``load`` nevertheless accepts;
 - ``WRONG``: loaded, and some text encodes differently: a silent wrong answer. ``texts`` is the
-  number of such texts over all of them.
+  number of such texts over all of them; ``slow`` the texts ours refused as over the split time
+  budget (a clear error, whatever `tokenizers` does; it takes seconds on those).
 
 Patterns `tokenizers` cannot compile are counted apart (``uncompiled``). Where ``BPE.pieces`` exists, the pieces
 (``pre_tokenize_str``) are compared too.
@@ -82,11 +83,14 @@ def their_result(tokenizer: Any, text: str) -> Any:
         return "error"
 
 
+TOO_SLOW = "too slow"
+
+
 def our_result(model: Any, text: str) -> Any:
     try:
         return model.encode_ordinary(text)
-    except ValueError:
-        return "error"
+    except ValueError as error:
+        return TOO_SLOW if "is too slow on this text" in str(error) else "error"
 
 
 def main() -> None:
@@ -108,6 +112,7 @@ def main() -> None:
     has_pieces = hasattr(hf_bpe.BPE, "pieces")
     outcome: Counter[tuple[str, str]] = Counter()
     wrong_texts: Counter[str] = Counter()
+    slow_texts: Counter[str] = Counter()
     wrong_pieces: Counter[str] = Counter()
     uncompiled: Counter[str] = Counter()
     uncompiled_loaded: Counter[str] = Counter()
@@ -135,7 +140,10 @@ def main() -> None:
                         outcome[kind, "refused"] += 1
                         continue
                     theirs = Tokenizer.from_file(str(path))
-                    wrong = [text for text in texts if our_result(model, text) != their_result(theirs, text)]
+                    ours = [our_result(model, text) for text in texts]
+                    slow_texts[kind] += ours.count(TOO_SLOW)
+                    wrong = [text for text, result in zip(texts, ours)
+                             if result != TOO_SLOW and result != their_result(theirs, text)]
                     if has_pieces:
                         splitter = pre_tokenizers.Split(Regex(pattern.regex), behavior, invert)
                         for text in texts:
@@ -145,9 +153,9 @@ def main() -> None:
                                 expected = "error"
                             try:
                                 got: Any = model.pieces(text)
-                            except ValueError:
-                                got = "error"
-                            wrong_pieces[kind] += expected != got
+                            except ValueError as error:
+                                got = TOO_SLOW if "is too slow on this text" in str(error) else "error"
+                            wrong_pieces[kind] += got != TOO_SLOW and expected != got
                     outcome[kind, "WRONG" if wrong else "exact"] += 1
                     wrong_texts[kind] += len(wrong)
                     if wrong and len(examples) < 8:
@@ -156,15 +164,18 @@ def main() -> None:
     print(f"{arguments.patterns} patterns (seed {arguments.seed}) x 5 behaviors x 2 invert, "
           f"{len(texts)} texts (seed {arguments.seed + 1}); hf_bpe at {Path(hf_bpe.__file__).parent}")
     print("columns: patterns tokenizers cannot compile (of which we load!); (pattern, behavior, invert) "
-          "combinations refused, exact, WRONG; texts encoded wrong" + ("; pieces wrong" if has_pieces else ""))
-    header = f"{'class':<8} {'uncompiled':>10} {'(loaded!)':>9} {'refused':>8} {'exact':>6} {'WRONG':>6} {'texts':>7}"
+          "combinations refused, exact, WRONG; texts encoded wrong; texts refused as too slow (time budget)"
+          + ("; pieces wrong" if has_pieces else ""))
+    header = (f"{'class':<8} {'uncompiled':>10} {'(loaded!)':>9} {'refused':>8} {'exact':>6} {'WRONG':>6} "
+              f"{'texts':>7} {'slow':>5}")
     print(header + (f" {'pieces':>7}" if has_pieces else ""))
     for kind in (*oniguruma_patterns.CLASSES, "total"):
         kinds = oniguruma_patterns.CLASSES if kind == "total" else (kind,)
         row = [sum(uncompiled[k] for k in kinds)] + [sum(outcome[k, what] for k in kinds)
                                                       for what in ("refused", "exact", "WRONG")]
         loaded = sum(uncompiled_loaded[k] for k in kinds)
-        line = f"{kind:<8} {row[0]:>10} {loaded:>9} {row[1]:>8} {row[2]:>6} {row[3]:>6} {sum(wrong_texts[k] for k in kinds):>7}"
+        line = (f"{kind:<8} {row[0]:>10} {loaded:>9} {row[1]:>8} {row[2]:>6} {row[3]:>6} "
+                f"{sum(wrong_texts[k] for k in kinds):>7} {sum(slow_texts[k] for k in kinds):>5}")
         print(line + (f" {sum(wrong_pieces[k] for k in kinds):>7}" if has_pieces else ""))
     for example in examples:
         print("  e.g.", example)

@@ -137,6 +137,8 @@ impl From<Vec<SplitStep>> for SplitRule {
 #[derive(Clone, Debug)]
 pub struct Splitter {
     rule: SplitRule,
+    /// The hand-written scanner when the rule is exactly a named pattern (checked first: the hot path).
+    scanner: Option<Scanner>,
     engine: Engine,
 }
 
@@ -154,8 +156,6 @@ struct Fancy {
     regex: Regex,
     /// The pattern with the smaller limits, compiled when first needed.
     limited: [OnceLock<Regex>; BACKTRACK_LIMITS.len() - 1],
-    /// The hand-written scanner when the pattern is exactly a named pattern.
-    scanner: Option<Scanner>,
     /// Whether the pattern may match the empty string (see [`Splitter::may_match_empty`]).
     may_match_empty: bool,
 }
@@ -165,14 +165,13 @@ impl Splitter {
         match rule.into() {
             SplitRule::Pattern(pattern) => {
                 let mut splitter = Self::regex_only(&pattern)?;
-                if let Engine::Fancy(fancy) = &mut splitter.engine {
-                    fancy.scanner = Scanner::for_pattern(&pattern);
-                }
+                splitter.scanner = Scanner::for_pattern(&pattern);
                 Ok(splitter)
             }
             SplitRule::Steps(steps) => {
                 let compiled = CompiledSteps::new(&steps)?;
-                Ok(Self { rule: SplitRule::Steps(steps), engine: Engine::Oniguruma(Arc::new(compiled)) })
+                let engine = Engine::Oniguruma(Arc::new(compiled));
+                Ok(Self { rule: SplitRule::Steps(steps), scanner: None, engine })
             }
         }
     }
@@ -193,8 +192,8 @@ impl Splitter {
             reason: error.to_string(),
         })?;
         let may_match_empty = Expr::parse_tree(pattern).map_or(true, |tree| nullable(&tree.expr));
-        let fancy = Fancy { regex, limited: Default::default(), scanner: None, may_match_empty };
-        Ok(Self { rule: SplitRule::Pattern(pattern.to_owned()), engine: Engine::Fancy(Box::new(fancy)) })
+        let fancy = Fancy { regex, limited: Default::default(), may_match_empty };
+        Ok(Self { rule: SplitRule::Pattern(pattern.to_owned()), scanner: None, engine: Engine::Fancy(Box::new(fancy)) })
     }
 
     /// Whether some text may give an empty match: `false` only when every match provably takes at
@@ -212,7 +211,7 @@ impl Splitter {
     /// The named patterns and Split steps never give an empty match.
     pub fn for_each_match(&self, text: &str, empty: bool, on_piece: impl FnMut(usize, usize)) -> Result<(), SplitError> {
         match &self.engine {
-            Engine::Fancy(fancy) if fancy.scanner.is_none() => {
+            Engine::Fancy(fancy) if self.scanner.is_none() => {
                 fancy.for_each_piece(self.pattern().unwrap_or_default(), text, empty, on_piece)
             }
             _ => self.for_each_piece(text, on_piece),
@@ -231,10 +230,7 @@ impl Splitter {
 
     /// The hand-written scanner, when the rule is exactly a named pattern.
     fn scanner(&self) -> Option<Scanner> {
-        match &self.engine {
-            Engine::Fancy(fancy) => fancy.scanner,
-            Engine::Oniguruma(_) => None,
-        }
+        self.scanner
     }
 
     /// How many pieces at the end of a text more text can still change
@@ -247,14 +243,12 @@ impl Splitter {
 
     /// Calls `on_piece(start, end)` with the byte range of each piece, in order.
     pub fn for_each_piece(&self, text: &str, on_piece: impl FnMut(usize, usize)) -> Result<(), SplitError> {
+        if let Some(scanner) = self.scanner {
+            scanner.for_each_piece(text, on_piece);
+            return Ok(());
+        }
         match &self.engine {
-            Engine::Fancy(fancy) => match fancy.scanner {
-                Some(scanner) => {
-                    scanner.for_each_piece(text, on_piece);
-                    Ok(())
-                }
-                None => fancy.for_each_piece(self.pattern().unwrap_or_default(), text, false, on_piece),
-            },
+            Engine::Fancy(fancy) => fancy.for_each_piece(self.pattern().unwrap_or_default(), text, false, on_piece),
             Engine::Oniguruma(steps) => steps.for_each_piece(text, &Budget::new(text.len()), on_piece),
         }
     }
