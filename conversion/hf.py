@@ -35,6 +35,7 @@ import time
 import unicodedata
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -885,8 +886,8 @@ def split_probe_texts() -> tuple[str, ...]:
 
     Every code point at either end of a run of same-property code points over all of Unicode
     (``conversion._unicode_probe``: general category, script, East Asian width, grapheme break and
-    the binary properties regexes test), in four contexts: among its neighbours, after a space,
-    doubled, and between a letter and a digit (every third one), each cut into texts of 64
+    the binary properties regexes test), in three contexts: among its neighbours, doubled after a
+    space, and before a letter and a digit (every fourth one), each cut into texts of 64
     characters at a different offset, so characters also meet the start and the end of a text;
     plus :data:`SPLIT_PROBE_EDGES`, the digits of every decimal system and :func:`probe_texts`.
 
@@ -895,8 +896,8 @@ def split_probe_texts() -> tuple[str, ...]:
     True
     """
     characters = _unicode_probe.run_ends()
-    contexts = ["".join(characters), " ".join(characters), "".join(char * 2 for char in characters),
-                "".join(f"{char}a1" for char in characters[::3])]
+    contexts = ["".join(characters), "".join(f" {char}{char}" for char in characters),
+                "".join(f"{char}a1" for char in characters[::4])]
     texts = [text[start : start + 64] for offset, text in enumerate(contexts)
              for start in range(-16 * offset % 64, len(text), 64)]
     texts += SPLIT_PROBE_EDGES
@@ -927,14 +928,26 @@ class _TheirSplitter:
                     "model": {"type": "BPE", "vocab": {}, "merges": []}}
         self.pre_tokenizer = Tokenizer.from_str(json.dumps(document)).pre_tokenizer
 
-    def pieces(self, text: str) -> list[str] | str:
+    def pieces(self, text: str, ours: list[str] | str) -> list[str] | str:
+        """The pieces of ``text`` (or the error) as text, ``ours`` when they are the same list."""
         try:
-            pieces = [piece for piece, _ in self.pre_tokenizer.pre_tokenize_str(text)]
+            pieces = list(map(itemgetter(0), self.pre_tokenizer.pre_tokenize_str(text)))
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as error:  # noqa: BLE001 - Oniguruma giving up is a Rust panic there (PanicException)
             return f"an error ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
-        return [_unspell(piece) for piece in pieces] if self.spelled else pieces
+        if not self.spelled:
+            return pieces
+        # Compare in the byte-level alphabet, each list joined by a character the text lacks (two
+        # string operations instead of one per piece); translate theirs back only when they differ.
+        separator = next((char for char in _SEPARATORS if char not in text), None)
+        if isinstance(ours, list) and separator is not None and \
+                _spell(separator.join(ours).encode("utf-8")) == _spell(separator.encode()).join(pieces):
+            return ours
+        return [_unspell(piece) for piece in pieces]
+
+
+_SEPARATORS = "\x00\x01\x02\x03\x04\x05\x06\x07"
 
 
 def _our_pieces(model: BPE, text: str) -> list[str] | str:
@@ -976,7 +989,7 @@ def pre_tokenizer_difference(
                 time.monotonic() - started > PROBE_SECONDS:
             return (f"splitting the probe texts takes too long ({text!r:.80} and before): the pattern backtracks "
                     "catastrophically on short text; use another pattern")
-        their_pieces = theirs.pieces(text)
+        their_pieces = theirs.pieces(text, ours)
         if ours != their_pieces and not (isinstance(ours, str) and isinstance(their_pieces, str)):
             return _describe_difference(text, ours, their_pieces)
     return None
