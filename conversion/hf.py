@@ -976,10 +976,9 @@ def pre_tokenizer_difference(
     >>> ranks = {bytes([b]): b for b in range(256)}
     >>> pre_tokenizer_difference(hf_bpe.BPE(ranks, Split("[[:alpha:]]+")), pre_tokenizer) is None
     True
-    >>> print(pre_tokenizer_difference(hf_bpe.BPE(ranks, r"[a-zA-Z]+|[^a-zA-Z]+"), pre_tokenizer))
-    ... # doctest: +ELLIPSIS
-    '¨©ª«...' is cut into [...] here but into ['¨©', 'ª', ...] by tokenizers; the first difference is at
-    character 2, at U+00A9 COPYRIGHT SIGN (So); U+00AA FEMININE ORDINAL INDICATOR (Lo). Rather than ...
+    >>> difference = pre_tokenizer_difference(hf_bpe.BPE(ranks, r"[a-zA-Z]+|[^a-zA-Z]+"), pre_tokenizer)
+    >>> "at character 2, at U+00A9 COPYRIGHT SIGN (So); U+00AA FEMININE ORDINAL INDICATOR (Lo)" in difference
+    True
     """
     theirs = _TheirSplitter(pre_tokenizer)
     started = time.monotonic()
