@@ -132,12 +132,13 @@ impl CompiledSteps {
         Ok(Self { steps: compiled })
     }
 
-    /// Calls `on_piece(start, end)` with the byte range of each piece of `text`, in order.
+    /// Calls `on_piece(start, end)` with the byte range of each piece of `text`, in order. (A
+    /// `dyn` callback: one copy of this for every caller, none in the named patterns' hot path.)
     pub(crate) fn for_each_piece(
         &self,
         text: &str,
         budget: &Budget,
-        mut on_piece: impl FnMut(usize, usize),
+        on_piece: &mut dyn FnMut(usize, usize),
     ) -> Result<(), SplitError> {
         let mut matches = Vec::new();
         let mut pieces = vec![(0, text.len())];

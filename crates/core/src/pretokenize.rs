@@ -242,14 +242,14 @@ impl Splitter {
     }
 
     /// Calls `on_piece(start, end)` with the byte range of each piece, in order.
-    pub fn for_each_piece(&self, text: &str, on_piece: impl FnMut(usize, usize)) -> Result<(), SplitError> {
+    pub fn for_each_piece(&self, text: &str, mut on_piece: impl FnMut(usize, usize)) -> Result<(), SplitError> {
         if let Some(scanner) = self.scanner {
             scanner.for_each_piece(text, on_piece);
             return Ok(());
         }
         match &self.engine {
             Engine::Fancy(fancy) => fancy.for_each_piece(self.pattern().unwrap_or_default(), text, false, on_piece),
-            Engine::Oniguruma(steps) => steps.for_each_piece(text, &Budget::new(text.len()), on_piece),
+            Engine::Oniguruma(steps) => steps.for_each_piece(text, &Budget::new(text.len()), &mut on_piece),
         }
     }
 
