@@ -100,7 +100,7 @@ pub(crate) struct CompiledSteps {
     steps: Vec<(SplitStep, Regex)>,
 }
 
-/// The retry limit of the first try of each search; each further try allows ten times more.
+/// The retry limit of the first try of each search; each further try allows up to ten times more.
 const FIRST_SEARCH_RETRY_LIMIT: u64 = 100_000;
 
 impl CompiledSteps {
