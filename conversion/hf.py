@@ -44,7 +44,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_token
 from conversion import _hf_sentencepiece, _unicode_probe
 from hf_bpe import BPE, patterns
 from hf_bpe._io import atomic_write, read_json
-from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token
+from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token, token_to_str, try_str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, LossyConversionWarning, TokenizerFileError
 from hf_bpe.model import MAX_DENSE_IDS
 
@@ -64,14 +64,6 @@ __all__ = [
 
 PLACEHOLDER = "<unused id {id}>"
 """Vocabulary entry for an id the model does not use (never produced: it contains a space)."""
-
-
-_SPELLING = dict(BYTE_TO_UNICODE)
-
-
-def _spell(token: bytes) -> str:
-    """Token bytes in GPT-2's byte-to-unicode alphabet (``hf_bpe.byte_level.token_to_str``, faster)."""
-    return token.decode("latin-1").translate(_SPELLING)
 
 
 # ------------------------------------------------------------------------------------- pattern
@@ -297,7 +289,7 @@ def build_tokenizer(
         )
     ranks = model.mergeable_ranks
     tokens = _added_token_table(model, ranks, added_tokens or {})
-    vocab = {_spell(token): rank for token, rank in ranks.items()}
+    vocab = {token_to_str(token): rank for token, rank in ranks.items()}
 
     # Ids from `first_appended` on are consecutive added tokens that `tokenizers` numbers itself;
     # every smaller id must be in the model vocabulary to keep its number.
@@ -331,7 +323,7 @@ def build_tokenizer(
             proven.append(f"its merges list {difference}")
     bpe = models.BPE(
         vocab=vocab,
-        merges=[(_spell(left), _spell(right)) for left, right in merges],
+        merges=[(token_to_str(left), token_to_str(right)) for left, right in merges],
         fuse_unk=False,
         byte_fallback=False,
         ignore_merges=ignore_merges,
@@ -506,7 +498,7 @@ def _added_token_table(
         )
         for text, token_id in model.special_tokens.items()
     }
-    spelled = {rank: _spell(token) for token, rank in ranks.items()}
+    spelled = {rank: token_to_str(token) for token, rank in ranks.items()}
     for token_id, token in added_tokens.items():
         if isinstance(token, str):
             token = AddedToken(token, special=False, normalized=True)
@@ -715,9 +707,8 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             continue
         if spelled in specials:
             raise refuse(f"added token {spelled!r} has id {specials[spelled]} but vocab gives it {token_id}")
-        try:
-            token = str_to_token(spelled)
-        except KeyError:
+        token = try_str_to_token(spelled)
+        if token is None:
             continue  # not byte-level text: ByteLevel input never forms it
         vocab[token] = token_id
         spelled_ids[spelled] = token_id
@@ -942,7 +933,7 @@ class _TheirSplitter:
         # string operations instead of one per piece); translate theirs back only when they differ.
         separator = next((char for char in _SEPARATORS if char not in text), None)
         if isinstance(ours, list) and separator is not None and \
-                _spell(separator.join(ours).encode("utf-8")) == _spell(separator.encode()).join(pieces):
+                token_to_str(separator.join(ours).encode("utf-8")) == token_to_str(separator.encode()).join(pieces):
             return ours
         return [_unspell(piece) for piece in pieces]
 

@@ -36,7 +36,8 @@ from transformers.tokenization_utils_base import (
 
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe._rwlock import ReadWriteLock
-from hf_bpe.byte_level import BYTE_TO_UNICODE, UNICODE_TO_BYTE
+from hf_bpe.byte_level import token_to_str as _spell
+from hf_bpe.byte_level import try_str_to_token as _unspell
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE
 
@@ -48,11 +49,6 @@ REMOTE_CODE_FILE = "tokenization_hf_bpe.py"
 CONFIG_KEY = "hf_bpe"
 """Our section of ``tokenizer_config.json``: the BOS/EOS policy and what the model card knows."""
 
-_SPELL = {byte: char for byte, char in BYTE_TO_UNICODE.items()}
-# Characters outside the byte-level alphabet map to U+FFFF, which then fails to encode as Latin-1.
-_UNSPELL = {ord(char): chr(byte) for char, byte in UNICODE_TO_BYTE.items()} | {
-    byte: "\uffff" for byte in range(256) if chr(byte) not in UNICODE_TO_BYTE
-}
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -71,19 +67,6 @@ def _reading(method: _Method) -> _Method:
             self._lock.release_read()
 
     return cast(_Method, read)
-
-
-def _spell(token: bytes) -> str:
-    """Token bytes in GPT-2's byte-to-unicode alphabet (as ``tokenizer.json`` spells them)."""
-    return token.decode("latin-1").translate(_SPELL)
-
-
-def _unspell(spelled: str) -> bytes | None:
-    """The bytes of a token spelled in the byte-to-unicode alphabet, or None if it is not so spelled."""
-    try:
-        return spelled.translate(_UNSPELL).encode("latin-1")
-    except UnicodeEncodeError:
-        return None
 
 
 class BPETokenizer(PreTrainedTokenizer):
