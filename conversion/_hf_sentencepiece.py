@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-from hf_bpe import BPE
+from hf_bpe.model import BPE
 from hf_bpe.errors import ConversionError
 from hf_bpe.sentencepiece import (
     BYTE,

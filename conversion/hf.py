@@ -42,11 +42,11 @@ from typing import Any
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
 from conversion import _hf_sentencepiece, _unicode_probe
-from hf_bpe import BPE, patterns
+from hf_bpe import patterns, rules
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token, token_to_str, try_str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, LossyConversionWarning, TokenizerFileError
-from hf_bpe.model import MAX_DENSE_IDS
+from hf_bpe.model import BPE, MAX_DENSE_IDS
 
 __all__ = [
     "ConversionError",
@@ -316,7 +316,7 @@ def build_tokenizer(
     own = merges is None or list(merges) == own_merges
     if merges is None or own:
         merges = own_merges
-        difference = model.merge_rule_difference(ignore_merges)
+        difference = rules.merge_rule_difference(model, ignore_merges)
         if difference is not None:
             if not lossy:
                 raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: its merges list {difference}")
@@ -738,7 +738,7 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         raise refuse(str(error)) from None
     except ValueError as error:  # the split pattern
         raise refuse(f"the split pattern cannot be used: {error}") from None
-    if loaded.rank_rule_difference() is None:
+    if rules.rank_rule_difference(loaded) is None:
         return BPE(vocab, pattern, specials, name=loaded.name)
     return loaded
 

@@ -20,9 +20,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hf_bpe import BPE
 from hf_bpe._io import atomic_write, read_file
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
+from hf_bpe.model import BPE
 from hf_bpe.sentencepiece import BYTE, CONTROL, NORMAL, UNKNOWN, Piece, SentencePieceSpec
 
 MODEL_TYPES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}

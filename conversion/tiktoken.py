@@ -15,7 +15,7 @@ single bytes in byte order. Files of version ``v3`` and older may omit ``special
 defaults apply then.
 
 Only rank models (or merges lists that provably encode the same, see
-:meth:`hf_bpe.BPE.rank_rule_difference`) can be saved in these formats; others are refused unless
+:func:`hf_bpe.rules.rank_rule_difference`) can be saved in these formats; others are refused unless
 ``lossy=True``.
 """
 
@@ -29,9 +29,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_bpe import BPE, patterns
+from hf_bpe import patterns, rules
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
+from hf_bpe.model import BPE
 from hf_bpe.rank_file import read_ranks
 
 EMPTY_TOKEN = b"="
@@ -103,7 +104,7 @@ def check_rank_rule(model: BPE, target: str, *, lossy: bool) -> None:
             "by piece score after normalizing (dummy prefix, spaces as U+2581, byte fallback), while "
             "tiktoken merges bytes by rank after a split pattern; no lossy mode maps one onto the other"
         )
-    difference = model.rank_rule_difference()
+    difference = rules.rank_rule_difference(model)
     if difference is not None and not lossy:
         raise ConversionError(
             f"{target} cannot hold {model!r} exactly: tiktoken's rank rule would encode some text "

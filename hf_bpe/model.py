@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import warnings
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import AbstractSet, Any, Literal
@@ -398,7 +399,7 @@ class BPE:
         """A copy of the ranks: each mergeable token's bytes and id, ordered by id.
 
         For a merges-list model these are the vocabulary's ids, which are merge ranks only when
-        :meth:`rank_rule_difference` is ``None``. SentencePiece models have no ranks (their merges
+        :func:`hf_bpe.rules.rank_rule_difference` is ``None``. SentencePiece models have no ranks (their merges
         follow piece scores over characters) and raise :class:`~hf_bpe.errors.ConversionError`.
         """
         if self._sentencepiece is not None:
@@ -438,31 +439,20 @@ class BPE:
         return self._sentencepiece
 
     def rank_rule_difference(self) -> str | None:
-        """For a merges-list model: how tiktoken's rank rule (ranks = these ids) would encode some
-        text differently, or ``None`` when it provably encodes all text the same (then the model
-        can be written as a tiktoken file). ``None`` for rank models.
+        """Deprecated: use :func:`hf_bpe.rules.rank_rule_difference` (a converter's question, not
+        the model's)."""
+        from hf_bpe import rules
 
-        >>> import hf_bpe
-        >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258}
-        >>> listed = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "gpt2")
-        >>> listed.rank_rule_difference()
-        "the bytes of b'bc' merge to b'b' + b'c', a pair no merge joins; the rank rule would join them ..."
-        """
-        if self._sentencepiece is not None:
-            return "a SentencePiece model merges characters by piece score, not bytes by rank"
-        return self._core.rank_rule_difference()
+        _deprecated("BPE.rank_rule_difference()", "hf_bpe.rules.rank_rule_difference(model)")
+        return rules.rank_rule_difference(self)
 
     def merge_rule_difference(self, ignore_merges: bool) -> str | None:
-        """How :attr:`merges` applied as a merges list (HF's BPE; ``ignore_merges`` as given) would
-        encode some text differently from this model, or ``None`` when it provably does not.
+        """Deprecated: use :func:`hf_bpe.rules.merge_rule_difference` (a converter's question, not
+        the model's)."""
+        from hf_bpe import rules
 
-        >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").merge_rule_difference(ignore_merges=False) is None
-        True
-        """
-        if self._sentencepiece is not None:
-            return "a SentencePiece model merges characters by piece score, not bytes by a list"
-        return self._core.merge_rule_difference(bool(ignore_merges))
+        _deprecated("BPE.merge_rule_difference()", "hf_bpe.rules.merge_rule_difference(model, ignore_merges)")
+        return rules.merge_rule_difference(self, ignore_merges)
 
     def clear_cache(self) -> None:
         """Empty the caches of merged pieces (one per encoding thread, a few MB each), freeing their
@@ -672,6 +662,10 @@ class BPE:
                 self._policies.clear()
             policy = self._policies[key] = self._core.special_policy(list(allowed), list(disallowed))
         return policy
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
 def _describe_error(error: Exception) -> str:

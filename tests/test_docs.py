@@ -13,6 +13,8 @@ MODULES = [
     "hf_bpe.streaming",
     "hf_bpe.patterns",
     "hf_bpe.byte_level",
+    "hf_bpe.rank_file",
+    "hf_bpe.rules",
     "hf_bpe.encodings",
     "conversion.tiktoken",
     "conversion.gpt2",
