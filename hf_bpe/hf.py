@@ -39,7 +39,7 @@ from hf_bpe._rwlock import ReadWriteLock
 from hf_bpe.byte_level import token_to_str as _spell
 from hf_bpe.byte_level import try_str_to_token as _unspell
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
-from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE
+from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, AddedTokensEncoder
 
 __all__ = ["MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "save_tokenizer_folder"]
 
@@ -266,7 +266,7 @@ class BPETokenizer(PreTrainedTokenizer):
 
     def _convert_token_to_id(self, token: str) -> int | None:
         token_bytes = _unspell(token)
-        token_id = None if token_bytes is None else self._model._core.token_id(token_bytes)
+        token_id = None if token_bytes is None else self._model.ordinary_token_id(token_bytes)
         if token_id is None:
             token_id = self._model.special_tokens.get(token)
         if token_id is None:
@@ -360,7 +360,7 @@ class BPETokenizer(PreTrainedTokenizer):
     def _vocab_id(self, text: str) -> int | None:
         """The id of ``text`` as an ordinary token spelled in the byte-level alphabet, or a special."""
         token_bytes = _unspell(text)
-        if token_bytes is not None and (token_id := self._model._core.token_id(token_bytes)) is not None:
+        if token_bytes is not None and (token_id := self._model.ordinary_token_id(token_bytes)) is not None:
             return token_id
         return self._model.special_tokens.get(text)
 
@@ -417,23 +417,23 @@ class BPETokenizer(PreTrainedTokenizer):
     def _encode_without_added_tokens(self, text: str) -> list[int]:
         return self._model.encode_ordinary(text)
 
-    def _core_policy(self, split_special_tokens: bool) -> Any:
-        """The core's special-token policy for encoding texts, or None where added tokens must be
-        cut out in Python first (``_AddedTokens.two_phase``)."""
+    def _core_encoder(self, split_special_tokens: bool) -> AddedTokensEncoder | None:
+        """The model's encoder that cuts out the added tokens, or None where they must be cut out
+        in Python first (``_AddedTokens.two_phase``)."""
         added = self._added_tokens()
         if split_special_tokens:
-            return added.policy_without_specials
-        return added.policy if added.first_phase is None else None
+            return added.encoder_without_specials
+        return added.encoder if added.first_phase is None else None
 
     def _encode_texts(self, texts: list[str], split_special_tokens: bool) -> list[list[int]]:
         """Ids of each text, added tokens cut out first, all in the core (threads for batches)."""
-        policy = self._core_policy(split_special_tokens)
-        if policy is None:
+        encoder = self._core_encoder(split_special_tokens)
+        if encoder is None:
             added = self._added_tokens()
-            return [added.two_phase(self._model, text)[0] for text in texts]
+            return [added.two_phase(text)[0] for text in texts]
         if len(texts) == 1:
-            return [self._model._core.encode(texts[0], policy)]
-        return self._model._core.encode_batch(texts, policy, None)
+            return [encoder.encode(texts[0])]
+        return encoder.encode_batch(texts)
 
     def _encode_with_offsets(
         self, text: str, split_special_tokens: bool
@@ -442,10 +442,10 @@ class BPETokenizer(PreTrainedTokenizer):
         them: a token holding part of a character covers all of it."""
         added = self._added_tokens()
         if added.first_phase is not None and not split_special_tokens:
-            ids, starts = added.two_phase(self._model, text)
+            ids, starts = added.two_phase(text)
         else:
-            policy = added.policy_without_specials if split_special_tokens else added.policy
-            ids, starts = self._model._core.encode_with_offsets(text, policy)
+            encoder = added.encoder_without_specials if split_special_tokens else added.encoder
+            ids, starts = encoder.encode_with_offsets(text)
         continues = self._get_tables().continues
         spans = []
         for index, start in enumerate(starts):
@@ -694,13 +694,13 @@ class BPETokenizer(PreTrainedTokenizer):
         length (then the list path gives transformers' own result or error)."""
         import numpy as np
 
-        policy = self._core_policy(split_special_tokens)
-        if policy is None:
+        encoder = self._core_encoder(split_special_tokens)
+        if encoder is None:
             rows = self._encode_texts(texts, split_special_tokens)
             flat = np.fromiter((token for row in rows for token in row), dtype=np.int64)
             lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
         else:
-            ids, counts = self._model._core.encode_batch_flat(texts, policy, None)
+            ids, counts = encoder.encode_batch_flat(texts)
             flat = np.frombuffer(ids, dtype=np.uint32).astype(np.int64)
             lengths = np.frombuffer(counts, dtype=np.uint64).astype(np.int64)
         bos = int(add_special_tokens and self._add_bos)
@@ -879,21 +879,21 @@ class BPETokenizer(PreTrainedTokenizer):
         if skip_special_tokens:
             skip = added.special_ids
             ids = [token_id for token_id in ids if token_id not in skip]
-        core = self._model._core
+        decode_bytes = self._model.decode_bytes
         outside = added.outside_model
         if not outside or not any(token_id in outside for token_id in ids):
-            text_bytes = core.decode_bytes(ids)
+            text_bytes = decode_bytes(ids)
         else:
             parts: list[bytes] = []
             run: list[int] = []
             for token_id in ids:
                 if token_id in outside:
-                    parts.append(core.decode_bytes(run))
+                    parts.append(decode_bytes(run))
                     parts.append(outside[token_id])
                     run = []
                 else:
                     run.append(token_id)
-            parts.append(core.decode_bytes(run))
+            parts.append(decode_bytes(run))
             text_bytes = b"".join(parts)
         text = text_bytes.decode("utf-8", errors="replace")
         if clean_up_tokenization_spaces is None:
@@ -1120,12 +1120,6 @@ class _Tables:
         self.spelled = spelled
         self.continues = continues
         self.vocab = {token: token_id for token_id, token in enumerate(spelled) if token is not None}
-        self._merges: list[tuple[bytes, bytes]] | None = None
-
-    def merges(self, model: BPE) -> list[tuple[bytes, bytes]]:
-        if self._merges is None:
-            self._merges = model.merges  # a merges list's own, or recovered from the ranks
-        return self._merges
 
 
 class _AddedTokens:
@@ -1138,15 +1132,14 @@ class _AddedTokens:
     """
 
     def __init__(self, model: BPE, decoder: Mapping[int, AddedToken]) -> None:
-        core = model._core
         self.decoder = decoder
         self.size = len(decoder)
         tokens = [(token.content, token_id) for token_id, token in decoder.items()]
         self.plain = all(
             not (token.lstrip or token.rstrip or token.single_word) for token in decoder.values()
         )
-        self.policy = core.added_tokens_policy(tokens)
-        self.policy_without_specials = core.added_tokens_policy(
+        self.encoder = model.added_tokens_encoder(tokens)
+        self.encoder_without_specials = model.added_tokens_encoder(
             [(token.content, token_id) for token_id, token in decoder.items() if not token.special]
         )
         self.special_ids = frozenset(token_id for token_id, token in decoder.items() if token.special)
@@ -1165,11 +1158,11 @@ class _AddedTokens:
             self._raw_ids = {
                 token.content: token_id for token_id, token in decoder.items() if not token.normalized
             }
-            self._second_policy = core.added_tokens_policy(
+            self._second_encoder = model.added_tokens_encoder(
                 [(token.content, token_id) for token_id, token in decoder.items() if token.normalized]
             )
 
-    def two_phase(self, model: BPE, text: str) -> tuple[list[int], list[int]]:
+    def two_phase(self, text: str) -> tuple[list[int], list[int]]:
         """Ids and character starts: raw tokens first, then normalized ones in the gaps."""
         assert self.first_phase is not None
         ids: list[int] = []
@@ -1178,7 +1171,7 @@ class _AddedTokens:
         for match in [*self.first_phase.finditer(text), None]:
             end = len(text) if match is None else match.start()
             if end > done:
-                gap_ids, gap_starts = model._core.encode_with_offsets(text[done:end], self._second_policy)
+                gap_ids, gap_starts = self._second_encoder.encode_with_offsets(text[done:end])
                 ids += gap_ids
                 starts += [done + start for start in gap_starts]
             if match is not None:

@@ -454,6 +454,30 @@ class BPE:
         _deprecated("BPE.merge_rule_difference()", "hf_bpe.rules.merge_rule_difference(model, ignore_merges)")
         return rules.merge_rule_difference(self, ignore_merges)
 
+    def added_tokens_encoder(self, tokens: Iterable[tuple[str, int]]) -> AddedTokensEncoder:
+        """An encoder that first cuts out ``tokens`` (``(text, id)`` pairs, e.g. the tokens a
+        transformers tokenizer adds at run time; the longest match wins, none is disallowed) and
+        encodes the text between them with this model; :class:`~hf_bpe.BPETokenizer` encodes
+        through it.
+
+        >>> import hf_bpe
+        >>> encoder = hf_bpe.get_encoding("gpt2").added_tokens_encoder([("<|pad|>", 50257)])
+        >>> encoder.encode("hello<|pad|>"), encoder.encode_with_offsets("hi <|pad|>")
+        ([31373, 50257], ([5303, 220, 50257], [0, 2, 3]))
+        """
+        return AddedTokensEncoder(self._core, self._core.added_tokens_policy(list(tokens)))
+
+    def ordinary_token_id(self, token: bytes) -> int | None:
+        """The id of the ordinary (mergeable) token ``token``, or ``None`` when it is not one (special
+        tokens are not looked up; see :meth:`encode_single_token`).
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> enc.ordinary_token_id(b" world"), enc.ordinary_token_id(b"<|endoftext|>")
+        (995, None)
+        """
+        return self._core.token_id(token)  # type: ignore[no-any-return]
+
     def clear_cache(self) -> None:
         """Empty the caches of merged pieces (one per encoding thread, a few MB each), freeing their
         memory. Encoding fills them again as it goes; no result ever depends on them.
@@ -662,6 +686,36 @@ class BPE:
                 self._policies.clear()
             policy = self._policies[key] = self._core.special_policy(list(allowed), list(disallowed))
         return policy
+
+
+class AddedTokensEncoder:
+    """A model's encoder with extra tokens cut out of the text first (see
+    :meth:`BPE.added_tokens_encoder`). Immutable, and safe to share between threads."""
+
+    __slots__ = ("_core", "_policy")
+
+    def __init__(self, core: Any, policy: Any) -> None:
+        self._core = core
+        self._policy = policy
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of ``text``: the added tokens' where they match, the model's in between."""
+        return self._core.encode(text, self._policy)  # type: ignore[no-any-return]
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
+        """Like :meth:`encode`, also returning the character offset where each token starts (see
+        :meth:`BPE.encode_with_offsets`)."""
+        return self._core.encode_with_offsets(text, self._policy)  # type: ignore[no-any-return]
+
+    def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
+        """:meth:`encode` on each text, in parallel (GIL released); ``None`` threads: every core."""
+        return self._core.encode_batch(texts, self._policy, num_threads)  # type: ignore[no-any-return]
+
+    def encode_batch_flat(self, texts: Sequence[str], *, num_threads: int | None = None) -> tuple[bytes, bytes]:
+        """:meth:`encode_batch` as two buffers instead of lists of ints: every text's ids one after the
+        other (native-endian ``uint32``), and each text's number of ids (native-endian ``uint64``),
+        for ``numpy.frombuffer``."""
+        return self._core.encode_batch_flat(texts, self._policy, num_threads)  # type: ignore[no-any-return]
 
 
 def _deprecated(old: str, new: str) -> None:
