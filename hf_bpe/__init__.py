@@ -23,7 +23,7 @@ from hf_bpe.model import BPE
 from hf_bpe.train import PieceCounts, count_pieces, train, train_from_counts
 
 if TYPE_CHECKING:
-    from hf_bpe.hf import BPETokenizer, save_tokenizer_folder
+    from hf_bpe.transformers import BPETokenizer, save_tokenizer_folder
 
 __all__ = [
     "BPE",
@@ -50,7 +50,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> Any:
     # The transformers tokenizer loads transformers, so it is imported on first use.
     if name in ("BPETokenizer", "save_tokenizer_folder"):
-        from hf_bpe import hf
+        from hf_bpe import transformers as hf
 
         return getattr(hf, name)
     raise AttributeError(f"module 'hf_bpe' has no attribute {name!r}")

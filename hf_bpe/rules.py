@@ -28,7 +28,7 @@ def rank_rule_difference(model: BPE) -> str | None:
     written as a tiktoken file). ``None`` for rank models; SentencePiece models always differ."""
     if model.kind == "sentencepiece":
         return "a SentencePiece model merges characters by piece score, not bytes by rank"
-    return model._core.rank_rule_difference()  # noqa: SLF001 - the model layer's own core
+    return model._core.rank_rule_difference()  # the model layer's own core
 
 
 def merge_rule_difference(model: BPE, ignore_merges: bool) -> str | None:
@@ -36,4 +36,4 @@ def merge_rule_difference(model: BPE, ignore_merges: bool) -> str | None:
     encode some text differently from ``model``, or ``None`` when it provably does not."""
     if model.kind == "sentencepiece":
         return "a SentencePiece model merges characters by piece score, not bytes by a list"
-    return model._core.merge_rule_difference(bool(ignore_merges))  # noqa: SLF001 - the model layer's own core
+    return model._core.merge_rule_difference(bool(ignore_merges))  # the model layer's own core
