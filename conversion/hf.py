@@ -366,12 +366,12 @@ def build_tokenizer(
 def sentencepiece_differences(model: BPE) -> list[str]:
     """Why `tokenizers` cannot encode or decode as the SentencePiece ``model`` does, naming the pieces
     or settings concerned (empty when :func:`save` writes it exactly). A merge order the pair-rank rule
-    of `tokenizers` cannot follow (see :func:`hf_bpe.sentencepiece.merge_list`), a precompiled
+    of `tokenizers` cannot follow (see :func:`hf_bpe.sentencepiece_bpe.merge_list`), a precompiled
     character map (`tokenizers` applies it per grapheme cluster), user-defined pieces next to the
     dummy prefix, and a few decoding corner cases are the reasons.
 
     >>> import conversion.hf, hf_bpe
-    >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, UNKNOWN, USER_DEFINED
+    >>> from hf_bpe.sentencepiece_bpe import Piece, SentencePieceSpec, UNKNOWN, USER_DEFINED
     >>> pieces = (Piece("<unk>", 0, UNKNOWN), Piece("▁", -1), Piece("a", -2), Piece("<sep>", 0, USER_DEFINED))
     >>> model = hf_bpe.BPE.from_sentencepiece(SentencePieceSpec(pieces))
     >>> [reason[:48] for reason in conversion.hf.sentencepiece_differences(model)]
@@ -389,7 +389,7 @@ def sentencepiece_probe_texts(model: BPE, count: int = 2000, seed: int = 0) -> l
     byte pieces spelled out, whitespace runs, combining sequences and characters it lacks.
 
     >>> import conversion.hf, hf_bpe
-    >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, UNKNOWN
+    >>> from hf_bpe.sentencepiece_bpe import Piece, SentencePieceSpec, UNKNOWN
     >>> model = hf_bpe.BPE.from_sentencepiece(SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁a", -1))))
     >>> len(conversion.hf.sentencepiece_probe_texts(model, 10))
     10

@@ -23,7 +23,7 @@ from typing import AbstractSet, Any, Literal
 from hf_bpe import _core, patterns, streaming
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
-from hf_bpe.sentencepiece import TYPE_NAMES, Piece, SentencePieceSpec
+from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
@@ -133,14 +133,14 @@ class BPE:
 
     @classmethod
     def from_sentencepiece(cls, spec: SentencePieceSpec, *, name: str | None = None) -> BPE:
-        """A SentencePiece BPE model (see :mod:`hf_bpe.sentencepiece`); ``encode_ordinary(text)``
+        """A SentencePiece BPE model (see :mod:`hf_bpe.sentencepiece_bpe`); ``encode_ordinary(text)``
         equals ``SentencePieceProcessor.encode(text)``.
 
         Control pieces and the unknown piece become special tokens (never matched in text unless
         allowed, as SentencePiece never matches them); user-defined pieces are matched in text
         always, as SentencePiece does.
 
-        >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, NORMAL, UNKNOWN
+        >>> from hf_bpe.sentencepiece_bpe import Piece, SentencePieceSpec, NORMAL, UNKNOWN
         >>> spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1), Piece("a", -2),
         ...                           Piece("b", -3), Piece("▁a", -4), Piece("▁ab", -5)))
         >>> enc = BPE.from_sentencepiece(spec)

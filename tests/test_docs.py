@@ -20,7 +20,7 @@ MODULES = [
     "conversion.gpt2",
     "conversion.sentencepiece",
     "conversion.hf",
-    "hf_bpe.sentencepiece",
+    "hf_bpe.sentencepiece_bpe",
 ]
 
 

@@ -312,7 +312,7 @@ def test_the_reader_reads_what_the_writer_wrote(name: str, tmp_path: Path) -> No
 def test_sentencepiece_models_are_refused_by_bpe_tokenizer_but_written_as_tokenizer_json() -> None:
     """BPETokenizer wraps byte-level models only; tokenizer.json holds SentencePiece models too (see
     tests/test_conversion_hf_sentencepiece.py)."""
-    from hf_bpe.sentencepiece import NORMAL, UNKNOWN, Piece, SentencePieceSpec
+    from hf_bpe.sentencepiece_bpe import NORMAL, UNKNOWN, Piece, SentencePieceSpec
 
     spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1, NORMAL), Piece("a", -2, NORMAL),
                               Piece("▁a", -3, NORMAL)))

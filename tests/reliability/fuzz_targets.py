@@ -60,7 +60,7 @@ else:
     from hf_bpe.errors import InternalError
 
 from hf_bpe import rules
-from hf_bpe.sentencepiece import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
+from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
 
 DOCUMENTED = (ValueError, TypeError)  # hf_bpe's errors are ValueErrors (and KeyError for ids)
 
