@@ -818,15 +818,3 @@ def test_the_old_module_paths_name_the_same_objects() -> None:
     assert hf_bpe.hf.save_tokenizer_folder is hf_bpe.save_tokenizer_folder
     assert hf_bpe.hf.REMOTE_CODE_FILE == REMOTE_CODE_FILE
     assert hf_bpe.model_card.write_model_card is hf_bpe.transformers.model_card.write_model_card
-
-
-# ---------------------------------------------------------------------------------- examples
-
-
-@pytest.mark.parametrize("name", ["hf_bpe.transformers", "hf_bpe.transformers.tokenizer", "conversion.hf", "hf_bpe.transformers.model_card"])
-def test_docstring_examples(name: str) -> None:
-    import doctest
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0, f"{result.failed} of {result.attempted} examples in {name} failed"
