@@ -163,12 +163,7 @@ def save(model: BPE, directory: str | os.PathLike[str], *, lossy: bool = False) 
     """
     if not isinstance(model, BPE):
         raise TypeError(f"save expects an hf_bpe.BPE, got {type(model).__name__}")
-    if model.kind == "sentencepiece":
-        raise ConversionError(
-            f"{model!r} is a SentencePiece model and cannot be written as GPT-2 files: it merges characters "
-            "by piece score after normalizing (dummy prefix, spaces as U+2581, byte fallback), GPT-2 merges "
-            "bytes by a list after its split pattern; no lossy mode maps one onto the other"
-        )
+    rules.check_not_sentencepiece(model, "GPT-2 files", "GPT-2 merges bytes by a list")
     if patterns.resolve(model.pattern) != patterns.GPT2 and not lossy:
         raise ConversionError(
             f"GPT-2 files cannot hold the split pattern of {model!r} ({model.pattern!r}): they carry none and "

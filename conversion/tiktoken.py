@@ -98,12 +98,7 @@ def check_rank_rule(model: BPE, target: str, *, lossy: bool) -> None:
     ``model`` (or ``lossy`` accepts the difference); SentencePiece models never pass."""
     if not isinstance(model, BPE):
         raise TypeError(f"expected an hf_bpe.BPE, got {type(model).__name__}")
-    if model.kind == "sentencepiece":
-        raise ConversionError(
-            f"{model!r} is a SentencePiece model and cannot be written as {target}: it merges characters "
-            "by piece score after normalizing (dummy prefix, spaces as U+2581, byte fallback), while "
-            "tiktoken merges bytes by rank after a split pattern; no lossy mode maps one onto the other"
-        )
+    rules.check_not_sentencepiece(model, target, "tiktoken merges bytes by rank")
     difference = rules.rank_rule_difference(model)
     if difference is not None and not lossy:
         raise ConversionError(

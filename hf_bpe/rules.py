@@ -17,9 +17,10 @@ True
 
 from __future__ import annotations
 
+from hf_bpe.errors import ConversionError
 from hf_bpe.model import BPE
 
-__all__ = ["merge_rule_difference", "rank_rule_difference"]
+__all__ = ["check_not_sentencepiece", "merge_rule_difference", "rank_rule_difference"]
 
 
 def rank_rule_difference(model: BPE) -> str | None:
@@ -37,3 +38,14 @@ def merge_rule_difference(model: BPE, ignore_merges: bool) -> str | None:
     if model.kind == "sentencepiece":
         return "a SentencePiece model merges characters by piece score, not bytes by a list"
     return model._core.merge_rule_difference(bool(ignore_merges))  # the model layer's own core
+
+
+def check_not_sentencepiece(model: BPE, target: str, rule: str) -> None:
+    """Raise :class:`~hf_bpe.errors.ConversionError` when ``model`` is a SentencePiece model, which no
+    byte-level format (``target``, merging bytes by ``rule``) can hold, not even approximately."""
+    if model.kind == "sentencepiece":
+        raise ConversionError(
+            f"{model!r} is a SentencePiece model and cannot be written as {target}: it merges characters "
+            f"by piece score after normalizing (dummy prefix, spaces as U+2581, byte fallback), while {rule} "
+            "after a split pattern; no lossy mode maps one onto the other"
+        )
