@@ -22,6 +22,7 @@ MODULES = [
     "conversion.gpt2",
     "conversion.sentencepiece",
     "conversion.hf",
+    "conversion._hf_pretokenizers",
     "hf_bpe.sentencepiece_bpe",
     "hf_bpe.train",
     "hf_bpe._corpus",
