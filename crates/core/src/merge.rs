@@ -833,6 +833,30 @@ mod tests {
         table
     }
 
+    /// Random texts (20 of 30 characters from `alphabet`) and a vocabulary grown from stretches of
+    /// them, up to `size` tokens: the 256 bytes, then stretches of 2-7 bytes made of two known
+    /// tokens (whole characters, parts of characters, and tokens across character edges).
+    fn grown_vocabulary(alphabet: &[char], size: usize, next: &mut impl FnMut() -> usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let texts: Vec<Vec<u8>> = (0..20)
+            .map(|_| (0..30).map(|_| alphabet[next() % alphabet.len()]).collect::<String>().into_bytes())
+            .collect();
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
+        let mut known: std::collections::HashSet<Vec<u8>> = tokens.iter().cloned().collect();
+        let mut attempts = 0;
+        while tokens.len() < size && attempts < 100_000 {
+            attempts += 1;
+            let text = &texts[next() % texts.len()];
+            let len = 2 + next() % 6;
+            let start = next() % (text.len() - len);
+            let candidate = &text[start..start + len];
+            let split = 1 + next() % (len - 1);
+            if known.contains(&candidate[..split]) && known.contains(&candidate[split..]) && known.insert(candidate.to_vec()) {
+                tokens.push(candidate.to_vec());
+            }
+        }
+        (texts, tokens)
+    }
+
     #[test]
     fn starting_from_characters_merges_like_the_bytes() {
         // Vocabularies grown from random stretches of multilingual text: whole characters, parts
@@ -849,23 +873,7 @@ mod tests {
         };
         let (mut qualified, mut partly, mut refused, mut pieces_with_chars) = (0, 0, 0, 0);
         for round in 0..60 {
-            let texts: Vec<Vec<u8>> = (0..20)
-                .map(|_| (0..30).map(|_| alphabet[next() % alphabet.len()]).collect::<String>().into_bytes())
-                .collect();
-            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
-            let mut known: std::collections::HashSet<Vec<u8>> = tokens.iter().cloned().collect();
-            let mut attempts = 0;
-            while tokens.len() < 256 + 40 + round * 3 && attempts < 100_000 {
-                attempts += 1;
-                let text = &texts[next() % texts.len()];
-                let len = 2 + next() % 6;
-                let start = next() % (text.len() - len);
-                let candidate = &text[start..start + len];
-                let split = 1 + next() % (len - 1);
-                if known.contains(&candidate[..split]) && known.contains(&candidate[split..]) && known.insert(candidate.to_vec()) {
-                    tokens.push(candidate.to_vec());
-                }
-            }
+            let (texts, tokens) = grown_vocabulary(&alphabet, 256 + 40 + round * 3, &mut next);
             let priorities: Vec<u32> = (0..tokens.len() as u32)
                 .map(|id| if round % 3 == 2 && id >= 256 { 256 + (next() % 1000) as u32 } else { id })
                 .collect();
@@ -920,24 +928,7 @@ mod tests {
         };
         REACHED.with(|reached| reached.set([0; 5]));
         for round in 0..12 {
-            let texts: Vec<Vec<u8>> = (0..20)
-                .map(|_| (0..30).map(|_| alphabet[next() % alphabet.len()]).collect::<String>().into_bytes())
-                .collect();
-            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
-            let mut known: std::collections::HashSet<Vec<u8>> = tokens.iter().cloned().collect();
-            for _ in 0..100_000 {
-                if tokens.len() >= 256 + 150 {
-                    break;
-                }
-                let text = &texts[next() % texts.len()];
-                let len = 2 + next() % 6;
-                let start = next() % (text.len() - len);
-                let candidate = &text[start..start + len];
-                let split = 1 + next() % (len - 1);
-                if known.contains(&candidate[..split]) && known.contains(&candidate[split..]) && known.insert(candidate.to_vec()) {
-                    tokens.push(candidate.to_vec());
-                }
-            }
+            let (texts, tokens) = grown_vocabulary(&alphabet, 256 + 150, &mut next);
             let shuffled = round % 2 == 1;
             let priorities: Vec<u32> = (0..tokens.len() as u32)
                 .map(|id| if shuffled && id >= 256 { 256 + (next() % 1000) as u32 } else { id })
