@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from hf_bpe.encodings import ENCODINGS
 from hf_bpe.errors import ConversionError
 from hf_bpe.model import BPE
-from hf_bpe.sources import detect_format, load
+from hf_bpe.sources import FORMATS, detect_format, load
 
 
 class UsageError(Exception):
@@ -19,11 +19,22 @@ class UsageError(Exception):
 
 
 def source_options(parser: argparse.ArgumentParser) -> None:
-    """``--pattern`` and ``--special`` for a command that reads a tokenizer (``--from`` is each command's)."""
+    """``--pattern`` and ``--special`` for a command that reads a tokenizer (``--from``: :func:`format_option`)."""
     parser.add_argument("--pattern", metavar="P",
                         help="split pattern for a .tiktoken source: gpt2, cl100k, o200k or a regex")
     parser.add_argument("--special", action="append", default=[], metavar="TOKEN=ID",
                         help="special token of a .tiktoken source (repeat for more)")
+
+
+def format_option(parser: argparse.ArgumentParser, source: str) -> None:
+    """``--from``, the format of the command's ``source`` argument (detected when not given)."""
+    parser.add_argument("--from", choices=FORMATS, dest="source_format", help=f"format of {source} (default: detected)")
+
+
+def read_source_argument(arguments: argparse.Namespace, path: os.PathLike[str] | str) -> tuple[BPE, str]:
+    """:func:`read_source` of ``path`` with the command's ``--from``, ``--pattern`` and ``--special``."""
+    return read_source(os.fspath(path), arguments.source_format, pattern=arguments.pattern,
+                       specials=arguments.special)
 
 
 def read_source(path: str, source_format: str | None, *, pattern: str | None = None,

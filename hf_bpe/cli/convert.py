@@ -23,7 +23,7 @@ import conversion.gpt2
 import conversion.hf
 import conversion.sentencepiece
 import conversion.tiktoken
-from hf_bpe.cli.common import UsageError, naming_lossy, read_source, source_options
+from hf_bpe.cli.common import UsageError, format_option, naming_lossy, read_source_argument, source_options
 from hf_bpe.cli.inspect import pattern_name
 from hf_bpe.errors import LossyConversionWarning
 from hf_bpe.model import BPE
@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
     convert.add_argument("source", type=Path, metavar="SRC", help="file, folder or named encoding to read")
     convert.add_argument("out", type=Path, metavar="OUT", help="file or folder to write")
     convert.add_argument("--to", required=True, choices=FORMATS, dest="target", help="format to write")
-    convert.add_argument("--from", choices=FORMATS, dest="source_format", help="format of SRC (default: detected)")
+    format_option(convert, "SRC")
     convert.add_argument("--lossy", action="store_true",
                          help="write an approximation where the target cannot hold the model exactly")
     source_options(convert)
@@ -51,8 +51,7 @@ def register(subparsers: Any) -> None:
 @naming_lossy
 def run(arguments: argparse.Namespace) -> int:
     """Convert; a refused conversion prints the reason and names ``--lossy`` (exit status 1)."""
-    model, source_format = read_source(str(arguments.source), arguments.source_format, pattern=arguments.pattern,
-                                       specials=arguments.special)
+    model, source_format = read_source_argument(arguments, arguments.source)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LossyConversionWarning)
         written = write_model(model, arguments.target, arguments.out, lossy=arguments.lossy)
