@@ -27,6 +27,7 @@ MODULES = [
     "hf_bpe._corpus",
     "hf_bpe.transformers",
     "hf_bpe.transformers.tokenizer",
+    "hf_bpe.token_view",
 ]
 
 
