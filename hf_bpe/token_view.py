@@ -126,9 +126,11 @@ class TokenView:
         self.name = name
         self.ids = list(ids)
         self._bytes = list(token_bytes)
-        self._special = [index for index, token in enumerate(self.ids) if token in special_ids]
-        self._partial = _partial_indexes(self._bytes, text)
-        self._starts = list(starts) if starts is not None else _starts_from_bytes(self._bytes, self._partial)
+        self._special = [index for index, token in enumerate(self.ids) if token in special_ids] \
+            if special_ids and not set(special_ids).isdisjoint(self.ids) else []
+        self._given_starts = None if starts is None else list(starts)
+        self._partial_found: list[int] | None = None
+        self._starts_found: list[int] | None = None
         self._spans: list[Span] | None = None
 
     # ------------------------------------------------------------------------------- reading
@@ -137,15 +139,33 @@ class TokenView:
     def spans(self) -> list[Span]:
         """One :class:`Span` per token, in order."""
         if self._spans is None:
-            ends = [*self._starts[1:], len(self.text)]
+            starts = self._starts
+            ends = [*starts[1:], len(self.text)]
             partial = set(self._partial)
             special = set(self._special)
             self._spans = [
                 Span(token, data, None if index in partial else start, None if index in partial else end,
                      index in special)
-                for index, (token, data, start, end) in enumerate(zip(self.ids, self._bytes, self._starts, ends))
+                for index, (token, data, start, end) in enumerate(zip(self.ids, self._bytes, starts, ends))
             ]
         return self._spans
+
+    @property
+    def _partial(self) -> list[int]:
+        """The indexes of the tokens holding part of a character."""
+        if self._partial_found is None:
+            self._partial_found = _partial_indexes(self._bytes, self.text)
+        return self._partial_found
+
+    @property
+    def _starts(self) -> list[int]:
+        """Where each token's part of the text begins (a token holding part of a character: where
+        that character, or the first character of its run of such tokens, begins)."""
+        if self._given_starts is not None:
+            return self._given_starts
+        if self._starts_found is None:
+            self._starts_found = _starts_from_bytes(self._bytes, self._partial)
+        return self._starts_found
 
     @property
     def byte_count(self) -> int:
@@ -235,39 +255,47 @@ class TokenView:
         return self.to_html()
 
     def to_json(self) -> dict[str, Any]:
-        """The view as compact JSON-ready arrays (what the token page draws): ``ids``; ``starts``,
-        the character where each token's part of the text begins (a token holding part of a
-        character: that character's); ``special`` and ``partial``, indexes of such tokens;
-        ``pieces``, ``[index, parts]`` for each token whose drawing is not ``text[start:next
-        start]``, its parts being strings and lists of byte values; the text's ``characters`` and
-        ``bytes``.
+        """The view as compact JSON-ready arrays (what the token page draws): the tokenizer's
+        ``name``, the ``ids``, ``special`` (the indexes of special tokens), the text's
+        ``characters`` and ``bytes``, and where the tokens' bytes come from, in one of two forms:
+
+        - ``lengths``, each token's length in bytes, when the tokens' bytes joined are exactly the
+          text's UTF-8 (byte-level models): the page cuts the text's bytes into the tokens;
+        - otherwise ``starts``, the character where each token's part of the text begins (a token
+          holding part of a character: that character's), ``partial``, the indexes of the tokens
+          holding part of a character, and ``pieces``, ``[index, parts]`` for each token whose bytes
+          are not its slice of the text (``text[start:next start]``), its parts being strings and
+          lists of byte values (bytes that are no text on their own).
 
         >>> import hf_bpe
         >>> data = hf_bpe.get_encoding("gpt2").view("🦙!").to_json()
-        >>> data["ids"], data["starts"], data["partial"], data["pieces"]
-        ([8582, 99, 247, 0], [0, 0, 0, 1], [0, 1, 2], [[0, [[240, 159]]], [1, [[166]]], [2, [[153]]]])
+        >>> data["ids"], data["lengths"]
+        ([8582, 99, 247, 0], [2, 1, 1, 1])
+        >>> data = view_ids(hf_bpe.get_encoding("gpt2"), [8582, 0]).to_json()  # "\\ufffd!": no longer the bytes
+        >>> data["starts"], data["partial"], data["pieces"]
+        ([0, 1], [0], [[0, [[240, 159]]]])
         """
-        pieces: list[list[Any]] = []
-        partial = set(self._partial)
-        for index in self._partial:
-            pieces.append([index, [part if isinstance(part, str) else list(part)
-                                   for part in byte_parts(self._bytes[index])]])
-        if not self._matches_text():
-            ends = [*self._starts[1:], len(self.text)]
-            for index, (data, start, end) in enumerate(zip(self._bytes, self._starts, ends)):
-                if index not in partial and data.decode("utf-8") != self.text[start:end]:
-                    pieces.append([index, [data.decode("utf-8")]])
-            pieces.sort(key=lambda piece: piece[0])
-        return {
+        data: dict[str, Any] = {
             "name": self.name,
             "ids": self.ids,
-            "starts": self._starts,
             "special": self._special,
-            "partial": self._partial,
-            "pieces": pieces,
             "characters": len(self.text),
             "bytes": self.byte_count,
         }
+        if self._matches_text():
+            data["lengths"] = list(map(len, self._bytes))
+            return data
+        starts, partial = self._starts, self._partial
+        ends = [*starts[1:], len(self.text)]
+        partial_set = set(partial)
+        pieces: list[list[Any]] = []
+        for index, (token_bytes, start, end) in enumerate(zip(self._bytes, starts, ends)):
+            if index in partial_set:
+                pieces.append([index, [part if isinstance(part, str) else list(part)
+                                       for part in byte_parts(token_bytes)]])
+            elif token_bytes.decode("utf-8") != self.text[start:end]:
+                pieces.append([index, [token_bytes.decode("utf-8")]])
+        return data | {"starts": starts, "partial": partial, "pieces": pieces}
 
     # ------------------------------------------------------------------------------- helpers
 

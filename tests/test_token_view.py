@@ -51,6 +51,13 @@ def check_spans(view: TokenView, model: Any, *, byte_level: bool = True) -> None
 
 def bytes_from_json(data: dict[str, Any], text: str) -> list[bytes]:
     """Each token's bytes as the page rebuilds them from :meth:`TokenView.to_json`."""
+    if "lengths" in data:
+        encoded, position, out = text.encode("utf-8"), 0, []
+        for length in data["lengths"]:
+            out.append(encoded[position:position + length])
+            position += length
+        assert position == len(encoded)
+        return out
     pieces = dict(data["pieces"])
     starts = [*data["starts"], len(text)]
     out = []
