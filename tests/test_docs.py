@@ -28,6 +28,7 @@ MODULES = [
     "hf_bpe.transformers",
     "hf_bpe.transformers.tokenizer",
     "hf_bpe.token_view",
+    "hf_bpe.view.server",
 ]
 
 
