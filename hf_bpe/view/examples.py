@@ -55,8 +55,11 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
 """``(label, text)`` pairs, in the order the page shows them."""
 
 DEFAULT_TEXT = (
-    "Tokenization is at the heart of much weirdness: 127 + 677 = 804.\n"
-    "    if egg: print(' egg', 'Egg', ' EGG')\n"
-    "토큰화는 핵심입니다 🦙 👨‍👩‍👧<|endoftext|>\n"
+    "Tokenization is at the heart of much weirdness in LLMs. 127 + 677 = 804, 1275 + 6773 = 8048.\n"
+    "    for i in range(1, 101):\n"
+    "        if i % 15 == 0:\n"
+    '            print("FizzBuzz")\n'
+    "egg, Egg, EGG: I ate an egg. My Egg is big. I SEE AN EGG!\n"
+    "토큰화는 언어 모델의 핵심입니다. こんにちは 🦙 👨‍👩‍👧<|endoftext|>\n"
 )
-"""The text the page opens with: a line of each example."""
+"""The text the page opens with: a little of each example."""
