@@ -2,8 +2,9 @@
 
 ``BPE.view(text)`` and ``BPETokenizer.view(text)`` return a :class:`TokenView`. Its
 :attr:`~TokenView.spans` say, for each token, its id, its bytes, the characters of the text it
-covers and whether it is a special token; ``str(view)`` draws the tokens in brackets for a terminal
-(:meth:`~TokenView.ansi` in colors), and a notebook shows :meth:`~TokenView._repr_html_`.
+covers and whether it is a special token; ``print(view)`` draws the tokens for a terminal (in
+colors, :meth:`~TokenView.ansi`, on a terminal; in brackets, :meth:`~TokenView.plain`, elsewhere),
+and a notebook shows :meth:`~TokenView._repr_html_`.
 
 Whitespace is drawn as symbols (space ``·``, tab ``→``, newline ``↵``, carriage return ``␍``,
 other control characters as their Control Pictures, other spaces ``␣``). A token that holds part of
@@ -26,7 +27,9 @@ Span(id=995, bytes=b' world', start=5, end=11, special=False)
 from __future__ import annotations
 
 import html
+import os
 import re
+import sys
 from collections.abc import Collection, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -91,8 +94,8 @@ class Span:
         >>> Span(id=1, bytes=b"\\xe6\\x97 a\\n", start=None, end=None, special=False).draw()
         '<0xE6 0x97>·a↵'
         """
-        return "".join(draw_text(part, line_breaks=line_breaks) if isinstance(part, str) else _draw_bytes(part)
-                       for part in byte_parts(self.bytes))
+        return "".join(draw_text(part, line_breaks=line_breaks) if isinstance(part, str)
+                       else _draw_bytes(part) for part in byte_parts(self.bytes))
 
 
 class TokenView:
@@ -224,7 +227,9 @@ class TokenView:
         return f"\x1b[1m{self.summary()}\x1b[0m\n{''.join(tokens)}\n{self._ids_line()}"
 
     def __str__(self) -> str:
-        return self.plain()
+        """The terminal form: in colors (:meth:`ansi`) when standard output is a terminal and
+        ``NO_COLOR`` is not set, else :meth:`plain`."""
+        return self.ansi() if color_terminal() else self.plain()
 
     def __repr__(self) -> str:
         return f"<TokenView {self.name or 'unnamed'}: {_plural(len(self.ids), 'token')}, " \
@@ -236,14 +241,16 @@ class TokenView:
         cells = []
         for index, span in enumerate(self.spans):
             background = "#f4a6c8" if span.special else HTML_BACKGROUNDS[index % len(HTML_BACKGROUNDS)]
-            title = f"id {span.id} · bytes {span.bytes.hex(' ') or '(none)'}" + (" · special" if span.special else "")
+            title = f"id {span.id} · bytes {span.bytes.hex(' ') or '(none)'}" + \
+                (" · special" if span.special else "")
             drawn = "".join(
                 html.escape(draw_text(part, line_breaks=True)) if isinstance(part, str)
                 else f'<b style="color:#b00020">{html.escape(_draw_bytes(part))}</b>'
                 for part in byte_parts(span.bytes)
             )
             outline = ";outline:1px solid #a0306a" if span.special else ""
-            cells.append(f'<span title="{html.escape(title)}" style="background:{background}{outline}">{drawn}</span>')
+            cells.append(f'<span title="{html.escape(title)}" style="background:{background}{outline}">'
+                         f"{drawn}</span>")
         return (
             '<div class="hf-bpe-token-view" style="font-family:monospace">'
             f"<div><b>{html.escape(self.summary())}</b></div>"
@@ -271,7 +278,7 @@ class TokenView:
         >>> data = hf_bpe.get_encoding("gpt2").view("🦙!").to_json()
         >>> data["ids"], data["lengths"]
         ([8582, 99, 247, 0], [2, 1, 1, 1])
-        >>> data = view_ids(hf_bpe.get_encoding("gpt2"), [8582, 0]).to_json()  # "\\ufffd!": no longer the bytes
+        >>> data = view_ids(hf_bpe.get_encoding("gpt2"), [8582, 0]).to_json()  # text "\\ufffd!"
         >>> data["starts"], data["partial"], data["pieces"]
         ([0, 1], [0], [[0, [[240, 159]]]])
         """
@@ -355,15 +362,15 @@ def view_ids(model: BPE | _Viewable, ids: Iterable[int], *, name: str | None = N
     ('Hello world\\ufffd', ['Hello', '·world', '<0xF0 0x9F>'])
     """
     ids = [_checked_id(token) for token in ids]
+    name = model.name if name is None else name
     token_bytes = []
     for token in ids:
         try:
             token_bytes.append(model.decode_tokens_bytes([token])[0])
         except (KeyError, ValueError):
-            raise KeyError(f"id {token} is not a token of {model.name or 'this tokenizer'}") from None
+            raise KeyError(f"id {token} is not a token of {name or 'this tokenizer'}") from None
     text = b"".join(token_bytes).decode("utf-8", errors="replace")
-    return TokenView(text, ids, None, token_bytes, set(model.special_tokens.values()),
-                     name=model.name if name is None else name)
+    return TokenView(text, ids, None, token_bytes, set(model.special_tokens.values()), name=name)
 
 
 def view_tokenizer(tokenizer: Any, text: str) -> TokenView:
@@ -390,6 +397,12 @@ def view_tokenizer(tokenizer: Any, text: str) -> TokenView:
 # ----------------------------------------------------------------------------------- drawing
 
 
+def color_terminal() -> bool:
+    """Whether standard output is a terminal that takes colors (``NO_COLOR`` unset)."""
+    isatty = getattr(sys.stdout, "isatty", None)
+    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+
+
 def draw_text(text: str, *, line_breaks: bool = False) -> str:
     """``text`` with whitespace and control characters drawn as symbols; with ``line_breaks``, a
     newline also stays a line break after its symbol.
@@ -398,7 +411,8 @@ def draw_text(text: str, *, line_breaks: bool = False) -> str:
     'a·b→c↵␀␣'
     """
     if line_breaks:
-        return _DRAWN.sub(lambda match: _symbol(match.group()) + ("\n" if match.group() == "\n" else ""), text)
+        return _DRAWN.sub(lambda match: _symbol(match.group()) + ("\n" if match.group() == "\n" else ""),
+                          text)
     return _DRAWN.sub(lambda match: _symbol(match.group()), text)
 
 

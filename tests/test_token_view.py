@@ -180,6 +180,22 @@ def test_ansi_form_colors_tokens_and_ends_each_line() -> None:
         assert line.endswith("\x1b[0m"), f"a background runs on past the end of {line!r}"
 
 
+def test_printing_a_view_colors_it_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    view = hf_bpe.get_encoding("gpt2").view("Hello world")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert str(view) == view.plain()  # pytest captures standard output: no terminal
+    monkeypatch.setattr("sys.stdout", Terminal())
+    assert str(view) == view.ansi() and ESCAPE in str(view)
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert str(view) == view.plain()
+
+
 def test_draw_text_and_byte_parts() -> None:
     assert draw_text("a b\tc\n\r\x00\x7f\u00a0\u3000") == "a·b→c↵␍␀␡␣␣"
     assert draw_text("x\ny", line_breaks=True) == "x↵\ny"

@@ -15,7 +15,6 @@ bad one stops the command with its loader's error (exit status 2).
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 import threading
@@ -109,10 +108,9 @@ def _text(given: str | None) -> str | None:
 
 
 def _print(tokenizers: list[tuple[str, BPE]], text: str, color: str) -> int:
-    from hf_bpe.token_view import view_text
+    from hf_bpe.token_view import color_terminal, view_text
 
-    colored = color == "always" or (color == "auto" and sys.stdout.isatty()
-                                    and not os.environ.get("NO_COLOR"))
+    colored = color == "always" or (color == "auto" and color_terminal())
     views = [view_text(model, text, name=source) for source, model in tokenizers]
     print("\n\n".join(view.ansi() if colored else view.plain() for view in views))
     return 0
