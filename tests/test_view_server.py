@@ -143,3 +143,7 @@ def test_http_answers_and_refusals(server: tuple[str, int]) -> None:
     status, answer = exchange(server, "POST", "/api/encode", b"{}",
                               headers={"Content-Length": str(MAX_REQUEST_BYTES + 1)})
     assert status == 413 and "at most" in answer["error"]
+    for host in ("localhost", f"localhost:{server[1]}", "[::1]:80"):
+        assert exchange(server, "GET", "/", headers={"Host": host})[0] == 200
+    status, answer = exchange(server, "POST", "/api/decode", b'{"ids": [1]}', headers={"Host": "evil.example:80"})
+    assert status == 403 and "not to 'evil.example'" in answer["error"]

@@ -18,6 +18,7 @@ ids gives ``{"name", "error"}`` instead). Bad requests get status
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import os
 import socket
@@ -242,6 +243,8 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # the answer's headers and body go out at once, not 40 ms apart
 
     def do_GET(self) -> None:
+        if not self._host_allowed():
+            return
         path = urlsplit(self.path).path
         if path in ("/", "/index.html"):
             self._send(HTTPStatus.OK, "text/html; charset=utf-8", self.server.page_html)
@@ -251,6 +254,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.NOT_FOUND, f"no page at {path}; the token page is at /")
 
     def do_POST(self) -> None:
+        if not self._host_allowed():
+            return
         path = urlsplit(self.path).path
         if path not in ("/api/encode", "/api/decode"):
             self._error(HTTPStatus.NOT_FOUND, f"no endpoint {path}; use /api/encode or /api/decode")
@@ -285,6 +290,18 @@ class _Handler(BaseHTTPRequestHandler):
             return
         data = json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self._send(HTTPStatus.OK, "application/json; charset=utf-8", data)
+
+    def _host_allowed(self) -> bool:
+        """On a loopback address, answer only requests addressed to this machine by name or number:
+        a web page elsewhere that points its own name at 127.0.0.1 (DNS rebinding) is refused."""
+        if not ipaddress.ip_address(str(self.server.server_address[0])).is_loopback:
+            return True
+        host = urlsplit(f"//{self.headers.get('Host', '')}").hostname or ""
+        if host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost"):
+            return True
+        self._error(HTTPStatus.FORBIDDEN, f"the token page answers only requests to localhost or 127.0.0.1, "
+                    f"not to {host!r}; open it at {url_of(self.server)}")
+        return False
 
     def _error(self, status: HTTPStatus, message: str) -> None:
         self._send(status, "application/json; charset=utf-8", json.dumps({"error": message}).encode("utf-8"))
