@@ -14,7 +14,6 @@ import io
 import shutil
 import threading
 from pathlib import Path
-
 from pydoc_data.topics import topics
 
 import hf_bpe
