@@ -4,8 +4,8 @@ Routes: ``GET /`` the page; ``POST /api/encode`` with ``{"text": str}`` and ``PO
 with ``{"ids": [int, ...]}`` answer ``{"results": [one per tokenizer], "elapsed_ms": float}``, each
 result a :meth:`~hf_bpe.token_view.TokenView.to_json` (encoding with a byte-level model packs it:
 :meth:`TokenPage.encode`; decoding adds the decoded ``text``; a tokenizer that cannot decode the
-ids gives ``{"name", "error"}`` instead). Bad requests get status
-400 (413 when too large) and ``{"error": message}``.
+ids gives ``{"name", "error"}`` instead). Bad requests get status 400 (413 when too large, 403
+when addressed to another host name than localhost on a loopback address) and ``{"error": message}``.
 
 >>> import hf_bpe
 >>> page = TokenPage([("gpt2", hf_bpe.get_encoding("gpt2"))])
