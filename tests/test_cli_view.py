@@ -151,14 +151,21 @@ def test_static_export_is_one_file_without_network(capsys: pytest.CaptureFixture
 # ------------------------------------------------------------------------------------------ serving
 
 
+SERVE_AS_IN_A_TERMINAL = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                          "from hf_bpe.cli import main; sys.exit(main())")
+"""``hf-bpe`` with Ctrl-C raising KeyboardInterrupt, as when a person starts it in a terminal: a test run
+started in the background (``pytest &`` in a script) passes SIGINT ignored to its children, and Python
+then never turns SIGINT into KeyboardInterrupt."""
+
+
 @pytest.fixture()
 def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``hf-bpe view gpt2 cl100k_base TRAINED --no-browser`` as a process, and its address."""
     folder = tmp_path / "trained"
     BPETokenizer.from_model(trained_model()).save_pretrained(folder)
-    process = subprocess.Popen([sys.executable, "-m", "hf_bpe.cli", "view", "gpt2", "cl100k_base", str(folder),
-                                "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               encoding="utf-8")
+    process = subprocess.Popen([sys.executable, "-c", SERVE_AS_IN_A_TERMINAL, "view", "gpt2", "cl100k_base",
+                                str(folder), "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, encoding="utf-8")
     try:
         line = process.stdout.readline() if process.stdout else ""
         match = re.search(r"at (http://127\.0\.0\.1:(\d+)/)", line)
