@@ -5,6 +5,7 @@ import and one line in :data:`COMMANDS`::
     hf-bpe train --vocab-size 4096 --out my-tokenizer
     hf-bpe inspect tokenizer.model
     hf-bpe convert gpt2-folder/ --to tiktoken gpt2.tiktoken
+    hf-bpe view gpt2 cl100k_base my-tokenizer/
 
 Exit status: 0 done, 1 failed (the error is printed), 2 bad usage (argparse's message), 130
 interrupted.
@@ -16,7 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hf_bpe.cli import convert, inspect, train
+from hf_bpe.cli import convert, inspect, train, view
 from hf_bpe.cli.common import UsageError
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.sources import SourceError
@@ -27,6 +28,7 @@ COMMANDS = (
     train,
     convert,
     inspect,
+    view,
 )
 """The command modules, in the order ``--help`` lists them."""
 
