@@ -461,6 +461,23 @@ class BPE:
             return "a SentencePiece model merges characters by piece score, not bytes by a list"
         return self._core.merge_rule_difference(bool(ignore_merges))
 
+    def merge_pieces(self, pieces: Iterable[bytes], *, num_threads: int | None = None) -> list[list[int] | None]:
+        """What the merge loop alone makes of each piece, in parallel: no split pattern, no
+        whole-piece rule, no special tokens. For a SentencePiece model a piece is normalized text
+        as UTF-8 (spaces as ``▁``, no dummy prefix added) and bytes that are not UTF-8 give ``None``.
+
+        A token that the loop forms inside a longer piece, it forms from its own bytes alone, so
+        whether a token can appear in any encoding follows from this loop (see :mod:`hf_bpe.audit`).
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256, b"abcd": 257}, "gpt2")
+        >>> enc.encode_ordinary("abcd"), enc.merge_pieces([b"abcd", b"ab ab"])
+        ([257], [[256, 99, 100], [256, 32, 256]])
+        """
+        if isinstance(pieces, (bytes, str)):
+            raise TypeError("merge_pieces expects a list of bytes, got a single piece")
+        return self._core.merge_pieces([bytes(piece) for piece in pieces], num_threads)
+
     def clear_cache(self) -> None:
         """Empty the caches of merged pieces (one per encoding thread, a few MB each), freeing their
         memory. Encoding fills them again as it goes; no result ever depends on them.

@@ -691,6 +691,35 @@ impl CoreBPE {
         })
     }
 
+    /// What the merge loop alone makes of each piece (bytes; for a SentencePiece model normalized
+    /// UTF-8 text), in parallel without the GIL: its ids, or None for a SentencePiece model given
+    /// bytes that are not UTF-8.
+    #[pyo3(signature = (pieces, num_threads=None))]
+    fn merge_pieces<'py>(
+        &self,
+        py: Python<'py>,
+        pieces: Vec<Vec<u8>>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        guarded(py, || {
+            let pool = thread_pool(num_threads)?;
+            let merged = py.detach(|| {
+                parallel_map(&pool, &pieces, |piece| {
+                    let mut out = Vec::new();
+                    self.model.merge_piece(piece, &mut out).map(|()| out)
+                })
+            });
+            let list = PyList::empty(py);
+            for ids in merged {
+                match ids {
+                    Some(ids) => list.append(self.ints.list(py, &ids)?)?,
+                    None => list.append(py.None())?,
+                }
+            }
+            Ok(list)
+        })
+    }
+
     /// Why tiktoken's rank rule would encode differently from this merges-list model, or None.
     fn rank_rule_difference(&self, py: Python<'_>) -> PyResult<Option<String>> {
         guarded(py, || {
