@@ -36,6 +36,7 @@ __all__ = [
     "PieceCounts",
     "TokenizerFileError",
     "UnknownTokenError",
+    "audit",
     "count_pieces",
     "get_encoding",
     "list_encoding_names",
@@ -48,7 +49,12 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    # The transformers tokenizer loads transformers, so it is imported on first use.
+    # The transformers tokenizer loads transformers, so it is imported on first use; so is the audit
+    # (hf_bpe.audit(model) calls it, hf_bpe.audit.reachability is its module).
+    if name == "audit":
+        import hf_bpe.audit
+
+        return hf_bpe.audit
     if name in ("BPETokenizer", "save_tokenizer_folder"):
         from hf_bpe import hf
 

@@ -108,8 +108,10 @@ def _parser() -> argparse.ArgumentParser:
     train.set_defaults(run=_train, parser=train)
 
     from hf_bpe import cli_convert
+    from hf_bpe.audit import cli as audit_cli
 
     cli_convert.register(commands)
+    audit_cli.register(commands)
     return parser
 
 

@@ -241,6 +241,22 @@ class BPE:
         """
         return self._core.encode_batch(texts, None, num_threads)
 
+    def token_counts(self, texts: Iterable[str], *, num_threads: int | None = None) -> Any:
+        """How often each id occurs in the ordinary encodings of ``texts``: a NumPy array of
+        ``n_vocab`` counts (index = id), encoded in parallel without building per-text lists.
+
+        >>> import hf_bpe
+        >>> counts = hf_bpe.get_encoding("gpt2").token_counts(["hello world", "hello"])
+        >>> int(counts[31373]), int(counts.sum())
+        (2, 3)
+        """
+        import numpy as np
+
+        if isinstance(texts, str):
+            raise TypeError("token_counts expects an iterable of str, got a single str")
+        ids, _ = self._core.encode_batch_flat(texts, None, num_threads)
+        return np.bincount(np.frombuffer(ids, dtype=np.uint32), minlength=self.n_vocab)
+
     def encode_iterable(
         self,
         texts: Iterable[str],
