@@ -19,6 +19,12 @@ MODULES = [
     "conversion.sentencepiece",
     "conversion.hf",
     "hf_bpe.sentencepiece",
+    "hf_bpe.audit",
+    "hf_bpe.audit.reachability",
+    "hf_bpe.audit.utf8",
+    "hf_bpe.audit.vocabulary",
+    "hf_bpe.audit.specials",
+    "hf_bpe.audit.corpus",
 ]
 
 

@@ -67,6 +67,8 @@ def audit(
     if not isinstance(rare_below, int) or rare_below < 1:
         raise ValueError(f"rare_below must be a positive int, got {rare_below!r}")
     others = _compared(compare)
+    # The corpus first: a problem with it shows before the vocabulary's analysis.
+    stats = None if corpus is None else corpus_module.measure(model, corpus, others, num_threads=num_threads)
     table = vocabulary.tokens_of(model)
     found = reachability_module.reachability(model, search_limit=search_limit, num_threads=num_threads)
     pattern = model.pattern
@@ -90,8 +92,7 @@ def audit(
         rare_below=rare_below,
         top=top,
     )
-    if corpus is not None:
-        stats = corpus_module.measure(model, corpus, others, num_threads=num_threads)
+    if stats is not None:
         report.corpus = stats
         report.corpus_name = corpus_name or "the corpus"
         report.magikarps = corpus_module.magikarps(stats.counts, table.merge_position, found.reachable, top)

@@ -161,7 +161,7 @@ def head_completions(continuations: bytes, *, limit: int | None = None, seed: in
 def _heads(continuations: bytes, limit: int | None, seed: int) -> tuple[bytes, ...]:
     if not 1 <= len(continuations) <= 3 or not all(map(is_continuation, continuations)):
         return ()
-    prefixes = []
+    prefixes: list[tuple[bytes, list[range]]] = []
     for length in range(len(continuations) + 1, 5):
         middle = length - 1 - len(continuations)
         for lead in _lead_bytes(length):

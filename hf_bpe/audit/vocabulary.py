@@ -112,7 +112,11 @@ def variant_key(text: str) -> str | None:
     ('hello', None, 'ωmega', None)
     """
     core = text.lstrip(SPACES).rstrip(TRAILING_PUNCTUATION)
-    if len(core) < 2 or not any(char.isalnum() for char in core):
+    if len(core) < 2:
+        return None
+    if core.isascii():
+        return core.lower() if any(char.isalnum() for char in core) else None
+    if not any(char.isalnum() for char in core):
         return None
     return unicodedata.normalize("NFC", core).casefold()
 
@@ -121,28 +125,28 @@ def near_duplicates(table: TokenTable) -> list[VariantGroup]:
     """Groups of two or more tokens spelling the same word (:func:`variant_key`), largest first;
     each group says how its members differ: ``space`` (with and without a leading space),
     ``case`` and ``punctuation`` (with trailing punctuation)."""
-    groups: dict[str, list[int]] = {}
-    for id in table.bytes_of:
-        text = table.text(id)
-        if text is None:
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for id, data in table.bytes_of.items():
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
             continue
         key = variant_key(text)
         if key is not None:
-            groups.setdefault(key, []).append(id)
+            groups.setdefault(key, []).append((id, text))
     found = []
-    for key, ids in groups.items():
-        if len(ids) < 2:
+    for key, members in groups.items():
+        if len(members) < 2:
             continue
-        texts = [table.text(id) or "" for id in ids]
+        texts = [text for _, text in members]
         kinds = []
         if len({text.lstrip(SPACES) != text for text in texts}) > 1:
             kinds.append("space")
-        stripped = {text.lstrip(SPACES).rstrip(TRAILING_PUNCTUATION) for text in texts}
-        if len(stripped) > 1:
+        if len({text.lstrip(SPACES).rstrip(TRAILING_PUNCTUATION) for text in texts}) > 1:
             kinds.append("case")
         if len({text.rstrip(TRAILING_PUNCTUATION) != text for text in texts}) > 1:
             kinds.append("punctuation")
-        found.append(VariantGroup(key, sorted(ids), sorted(kinds)))
+        found.append(VariantGroup(key, sorted(id for id, _ in members), sorted(kinds)))
     found.sort(key=lambda group: (-len(group.ids), group.key))
     return found
 
