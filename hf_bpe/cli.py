@@ -135,22 +135,24 @@ def _train(arguments: argparse.Namespace) -> int:
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
 
     started = time.perf_counter()
-    model = hf_bpe.train(
+    # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's audit.
+    counts = hf_bpe.count_pieces(
         corpus,
-        arguments.vocab_size,
         files=files,
         pattern=arguments.pattern,
         special_tokens=arguments.special_tokens,
         show_progress=not arguments.quiet,
         num_threads=arguments.num_threads,
         text_column=arguments.text_column,
-        name=arguments.name or arguments.out.resolve().name,
     )
+    model = hf_bpe.train_from_counts(counts, arguments.vocab_size, show_progress=not arguments.quiet,
+                                     name=arguments.name or arguments.out.resolve().name)
     elapsed = time.perf_counter() - started
+    from hf_bpe.audit import training_usage
     from hf_bpe.hf import save_tokenizer_folder
 
     eos = "<|endoftext|>" if "<|endoftext|>" in model.special_tokens else None
-    training = {"corpus": described, "vocab_size": arguments.vocab_size}
+    training = {"corpus": described, "vocab_size": arguments.vocab_size, "usage": training_usage(model, counts)}
     save_tokenizer_folder(model, arguments.out, eos_token=eos, card={"training": training})
     path = arguments.out / MODEL_FILE
 

@@ -232,3 +232,53 @@ def test_shared_corpora_compression_matches_direct_encoding() -> None:
     for group in stats.groups:
         assert group.tokens["cl100k_base"] == sum(map(len, cl100k.encode_ordinary_batch(texts[group.name])))
         assert group.characters_per_token("model") > group.characters_per_token("cl100k_base")
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "o200k", r"\w+|\s+|[^\w\s]+"])
+def test_training_usage_counts_what_encoding_the_training_corpus_produces(pattern: str) -> None:
+    from hf_bpe.audit import produced_on, training_usage
+
+    rng = random.Random(pattern)
+    texts = ["".join(rng.choice(["a", "b", " ", "é", "あ", "\n", "1", ".", "  "]) for _ in range(80)) for _ in range(60)]
+    model = hf_bpe.train(texts, 256 + 60, pattern=pattern, show_progress=False)
+    counts = hf_bpe.count_pieces(texts, pattern=pattern, show_progress=False)
+    direct = model.token_counts(texts)
+    assert produced_on(model, counts).tolist() == direct.tolist()
+    usage = training_usage(model, counts, rare_below=3)
+    reachable = hf_bpe.audit(model).reachability.reachable
+    assert usage["tokens"] == int(direct.sum())
+    assert usage["never"] == sum(1 for id in reachable if direct[id] == 0)
+    assert usage["rare"] == sum(1 for id in reachable if 0 < direct[id] < 3)
+    assert sum(usage["histogram"].values()) == len(reachable)
+
+
+def test_trained_folder_card_has_the_audit_and_usage_on_the_training_corpus(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(CORPUS * 20), encoding="utf-8")
+    out = tmp_path / "tokenizer"
+    assert main(["train", str(corpus), "--vocab-size", "300", "--out", str(out), "--quiet"]) == 0
+    card = (out / "README.md").read_text(encoding="utf-8")
+    section = card[card.index("## Vocabulary audit"):]
+    assert "| unreachable: no text encodes to them | 13 (e.g. `b'\\xc0'`" in section
+    assert "On the training corpus (" in section
+    if "matplotlib" in sys.modules or _has_matplotlib():
+        assert "![Audit findings](audit_findings.png)" in section
+        assert (out / "audit_findings.png").read_bytes()[:4] == b"\x89PNG"
+        assert (out / "audit_training_usage.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_card_without_a_known_corpus_skips_the_corpus_part(tmp_path: Path, trained: BPE) -> None:
+    from hf_bpe.hf import save_tokenizer_folder
+
+    save_tokenizer_folder(trained, tmp_path)
+    section = (tmp_path / "README.md").read_text(encoding="utf-8").split("## Vocabulary audit")[1]
+    assert "The training corpus is not recorded in this folder" in section
+    assert not (tmp_path / "audit_training_usage.png").exists()
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True

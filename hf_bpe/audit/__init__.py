@@ -36,8 +36,9 @@ from hf_bpe.audit.report import AuditReport
 
 if TYPE_CHECKING:
     from hf_bpe.model import BPE
+    from hf_bpe.train import PieceCounts
 
-__all__ = ["AuditReport", "audit"]
+__all__ = ["AuditReport", "audit", "training_usage"]
 
 
 def audit(
@@ -97,6 +98,79 @@ def audit(
         report.corpus_name = corpus_name or "the corpus"
         report.magikarps = corpus_module.magikarps(stats.counts, table.merge_position, found.reachable, top)
     return report
+
+
+def training_usage(model: BPE, counts: PieceCounts, *, rare_below: int = 10, top: int = 10,
+                   chunk: int = 100_000) -> dict[str, Any]:
+    """How often ``model`` produces each token on its training corpus, from the corpus's count table
+    (:func:`hf_bpe.count_pieces`): every distinct piece encoded once, as encoding emits a piece, and
+    weighted by its count; exact and much cheaper than encoding the corpus again. Returns the compact,
+    JSON-ready summary the model card shows (``card={"training": {"usage": ...}}``): total tokens,
+    reachable tokens never produced and produced fewer than ``rare_below`` times, the ``top``
+    magikarp scores and a histogram of tokens by count (buckets ``0``, ``1``, ``2-3``, ``4-7``...).
+
+    >>> import hf_bpe
+    >>> texts = ["the cat sat on the mat"] * 3
+    >>> model = hf_bpe.train(texts, 262, show_progress=False)
+    >>> usage = training_usage(model, hf_bpe.count_pieces(texts, show_progress=False))
+    >>> usage["tokens"], usage["histogram"]["0"] > 200
+    (36, True)
+    """
+    produced = produced_on(model, counts, chunk=chunk)
+    table = vocabulary.tokens_of(model)
+    found = reachability_module.reachability(model)
+    reachable = found.reachable
+    histogram: dict[str, int] = {}
+    for id in reachable:
+        count = int(produced[id])
+        label = "0" if count == 0 else _bucket(count)
+        histogram[label] = histogram.get(label, 0) + 1
+    return {
+        "tokens": int(produced.sum()),
+        "never": sum(1 for id in reachable if produced[id] == 0),
+        "rare": sum(1 for id in reachable if 0 < produced[id] < rare_below),
+        "rare_below": rare_below,
+        "unreachable": len(found.unreachable),
+        "magikarps": [[found_item.id, _shown(table, found_item.id), round(found_item.score, 3), found_item.count]
+                      for found_item in corpus_module.magikarps(produced, table.merge_position, reachable, top)],
+        "histogram": dict(sorted(histogram.items(), key=lambda item: _bucket_start(item[0]))),
+    }
+
+
+def produced_on(model: BPE, counts: PieceCounts, *, chunk: int = 100_000) -> Any:
+    """How often encoding the counted corpus produces each id (a NumPy array indexed by id)."""
+    import numpy as np
+
+    from hf_bpe.train import PieceCounts
+
+    if not isinstance(counts, PieceCounts):
+        raise TypeError(f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}")
+    ranks = {} if model.sentencepiece is not None else model.mergeable_ranks
+    whole = bool(model.ignore_merges)
+    produced = np.zeros(model.n_vocab, dtype=np.int64)
+    items = list(counts.to_dict().items())
+    for start in range(0, len(items), chunk):
+        part = items[start : start + chunk]
+        merged = model.merge_pieces([piece for piece, _ in part])
+        for (piece, count), ids in zip(part, merged):
+            token = ranks.get(piece) if whole else None
+            for id in [token] if token is not None else ids or ():
+                produced[id] += count
+    return produced
+
+
+def _bucket(count: int) -> str:
+    low = 1 << (count.bit_length() - 1)
+    return str(low) if low == 1 else f"{low}-{2 * low - 1}"
+
+
+def _bucket_start(label: str) -> int:
+    return int(label.split("-")[0])
+
+
+def _shown(table: vocabulary.TokenTable, id: int) -> str:
+    text = table.text(id)
+    return repr(text) if text is not None else repr(table.bytes_of.get(id, b""))
 
 
 def _compared(compare: Sequence[BPE | str] | Mapping[str, BPE]) -> dict[str, BPE]:

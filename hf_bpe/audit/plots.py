@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ FILES = {
     "lengths": "audit_token_lengths.png",
     "compression": "audit_compression.png",
     "usage": "audit_usage.png",
+    "training_usage": "audit_training_usage.png",
 }
 """The file each chart is written to."""
 
@@ -35,18 +37,36 @@ def pyplot() -> Any:
     return plt
 
 
-def draw(report: AuditReport, directory: Path) -> dict[str, Path]:
-    """Every chart that applies to ``report``, written into ``directory``."""
+def draw(report: AuditReport, directory: Path, names: Sequence[str] | None = None) -> dict[str, Path]:
+    """The charts of ``names`` (default: every chart that applies to ``report``), written into
+    ``directory``; returns their paths by name."""
     plt = pyplot()
     directory.mkdir(parents=True, exist_ok=True)
-    drawn = {"findings": _findings(plt, report), "lengths": _lengths(plt, report)}
+    charts = {"findings": _findings, "lengths": _lengths}
     if report.corpus is not None:
-        drawn["compression"] = _compression(plt, report)
-        drawn["usage"] = _usage(plt, report)
+        charts |= {"compression": _compression, "usage": _usage}
     paths = {}
-    for name, figure in drawn.items():
-        paths[name] = _save(plt, figure, directory / FILES[name])
+    for name, chart in charts.items():
+        if names is None or name in names:
+            paths[name] = _save(plt, chart(plt, report), directory / FILES[name])
     return paths
+
+
+def usage_histogram(histogram: Mapping[str, int], path: Path, title: str) -> Path:
+    """A bar chart of reachable tokens by how often a corpus produced them (``histogram`` as
+    :func:`hf_bpe.audit.training_usage` gives it: bucket label to tokens)."""
+    plt = pyplot()
+    labels = list(histogram)
+    values = [histogram[label] for label in labels]
+    figure, axes = plt.subplots(figsize=(8, 3.6))
+    bars = axes.bar(range(len(values)), values, color=[COLORS[3] if label == "0" else COLORS[0] for label in labels])
+    axes.bar_label(bars, labels=[f"{value:,}" for value in values], fontsize=7, padding=1)
+    axes.set_xticks(range(len(values)))
+    axes.set_xticklabels(labels, fontsize=7, rotation=45, ha="right")
+    axes.set_xlabel("times produced on the corpus")
+    axes.set_ylabel("reachable tokens")
+    axes.set_title(title)
+    return _save(plt, figure, path)
 
 
 def _save(plt: Any, figure: Any, path: Path) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,10 +189,11 @@ class AuditReport:
 
     # ---------------------------------------------------------------------------------- charts
 
-    def plots(self, directory: str | Path) -> dict[str, Path]:
-        """Draw the charts as PNG files in ``directory`` (created if needed); returns their paths by
+    def plots(self, directory: str | Path, names: Sequence[str] | None = None) -> dict[str, Path]:
+        """Draw the charts (``findings``, ``lengths``; with a corpus ``compression`` and ``usage``; or
+        those of ``names``) as PNG files in ``directory`` (created if needed); returns their paths by
         name. Needs matplotlib (``pip install 'hf_bpe[plots]'``)."""
         from hf_bpe.audit import plots
 
-        return plots.draw(self, Path(directory))
+        return plots.draw(self, Path(directory), names)
 
