@@ -84,7 +84,10 @@ def _audit(arguments: argparse.Namespace) -> int:
     model = _load(arguments.tokenizer, arguments)
     if len(set(arguments.compare)) < len(arguments.compare):
         raise AuditUsageError("--compare names a tokenizer twice")
-    compare = {other: _load(other, arguments, compared=True) for other in arguments.compare}
+    compare = {}
+    for other in arguments.compare:
+        label = Path(other).name if Path(other).exists() else other  # a file's name, not its whole path
+        compare[label if label not in compare else other] = _load(other, arguments, compared=True)
     corpus: Any = None
     corpus_name = None
     if arguments.corpus:

@@ -50,7 +50,8 @@ piece ``<0xXX>`` is reachable when byte fallback emits it for some character tha
 
 *Intermediate* tokens are unreachable tokens that encoding real text still forms on the way: a part
 of the last merge of a reachable token (whose witness forms it exactly as its own bytes do, by
-fact 1), or a part of such a part. For merges lists every listed pair that makes the token counts.
+fact 1), or a part of such a part. For merges lists every listed pair of valid tokens that makes the
+token counts (a list may make one token by several pairs).
 
 >>> import hf_bpe
 >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
