@@ -127,7 +127,7 @@ def test_special_tokens_that_are_ordinary_text_or_overlap_are_reported() -> None
 
 
 def test_sentencepiece_unknown_piece_is_produced_by_text_only_without_byte_fallback() -> None:
-    from hf_bpe.sentencepiece import CONTROL, UNKNOWN, Piece, SentencePieceSpec
+    from hf_bpe.sentencepiece_bpe import CONTROL, UNKNOWN, Piece, SentencePieceSpec
 
     pieces = (Piece("<unk>", 0, UNKNOWN), Piece("<s>", 0, CONTROL), Piece("▁", -1), Piece("a", -2))
     model = BPE.from_sentencepiece(SentencePieceSpec(pieces))
@@ -268,7 +268,7 @@ def test_trained_folder_card_has_the_audit_and_usage_on_the_training_corpus(tmp_
 
 
 def test_card_without_a_known_corpus_skips_the_corpus_part(tmp_path: Path, trained: BPE) -> None:
-    from hf_bpe.hf import save_tokenizer_folder
+    from hf_bpe.transformers import save_tokenizer_folder
 
     save_tokenizer_folder(trained, tmp_path)
     section = (tmp_path / "README.md").read_text(encoding="utf-8").split("## Vocabulary audit")[1]

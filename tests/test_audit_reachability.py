@@ -19,7 +19,7 @@ from conversion_support import mistral_file
 from hf_bpe import BPE
 from hf_bpe.audit import reachability as reach
 from hf_bpe.audit import utf8
-from hf_bpe.sentencepiece import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
+from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
 
 BYTES = {bytes([byte]): byte for byte in range(256)}
 NEVER_UTF8 = [bytes([byte]) for byte in (0xC0, 0xC1, *range(0xF5, 0x100))]

@@ -69,7 +69,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple
 
 from hf_bpe.audit import utf8
-from hf_bpe.sentencepiece import BYTE, NORMAL, USER_DEFINED, merge_list
+from hf_bpe.sentencepiece_bpe import BYTE, NORMAL, USER_DEFINED, merge_list
 
 if TYPE_CHECKING:
     from hf_bpe.model import BPE

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hf_bpe.sentencepiece import UNKNOWN
+from hf_bpe.sentencepiece_bpe import UNKNOWN
 
 if TYPE_CHECKING:
     from hf_bpe.model import BPE

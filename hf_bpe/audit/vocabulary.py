@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hf_bpe.audit import utf8
-from hf_bpe.sentencepiece import BYTE, NORMAL, USER_DEFINED
+from hf_bpe.sentencepiece_bpe import BYTE, NORMAL, USER_DEFINED
 
 if TYPE_CHECKING:
     from hf_bpe.model import BPE

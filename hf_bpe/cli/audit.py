@@ -1,12 +1,12 @@
-"""``hf-bpe audit``: the vocabulary audit on the command line. Wired into ``hf_bpe.cli`` by
-:func:`register`::
+"""``hf-bpe audit``: the vocabulary audit (:func:`hf_bpe.audit.audit`) on the command line::
 
     hf-bpe audit cl100k_base
     hf-bpe audit my-tokenizer/ --corpus data/*.txt --compare gpt2 o200k_base --out audit/
     hf-bpe audit tokenizer.model --dataset wikitext --dataset-config wikitext-2-raw-v1 --split test --json
 
 TOKENIZER is a named encoding (``gpt2``, ``r50k_base``, ``cl100k_base``, ``o200k_base``) or any file or
-folder ``hf-bpe convert`` reads (format detected, or ``--from``); so is each ``--compare``. Without
+folder :func:`hf_bpe.load` reads (format detected, or ``--from``); so is each ``--compare`` (format
+detected). Without
 ``--out`` the report goes to standard output as Markdown (``--json``: JSON); with ``--out DIR`` the
 folder gets ``audit.md``, ``audit.json`` and the charts (PNG, when matplotlib is installed).
 Each corpus file is a group of the compression table, read in blocks of lines.
@@ -21,19 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe._io import atomic_write
+from hf_bpe.audit import audit
+from hf_bpe.cli.common import UsageError, format_option, read_source, read_source_argument, source_options
+from hf_bpe.cli.train import _load_dataset
+from hf_bpe.encodings import ENCODINGS
+from hf_bpe.model import BPE
 
 BLOCK_CHARS = 1 << 20
 """Corpus files are read in blocks of whole lines of about this many characters (each a text)."""
 
 
-class AuditUsageError(Exception):
-    """A command line that cannot work as given (argparse reports it, exit status 2)."""
-
-
 def register(subparsers: Any) -> None:
     """Add ``audit`` to an ``argparse`` subparsers object (sets ``run`` and ``parser``)."""
-    from hf_bpe import cli_convert
-
     parser = subparsers.add_parser(
         "audit",
         help="find unreachable, partial, unused and duplicate tokens in a vocabulary",
@@ -42,8 +41,7 @@ def register(subparsers: Any) -> None:
         "compression against --compare tokenizers.",
     )
     parser.add_argument("tokenizer", metavar="TOKENIZER", help="a named encoding, or a tokenizer file or folder")
-    parser.add_argument("--from", choices=cli_convert.FORMATS, dest="source_format",
-                        help="format of TOKENIZER (default: detected)")
+    format_option(parser, "TOKENIZER")
     source = parser.add_argument_group("corpus (at most one of --corpus and --dataset)")
     source.add_argument("--corpus", nargs="+", type=Path, metavar="FILE", help="UTF-8 text files, each a group")
     source.add_argument("--dataset", metavar="NAME_OR_PATH",
@@ -59,31 +57,21 @@ def register(subparsers: Any) -> None:
                         help="tokens produced fewer than N times are rare (default: 10)")
     parser.add_argument("--top", type=int, default=50, metavar="N", help="length of the ranked lists (default: 50)")
     parser.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
-    cli_convert._source_options(parser)
+    source_options(parser)
     parser.set_defaults(run=run, parser=parser)
 
 
 def run(arguments: argparse.Namespace) -> int:
-    """Run a parsed ``audit`` command line; returns the exit status."""
-    try:
-        return _audit(arguments)
-    except AuditUsageError as error:
-        arguments.parser.error(str(error))
-    return 2  # unreachable: parser.error exits
-
-
-def _audit(arguments: argparse.Namespace) -> int:
-    from hf_bpe.audit import audit
-
+    """Audit, then print the report or write it (``--out``); returns the exit status."""
     if arguments.corpus and arguments.dataset:
-        raise AuditUsageError("give --corpus or --dataset, not both")
+        raise UsageError("give --corpus or --dataset, not both")
     if arguments.rare < 1 or arguments.top < 1:
-        raise AuditUsageError("--rare and --top must be at least 1")
+        raise UsageError("--rare and --top must be at least 1")
     if arguments.out is not None and arguments.out.exists() and not arguments.out.is_dir():
-        raise AuditUsageError(f"--out {arguments.out} is a file; give a folder")
+        raise UsageError(f"--out {arguments.out} is a file; give a folder")
     model = _load(arguments.tokenizer, arguments)
     if len(set(arguments.compare)) < len(arguments.compare):
-        raise AuditUsageError("--compare names a tokenizer twice")
+        raise UsageError("--compare names a tokenizer twice")
     compare = {}
     for other in arguments.compare:
         label = Path(other).name if Path(other).exists() else other  # a file's name, not its whole path
@@ -93,12 +81,10 @@ def _audit(arguments: argparse.Namespace) -> int:
     if arguments.corpus:
         for path in arguments.corpus:
             if not path.is_file():
-                raise AuditUsageError(f"--corpus {path}: no such file")
+                raise UsageError(f"--corpus {path}: no such file")
         corpus = {path.stem: _blocks(path) for path in arguments.corpus}
         corpus_name = ", ".join(path.name for path in arguments.corpus)
     elif arguments.dataset:
-        from hf_bpe.cli import _load_dataset
-
         dataset = _load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
         corpus = (row[arguments.text_column] for row in dataset)
         corpus_name = f"dataset {arguments.dataset} ({arguments.split})"
@@ -124,28 +110,15 @@ def _audit(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _load(source: str, arguments: argparse.Namespace, *, compared: bool = False) -> Any:
-    """A named encoding, or a tokenizer file or folder."""
-    from hf_bpe import cli_convert
-    from hf_bpe.encodings import get_encoding, list_encoding_names
-
-    if source in list_encoding_names():
-        return get_encoding(source)
-    path = Path(source)
-    if not path.exists():
-        raise AuditUsageError(
-            f"{source!r} is neither a named encoding ({', '.join(list_encoding_names())}) nor an existing file or folder"
-        )
-    try:
-        if compared:
-            model, _ = cli_convert.read_model(path)
-        else:
-            model, _ = cli_convert.read_model(path, arguments.source_format, pattern=arguments.pattern,
-                                              specials=arguments.special)
-    except cli_convert.ConvertUsageError as error:
-        raise AuditUsageError(str(error)) from None
+def _load(source: str, arguments: argparse.Namespace, *, compared: bool = False) -> BPE:
+    """TOKENIZER (with ``--from``, ``--pattern``, ``--special``) or a ``--compare`` tokenizer (format
+    detected): a named encoding, or a tokenizer file or folder."""
+    if source not in ENCODINGS and not Path(source).exists():
+        raise UsageError(f"{source!r} is neither a named encoding ({', '.join(ENCODINGS)}) nor an existing file "
+                         "or folder")
+    model = read_source(source, None)[0] if compared else read_source_argument(arguments, source)[0]
     if model.name is None:
-        model.name = path.name
+        model.name = Path(source).name
     return model
 
 
