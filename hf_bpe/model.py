@@ -27,6 +27,7 @@ from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
 if TYPE_CHECKING:
     from hf_bpe.token_view import TokenView
+    from hf_bpe.train import PieceCounts
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
@@ -529,6 +530,27 @@ class BPE:
         if isinstance(pieces, (bytes, str)):
             raise TypeError("merge_pieces expects a list of bytes, got a single piece")
         return self._core.merge_pieces([bytes(piece) for piece in pieces], num_threads)
+
+    def piece_token_counts(self, counts: PieceCounts) -> Any:
+        """How often encoding the counted corpus produces each id, from its piece counts alone (a
+        :class:`~hf_bpe.PieceCounts` from :func:`hf_bpe.count_pieces`): each distinct piece is encoded
+        once, as encoding a text that splits into it does (the whole-piece rule included), and its ids
+        count as often as the piece occurred. A NumPy array of ``n_vocab`` counts (index = id), the
+        same as :meth:`token_counts` of the corpus when the table was counted with this model's
+        pattern and special tokens; memory is the array, never a copy of the table.
+
+        >>> import hf_bpe
+        >>> texts = ["the cat", "the hat"]
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> counts = hf_bpe.count_pieces(texts, show_progress=False)
+        >>> bool((enc.piece_token_counts(counts) == enc.token_counts(texts)).all())
+        True
+        """
+        import numpy as np
+
+        if not isinstance(counts, _core.PieceCounts):
+            raise TypeError(f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}")
+        return np.array(self._core.piece_token_counts(counts), dtype=np.int64)
 
     def clear_cache(self) -> None:
         """Empty the caches of merged pieces (one per encoding thread, a few MB each), freeing their

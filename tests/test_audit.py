@@ -252,6 +252,30 @@ def test_training_usage_counts_what_encoding_the_training_corpus_produces(patter
     assert sum(usage["histogram"].values()) == len(reachable)
 
 
+@pytest.mark.parametrize("kind", ["ranks", "merges", "merges ignoring merges"])
+def test_piece_token_counts_are_the_token_counts_of_the_counted_texts(kind: str) -> None:
+    """Random vocabularies (many tokens not valid, so the whole-piece rule matters) under two patterns,
+    on random texts over characters that share bytes: counting each distinct piece once must give
+    what encoding every text gives."""
+    from test_audit_reachability import ALPHABET, random_rank_model, random_tokens
+
+    for pattern in ("gpt2", r"\S+|\s+"):
+        rng = random.Random(f"{kind} {pattern}")
+        if kind == "ranks":
+            model = random_rank_model(rng, pattern)
+        else:
+            vocab = {bytes([byte]): byte for byte in range(256)}
+            merges = []
+            for token in random_tokens(rng, 60):
+                if token not in vocab and token[:1] in vocab and token[1:] in vocab:
+                    vocab[token] = len(vocab)
+                    merges.append((token[:1], token[1:]))
+            model = BPE.from_merges(vocab, merges, pattern, ignore_merges=kind == "merges ignoring merges")
+        texts = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 40))) for _ in range(300)]
+        counts = hf_bpe.count_pieces(texts, pattern=pattern, show_progress=False)
+        assert model.piece_token_counts(counts).tolist() == model.token_counts(texts).tolist()
+
+
 def test_trained_folder_card_has_the_audit_and_usage_on_the_training_corpus(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(CORPUS * 20), encoding="utf-8")

@@ -100,8 +100,7 @@ def audit(
     return report
 
 
-def training_usage(model: BPE, counts: PieceCounts, *, rare_below: int = 10, top: int = 10,
-                   chunk: int = 100_000) -> dict[str, Any]:
+def training_usage(model: BPE, counts: PieceCounts, *, rare_below: int = 10, top: int = 10) -> dict[str, Any]:
     """How often ``model`` produces each token on its training corpus, from the corpus's count table
     (:func:`hf_bpe.count_pieces`): every distinct piece encoded once, as encoding emits a piece, and
     weighted by its count; exact and much cheaper than encoding the corpus again. Returns the compact,
@@ -116,7 +115,7 @@ def training_usage(model: BPE, counts: PieceCounts, *, rare_below: int = 10, top
     >>> usage["tokens"], usage["histogram"]["0"] > 200
     (36, True)
     """
-    produced = produced_on(model, counts, chunk=chunk)
+    produced = produced_on(model, counts)
     table = vocabulary.tokens_of(model)
     found = reachability_module.reachability(model)
     reachable = found.reachable
@@ -137,26 +136,10 @@ def training_usage(model: BPE, counts: PieceCounts, *, rare_below: int = 10, top
     }
 
 
-def produced_on(model: BPE, counts: PieceCounts, *, chunk: int = 100_000) -> Any:
-    """How often encoding the counted corpus produces each id (a NumPy array indexed by id)."""
-    import numpy as np
-
-    from hf_bpe.train import PieceCounts
-
-    if not isinstance(counts, PieceCounts):
-        raise TypeError(f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}")
-    ranks = {} if model.sentencepiece is not None else model.mergeable_ranks
-    whole = bool(model.ignore_merges)
-    produced = np.zeros(model.n_vocab, dtype=np.int64)
-    items = list(counts.to_dict().items())
-    for start in range(0, len(items), chunk):
-        part = items[start : start + chunk]
-        merged = model.merge_pieces([piece for piece, _ in part])
-        for (piece, count), ids in zip(part, merged):
-            token = ranks.get(piece) if whole else None
-            for id in [token] if token is not None else ids or ():
-                produced[id] += count
-    return produced
+def produced_on(model: BPE, counts: PieceCounts) -> Any:
+    """How often encoding the counted corpus produces each id (a NumPy array indexed by id):
+    :meth:`hf_bpe.BPE.piece_token_counts`, each distinct piece encoded once in the core."""
+    return model.piece_token_counts(counts)
 
 
 def _bucket(count: int) -> str:

@@ -14,6 +14,7 @@ model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``t
 from __future__ import annotations
 
 import argparse
+import pickle
 import time
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,8 @@ def run(arguments: argparse.Namespace) -> int:
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
 
     started = time.perf_counter()
-    # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's audit.
+    # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's usage:
+    # kept serialized (a fraction of the table's memory) while the merge loop empties the table.
     counts = count_pieces(
         corpus,
         files=files,
@@ -108,8 +110,11 @@ def run(arguments: argparse.Namespace) -> int:
         num_threads=arguments.num_threads,
         text_column=arguments.text_column,
     )
+    kept = pickle.dumps(counts)
     model = train_from_counts(counts, arguments.vocab_size, show_progress=not arguments.quiet,
-                              name=arguments.name or arguments.out.resolve().name)
+                              name=arguments.name or arguments.out.resolve().name, consume=True)
+    counts = pickle.loads(kept)
+    del kept
     elapsed = time.perf_counter() - started
     from hf_bpe.audit import training_usage
     from hf_bpe.transformers import save_tokenizer_folder  # imports transformers: only once trained

@@ -759,6 +759,20 @@ impl Model {
         Some(())
     }
 
+    /// The ids of one piece as encoding a text whose split gives that piece makes them: for a
+    /// byte-level model the piece itself when it is a token and the whole-piece rule applies, else
+    /// the merge loop; for a SentencePiece model what [`Model::merge_piece`] makes of it. `None` as
+    /// for [`Model::merge_piece`].
+    pub fn encode_lone_piece(&self, piece: &[u8], out: &mut Vec<Rank>) -> Option<()> {
+        match &self.rule {
+            Rule::ByteLevel(byte_level) => {
+                self.encode_piece(&byte_level.merges, byte_level.whole_piece, piece, None, out);
+                Some(())
+            }
+            Rule::SentencePiece(_) => self.merge_piece(piece, out),
+        }
+    }
+
     /// The ids the merge loop alone makes of `bytes` (no whole-piece rule).
     fn merge_only(&self, bytes: &[u8]) -> Vec<Rank> {
         let mut parts = Vec::new();
@@ -1096,6 +1110,21 @@ mod tests {
         assert_eq!(merged(b"abcd"), vec![300, b'c' as Rank, b'd' as Rank]);
         // No split pattern: the space stays inside, and bytes that are not UTF-8 merge too.
         assert_eq!(merged(b"ab ab\xff"), vec![300, b' ' as Rank, 300, 0xff]);
+    }
+
+    #[test]
+    fn a_lone_piece_follows_the_whole_piece_rule() {
+        let mut ranks = byte_ranks();
+        ranks.push((b"ab".to_vec(), 300));
+        ranks.push((b"abcd".to_vec(), 301));
+        let model = Model::from_ranks(ranks, GPT2, vec![]).unwrap();
+        let lone = |piece: &[u8]| {
+            let mut out = Vec::new();
+            model.encode_lone_piece(piece, &mut out).unwrap();
+            out
+        };
+        assert_eq!(lone(b"abcd"), ids(&model, "abcd"));
+        assert_eq!(lone(b"abc"), vec![300, b'c' as Rank]);
     }
 
     #[test]

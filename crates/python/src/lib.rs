@@ -768,6 +768,26 @@ impl CoreBPE {
         })
     }
 
+    /// How often encoding the counted corpus produces each id: each distinct piece of ``counts``
+    /// encoded once (as a split that gives it makes it), its ids counted as often as the piece
+    /// occurred. A list of ``n_vocab`` ints; pieces a SentencePiece model cannot read (not UTF-8)
+    /// count nothing.
+    fn piece_token_counts(&self, py: Python<'_>, counts: PyRef<'_, train::PyPieceCounts>) -> PyResult<Vec<u64>> {
+        guarded(py, || {
+            let mut produced = vec![0u64; self.model.n_vocab()];
+            let mut ids = Vec::new();
+            for (piece, count) in counts.counts().iter() {
+                ids.clear();
+                if self.model.encode_lone_piece(piece, &mut ids).is_some() {
+                    for &id in &ids {
+                        produced[id as usize] += count;
+                    }
+                }
+            }
+            Ok(produced)
+        })
+    }
+
     /// Why tiktoken's rank rule would encode differently from this merges-list model, or None.
     fn rank_rule_difference(&self, py: Python<'_>) -> PyResult<Option<String>> {
         guarded(py, || {
