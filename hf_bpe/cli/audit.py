@@ -22,8 +22,14 @@ from typing import Any
 
 from hf_bpe._io import atomic_write
 from hf_bpe.audit import audit
-from hf_bpe.cli.common import UsageError, format_option, read_source, read_source_argument, source_options
-from hf_bpe.cli.train import _load_dataset
+from hf_bpe.cli.common import (
+    UsageError,
+    format_option,
+    load_dataset,
+    read_source,
+    read_source_argument,
+    source_options,
+)
 from hf_bpe.encodings import ENCODINGS
 from hf_bpe.model import BPE
 
@@ -85,7 +91,7 @@ def run(arguments: argparse.Namespace) -> int:
         corpus = {path.stem: _blocks(path) for path in arguments.corpus}
         corpus_name = ", ".join(path.name for path in arguments.corpus)
     elif arguments.dataset:
-        dataset = _load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
+        dataset = load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
         corpus = (row[arguments.text_column] for row in dataset)
         corpus_name = f"dataset {arguments.dataset} ({arguments.split})"
     report = audit(model, corpus, compare, corpus_name=corpus_name, rare_below=arguments.rare, top=arguments.top,

@@ -20,11 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe import patterns
-from hf_bpe.cli.common import UsageError
+from hf_bpe.cli.common import UsageError, load_dataset
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.train import count_pieces, train_from_counts
-
-DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 
 
 def register(subparsers: Any) -> None:
@@ -92,7 +90,7 @@ def run(arguments: argparse.Namespace) -> int:
         files = list(arguments.files)
         described = f"{len(files)} file{'s' if len(files) != 1 else ''}"
     elif arguments.dataset:
-        corpus = _load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
+        corpus = load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
         described = f"dataset {arguments.dataset} ({arguments.split})"
     else:
         corpus = _default_corpus()
@@ -144,25 +142,3 @@ def _default_corpus() -> list[str]:
             "pass FILES or --dataset"
         ) from None
     return [topics[name] for name in sorted(topics)]
-
-
-def _load_dataset(name_or_path: str, config: str | None, split: str) -> Any:
-    import datasets  # type: ignore[import-untyped]
-
-    path = Path(name_or_path)
-    if path.is_dir() and any((path / marker).exists() for marker in ("state.json", "dataset_dict.json")):
-        loaded = datasets.load_from_disk(str(path))
-        if isinstance(loaded, datasets.DatasetDict):
-            if split not in loaded:
-                raise UsageError(f"--split {split}: {path} has splits {sorted(loaded)}")
-            return loaded[split]
-        return loaded
-    if path.is_file():
-        builder = DATA_FILE_BUILDERS.get(path.suffix.lower())
-        if builder is None:
-            raise UsageError(
-                f"--dataset {path}: cannot read {path.suffix or 'extension-less'} files; "
-                f"use one of {sorted(DATA_FILE_BUILDERS)}"
-            )
-        return datasets.load_dataset(builder, data_files=str(path), split=split)
-    return datasets.load_dataset(name_or_path, config, split=split)
