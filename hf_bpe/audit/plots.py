@@ -157,9 +157,16 @@ def _usage(plt: Any, report: AuditReport) -> Any:
     if top:
         axes.scatter([found.merge_position for found in top], [found.count + 1 for found in top], s=18,
                      color=COLORS[3], label="top magikarp scores")
+        # The top points often sit on one spot (merged first, never produced): name the first five.
+        # !a (ascii) keeps every token drawable in the default font (no missing glyphs).
+        names = "\n".join(f"{report.tokens.text(found.id) or report.tokens.bytes_of.get(found.id, b'')!a} "
+                          f"(merge {found.merge_position:,}, {found.count:,}x)" for found in top[:5])
+        axes.text(0.99, 0.80, f"highest magikarp scores:\n{names}", transform=axes.transAxes, ha="right",
+                  va="top", multialignment="left", fontsize=7, family="monospace",
+                  bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.7"})
     axes.set_yscale("log")
     axes.set_xlabel("merge position (0 = merged first)")
     axes.set_ylabel("count on the corpus + 1 (log)")
-    axes.set_title(f"{report.name}: merged early but rare on {report.corpus_name}?")
+    axes.set_title(f"{report.name}: merged early but rare on {report.corpus_name}")
     axes.legend(fontsize=8, loc="upper right")
     return figure
