@@ -158,8 +158,13 @@ impl IntTable {
         let ints = self.table(py);
         let total: usize = rows.iter().map(Vec::len).sum();
         let threads = pool.current_num_threads();
-        // Counts are u32; every id must have a shared int.
-        if threads < 2 || total < PARALLEL_FROM || total > u32::MAX as usize || ints.len() < self.n_vocab {
+        // Counts are u32; every id must have a shared int (added tokens can lie past the vocabulary).
+        if threads < 2
+            || total < PARALLEL_FROM
+            || total > u32::MAX as usize
+            || ints.len() < self.n_vocab
+            || rows.iter().flatten().any(|&id| id as usize >= ints.len())
+        {
             let lists = rows.iter().map(|ids| self.list(py, ids)).collect::<PyResult<Vec<_>>>()?;
             return PyList::new(py, lists);
         }
