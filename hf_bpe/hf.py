@@ -37,8 +37,9 @@ from transformers.tokenization_utils_base import (
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe._rwlock import ReadWriteLock
 from hf_bpe.byte_level import BYTE_TO_UNICODE, UNICODE_TO_BYTE
+from hf_bpe.datasets import encode_by_calling
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
-from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE
+from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, _arrow_strings
 
 __all__ = ["MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "save_tokenizer_folder"]
 
@@ -451,6 +452,41 @@ class BPETokenizer(PreTrainedTokenizer):
         if len(texts) == 1:
             return [self._model._core.encode(texts[0], policy)]
         return self._model._core.encode_batch(texts, policy, None)
+
+    def encode_arrow(
+        self,
+        texts: Any,
+        *,
+        add_special_tokens: bool = True,
+        split_special_tokens: bool | None = None,
+        num_threads: int | None = None,
+        dtype: IdType = "uint32",
+        nulls: Nulls = "raise",
+    ) -> Any:
+        """``self(texts)["input_ids"]`` as an Arrow list array, Arrow in and Arrow out as
+        :meth:`hf_bpe.BPE.encode_arrow` (``texts``, ``num_threads``, ``dtype``, ``nulls``); added
+        tokens that strip spaces or match single words take the slow path (``self`` on a list).
+
+        >>> import hf_bpe, pyarrow as pa
+        >>> BPETokenizer.from_model(hf_bpe.get_encoding("gpt2")).encode_arrow(pa.array(["hello world"])).to_pylist()
+        [[31373, 995]]
+        """
+        split = self.split_special_tokens if split_special_tokens is None else split_special_tokens
+        texts = _arrow_strings(texts)
+        self._lock.acquire_read()
+        try:
+            policy = self._core_policy(split) if self._added_tokens().plain else None
+            if policy is not None:
+                prefix = [self.bos_token_id] if add_special_tokens and self._add_bos else []
+                suffix = [self.eos_token_id] if add_special_tokens and self._add_eos else []
+                return self._model._core.encode_arrow(texts, policy, num_threads, dtype, nulls, prefix, suffix)
+        finally:
+            self._lock.release_read()
+
+        def call(rows: list[str]) -> Any:
+            return self(rows, add_special_tokens=add_special_tokens, split_special_tokens=split)
+
+        return encode_by_calling(call, texts, dtype=dtype, nulls=nulls)
 
     def _encode_with_offsets(
         self, text: str, split_special_tokens: bool

@@ -26,6 +26,10 @@ from hf_bpe.sentencepiece import TYPE_NAMES, Piece, SentencePieceSpec
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
+IdType = Literal["uint32", "uint16", "int32", "int64"]
+"""The integer type of ids in Arrow output (:meth:`BPE.encode_arrow`)."""
+Nulls = Literal["raise", "empty", "null"]
+"""What a null string of an Arrow column becomes (:meth:`BPE.encode_arrow`)."""
 
 _NOTHING: frozenset[str] = frozenset()
 
@@ -243,6 +247,53 @@ class BPE:
         [31373]
         """
         return self._core.encode_batch(texts, None, num_threads)
+
+    def encode_arrow(
+        self,
+        texts: Any,
+        *,
+        num_threads: int | None = None,
+        dtype: IdType = "uint32",
+        nulls: Nulls = "raise",
+        allowed_special: AllowedSpecial = _NOTHING,
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> Any:
+        """Encode a column of strings to a column of id lists, Arrow in and Arrow out.
+
+        ``texts`` is a pyarrow ``string``, ``large_string`` or ``string_view`` array (sliced or not),
+        a ``ChunkedArray`` of them (the result is chunked the same way: a ``ChunkedArray``), anything
+        else with ``__arrow_c_array__`` or ``__arrow_c_stream__`` (read in place, without a copy), or a
+        list of str (converted with ``pyarrow.array`` first). The result is a ``pyarrow.ListArray``
+        whose offsets and values were built by the core on ``num_threads`` threads with the GIL
+        released; row ``i`` holds ``encode(texts[i])``'s ids, as ``dtype`` (``"uint16"`` halves the
+        memory of a vocabulary of at most 65,536 ids and is refused for a larger one).
+        ``nulls``: a null row raises ``ValueError`` (``"raise"``), encodes as ``""`` (``"empty"``) or
+        stays null (``"null"``). Lengths are ``pyarrow.compute.list_value_length(ids)``.
+
+        >>> import pyarrow as pa, hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> ids = enc.encode_arrow(pa.array(["hello world", "", None]), nulls="null")
+        >>> ids.to_pylist()
+        [[31373, 995], [], None]
+        >>> ids.type
+        ListType(list<item: uint32 not null>)
+        >>> enc.encode_arrow(["hello <|endoftext|>"], allowed_special="all", dtype="uint16").to_pylist()
+        [[31373, 220, 50256]]
+        """
+        policy = self._policy(allowed_special, disallowed_special)
+        return self._core.encode_arrow(_arrow_strings(texts), policy, num_threads, dtype, nulls)
+
+    def encode_ordinary_arrow(
+        self, texts: Any, *, num_threads: int | None = None, dtype: IdType = "uint32", nulls: Nulls = "raise"
+    ) -> Any:
+        """Like :meth:`encode_arrow`, treating special tokens as ordinary text (:meth:`encode_ordinary`).
+
+        >>> import pyarrow as pa, hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> enc.encode_ordinary_arrow(pa.chunked_array([["hello"], ["<|endoftext|>", "world"]]))[1:].to_pylist()
+        [[27, 91, 437, 1659, 5239, 91, 29], [6894]]
+        """
+        return self._core.encode_arrow(_arrow_strings(texts), None, num_threads, dtype, nulls)
 
     def encode_iterable(
         self,
@@ -672,6 +723,22 @@ class BPE:
                 self._policies.clear()
             policy = self._policies[key] = self._core.special_policy(list(allowed), list(disallowed))
         return policy
+
+
+def _arrow_strings(texts: Any) -> Any:
+    """``texts`` as the core's Arrow reader takes it: Arrow objects as they are, a list of str as a
+    pyarrow ``large_string`` array (which holds more than 2 GB)."""
+    if hasattr(texts, "__arrow_c_array__") or hasattr(texts, "__arrow_c_stream__"):
+        return texts
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("encode_arrow expects a column of strings (an Arrow array or a list of str), got a single "
+                        f"{type(texts).__name__}; wrap it in a list")
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    try:
+        return pa.array(texts if isinstance(texts, (list, tuple)) else list(texts), type=pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as error:
+        raise TypeError(f"encode_arrow expects an Arrow array of strings or a list of str: {error}") from None
 
 
 def _describe_error(error: Exception) -> str:

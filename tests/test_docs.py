@@ -10,6 +10,7 @@ import pytest
 MODULES = [
     "hf_bpe",
     "hf_bpe.model",
+    "hf_bpe.datasets",
     "hf_bpe.streaming",
     "hf_bpe.patterns",
     "hf_bpe.byte_level",
