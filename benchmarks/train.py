@@ -52,22 +52,22 @@ def build_corpus(folder: Path, size_mb: float) -> list[Path]:
 # ----------------------------------------------------------------------- one trainer, in a child
 
 
-def run_hf_bpe(files: list[Path], vocab_size: int, threads: int) -> None:
+def run_hf_bpe(files: list[Path], vocab_size: int, threads: int, pattern: str) -> None:
     import hf_bpe
 
-    hf_bpe.train(files, vocab_size, pattern="gpt2", show_progress=False, num_threads=threads)
+    hf_bpe.train(files, vocab_size, pattern=pattern, show_progress=False, num_threads=threads)
 
 
-def hf_bpe_counting(files: list[Path], threads: int) -> str:
+def hf_bpe_counting(files: list[Path], threads: int, pattern: str) -> str:
     """Counting alone (timed after the measured run), to split its time into the two stages."""
     import hf_bpe
 
     started = time.perf_counter()
-    counts = hf_bpe.count_pieces(files, pattern="gpt2", show_progress=False, num_threads=threads)
+    counts = hf_bpe.count_pieces(files, pattern=pattern, show_progress=False, num_threads=threads)
     return f"counting {time.perf_counter() - started:.2f} s ({len(counts):,} distinct pieces)"
 
 
-def run_tokenizers(files: list[Path], vocab_size: int, threads: int) -> None:
+def run_tokenizers(files: list[Path], vocab_size: int, threads: int, pattern: str) -> None:
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
     from hf_bpe import patterns
@@ -75,7 +75,7 @@ def run_tokenizers(files: list[Path], vocab_size: int, threads: int) -> None:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(patterns.GPT2), behavior="isolated"),
+            pre_tokenizers.Split(Regex(patterns.NAMED[pattern]), behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )
@@ -85,7 +85,7 @@ def run_tokenizers(files: list[Path], vocab_size: int, threads: int) -> None:
     tokenizer.train([str(path) for path in files], trainer)
 
 
-def run_rustbpe(files: list[Path], vocab_size: int, threads: int) -> None:
+def run_rustbpe(files: list[Path], vocab_size: int, threads: int, pattern: str) -> None:
     import rustbpe
 
     from hf_bpe import patterns
@@ -95,10 +95,10 @@ def run_rustbpe(files: list[Path], vocab_size: int, threads: int) -> None:
             with open(path, encoding="utf-8", newline="") as file:
                 yield from file
 
-    rustbpe.Tokenizer().train_from_iterator(lines(), vocab_size, pattern=patterns.GPT2)
+    rustbpe.Tokenizer().train_from_iterator(lines(), vocab_size, pattern=patterns.NAMED[pattern])
 
 
-def run_sentencepiece(files: list[Path], vocab_size: int, threads: int) -> None:
+def run_sentencepiece(files: list[Path], vocab_size: int, threads: int, pattern: str) -> None:
     import sentencepiece
 
     with tempfile.TemporaryDirectory() as folder:
@@ -117,19 +117,19 @@ def run_sentencepiece(files: list[Path], vocab_size: int, threads: int) -> None:
         )
 
 
-def child(trainer: str, files: list[Path], vocab_size: int, threads: int) -> None:
+def child(trainer: str, files: list[Path], vocab_size: int, threads: int, pattern: str) -> None:
     os.environ["RAYON_NUM_THREADS"] = str(threads)
     run = globals()[f"run_{trainer}"]
     started = time.perf_counter()
-    run(files, vocab_size, threads)
+    run(files, vocab_size, threads, pattern)
     seconds = time.perf_counter() - started
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    detail = hf_bpe_counting(files, threads) if trainer == "hf_bpe" else None
+    detail = hf_bpe_counting(files, threads, pattern) if trainer == "hf_bpe" else None
     print(json.dumps({"seconds": seconds, "peak_mib": peak_kib / 1024, "detail": detail}))
 
 
 def measure(
-    trainer: str, files: list[Path], vocab_size: int, threads: int, timeout: float
+    trainer: str, files: list[Path], vocab_size: int, threads: int, timeout: float, pattern: str
 ) -> dict[str, float] | None:
     command = [
         sys.executable,
@@ -140,6 +140,8 @@ def measure(
         str(vocab_size),
         "--threads",
         str(threads),
+        "--pattern",
+        pattern,
         "--files",
         *map(str, files),
     ]
@@ -178,11 +180,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is shown")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before a run is given up")
+    parser.add_argument("--pattern", choices=["gpt2", "cl100k", "o200k"], default="gpt2",
+                        help="split pattern of every trainer but SentencePiece (default gpt2)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--files", nargs="+", type=Path, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.child:
-        child(arguments.child, arguments.files, arguments.vocab[0], arguments.threads)
+        child(arguments.child, arguments.files, arguments.vocab[0], arguments.threads, arguments.pattern)
         return
     if not (SHARED / "corpora").is_dir():
         sys.exit(f"{SHARED / 'corpora'} is absent: the benchmark needs the shared corpora")
@@ -192,7 +196,7 @@ def main() -> None:
         size = sum(path.stat().st_size for path in files)
         print(
             f"Best of {arguments.repeat} run(s) per cell. Corpus: {size / 1e6:.1f} MB in {len(files)} files "
-            f"({', '.join(path.name for path in files)}); {arguments.threads} threads; GPT-2 split pattern\n"
+            f"({', '.join(path.name for path in files)}); {arguments.threads} threads; split pattern {arguments.pattern}\n"
         )
         print("| trainer | vocab | wall time (s) | peak memory (MiB) | fed with |")
         print("|---|---:|---:|---:|---|")
@@ -200,7 +204,7 @@ def main() -> None:
         for vocab_size in arguments.vocab:
             for trainer in arguments.trainers:
                 runs = [
-                    measure(trainer, files, vocab_size, arguments.threads, arguments.timeout)
+                    measure(trainer, files, vocab_size, arguments.threads, arguments.timeout, arguments.pattern)
                     for _ in range(arguments.repeat)
                 ]
                 result = min(runs, key=lambda run: run["seconds"] if run else float("inf"))
