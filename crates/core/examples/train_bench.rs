@@ -8,6 +8,7 @@
 #[path = "common/corpora.rs"]
 mod corpora;
 #[path = "common/timing.rs"]
+#[allow(dead_code)] // best_cpu_seconds serves encode_bench
 mod timing;
 
 use hf_bpe_core::scan::CL100K;
