@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import datasets  # type: ignore[import-untyped]
     import pyarrow as pa  # type: ignore[import-untyped]
 
-__all__ = ["encode_by_calling", "tokenize"]
+__all__ = ["tokenize"]
 
 
 def tokenize(
@@ -105,33 +105,10 @@ def _arrow_encoder(tokenizer: Any, *, num_threads: int | None, dtype: IdType, nu
     if not callable(tokenizer):
         raise TypeError(f"tokenize expects an hf_bpe.BPE, a BPETokenizer or a transformers tokenizer, "
                         f"got {type(tokenizer).__name__}")
+    # a transformers tokenizer, so transformers is installed
+    from hf_bpe.transformers.encode import encode_by_calling
 
     return lambda texts: encode_by_calling(tokenizer, texts, dtype=dtype, nulls=nulls)
-
-
-def encode_by_calling(tokenizer: Any, texts: Any, *, dtype: IdType = "uint32", nulls: Nulls = "raise") -> Any:
-    """``tokenizer(rows)["input_ids"]`` of the rows of an Arrow string column, as an Arrow list column
-    like :meth:`~hf_bpe.BPE.encode_arrow`'s (a chunked array for a chunked array): the slow path, for
-    tokenizers the core cannot run alone.
-
-    >>> import pyarrow as pa, hf_bpe
-    >>> enc = hf_bpe.get_encoding("gpt2")
-    >>> encode_by_calling(lambda rows: {"input_ids": enc.encode_batch(rows)}, pa.array(["hi", None]),
-    ...                   nulls="null").to_pylist()
-    [[5303], None]
-    """
-    import numpy as np
-    import pyarrow as pa
-
-    rows = texts.to_pylist()
-    missing = [index for index, text in enumerate(rows) if text is None]
-    if missing and nulls == "raise":
-        raise ValueError(f"row {missing[0]} of the array is null (None), not a string; pass nulls='empty' to "
-                         "encode null rows as \"\", nulls='null' to keep them null, or drop them first")
-    ids = tokenizer([text if text is not None else "" for text in rows])["input_ids"]
-    mask = np.array([text is None for text in rows]) if missing and nulls == "null" else None
-    array = pa.array(ids, type=pa.list_(pa.from_numpy_dtype(np.dtype(dtype))), mask=mask)
-    return pa.chunked_array([array]) if isinstance(texts, pa.ChunkedArray) else array
 
 
 def _ones_like(ids: Any) -> Any:
