@@ -38,12 +38,14 @@ def test_every_row_matches_encode_ordinary_sliced_and_chunked(texts: list[str | 
     enc = hf_bpe.get_encoding("cl100k_base")
     start = data.draw(st.integers(0, len(texts)))
     stop = data.draw(st.integers(start, len(texts)))
-    array = pa.array(texts, type=data.draw(st.sampled_from([pa.string(), pa.large_string()])))
+    array = pa.array(texts, type=data.draw(st.sampled_from([pa.string(), pa.large_string(), pa.string_view()])))
     sliced = array.slice(start, stop - start)  # a non-zero offset into the same buffers
-    expected = expected_ordinary(enc, texts[start:stop])
-    ids = enc.encode_ordinary_arrow(sliced, nulls="null", num_threads=data.draw(st.sampled_from([1, 2])))
+    nulls = data.draw(st.sampled_from(["null", "empty"]))
+    expected = expected_ordinary(enc, texts[start:stop], nulls)
+    ids = enc.encode_ordinary_arrow(sliced, nulls=nulls, num_threads=data.draw(st.sampled_from([1, 2])))
     assert isinstance(ids, pa.ListArray) and ids.type.value_type == pa.uint32()
     assert ids.to_pylist() == expected
+    assert ids.null_count == (texts[start:stop].count(None) if nulls == "null" else 0)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(texts)), max_size=4)))
     bounds = [0, *cuts, len(texts)]
     chunked = pa.chunked_array([array.slice(a, b - a) for a, b in itertools.pairwise(bounds)], type=array.type)
@@ -113,6 +115,26 @@ def test_uint16_holds_vocabularies_up_to_65536_ids_and_is_refused_beyond() -> No
         too_big.encode_arrow(texts, dtype="uint16")
     with pytest.raises(ValueError, match="dtype='float32' is not one of"):
         fits.encode_arrow(texts, dtype="float32")  # type: ignore[arg-type]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(st.text(st.characters(codec="utf-8"), max_size=60), max_size=20), data=st.data())
+def test_uint16_is_taken_exactly_when_the_vocabulary_fits(texts: list[str], data: st.DataObject) -> None:
+    """gpt2 (50,257 ids with its special token) fits uint16, cl100k and o200k do not: uint16 output is
+    then refused, never truncated; where it is taken, the ids are encode's."""
+    name = data.draw(st.sampled_from(PARITY_ENCODINGS))
+    enc = hf_bpe.get_encoding(name)
+    start = data.draw(st.integers(0, len(texts)))
+    array = pa.array(texts).slice(start)
+    if enc.n_vocab <= 1 << 16:
+        ids = enc.encode_arrow(array, dtype="uint16", allowed_special="all")
+        assert ids.type.value_type == pa.uint16()
+        assert ids.to_pylist() == enc.encode_batch(texts[start:], allowed_special="all")
+    else:
+        with pytest.raises(ValueError, match="dtype='uint16' cannot hold"):
+            enc.encode_arrow(array, dtype="uint16")
+    assert enc.encode_arrow(array, dtype="uint32", allowed_special="all").to_pylist() == enc.encode_batch(
+        texts[start:], allowed_special="all")
 
 
 @pytest.mark.parametrize("dtype", ["uint32", "int32", "int64"])

@@ -9,6 +9,8 @@ import random
 import pytest
 import textgen
 from conftest import scaled
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import hf_bpe
 from hf_bpe.datasets import tokenize
@@ -28,6 +30,15 @@ def llama_like() -> hf_bpe.BPETokenizer:
     tokenizer = hf_bpe.BPETokenizer.from_model(hf_bpe.get_encoding("cl100k_base"), bos_token=100257,
                                                eos_token="<|end|>", add_bos_token=True, add_eos_token=True)
     tokenizer.add_tokens(["added words", "ça"])
+    return tokenizer
+
+
+@pytest.fixture(scope="module")
+def stripping() -> hf_bpe.BPETokenizer:
+    """gpt2 with an added token that strips the spaces around it: matched in Python, not in the core."""
+    tokenizer = hf_bpe.BPETokenizer.from_model(hf_bpe.get_encoding("gpt2"), eos_token="<|endoftext|>",
+                                               add_eos_token=True)
+    tokenizer.add_tokens([tokenizers.AddedToken("added words", lstrip=True, rstrip=True), "ça"])
     return tokenizer
 
 
@@ -65,6 +76,31 @@ def test_encode_arrow_of_bpetokenizer_matches_its_call(llama_like: hf_bpe.BPETok
             expected = llama_like(texts, add_special_tokens=add_special_tokens,
                                   split_special_tokens=split_special_tokens)["input_ids"]
             assert ids.to_pylist() == expected, (add_special_tokens, split_special_tokens)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(st.lists(st.one_of(st.sampled_from(["added words", "ça", "<|end|>", "<|endoftext|>", " ", "\n"]),
+                                           st.text(max_size=12)), max_size=8).map("".join) | st.none(),
+                       max_size=12),
+       data=st.data())
+def test_encode_arrow_of_tokenizers_with_added_tokens_matches_their_call(
+        llama_like: hf_bpe.BPETokenizer, stripping: hf_bpe.BPETokenizer, pieces: list[str | None],
+        data: st.DataObject) -> None:
+    """Added and special tokens, BOS/EOS, null rows, sliced, chunked and empty arrays: the core's path
+    (``llama_like``) and the calling path (``stripping``: an added token that strips spaces)."""
+    tokenizer = data.draw(st.sampled_from([llama_like, stripping]))
+    start = data.draw(st.integers(0, len(pieces)))
+    array = pa.array(pieces, type=data.draw(st.sampled_from([pa.string(), pa.large_string()]))).slice(start)
+    rows = pieces[start:]
+    add_special_tokens = data.draw(st.booleans())
+    # transformers refuses an empty batch
+    expected = tokenizer([row or "" for row in rows], add_special_tokens=add_special_tokens)["input_ids"] if rows else []
+    ids = tokenizer.encode_arrow(array, nulls="null", add_special_tokens=add_special_tokens)
+    assert ids.to_pylist() == [None if row is None else row_ids for row, row_ids in zip(rows, expected)]
+    if len(rows) > 1:
+        chunked = pa.chunked_array([array.slice(0, 1), array.slice(1)])
+        assert tokenizer.encode_arrow(chunked, nulls="empty", add_special_tokens=add_special_tokens).to_pylist() \
+            == expected
 
 
 def test_added_tokens_matched_in_python_take_the_calling_path() -> None:

@@ -277,7 +277,8 @@ def encode_by_calling(tokenizer: Any, texts: Any, *, dtype: IdType = "uint32", n
     if missing and nulls == "raise":
         raise ValueError(f"row {missing[0]} of the array is null (None), not a string; pass nulls='empty' to "
                          "encode null rows as \"\", nulls='null' to keep them null, or drop them first")
-    ids = tokenizer([text if text is not None else "" for text in rows])["input_ids"]
+    # transformers refuses an empty batch; an empty column has no ids to ask for
+    ids = tokenizer([text if text is not None else "" for text in rows])["input_ids"] if rows else []
     mask = np.array([text is None for text in rows]) if missing and nulls == "null" else None
     array = pa.array(ids, type=pa.list_(pa.from_numpy_dtype(np.dtype(dtype))), mask=mask)
     return pa.chunked_array([array]) if isinstance(texts, pa.ChunkedArray) else array
