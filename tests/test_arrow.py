@@ -121,16 +121,20 @@ def test_uint16_holds_vocabularies_up_to_65536_ids_and_is_refused_beyond() -> No
 @given(texts=st.lists(st.text(st.characters(codec="utf-8"), max_size=60), max_size=20), data=st.data())
 def test_uint16_is_taken_exactly_when_the_vocabulary_fits(texts: list[str], data: st.DataObject) -> None:
     """gpt2 (50,257 ids with its special token) fits uint16, cl100k and o200k do not: uint16 output is
-    then refused, never truncated; where it is taken, the ids are encode's."""
+    then refused, never truncated, and ``dtype="auto"`` takes uint32; where uint16 is taken, the ids
+    are encode's."""
     name = data.draw(st.sampled_from(PARITY_ENCODINGS))
     enc = hf_bpe.get_encoding(name)
     start = data.draw(st.integers(0, len(texts)))
     array = pa.array(texts).slice(start)
+    automatic = enc.encode_ordinary_arrow(array, dtype="auto")
+    assert automatic.to_pylist() == enc.encode_ordinary_batch(texts[start:])
     if enc.n_vocab <= 1 << 16:
         ids = enc.encode_arrow(array, dtype="uint16", allowed_special="all")
-        assert ids.type.value_type == pa.uint16()
+        assert ids.type.value_type == pa.uint16() == automatic.type.value_type
         assert ids.to_pylist() == enc.encode_batch(texts[start:], allowed_special="all")
     else:
+        assert automatic.type.value_type == pa.uint32()
         with pytest.raises(ValueError, match="dtype='uint16' cannot hold"):
             enc.encode_arrow(array, dtype="uint16")
     assert enc.encode_arrow(array, dtype="uint32", allowed_special="all").to_pylist() == enc.encode_batch(

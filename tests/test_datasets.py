@@ -103,6 +103,27 @@ def test_encode_arrow_of_tokenizers_with_added_tokens_matches_their_call(
             == expected
 
 
+def test_automatic_id_type_counts_added_tokens_and_stays_fixed_across_batches(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from transformers import TokenizersBackend
+
+    byte_ranks = {bytes([b]): b for b in range(256)}
+    small = hf_bpe.BPETokenizer.from_model(hf_bpe.BPE(byte_ranks | {b"ab": 65_534}, "gpt2", name="small"))
+    texts = ["ab", "", "ab cd"] * 7
+    dataset = datasets.Dataset.from_dict({"text": texts})
+    fits = tokenize(dataset, small, dtype="auto", batch_size=4)
+    assert fits.features["input_ids"].feature.dtype == "uint16"
+    assert fits["input_ids"] == small(texts)["input_ids"]
+    small.add_tokens(["cd"])  # id 65,535: still fits
+    assert small.encode_arrow(pa.array(texts), dtype="auto").type.value_type == pa.uint16()
+    small.add_tokens(["ef"])  # id 65,536: every batch becomes uint32, whether it holds "ef" or not
+    wide = tokenize(datasets.Dataset.from_dict({"text": [*texts, "ef"]}), small, dtype="auto", batch_size=4)
+    assert wide.features["input_ids"].feature.dtype == "uint32"
+    assert wide["input_ids"] == small([*texts, "ef"])["input_ids"]
+    small.save_pretrained(tmp_path, model_card=False)
+    theirs = TokenizersBackend.from_pretrained(tmp_path)  # the calling path: len(tokenizer) decides
+    assert tokenize(dataset, theirs, dtype="auto").features["input_ids"].feature.dtype == "uint32"
+
+
 def test_added_tokens_matched_in_python_take_the_calling_path() -> None:
     tokenizer = hf_bpe.BPETokenizer.from_model(hf_bpe.get_encoding("gpt2"))
     tokenizer.add_tokens([tokenizers.AddedToken("stripped", lstrip=True, rstrip=True)])

@@ -11,7 +11,7 @@ from transformers import PreTrainedTokenizer
 from transformers.tokenization_utils_base import AddedToken, BatchEncoding, PaddingStrategy, TensorType
 
 from hf_bpe.byte_level import token_to_str
-from hf_bpe.model import BPE, AddedTokensEncoder, IdType, Nulls, _arrow_strings
+from hf_bpe.model import BPE, AddedTokensEncoder, IdType, Nulls, _arrow_strings, id_type_for
 from hf_bpe.transformers.added_tokens import AddedTokens
 
 Encoded = tuple[list[int], list[tuple[int, int]] | None]
@@ -74,6 +74,8 @@ class CoreEncoding(PreTrainedTokenizer):
         added tokens alone (no stripping or single-word tokens, no two-phase matching), otherwise from
         ``self`` called on the rows (:func:`encode_by_calling`)."""
         texts = _arrow_strings(texts)
+        if dtype == "auto":  # every id the tokenizer can give: the vocabulary's and the added tokens'
+            dtype = id_type_for(dtype, max([self._model.n_vocab - 1, *self._added_tokens_decoder]))  # type: ignore[assignment]
         encoder = self._core_encoder(split_special_tokens) if self._added_tokens().plain else None
         if encoder is None:
             def call(rows: list[str]) -> Any:
@@ -272,6 +274,8 @@ def encode_by_calling(tokenizer: Any, texts: Any, *, dtype: IdType = "uint32", n
     import numpy as np
     import pyarrow as pa  # type: ignore[import-untyped]
 
+    if dtype == "auto":  # a transformers tokenizer: its ids lie below len(tokenizer)
+        dtype = id_type_for(dtype, len(tokenizer) - 1) if hasattr(tokenizer, "__len__") else "uint32"  # type: ignore[assignment]
     rows = texts.to_pylist()
     missing = [index for index, text in enumerate(rows) if text is None]
     if missing and nulls == "raise":
