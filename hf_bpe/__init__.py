@@ -21,12 +21,14 @@ from hf_bpe.errors import (
 )
 from hf_bpe.model import BPE
 from hf_bpe.train import PieceCounts, count_pieces, train, train_from_counts
+from hf_bpe.train_sentencepiece import LLAMA2_OPTIONS, train_sentencepiece
 
 if TYPE_CHECKING:
     from hf_bpe.hf import BPETokenizer, save_tokenizer_folder
 
 __all__ = [
     "BPE",
+    "LLAMA2_OPTIONS",
     "BPETokenizer",
     "ConversionError",
     "DisallowedSpecialTokenError",
@@ -43,6 +45,7 @@ __all__ = [
     "save_tokenizer_folder",
     "train",
     "train_from_counts",
+    "train_sentencepiece",
 ]
 __version__ = "0.1.0"
 

@@ -1,0 +1,145 @@
+"""hf_bpe.train_sentencepiece against sentencepiece.SentencePieceTrainer itself: the same pieces in
+the same order with the same scores and types, and the same ids from SentencePieceProcessor for our
+.model file and for its own, on generated multilingual text and on the shared corpora."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import textgen
+from conftest import require_shared, scaled
+
+import hf_bpe
+from hf_bpe.train_sentencepiece import LLAMA2_OPTIONS
+
+spm = pytest.importorskip("sentencepiece", reason="the reference trainer is sentencepiece's")
+pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2", reason="reading .model files needs protobuf")
+conversion_sentencepiece = pytest.importorskip("conversion.sentencepiece")
+
+
+def _theirs(path: Path, vocab_size: int, options: dict[str, Any]) -> bytes:
+    written = io.BytesIO()
+    spm.SentencePieceTrainer.train(input=str(path), model_writer=written, vocab_size=vocab_size, minloglevel=2,
+                                   **options)
+    return written.getvalue()
+
+
+def _check_same(tmp_path: Path, corpus: Path, vocab_size: int, held_back: list[str], **options: Any) -> None:
+    options.setdefault("num_threads", 2)
+    options.setdefault("model_type", "bpe")
+    theirs_bytes = _theirs(corpus, vocab_size, options)
+    proto = pb2.ModelProto()
+    proto.ParseFromString(theirs_bytes)
+    theirs = [(piece.piece, piece.score, piece.type) for piece in proto.pieces]
+    model = hf_bpe.train_sentencepiece(files=[corpus], vocab_size=vocab_size, show_progress=False, **options)
+    assert model.sentencepiece is not None
+    ours = [(piece.text, piece.score, piece.type) for piece in model.sentencepiece.pieces]
+    first = next((index for index, pair in enumerate(zip(ours, theirs)) if pair[0] != pair[1]), None)
+    assert (len(ours), first) == (len(theirs), None), (
+        f"first difference at {first}: ours {ours[first:first + 5] if first is not None else ''} "
+        f"theirs {theirs[first:first + 5] if first is not None else ''}")
+    ours_file = conversion_sentencepiece.save(model, tmp_path / "ours.model")
+    ours_processor = spm.SentencePieceProcessor(model_file=str(ours_file))
+    theirs_processor = spm.SentencePieceProcessor(model_proto=theirs_bytes)
+    assert ours_processor.encode(held_back) == theirs_processor.encode(held_back)
+    assert model.encode_ordinary(held_back[0]) == theirs_processor.encode(held_back[0])
+
+
+def _generated(tmp_path: Path, seed: int, size: int) -> tuple[Path, list[str]]:
+    rng = random.Random(seed)
+    docs = textgen.documents(rng, size, specials=False)
+    path = tmp_path / "generated.txt"
+    path.write_text("\n".join(docs), encoding="utf-8")
+    held_back = textgen.documents(random.Random(seed + 1), 20_000, specials=False)
+    return path, held_back
+
+
+OPTION_MIXES = {
+    "llama2": dict(LLAMA2_OPTIONS),
+    "defaults": {"model_type": "bpe"},
+    "no byte fallback, coverage 0.98": {"character_coverage": 0.98, "byte_fallback": False},
+    "split digits, no dummy prefix": {"split_digits": True, "add_dummy_prefix": False},
+    "identity": {"normalization_rule_name": "identity", "remove_extra_whitespaces": False},
+    "nfkc": {"normalization_rule_name": "nfkc"},
+    "nmt_nfkc_cf": {"normalization_rule_name": "nmt_nfkc_cf"},
+    "nfkc_cf": {"normalization_rule_name": "nfkc_cf", "byte_fallback": True},
+    "symbols": {"user_defined_symbols": ["<sep>", "the"], "control_symbols": ["<ctrl>"], "pad_id": 3},
+    "whitespace pieces": {"allow_whitespace_only_pieces": True, "normalization_rule_name": "identity",
+                          "remove_extra_whitespaces": False},
+    "short sentences only": {"max_sentence_length": 200},
+    "no script or number split": {"split_by_unicode_script": False, "split_by_number": False},
+    "long pieces": {"max_sentencepiece_length": 4},
+}
+
+
+#: Mixes whose run reaches pairs tied at the cut of SentencePiece's candidate refresh
+#: (`UpdateActiveSymbols`): it takes them in its absl::flat_hash_map's iteration order, which
+#: hf_bpe does not reproduce (it takes them in the order they were made). Known, reported.
+TIED_AT_THE_CUT = {"no byte fallback, coverage 0.98", "short sentences only"}
+
+
+@pytest.mark.parametrize("mix", [pytest.param(mix, marks=pytest.mark.xfail(
+    reason="pairs tied at SentencePiece's candidate cut are ordered by absl's hash table", strict=False))
+    if mix in TIED_AT_THE_CUT else mix for mix in OPTION_MIXES])
+def test_generated_text_trains_as_sentencepiece(tmp_path: Path, mix: str) -> None:
+    corpus, held_back = _generated(tmp_path, seed=len(mix), size=scaled(200_000, 60_000))
+    # Room for every character (the generator draws from whole scripts) and 600 merges.
+    vocab_size = len(set(corpus.read_text(encoding="utf-8"))) + 300 + 600
+    _check_same(tmp_path, corpus, vocab_size, held_back, **OPTION_MIXES[mix])
+
+
+@pytest.mark.parametrize("vocab_size", [500, 3000])
+@pytest.mark.parametrize("mix", ["llama2", "defaults", "whitespace pieces"])
+def test_botchan_trains_as_sentencepiece(tmp_path: Path, mix: str, vocab_size: int) -> None:
+    corpus = require_shared("sentencepiece", "botchan.txt")
+    held_back = textgen.documents(random.Random(7), 10_000, specials=False)
+    _check_same(tmp_path, corpus, vocab_size, held_back, **OPTION_MIXES[mix])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["wiki_ja.txt", "wiki_vi.txt", "wiki_el.txt", "shakespeare_milton.txt"])
+def test_shared_corpora_train_as_sentencepiece(tmp_path: Path, name: str) -> None:
+    source = require_shared("corpora", name)
+    corpus = tmp_path / name
+    corpus.write_bytes(source.read_bytes()[: scaled(2_000_000, 200_000)].rsplit(b"\n", 1)[0])
+    held_back = source.read_text(encoding="utf-8")[-50_000:].splitlines()
+    _check_same(tmp_path, corpus, scaled(8000, 2000), held_back, **LLAMA2_OPTIONS)
+
+
+def test_unsupported_options_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="treat_whitespace_as_suffix"):
+        hf_bpe.train_sentencepiece(["a b"], 100, treat_whitespace_as_suffix=True, show_progress=False)
+    with pytest.raises(ValueError, match="no_such_option"):
+        hf_bpe.train_sentencepiece(["a b"], 100, no_such_option=1, show_progress=False)
+    with pytest.raises(ValueError, match="model_prefix"):
+        hf_bpe.train_sentencepiece(["a b"], 100, model_prefix="m", show_progress=False)
+    with pytest.raises(ValueError, match="unigram"):
+        hf_bpe.train_sentencepiece(["a b"], 100, model_type="unigram", show_progress=False)
+
+
+def test_unigram_only_options_are_accepted_without_effect() -> None:
+    plain = hf_bpe.train_sentencepiece(["low lower lowest"] * 3, 20, show_progress=False)
+    seeded = hf_bpe.train_sentencepiece(["low lower lowest"] * 3, 20, seed_sentencepiece_size=10,
+                                        shrinking_factor=0.5, show_progress=False)
+    assert plain.sentencepiece == seeded.sentencepiece
+
+
+def test_bad_input_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no sentence"):
+        hf_bpe.train_sentencepiece(["", "\n\n"], 100, show_progress=False)
+    with pytest.raises(ValueError, match="smaller than the"):
+        hf_bpe.train_sentencepiece(["abcdefghijklmnop"], 8, show_progress=False)
+    broken = tmp_path / "broken.txt"
+    broken.write_bytes(b"good line\nbad \xff byte\n")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        hf_bpe.train_sentencepiece(files=[broken], vocab_size=100, show_progress=False)
+
+
+def test_sampling_is_refused_when_the_corpus_is_larger_than_input_sentence_size() -> None:
+    with pytest.raises(ValueError, match="input_sentence_size"):
+        hf_bpe.train_sentencepiece([f"line {index}" for index in range(200)], 100, input_sentence_size=150,
+                                   show_progress=False)
