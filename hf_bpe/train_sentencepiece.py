@@ -88,6 +88,7 @@ FIXED: dict[str, tuple[Any, str]] = {
     "hard_vocab_limit": (True, "a soft vocabulary limit is not supported"),
     "use_all_vocab": (False, "SentencePiece refuses use_all_vocab for BPE"),
     "required_chars": ("", "required_chars is not supported"),
+    "auto_character_coverage": (False, "automatic character coverage is not supported; set character_coverage"),
     "self_test_sample_size": (0, "self-test samples are not written"),
     "input_format": ("", "only plain text is read (one sentence per line); the tsv format is not supported"),
     "pretokenization_delimiter": ("", "pretokenization_delimiter is not supported"),

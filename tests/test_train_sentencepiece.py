@@ -76,15 +76,7 @@ OPTION_MIXES = {
 }
 
 
-#: Mixes whose run reaches pairs tied at the cut of SentencePiece's candidate refresh
-#: (`UpdateActiveSymbols`): it takes them in its absl::flat_hash_map's iteration order, which
-#: hf_bpe does not reproduce (it takes them in the order they were made). Known, reported.
-TIED_AT_THE_CUT = {"no byte fallback, coverage 0.98", "short sentences only"}
-
-
-@pytest.mark.parametrize("mix", [pytest.param(mix, marks=pytest.mark.xfail(
-    reason="pairs tied at SentencePiece's candidate cut are ordered by absl's hash table", strict=False))
-    if mix in TIED_AT_THE_CUT else mix for mix in OPTION_MIXES])
+@pytest.mark.parametrize("mix", OPTION_MIXES)
 def test_generated_text_trains_as_sentencepiece(tmp_path: Path, mix: str) -> None:
     corpus, held_back = _generated(tmp_path, seed=len(mix), size=scaled(200_000, 60_000))
     # Room for every character (the generator draws from whole scripts) and 600 merges.
@@ -92,7 +84,7 @@ def test_generated_text_trains_as_sentencepiece(tmp_path: Path, mix: str) -> Non
     _check_same(tmp_path, corpus, vocab_size, held_back, **OPTION_MIXES[mix])
 
 
-@pytest.mark.parametrize("vocab_size", [500, 3000])
+@pytest.mark.parametrize("vocab_size", [500, 3000, 5000])
 @pytest.mark.parametrize("mix", ["llama2", "defaults", "whitespace pieces"])
 def test_botchan_trains_as_sentencepiece(tmp_path: Path, mix: str, vocab_size: int) -> None:
     corpus = require_shared("sentencepiece", "botchan.txt")
@@ -108,6 +100,30 @@ def test_shared_corpora_train_as_sentencepiece(tmp_path: Path, name: str) -> Non
     corpus.write_bytes(source.read_bytes()[: scaled(2_000_000, 200_000)].rsplit(b"\n", 1)[0])
     held_back = source.read_text(encoding="utf-8")[-50_000:].splitlines()
     _check_same(tmp_path, corpus, scaled(8000, 2000), held_back, **LLAMA2_OPTIONS)
+
+
+def test_pairs_run_out_as_in_sentencepiece(tmp_path: Path) -> None:
+    """Near the end of the pairs SentencePiece learns pairs whose occurrences are all gone (frequency
+    0), in its order; one piece more than it can learn, both refuse the vocab_size."""
+    corpus = tmp_path / "small.txt"
+    corpus.write_text("low lower lowest newer newest wider widest\nthe quick brown fox jumps over the lazy dog\n",
+                      encoding="utf-8")
+    vocab_size = 112
+    while True:
+        try:
+            theirs_bytes = _theirs(corpus, vocab_size, {"model_type": "bpe"})
+        except RuntimeError:
+            break
+        proto = pb2.ModelProto()
+        proto.ParseFromString(theirs_bytes)
+        model = hf_bpe.train_sentencepiece(files=[corpus], vocab_size=vocab_size, show_progress=False)
+        assert model.sentencepiece is not None
+        assert [(piece.text, piece.score, piece.type) for piece in model.sentencepiece.pieces] == [
+            (piece.piece, piece.score, piece.type) for piece in proto.pieces], vocab_size
+        vocab_size += 1
+    assert vocab_size > 120
+    with pytest.raises(ValueError, match="Vocabulary size too high"):
+        hf_bpe.train_sentencepiece(files=[corpus], vocab_size=vocab_size, show_progress=False)
 
 
 def test_unsupported_options_are_refused_by_name() -> None:

@@ -160,7 +160,7 @@ impl PyWordCounter {
         Ok(self.counter()?.too_long())
     }
 
-    /// Distinct words so far.
+    /// Distinct words so far (an upper bound: each worker counts its own).
     #[getter]
     fn distinct_words(&mut self) -> PyResult<usize> {
         Ok(self.counter()?.distinct_words())
@@ -179,8 +179,8 @@ impl PyWordCounter {
             .counter
             .take()
             .ok_or_else(|| PyValueError::new_err("this word counter has already trained"))?;
-        let sentences = counter.into_sentences();
-        Ok(required_chars(&sentences, character_coverage)
+        let words = counter.into_words();
+        Ok(required_chars(&words, character_coverage)
             .into_iter()
             .map(|(c, _)| c.to_string())
             .collect())
@@ -221,17 +221,15 @@ impl PyWordCounter {
                 split_digits,
             };
             let result = watched(py, progress.as_ref(), |watch| {
-                let in_order = !split_by_whitespace;
-                let sentences = counter.into_sentences();
-                let required = required_chars(&sentences, character_coverage);
+                let words = counter.into_words();
+                let required = required_chars(&words, character_coverage);
                 if required.len() + meta_pieces > vocab_size {
                     return Err(Err(required.len()));
                 }
                 let pieces_wanted = vocab_size - meta_pieces;
                 let mut reported = 0;
                 learn_pieces(
-                    sentences,
-                    in_order,
+                    words,
                     &required,
                     pieces_wanted - required.len(),
                     &rules,
