@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hf_bpe_core::normalize::SentencePieceNormalizer;
 use hf_bpe_core::train::sentencepiece::{
-    learn_pieces, required_chars, FileError, PieceRules, SentenceOptions, WordCounter,
+    learn_pieces, FileError, PieceRules, SentenceOptions, WordCounter,
 };
 use pyo3::exceptions::{
     PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError,
@@ -172,20 +172,6 @@ impl PyWordCounter {
         Ok(self.counter()?.is_full())
     }
 
-    /// The required characters (most frequent first) for ``character_coverage``. The counter is
-    /// consumed.
-    fn required_chars(&mut self, character_coverage: f32) -> PyResult<Vec<String>> {
-        let counter = self
-            .counter
-            .take()
-            .ok_or_else(|| PyValueError::new_err("this word counter has already trained"))?;
-        let words = counter.into_words();
-        Ok(required_chars(&words, character_coverage)
-            .into_iter()
-            .map(|(c, _)| c.to_string())
-            .collect())
-    }
-
     /// Learns the ``vocab_size - meta_pieces`` normal pieces (merged pieces, then the required
     /// characters) and returns them with their scores. The counter is consumed. ``progress(n)`` gets the pieces learned
     /// since the last call.
@@ -208,6 +194,7 @@ impl PyWordCounter {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Vec<(String, f32)>> {
         guarded(py, || {
+            let pool = self.pool.clone();
             let counter = self
                 .counter
                 .take()
@@ -221,15 +208,15 @@ impl PyWordCounter {
                 split_digits,
             };
             let result = watched(py, progress.as_ref(), |watch| {
-                let words = counter.into_words();
-                let required = required_chars(&words, character_coverage);
+                let table = pool.install(|| counter.into_table());
+                let required = table.required_chars(character_coverage);
                 if required.len() + meta_pieces > vocab_size {
                     return Err(Err(required.len()));
                 }
                 let pieces_wanted = vocab_size - meta_pieces;
                 let mut reported = 0;
                 learn_pieces(
-                    words,
+                    table,
                     &required,
                     pieces_wanted - required.len(),
                     &rules,

@@ -50,6 +50,9 @@ pub struct SentenceOptions {
 /// Distinct words (sentences without `split_by_whitespace`) and how often each occurs.
 pub type WordCounts = FxHashMap<Box<str>, u64>;
 
+/// Words with their counts, in a list.
+type WordList = Vec<(Box<str>, u64)>;
+
 /// Counts the words of a stream of sentences as SentencePiece's trainer sees them.
 ///
 /// Each worker thread counts into its own table, kept across blocks of text; the tables are
@@ -298,6 +301,57 @@ impl WordCounter {
         }
         words
     }
+
+    /// The distinct words laid out for the merge loop, built on the current rayon pool: each
+    /// worker's words are dealt into parts by hash, each part is added up and laid out by one
+    /// thread, and the parts are put one after the other.
+    pub fn into_table(self) -> WordTable {
+        use rayon::prelude::*;
+        use std::hash::BuildHasher;
+        let parts = rayon::current_num_threads().max(1);
+        if parts == 1 || self.shards.len() <= 1 {
+            return WordTable::new(self.into_words());
+        }
+        let hasher = rustc_hash::FxBuildHasher;
+        let dealt: Vec<Vec<WordList>> = self
+            .shards
+            .into_par_iter()
+            .map(|shard| {
+                let mut hands: Vec<WordList> = (0..parts)
+                    .map(|_| Vec::with_capacity(shard.len() / parts + 1))
+                    .collect();
+                for (word, count) in shard {
+                    let hand = (hasher.hash_one(&*word) % parts as u64) as usize;
+                    hands[hand].push((word, count));
+                }
+                hands
+            })
+            .collect();
+        let mut by_part: Vec<Vec<WordList>> = (0..parts).map(|_| Vec::new()).collect();
+        for hands in dealt {
+            for (part, hand) in hands.into_iter().enumerate() {
+                by_part[part].push(hand);
+            }
+        }
+        let tables: Vec<WordTable> = by_part
+            .into_par_iter()
+            .map(|hands| {
+                let mut words = WordCounts::default();
+                words.reserve(hands.iter().map(Vec::len).max().unwrap_or(0));
+                for hand in hands {
+                    for (word, count) in hand {
+                        if let Some(total) = words.get_mut(&word) {
+                            *total += count;
+                        } else {
+                            words.insert(word, count);
+                        }
+                    }
+                }
+                WordTable::new(words)
+            })
+            .collect();
+        WordTable::concat(tables)
+    }
 }
 
 /// `Normalizer::Normalize` without a character map nor `remove_extra_whitespaces`: the dummy
@@ -473,57 +527,134 @@ impl PieceRules {
     }
 }
 
-/// The characters that must be in the vocabulary: the most frequent ones, until their share of
-/// all characters reaches `character_coverage` (compared in `f32`, as SentencePiece does), the
-/// boundary character left out. Each with its count, most frequent first (ties: lower code point first).
-pub fn required_chars(words: &WordCounts, character_coverage: f32) -> Vec<(char, u64)> {
-    let mut counts: FxHashMap<char, u64> = FxHashMap::default();
-    let mut all = 0u64;
-    for (word, &count) in words {
-        for c in word.chars() {
-            if c == '\0' {
+/// The counted words laid out for the merge loop: their characters one word after the other,
+/// where each word starts, each word's count, and how often each character occurs (weighted).
+pub struct WordTable {
+    slots: Vec<Slot>,
+    word_starts: Vec<usize>,
+    counts: Vec<u64>,
+    /// Occurrences of the characters of the Basic Multilingual Plane by code point, and beyond.
+    basic_counts: Vec<u64>,
+    other_counts: FxHashMap<char, u64>,
+    all_chars: u64,
+}
+
+impl WordTable {
+    /// Lays out `words` (in any order: the order decides nothing).
+    pub fn new(words: impl IntoIterator<Item = (Box<str>, u64)>) -> Self {
+        let words: Vec<(Box<str>, u64)> = words.into_iter().collect();
+        let bytes: usize = words.iter().map(|(word, _)| word.len()).sum();
+        let mut table = Self {
+            slots: Vec::with_capacity(bytes),
+            word_starts: Vec::with_capacity(words.len() + 1),
+            counts: Vec::with_capacity(words.len()),
+            basic_counts: vec![0; 0x10000],
+            other_counts: FxHashMap::default(),
+            all_chars: 0,
+        };
+        for (word, count) in &words {
+            table.word_starts.push(table.slots.len());
+            table.slots.extend(word.chars().map(|c| Slot {
+                symbol: u32::from(c),
+                pair: NONE,
+            }));
+            table.counts.push(*count);
+        }
+        table.word_starts.push(table.slots.len());
+        drop(words);
+        for (word, &count) in table.counts.iter().enumerate() {
+            for slot in &table.slots[table.word_starts[word]..table.word_starts[word + 1]] {
+                match slot.symbol {
+                    code if code < 0x10000 => table.basic_counts[code as usize] += count,
+                    code => {
+                        let c = char::from_u32(code).expect("a character");
+                        *table.other_counts.entry(c).or_insert(0) += count;
+                    }
+                }
+            }
+        }
+        table.all_chars =
+            table.basic_counts[1..].iter().sum::<u64>() + table.other_counts.values().sum::<u64>();
+        table
+    }
+
+    /// The tables one after the other.
+    pub fn concat(tables: Vec<WordTable>) -> Self {
+        let mut tables = tables.into_iter();
+        let mut table = tables.next().unwrap_or_else(|| WordTable::new(Vec::new()));
+        for part in tables {
+            table.word_starts.pop();
+            let offset = table.slots.len();
+            table
+                .word_starts
+                .extend(part.word_starts.iter().map(|start| start + offset));
+            table.slots.extend_from_slice(&part.slots);
+            table.counts.extend_from_slice(&part.counts);
+            for (total, count) in table.basic_counts.iter_mut().zip(&part.basic_counts) {
+                *total += count;
+            }
+            for (c, count) in part.other_counts {
+                *table.other_counts.entry(c).or_insert(0) += count;
+            }
+            table.all_chars += part.all_chars;
+        }
+        table
+    }
+
+    /// Distinct words.
+    pub fn words(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// The characters that must be in the vocabulary: the most frequent ones, until their share
+    /// of all characters reaches `character_coverage` (compared in `f32`, as SentencePiece does),
+    /// the boundary character left out. Each with its count, most frequent first (ties: lower code
+    /// point first).
+    pub fn required_chars(&self, character_coverage: f32) -> Vec<(char, u64)> {
+        let mut sorted: Vec<(char, u64)> = self
+            .other_counts
+            .iter()
+            .map(|(&c, &count)| (c, count))
+            .collect();
+        for (code, &count) in self.basic_counts.iter().enumerate().skip(1) {
+            if count > 0 {
+                let c = char::from_u32(code as u32).expect("a counted character");
+                sorted.push((c, count));
+            }
+        }
+        sorted.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut required = Vec::new();
+        let mut accumulated = 0u64;
+        for (c, count) in sorted {
+            let coverage = (accumulated as f64 / self.all_chars as f64) as f32;
+            if coverage >= character_coverage {
+                break;
+            }
+            accumulated += count;
+            if c == BOUNDARY_CHAR {
                 continue;
             }
-            *counts.entry(c).or_insert(0) += count;
-            all += count;
+            required.push((c, count));
         }
+        required
     }
-    let mut sorted: Vec<(char, u64)> = counts.into_iter().collect();
-    sorted.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let mut required = Vec::new();
-    let mut accumulated = 0u64;
-    for (c, count) in sorted {
-        let coverage = (accumulated as f64 / all as f64) as f32;
-        if coverage >= character_coverage {
-            break;
-        }
-        accumulated += count;
-        if c == BOUNDARY_CHAR {
-            continue;
-        }
-        required.push((c, count));
-    }
-    required
 }
 
 const NONE: u32 = u32::MAX;
 
 /// A character or a pair of symbols (`bpe::Trainer::Symbol`).
 struct Symbol {
-    /// The two symbols of a pair; `NONE` for a character.
-    left: u32,
-    right: u32,
+    /// Occurrences, weighted by the counts of their words: exact at all times.
+    freq: u64,
+    /// The first 8 bytes of the text, big-endian, zero-padded: compares as the text does (texts
+    /// hold no NUL).
+    prefix: u64,
     /// The text: `texts[text_start..text_start + text_len]`.
     text_start: usize,
     text_len: u32,
     chars: u32,
     /// Characters of the left part (the last tie-break between pairs of the same text).
     left_chars: u32,
-    /// Occurrences, weighted by the counts of their words: exact at all times.
-    freq: u64,
-    /// Where the pair was formed: word index << 32 | index of its left symbol in the word, in
-    /// the order formed. Entries whose symbols changed since are skipped.
-    positions: Vec<u64>,
     is_unknown: bool,
     /// Not yet merged nor dropped as a duplicate.
     active: bool,
@@ -531,41 +662,81 @@ struct Symbol {
     pending: bool,
 }
 
-fn position(word: usize, left: usize) -> u64 {
-    ((word as u64) << 32) | left as u64
+/// How many occurrences ahead [`Trainer::merge`] asks for slots.
+const PREFETCH_AHEAD: usize = 16;
+
+/// Asks the processor to bring `value` into the cache (a hint; no effect off x86-64).
+#[inline(always)]
+fn prefetch<T>(value: &T) {
+    // SAFETY: a prefetch reads nothing (any address may be hinted); SSE is part of x86-64.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (value as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
+fn text_prefix(text: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let length = text.len().min(8);
+    bytes[..length].copy_from_slice(&text.as_bytes()[..length]);
+    u64::from_be_bytes(bytes)
+}
+
+/// A queued pair: its frequency when queued, and what ranks it (copied, so that ranking reads
+/// the symbols only when the first 8 bytes of two texts tie).
+#[derive(Clone, Copy)]
+struct Entry {
+    freq: u64,
+    prefix: u64,
+    chars: u32,
+    id: u32,
 }
 
 /// The ranking of queue entries: frequency, then fewer characters, then the smaller text
 /// (`QueueEntryComparator`), then the shorter left part.
-fn ranks_before(symbols: &[Symbol], texts: &str, a: (u64, u32), b: (u64, u32)) -> bool {
-    if a.0 != b.0 {
-        return a.0 > b.0;
+fn ranks_before(symbols: &[Symbol], texts: &str, a: &Entry, b: &Entry) -> bool {
+    if a.freq != b.freq {
+        return a.freq > b.freq;
     }
-    let (x, y) = (&symbols[a.1 as usize], &symbols[b.1 as usize]);
-    if x.chars != y.chars {
-        return x.chars < y.chars;
+    if a.chars != b.chars {
+        return a.chars < b.chars;
     }
+    if a.prefix != b.prefix {
+        return a.prefix < b.prefix;
+    }
+    let (x, y) = (&symbols[a.id as usize], &symbols[b.id as usize]);
     let text =
         |symbol: &Symbol| &texts[symbol.text_start..symbol.text_start + symbol.text_len as usize];
     match text(x).cmp(text(y)) {
-        std::cmp::Ordering::Equal => (x.left_chars, a.1) < (y.left_chars, b.1),
+        std::cmp::Ordering::Equal => (x.left_chars, a.id) < (y.left_chars, b.id),
         order => order.is_lt(),
     }
 }
 
-/// A binary max-heap of (frequency, symbol) entries under [`ranks_before`].
+/// A binary max-heap of queued pairs under [`ranks_before`].
 #[derive(Default)]
 struct Queue {
-    entries: Vec<(u64, u32)>,
+    entries: Vec<Entry>,
 }
 
 impl Queue {
-    fn push(&mut self, entry: (u64, u32), symbols: &[Symbol], texts: &str) {
-        self.entries.push(entry);
+    /// Queues the pair `id` with the frequency `freq`.
+    fn push(&mut self, freq: u64, id: u32, symbols: &[Symbol], texts: &str) {
+        let symbol = &symbols[id as usize];
+        self.entries.push(Entry {
+            freq,
+            prefix: symbol.prefix,
+            chars: symbol.chars,
+            id,
+        });
         let mut child = self.entries.len() - 1;
         while child > 0 {
             let parent = (child - 1) / 2;
-            if !ranks_before(symbols, texts, self.entries[child], self.entries[parent]) {
+            if !ranks_before(symbols, texts, &self.entries[child], &self.entries[parent]) {
                 break;
             }
             self.entries.swap(child, parent);
@@ -573,10 +744,11 @@ impl Queue {
         }
     }
 
+    /// The best entry: (frequency when queued, pair).
     fn pop(&mut self, symbols: &[Symbol], texts: &str) -> Option<(u64, u32)> {
         let last = self.entries.pop()?;
         if self.entries.is_empty() {
-            return Some(last);
+            return Some((last.freq, last.id));
         }
         let top = std::mem::replace(&mut self.entries[0], last);
         let mut parent = 0;
@@ -587,44 +759,52 @@ impl Queue {
             }
             let right = left + 1;
             let child = if right < self.entries.len()
-                && ranks_before(symbols, texts, self.entries[right], self.entries[left])
+                && ranks_before(symbols, texts, &self.entries[right], &self.entries[left])
             {
                 right
             } else {
                 left
             };
-            if !ranks_before(symbols, texts, self.entries[child], self.entries[parent]) {
+            if !ranks_before(symbols, texts, &self.entries[child], &self.entries[parent]) {
                 break;
             }
             self.entries.swap(child, parent);
             parent = child;
         }
-        Some(top)
+        Some((top.freq, top.id))
     }
+}
+
+/// One character position of a word.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// The symbol that starts here (`NONE` once merged into the one before it).
+    symbol: u32,
+    /// The pair it forms with the next symbol of the word (`NONE`: none, or no valid piece).
+    /// SentencePiece looks pairs up by their two parts in `symbols_cache_`; a pair formed in a
+    /// word stays the one found there until a merge changes one of its parts, so the lookup is
+    /// read from here.
+    pair: u32,
 }
 
 struct Trainer<'r> {
     rules: &'r PieceRules,
     symbols: Vec<Symbol>,
+    /// Where each pair was formed, in the order formed (`Position`s), packed by [`Trainer::position`].
+    /// Entries whose symbols changed since are skipped.
+    positions: Vec<Vec<u64>>,
     /// Every symbol's text, one after the other.
     texts: String,
-    /// `symbols_cache_`: the live pair symbols by their two parts.
-    pairs: FxHashMap<u64, u32>,
-    /// Pairs that make no valid piece.
-    invalid_pairs: FxHashSet<u64>,
     /// SentencePiece's script class of each character met, for [`PieceRules::is_valid_with`].
     scripts: FxHashMap<char, Script>,
     queue: Queue,
     pending: Vec<u32>,
-    /// The words' symbols, one word after the other (`NONE` where a symbol was merged into the
-    /// one before it), where each word starts, and each word's count.
-    symbols_at: Vec<u32>,
+    /// The words, one after the other, where each word starts, and each word's count.
+    slots: Vec<Slot>,
     word_starts: Vec<usize>,
     counts: Vec<u64>,
-}
-
-fn pair_key(left: u32, right: u32) -> u64 {
-    (u64::from(left) << 32) | u64::from(right)
+    /// Bits of a packed position that hold the word.
+    word_bits: u32,
 }
 
 impl Trainer<'_> {
@@ -633,131 +813,124 @@ impl Trainer<'_> {
         &self.texts[symbol.text_start..symbol.text_start + symbol.text_len as usize]
     }
 
-    fn char_symbol(&mut self, c: char, is_unknown: bool) -> u32 {
+    /// A position packed: the slot, then the word (to find its count and its end).
+    fn position(&self, slot: usize, word: usize) -> u64 {
+        ((slot as u64) << self.word_bits) | word as u64
+    }
+
+    fn unpack(&self, position: u64) -> (usize, usize) {
+        (
+            (position >> self.word_bits) as usize,
+            (position & ((1u64 << self.word_bits) - 1)) as usize,
+        )
+    }
+
+    fn push_symbol(&mut self, symbol: Symbol) -> u32 {
         let id = self.symbols.len() as u32;
+        self.symbols.push(symbol);
+        self.positions.push(Vec::new());
+        id
+    }
+
+    fn char_symbol(&mut self, c: char, is_unknown: bool) -> u32 {
         let text_start = self.texts.len();
         self.texts.push(c);
-        self.symbols.push(Symbol {
-            left: NONE,
-            right: NONE,
+        self.push_symbol(Symbol {
+            freq: 0,
+            prefix: text_prefix(&self.texts[text_start..]),
             text_start,
             text_len: c.len_utf8() as u32,
             chars: 1,
             left_chars: 0,
-            freq: 0,
-            positions: Vec::new(),
             is_unknown,
             active: false,
             pending: false,
-        });
-        id
+        })
     }
 
-    /// `GetPairSymbol`: the live symbol of `left` then `right`, made when new and valid.
-    fn pair_symbol(&mut self, left: u32, right: u32) -> Option<u32> {
-        let key = pair_key(left, right);
-        if let Some(&id) = self.pairs.get(&key) {
-            return Some(id);
-        }
+    /// The body of `GetPairSymbol` for a pair not seen before: the symbol of `left` then `right`,
+    /// or `NONE` when it makes no valid piece.
+    fn new_pair(&mut self, left: u32, right: u32) -> u32 {
         let (left_symbol, right_symbol) =
             (&self.symbols[left as usize], &self.symbols[right as usize]);
-        if left_symbol.is_unknown || right_symbol.is_unknown || self.invalid_pairs.contains(&key) {
-            return None;
+        if left_symbol.is_unknown || right_symbol.is_unknown {
+            return NONE;
         }
         let chars = left_symbol.chars + right_symbol.chars;
         let left_chars = left_symbol.chars;
-        let valid = chars as usize <= self.rules.max_sentencepiece_length && {
-            let text = [self.text(left), self.text(right)].concat();
-            let scripts = &mut self.scripts;
-            self.rules.is_valid_with(text.chars(), chars as usize, |c| {
-                *scripts.entry(c).or_insert_with(|| script_of(c))
-            })
-        };
+        let (left_start, left_len) = (left_symbol.text_start, left_symbol.text_len as usize);
+        let (right_start, right_len) = (right_symbol.text_start, right_symbol.text_len as usize);
+        if chars as usize > self.rules.max_sentencepiece_length {
+            return NONE;
+        }
+        let texts = &self.texts;
+        let piece = texts[left_start..left_start + left_len]
+            .chars()
+            .chain(texts[right_start..right_start + right_len].chars());
+        let scripts = &mut self.scripts;
+        let valid = self.rules.is_valid_with(piece, chars as usize, |c| {
+            *scripts.entry(c).or_insert_with(|| script_of(c))
+        });
         if !valid {
-            self.invalid_pairs.insert(key);
-            return None;
+            return NONE;
         }
         let text_start = self.texts.len();
-        let (left_start, left_len) = {
-            let symbol = &self.symbols[left as usize];
-            (symbol.text_start, symbol.text_len as usize)
-        };
-        let (right_start, right_len) = {
-            let symbol = &self.symbols[right as usize];
-            (symbol.text_start, symbol.text_len as usize)
-        };
         self.texts
             .extend_from_within(left_start..left_start + left_len);
         self.texts
             .extend_from_within(right_start..right_start + right_len);
-        let id = self.symbols.len() as u32;
-        self.symbols.push(Symbol {
-            left,
-            right,
+        self.push_symbol(Symbol {
+            freq: 0,
+            prefix: text_prefix(&self.texts[text_start..]),
             text_start,
             text_len: (left_len + right_len) as u32,
             chars,
             left_chars,
-            freq: 0,
-            positions: Vec::new(),
             is_unknown: false,
             active: true,
             pending: false,
-        });
-        self.pairs.insert(key, id);
-        Some(id)
+        })
     }
 
     /// `symbols_cache_.erase(fp)`: the pair is neither found nor ranked again.
     fn drop_pair(&mut self, id: u32) {
-        let symbol = &mut self.symbols[id as usize];
-        symbol.active = false;
-        symbol.positions = Vec::new();
-        let key = pair_key(symbol.left, symbol.right);
-        if self.pairs.get(&key) == Some(&id) {
-            self.pairs.remove(&key);
-        }
+        self.symbols[id as usize].active = false;
+        self.positions[id as usize] = Vec::new();
     }
 
-    fn next_index(&self, word: usize, index: usize) -> Option<usize> {
+    fn next_slot(&self, word: usize, slot: usize) -> Option<usize> {
         let end = self.word_starts[word + 1];
-        (index + 1..end).find(|&i| self.symbols_at[i] != NONE)
+        (slot + 1..end).find(|&i| self.slots[i].symbol != NONE)
     }
 
-    fn previous_index(&self, word: usize, index: usize) -> Option<usize> {
+    fn previous_slot(&self, word: usize, slot: usize) -> Option<usize> {
         let start = self.word_starts[word];
-        (start..index).rev().find(|&i| self.symbols_at[i] != NONE)
+        (start..slot).rev().find(|&i| self.slots[i].symbol != NONE)
     }
 
-    /// `AddNewPair`: the pair at `left`, `right` (indices into `symbols_at`) is formed.
-    fn add_pair(&mut self, word: usize, left: Option<usize>, right: Option<usize>) {
-        let (Some(left), Some(right)) = (left, right) else {
+    /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in `word`.
+    fn form_pair(&mut self, word: usize, slot: usize, id: u32) {
+        self.slots[slot].pair = id;
+        if id == NONE {
             return;
-        };
-        let (a, b) = (self.symbols_at[left], self.symbols_at[right]);
-        if let Some(id) = self.pair_symbol(a, b) {
-            let count = self.counts[word];
-            let symbol = &mut self.symbols[id as usize];
-            symbol
-                .positions
-                .push(position(word, left - self.word_starts[word]));
-            symbol.freq += count;
-            if !symbol.pending {
-                symbol.pending = true;
-                self.pending.push(id);
-            }
+        }
+        let position = self.position(slot, word);
+        self.positions[id as usize].push(position);
+        let symbol = &mut self.symbols[id as usize];
+        symbol.freq += self.counts[word];
+        if !symbol.pending {
+            symbol.pending = true;
+            self.pending.push(id);
         }
     }
 
-    /// `ResetFreq`: the pair at `left`, `right` is broken.
-    fn break_pair(&mut self, word: usize, left: Option<usize>, right: Option<usize>, best: u32) {
-        let (Some(left), Some(right)) = (left, right) else {
-            return;
-        };
-        let key = pair_key(self.symbols_at[left], self.symbols_at[right]);
-        if let Some(&id) = self.pairs.get(&key) {
-            if id != best {
-                let symbol = &mut self.symbols[id as usize];
+    /// `ResetFreq`: the pair formed at `slot` in `word` is broken. A pair already merged or
+    /// dropped is no longer SentencePiece's to count.
+    fn break_pair(&mut self, word: usize, slot: usize, best: u32) {
+        let id = self.slots[slot].pair;
+        if id != NONE && id != best {
+            let symbol = &mut self.symbols[id as usize];
+            if symbol.active {
                 symbol.freq -= self.counts[word];
             }
         }
@@ -769,8 +942,8 @@ impl Trainer<'_> {
             let symbol = &mut self.symbols[id as usize];
             symbol.pending = false;
             if symbol.active {
-                let entry = (symbol.freq, id);
-                self.queue.push(entry, &self.symbols, &self.texts);
+                let freq = symbol.freq;
+                self.queue.push(freq, id, &self.symbols, &self.texts);
             }
         }
     }
@@ -784,8 +957,8 @@ impl Trainer<'_> {
                 continue;
             }
             if freq > symbol.freq {
-                let entry = (symbol.freq, id);
-                self.queue.push(entry, &self.symbols, &self.texts);
+                let freq = symbol.freq;
+                self.queue.push(freq, id, &self.symbols, &self.texts);
                 continue;
             }
             return Some(id);
@@ -793,33 +966,76 @@ impl Trainer<'_> {
         None
     }
 
-    /// `AcceptSymbol`: replaces every occurrence of the pair `best` by it.
+    /// `AcceptSymbol`: replaces every occurrence of the pair `best` by it. The pairs it forms all
+    /// hold `best`, new in the words, so they are new pairs: they are looked up in tables of this
+    /// merge only.
     fn merge(&mut self, best: u32) {
-        let positions = std::mem::take(&mut self.symbols[best as usize].positions);
-        let (best_left, best_right) = {
-            let symbol = &self.symbols[best as usize];
-            (symbol.left, symbol.right)
-        };
-        for &packed in &positions {
-            let word = (packed >> 32) as usize;
-            let left = self.word_starts[word] + (packed & 0xFFFF_FFFF) as usize;
-            if self.symbols_at[left] != best_left {
+        let positions = std::mem::take(&mut self.positions[best as usize]);
+        let mut before_best: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut after_best: FxHashMap<u32, u32> = FxHashMap::default();
+        for (index, &packed) in positions.iter().enumerate() {
+            // The occurrences lie all over the words: ask for a later one's slot, word end and
+            // count ahead of time.
+            if let Some(&ahead) = positions.get(index + PREFETCH_AHEAD) {
+                let (slot, word) = self.unpack(ahead);
+                prefetch(&self.slots[slot]);
+                prefetch(&self.word_starts[word + 1]);
+                prefetch(&self.counts[word]);
+            }
+            let (left, word) = self.unpack(packed);
+            // Still `best`'s parts, next to each other (SentencePiece compares both parts).
+            if self.slots[left].pair != best {
                 continue;
             }
-            let Some(right) = self.next_index(word, left) else {
-                continue;
+            let right = self
+                .next_slot(word, left)
+                .expect("a formed pair has a right part");
+            let next = self.next_slot(word, right);
+            let previous = self.previous_slot(word, left);
+            if let Some(previous) = previous {
+                self.break_pair(word, previous, best);
+            }
+            if next.is_some() {
+                self.break_pair(word, right, best);
+            }
+            self.slots[left].symbol = best;
+            self.slots[right] = Slot {
+                symbol: NONE,
+                pair: NONE,
             };
-            if self.symbols_at[right] != best_right {
-                continue;
+            if let Some(previous) = previous {
+                let before = self.slots[previous].symbol;
+                let id = match before_best.get(&before) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.new_pair(before, best);
+                        before_best.insert(before, id);
+                        id
+                    }
+                };
+                self.form_pair(word, previous, id);
             }
-            let next = self.next_index(word, right);
-            let previous = self.previous_index(word, left);
-            self.break_pair(word, previous, Some(left), best);
-            self.break_pair(word, Some(right), next, best);
-            self.symbols_at[left] = best;
-            self.symbols_at[right] = NONE;
-            self.add_pair(word, previous, Some(left));
-            self.add_pair(word, Some(left), next);
+            let id = match next {
+                None => NONE,
+                Some(next) => {
+                    let after = self.slots[next].symbol;
+                    // (best, best) is one pair, whichever side finds it first.
+                    let table = if after == best {
+                        &mut before_best
+                    } else {
+                        &mut after_best
+                    };
+                    match table.get(&after) {
+                        Some(&id) => id,
+                        None => {
+                            let id = self.new_pair(best, after);
+                            table.insert(after, id);
+                            id
+                        }
+                    }
+                }
+            };
+            self.form_pair(word, left, id);
         }
     }
 }
@@ -831,7 +1047,7 @@ pub type ScoredPiece = (String, f32);
 /// appends the required characters. `on_piece(count)` reports progress and returns false to stop.
 /// Fails when the words run out of pairs first (SentencePiece: "Vocabulary size too high").
 pub fn learn_pieces(
-    words: WordCounts,
+    table: WordTable,
     required: &[(char, u64)],
     merges_wanted: usize,
     rules: &PieceRules,
@@ -843,48 +1059,89 @@ pub fn learn_pieces(
              unknown characters; remove it from the corpus"
         ));
     }
-    if words.len() >= NONE as usize {
-        return Err(format!(
-            "{} distinct words are more than this trainer holds",
-            words.len()
-        ));
-    }
     let mut trainer = Trainer {
         rules,
         symbols: Vec::new(),
+        positions: Vec::new(),
         texts: String::new(),
-        pairs: FxHashMap::default(),
-        invalid_pairs: FxHashSet::default(),
         scripts: FxHashMap::default(),
         queue: Queue::default(),
         pending: Vec::new(),
-        symbols_at: Vec::new(),
-        word_starts: Vec::with_capacity(words.len() + 1),
-        counts: Vec::with_capacity(words.len()),
+        slots: Vec::new(),
+        word_starts: Vec::new(),
+        counts: Vec::new(),
+        word_bits: 0,
     };
-    // Characters outside the required set become U+2585, which pairs with nothing. The words'
-    // order only numbers the symbols, and the numbers decide nothing; sorting (most frequent first,
-    // as SentencePiece does, then by text) keeps the work the same from run to run.
-    let mut chars: FxHashMap<char, u32> = FxHashMap::default();
+    // Characters outside the required set become U+2585, which pairs with nothing. The words are
+    // taken in no particular order (SentencePiece sorts them): the order numbers the symbols and
+    // the occurrences, and neither decides anything.
+    let unknown = trainer.char_symbol(UNKNOWN_CHAR, true);
+    // The character symbols by code point: a table for the Basic Multilingual Plane, a map beyond.
+    let mut basic = vec![unknown; 0x10000];
+    let mut beyond: FxHashMap<u32, u32> = FxHashMap::default();
     for &(c, _) in required {
         let id = trainer.char_symbol(c, false);
-        chars.insert(c, id);
+        match u32::from(c) {
+            code if code < 0x10000 => basic[code as usize] = id,
+            code => {
+                beyond.insert(code, id);
+            }
+        }
     }
-    let unknown = trainer.char_symbol(UNKNOWN_CHAR, true);
-    let mut words: Vec<(Box<str>, u64)> = words.into_iter().collect();
-    words.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    for (word, count) in words {
-        trainer.word_starts.push(trainer.symbols_at.len());
-        trainer.symbols_at.extend(
-            word.chars()
-                .map(|c| chars.get(&c).copied().unwrap_or(unknown)),
-        );
-        trainer.counts.push(count);
+    let WordTable {
+        mut slots,
+        word_starts,
+        counts,
+        ..
+    } = table;
+    for slot in &mut slots {
+        slot.symbol = match slot.symbol {
+            code if code < 0x10000 => basic[code as usize],
+            code => beyond.get(&code).copied().unwrap_or(unknown),
+        };
     }
-    trainer.word_starts.push(trainer.symbols_at.len());
+    (trainer.slots, trainer.word_starts, trainer.counts) = (slots, word_starts, counts);
+    let bits = |count: usize| usize::BITS - count.leading_zeros();
+    trainer.word_bits = bits(trainer.counts.len());
+    if trainer.word_bits + bits(trainer.slots.len()) > 64 {
+        return Err(format!(
+            "{} distinct words of {} characters in all are more than this trainer holds",
+            trainer.counts.len(),
+            trainer.slots.len()
+        ));
+    }
+    // The pairs of neighbouring characters: found (or made) once per occurrence, then each pair's
+    // occurrences stored in a list of the right size.
+    let mut pairs: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut occurrences: Vec<u32> = Vec::new();
     for word in 0..trainer.counts.len() {
         for right in trainer.word_starts[word] + 1..trainer.word_starts[word + 1] {
-            trainer.add_pair(word, Some(right - 1), Some(right));
+            let (a, b) = (trainer.slots[right - 1].symbol, trainer.slots[right].symbol);
+            let key = (u64::from(a) << 32) | u64::from(b);
+            let id = match pairs.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = trainer.new_pair(a, b);
+                    pairs.insert(key, id);
+                    id
+                }
+            };
+            trainer.slots[right - 1].pair = id;
+            if id != NONE {
+                occurrences.resize(occurrences.len().max(id as usize + 1), 0);
+                occurrences[id as usize] += 1;
+            }
+        }
+    }
+    drop(pairs);
+    for (id, &count) in occurrences.iter().enumerate() {
+        trainer.positions[id].reserve_exact(count as usize);
+    }
+    drop(occurrences);
+    for word in 0..trainer.counts.len() {
+        for left in trainer.word_starts[word]..trainer.word_starts[word + 1] {
+            let id = trainer.slots[left].pair;
+            trainer.form_pair(word, left, id);
         }
     }
     trainer.queue_pending();
@@ -1019,16 +1276,17 @@ mod tests {
     #[test]
     fn coverage_stops_at_the_share_asked() {
         let words = counts(&[("aab", 10), ("c", 1)]);
-        let required = required_chars(&words, 0.9);
+        let required = WordTable::new(words.clone()).required_chars(0.9);
         assert_eq!(required, [('a', 20), ('b', 10)]);
-        assert_eq!(required_chars(&words, 1.0).len(), 3);
+        assert_eq!(WordTable::new(words).required_chars(1.0).len(), 3);
     }
 
     #[test]
     fn the_most_frequent_pair_is_merged_first() {
         let words = counts(&[("▁ab", 3), ("▁abc", 2), ("▁b", 1)]);
-        let required = required_chars(&words, 1.0);
-        let pieces = learn_pieces(words, &required, 3, &rules(), |_| true).unwrap();
+        let table = WordTable::new(words);
+        let required = table.required_chars(1.0);
+        let pieces = learn_pieces(table, &required, 3, &rules(), |_| true).unwrap();
         let texts: Vec<&str> = pieces.iter().map(|(text, _)| text.as_str()).collect();
         assert_eq!(&texts[..3], ["ab", "▁ab", "▁abc"]);
         assert_eq!(pieces[3].1, -3.0);
@@ -1039,10 +1297,80 @@ mod tests {
         // "bc" (4) wins; "ab" loses the 3 occurrences "bc" took, "a·bc" (3) is formed; "▁a" (3,
         // fewer characters) wins before it.
         let words = counts(&[("▁abc", 3), ("bc", 1)]);
-        let required = required_chars(&words, 1.0);
-        let pieces = learn_pieces(words, &required, 3, &rules(), |_| true).unwrap();
+        let table = WordTable::new(words);
+        let required = table.required_chars(1.0);
+        let pieces = learn_pieces(table, &required, 3, &rules(), |_| true).unwrap();
         let texts: Vec<&str> = pieces.iter().map(|(text, _)| text.as_str()).collect();
         assert_eq!(texts[..3], ["bc", "▁a", "▁abc"]);
+    }
+
+    #[test]
+    fn the_order_of_the_words_decides_nothing() {
+        let listed = [
+            ("▁aab", 3),
+            ("▁abab", 2),
+            ("ba", 2),
+            ("▁bb", 1),
+            ("aaa", 2),
+            ("▁a", 4),
+        ];
+        let words: WordCounts = listed
+            .iter()
+            .map(|&(word, count)| (word.into(), count))
+            .collect();
+        let required = WordTable::new(words).required_chars(1.0);
+        let learn = |words: Vec<(Box<str>, u64)>| {
+            learn_pieces(WordTable::new(words), &required, 8, &rules(), |_| true).unwrap()
+        };
+        let forward: Vec<(Box<str>, u64)> = listed
+            .iter()
+            .map(|&(word, count)| (word.into(), count))
+            .collect();
+        let mut backward = forward.clone();
+        backward.reverse();
+        let mut sorted = forward.clone();
+        sorted.sort();
+        assert_eq!(learn(forward.clone()), learn(backward));
+        assert_eq!(learn(forward), learn(sorted));
+    }
+
+    #[test]
+    fn words_counted_on_several_threads_learn_what_one_thread_learns() {
+        let mut text = String::new();
+        for index in 0..3000 {
+            text.push_str(&format!(
+                "the {} cat sat on mat {} and other words\n",
+                index % 37,
+                index % 11
+            ));
+        }
+        let learn = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let options = SentenceOptions {
+                    max_sentence_length: 4192,
+                    split_by_whitespace: true,
+                    allow_whitespace_only_pieces: false,
+                    first_sentences: 0,
+                };
+                let normalizer = SentencePieceNormalizer::new(b"", true, false, true, &[]).unwrap();
+                let mut counter = WordCounter::new(options, normalizer, &["<unk>"]).unwrap();
+                for block in text
+                    .split_inclusive("words\n")
+                    .collect::<Vec<_>>()
+                    .chunks(700)
+                {
+                    counter.add_text(&block.concat());
+                }
+                let table = counter.into_table();
+                let required = table.required_chars(1.0);
+                learn_pieces(table, &required, 40, &rules(), |_| true).unwrap()
+            })
+        };
+        assert_eq!(learn(1), learn(3));
     }
 
     /// The merge loop recomputed from scratch at every step: every pair of neighbouring symbols
@@ -1144,7 +1472,8 @@ mod tests {
             // take pairs whose occurrences are gone, as SentencePiece does).
             let expected = learn_naively(&listed, 12, &rules);
             let merges = expected.len();
-            let required = required_chars(&table, 1.0);
+            let table = WordTable::new(table);
+            let required = table.required_chars(1.0);
             let pieces = learn_pieces(table, &required, merges, &rules, |_| true).unwrap();
             let texts: Vec<String> = pieces[..merges]
                 .iter()
