@@ -138,15 +138,16 @@ def agreement_cell(result: dict[str, Any]) -> str:
 
 
 def generated_case(folder: Path, mix: str, seed: int) -> tuple[list[Path], list[str], int]:
-    """The generated corpus of tests/test_train_sentencepiece.py for an option mix, its held-back
-    documents and its vocab_size."""
+    """The generated corpus of tests/test_train_sentencepiece.py for an option mix, held-back lines
+    (200 KB more of generated text) and its vocab_size."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     import textgen
 
     docs = textgen.documents(random.Random(seed), 200_000, specials=False)
     path = folder / f"generated-{seed}.txt"
     path.write_text("\n".join(docs), encoding="utf-8")
-    held_back = textgen.documents(random.Random(seed + 1), 20_000, specials=False)
+    held_back = [line for doc in textgen.documents(random.Random(seed + 1), 200_000, specials=False)
+                 for line in doc.splitlines() if line.strip()]
     vocab_size = len(set(path.read_text(encoding="utf-8"))) + 300 + 600
     return [path], held_back, vocab_size
 
@@ -155,8 +156,8 @@ def run_agreement(threads: int, timeout: float) -> None:
     llama2 = llama2_options()
     defaults = {"model_type": "bpe"}
     mixes = {
-        "no byte fallback, coverage 0.98": {"character_coverage": 0.98, "byte_fallback": False},
-        "short sentences only": {"max_sentence_length": 200},
+        "no byte fallback, coverage 0.98": {"model_type": "bpe", "character_coverage": 0.98, "byte_fallback": False},
+        "short sentences only": {"model_type": "bpe", "max_sentence_length": 200},
     }
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
