@@ -1,7 +1,9 @@
 """SentencePiece BPE training: ``hf_bpe.train_sentencepiece`` against ``SentencePieceTrainer.train``.
 
 Three modes, each trainer always in a fresh child process that reports its wall time for the
-training call and its own peak resident memory (``ru_maxrss``: interpreter, imports and training):
+training call and its own peak resident memory (``VmHWM`` of ``/proc/self/status``: interpreter,
+imports and training; not ``ru_maxrss``, which on Linux keeps the parent's peak from before
+``exec``):
 
 - default: speed and memory on 25 MB of ``../shared/data/corpora`` (the first 93% of each of the
   five corpora, cut at a line end; the last 7% is held back), vocab 8,000 and 32,000, the Llama 2
@@ -64,6 +66,18 @@ def llama2_options() -> dict[str, Any]:
 # ----------------------------------------------------------------------- one trainer, in a child
 
 
+def peak_mib() -> float:
+    """This process's peak resident memory in MiB (``VmHWM``; ``ru_maxrss`` where there is no /proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def child(trainer: str, files: list[Path], vocab_size: int, options: dict[str, Any], out: Path) -> None:
     """Trains, reports seconds and peak memory as JSON, then writes the ``.model`` (untimed)."""
     started = time.perf_counter()
@@ -72,7 +86,7 @@ def child(trainer: str, files: list[Path], vocab_size: int, options: dict[str, A
 
         model = hf_bpe.train_sentencepiece(files=files, vocab_size=vocab_size, show_progress=False, **options)
         seconds = time.perf_counter() - started
-        peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        peak = peak_mib()
         from conversion import sentencepiece as conversion_sentencepiece
 
         conversion_sentencepiece.save(model, out)
@@ -83,9 +97,9 @@ def child(trainer: str, files: list[Path], vocab_size: int, options: dict[str, A
         sentencepiece.SentencePieceTrainer.train(input=",".join(map(str, files)), model_writer=written,
                                                  vocab_size=vocab_size, minloglevel=2, **options)
         seconds = time.perf_counter() - started
-        peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        peak = peak_mib()
         out.write_bytes(written.getvalue())
-    print(json.dumps({"seconds": seconds, "peak_mib": peak_kib / 1024}))
+    print(json.dumps({"seconds": seconds, "peak_mib": peak}))
 
 
 def measure(trainer: str, files: list[Path], vocab_size: int, options: dict[str, Any], out: Path,
@@ -262,8 +276,12 @@ def run_stream(gigabytes: float, vocab_size: int, slices_mb: list[float], thread
         for slice_mb in slices_mb:
             part = folder / f"slice-{slice_mb:g}.txt"
             with stream.open("rb") as source, part.open("wb") as out:
-                data = source.read(int(slice_mb * 1e6))
-                out.write(data[: data.rfind(b"\n") + 1])
+                left = int(slice_mb * 1e6)
+                for line in source:
+                    out.write(line)
+                    left -= len(line)
+                    if left <= 0:
+                        break
             for trainer in ("hf_bpe", "sentencepiece"):
                 result = measure(trainer, [part], vocab_size, options, folder / f"{trainer}.model", timeout)
                 cells = f"{result['seconds']:.1f} | {result['peak_mib']:.0f}" if result else "failed | "

@@ -8,6 +8,9 @@ embedded default corpus: Python's own documentation (``pydoc_data.topics``, ship
     hf-bpe train data/*.txt --vocab-size 32768 --special-token '<|endoftext|>' --out my-tokenizer
     hf-bpe train --dataset wikitext --dataset-config wikitext-2-raw-v1 --split train \\
         --vocab-size 8192 --out my-tokenizer
+    hf-bpe train --sentencepiece --llama2 data/*.txt --vocab-size 32000 --out my-llama-tokenizer
+
+``--sentencepiece`` (:mod:`hf_bpe.cli_sentencepiece`) learns a SentencePiece BPE model instead.
 
 ``--out DIR`` receives a transformers tokenizer folder (``AutoTokenizer.from_pretrained(DIR)``): our
 model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``tokenizer.json``,
@@ -106,6 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
     train.set_defaults(run=_train, parser=train)
+    from hf_bpe import cli_sentencepiece
+
+    cli_sentencepiece.add_arguments(train)
 
     from hf_bpe import cli_convert
 
@@ -131,6 +137,12 @@ def _train(arguments: argparse.Namespace) -> int:
     else:
         corpus = _default_corpus()
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
+    if arguments.sentencepiece:
+        from hf_bpe import cli_sentencepiece
+
+        return cli_sentencepiece.run(arguments, corpus, files, described)
+    if arguments.llama2 or arguments.sp_options:
+        raise UsageError("--llama2 and --sp-option go with --sentencepiece")
 
     started = time.perf_counter()
     model = hf_bpe.train(

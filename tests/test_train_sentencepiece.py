@@ -159,3 +159,59 @@ def test_sampling_is_refused_when_the_corpus_is_larger_than_input_sentence_size(
     with pytest.raises(ValueError, match="input_sentence_size"):
         hf_bpe.train_sentencepiece([f"line {index}" for index in range(200)], 100, input_sentence_size=150,
                                    show_progress=False)
+
+
+def test_the_command_line_trains_a_sentencepiece_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``hf-bpe train --sentencepiece --llama2`` writes the .model sentencepiece writes, and a
+    tokenizer.json that AutoTokenizer encodes with as SentencePieceProcessor does."""
+    from hf_bpe.cli import main
+    from hf_bpe.train_sentencepiece import LLAMA2_OPTIONS
+
+    corpus = require_shared("sentencepiece", "botchan.txt")
+    out = tmp_path / "llama"
+    assert main(["train", "--sentencepiece", "--llama2", str(corpus), "--vocab-size", "1200", "--num-threads", "2",
+                 "--out", str(out), "--quiet"]) == 0
+    assert "1200 pieces" in capsys.readouterr().out
+    proto = pb2.ModelProto()
+    proto.ParseFromString(_theirs(corpus, 1200, {**LLAMA2_OPTIONS, "num_threads": 2}))
+    ours = pb2.ModelProto()
+    ours.ParseFromString((out / "tokenizer.model").read_bytes())
+    assert [(piece.piece, piece.score, piece.type) for piece in ours.pieces] == [
+        (piece.piece, piece.score, piece.type) for piece in proto.pieces]
+    assert hf_bpe.BPE.load(out / "hf_bpe.json").sentencepiece == hf_bpe.train_sentencepiece(
+        files=[corpus], vocab_size=1200, show_progress=False, num_threads=2, **LLAMA2_OPTIONS).sentencepiece
+    held_back = textgen.documents(random.Random(3), 5_000, specials=False)
+    processor = spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+    transformers = pytest.importorskip("transformers", reason="AutoTokenizer is transformers'")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    assert [tokenizer.encode(text, add_special_tokens=False) for text in held_back] == processor.encode(held_back)
+
+
+def test_the_command_line_takes_sentencepiece_options_by_name(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from hf_bpe.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("low lower lowest newer newest wider widest\n" * 20, encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["train", "--sentencepiece", str(corpus), "--vocab-size", "300", "--out", str(out), "--quiet",
+                 "--sp-option", "byte_fallback=true", "--sp-option", "normalization_rule_name=identity",
+                 "--sp-option", "user_defined_symbols=<sep>,<cls>"]) == 0
+    model = hf_bpe.BPE.load(out / "hf_bpe.json")
+    assert model.sentencepiece is not None
+    texts = [piece.text for piece in model.sentencepiece.pieces]
+    assert texts[3:5] == ["<sep>", "<cls>"] and "<0xFF>" in texts
+    for arguments, problem in [
+        (["--sp-option", "byte_fallback=maybe"], "byte_fallback takes bool"),
+        (["--sp-option", "character_coverage"], "NAME=VALUE"),
+        (["--special-token", "<s>"], "user_defined_symbols"),
+    ]:
+        with pytest.raises(SystemExit) as exit_status:
+            main(["train", "--sentencepiece", str(corpus), "--vocab-size", "300", "--out", str(out), *arguments])
+        assert exit_status.value.code == 2 and problem in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train", str(corpus), "--vocab-size", "300", "--out", str(out), "--llama2"])
+    assert "--sentencepiece" in capsys.readouterr().err
+    assert main(["train", "--sentencepiece", str(corpus), "--vocab-size", "300", "--out", str(out), "--quiet",
+                 "--sp-option", "treat_whitespace_as_suffix=true"]) == 1
+    assert "treat_whitespace_as_suffix" in capsys.readouterr().err
