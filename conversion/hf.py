@@ -7,10 +7,13 @@
 - **Pattern.** tiktoken's split regexes are written for fancy-regex; `tokenizers` runs Oniguruma
   (Ruby syntax), which reads them differently: ``\\p{N}{1,3}+`` is not possessive there, and ``$``
   and ``^`` match at every line end and start. :func:`translate_pattern` rewrites possessive
-  quantifiers as atomic groups and anchors as ``\\z`` / ``\\A``.
+  quantifiers as atomic groups and anchors as ``\\z`` / ``\\A``. A model whose pattern is
+  `tokenizers`' own Split pre-tokenizer (:class:`hf_bpe.patterns.Split`, what :func:`load` gives for
+  a custom Split) is written back as it is. The pre-tokenizer, both ways, and the probes that check
+  it live in :mod:`conversion._hf_pretokenizers`.
 - **Whole-piece rule.** ``ignore_merges: true``: a piece that is itself a token becomes that token.
-- **Merges.** A rank table has no merges; :func:`recover_merges` finds, for each token, the pair that
-  forms it when BPE runs on its bytes with lower ranks only.
+- **Merges.** A rank table has no merges; :attr:`hf_bpe.BPE.merges` recovers, for each token, the
+  pair that forms it when BPE runs on its bytes with lower ranks only.
 - **Ids.** `tokenizers` numbers added tokens that are not in the model's vocabulary consecutively
   after it, whatever ids the file says. So every id below the last run of consecutive added tokens
   lives in the model vocabulary: holes get placeholder entries (spelled with a space, which no
@@ -25,209 +28,48 @@ piece score, SentencePiece's whitespace handling as normalizer steps), exactly w
 from __future__ import annotations
 
 import os
-import random
-import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
 from conversion import _hf_sentencepiece
-from hf_bpe import BPE, patterns
+from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were defined here; still importable
+    BYTE_LEVEL_REGEX,
+    PROBE_SECONDS,
+    SPLIT_PROBE_EDGES,
+    checked_pattern,
+    describe,
+    is_byte_level,
+    pre_tokenizer_difference,
+    probe_texts,
+    split_probe_texts,
+    split_steps,
+    translate_pattern,
+)
+from hf_bpe import patterns, rules
 from hf_bpe._io import atomic_write, read_json
-from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token
+from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token, token_to_str, try_str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, LossyConversionWarning, TokenizerFileError
-from hf_bpe.model import MAX_DENSE_IDS
+from hf_bpe.model import BPE, MAX_DENSE_IDS
 
 __all__ = [
     "ConversionError",
     "build_tokenizer",
     "load",
-    "oniguruma_to_fancy",
+    "pre_tokenizer_difference",
     "probe_texts",
-    "recover_merges",
     "save",
     "sentencepiece_differences",
     "sentencepiece_probe_texts",
+    "split_probe_texts",
     "translate_pattern",
 ]
 
 PLACEHOLDER = "<unused id {id}>"
 """Vocabulary entry for an id the model does not use (never produced: it contains a space)."""
-
-
-_SPELLING = dict(BYTE_TO_UNICODE)
-
-
-def _spell(token: bytes) -> str:
-    """Token bytes in GPT-2's byte-to-unicode alphabet (``hf_bpe.byte_level.token_to_str``, faster)."""
-    return token.decode("latin-1").translate(_SPELLING)
-
-
-# ------------------------------------------------------------------------------------- pattern
-
-_QUANTIFIER = re.compile(r"\*|\+|\?|\{\d+(?:,\d*)?\}")
-_FLAGS = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?([:)])")
-
-
-def translate_pattern(pattern: str) -> str:
-    r"""Rewrite a split regex for Oniguruma, the engine of `tokenizers`, keeping its meaning.
-
-    tiktoken's regexes are fancy-regex's; `tokenizers` compiles them with Oniguruma's Ruby syntax.
-    Possessive quantifiers become atomic groups (Ruby reads ``X{1,3}+`` as ``(?:X{1,3})+``); ``^`` and
-    ``$`` become ``\A`` and ``\z`` (Ruby anchors them at every line) unless the ``m`` flag asks for
-    that; and flags are renamed (Ruby's ``m`` is fancy-regex's ``s``, "dot matches newline").
-
-    >>> translate_pattern(r"\p{N}{1,3}+|\s++$|[$^]|(?s:.)")
-    '(?>\\p{N}{1,3})|(?>\\s+)\\z|[$^]|(?m:.)'
-    """
-    out: list[str] = []
-    groups: list[tuple[int, bool]] = []  # where each open group starts in `out`, and the m flag outside it
-    multiline = False
-    atom: int | None = None  # where the last quantifiable item starts in `out`
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            end = _escape_end(pattern, i)
-            atom = len(out)
-            out.append(pattern[i:end])
-            i = end
-        elif char == "[":
-            end = _class_end(pattern, i)
-            atom = len(out)
-            out.append(pattern[i:end])
-            i = end
-        elif char == "(" and (flags := _FLAGS.match(pattern, i)):
-            on, off, kind = flags.group(1), flags.group(2) or "", flags.group(3)
-            inner = (multiline or "m" in on) and "m" not in off
-            ruby_on, ruby_off = _ruby_flags(on), _ruby_flags(off)
-            written = f"(?{ruby_on}{'-' + ruby_off if ruby_off else ''}"
-            if kind == ":":
-                groups.append((len(out), multiline))
-                out.append(written + ":")
-            elif written != "(?":
-                out.append(written + ")")
-            multiline = inner
-            atom = None
-            i = flags.end()
-        elif char == "(":
-            groups.append((len(out), multiline))
-            out.append(char)
-            atom = None
-            i += 1
-        elif char == ")":
-            atom, multiline = groups.pop() if groups else (None, multiline)
-            out.append(char)
-            i += 1
-        elif char == "|":
-            out.append(char)
-            atom = None
-            i += 1
-        elif char in "$^":
-            out.append(char if multiline else r"\z" if char == "$" else r"\A")
-            atom = len(out) - 1
-            i += 1
-        elif (match := _QUANTIFIER.match(pattern, i)) and atom is not None:
-            end = match.end()
-            if end < len(pattern) and pattern[end] == "+":  # possessive: X{..}+ -> (?>X{..})
-                quantified = "".join(out[atom:]) + match.group()
-                del out[atom:]
-                out.append(f"(?>{quantified})")
-                end += 1
-            else:
-                out.append(match.group())
-                if end < len(pattern) and pattern[end] == "?":  # lazy
-                    out.append("?")
-                    end += 1
-            i = end
-        else:
-            atom = len(out)
-            out.append(char)
-            i += 1
-    return "".join(out)
-
-
-def _ruby_flags(flags: str) -> str:
-    """fancy-regex inline flags as Ruby's: ``s`` is Ruby's ``m``; ``m`` is how Ruby always is."""
-    return "".join("m" if flag == "s" else flag for flag in flags if flag != "m")
-
-
-def _escape_end(pattern: str, start: int) -> int:
-    """Index just past the escape sequence starting at ``pattern[start] == '\\'``."""
-    if start + 1 >= len(pattern):
-        return len(pattern)
-    kind = pattern[start + 1]
-    if kind in "pPx" and start + 2 < len(pattern) and pattern[start + 2] == "{":
-        close = pattern.find("}", start + 3)
-        return len(pattern) if close < 0 else close + 1
-    if kind in "pP" and start + 2 < len(pattern):  # \pL
-        return start + 3
-    return start + 2
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """Index just past the character class opening at ``pattern[start] == '['`` (classes nest)."""
-    depth = 0
-    i = start
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i = _escape_end(pattern, i)
-            continue
-        if char == "[":
-            depth += 1
-            i += 1
-            if i < len(pattern) and pattern[i] == "^":
-                i += 1
-            if i < len(pattern) and pattern[i] == "]":  # a leading ']' is literal
-                i += 1
-            continue
-        if char == "]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(pattern)
-
-
-# -------------------------------------------------------------------------------------- merges
-
-
-def recover_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
-    """The merge list of a rank table, in rank order.
-
-    A token's merge is the pair BPE reaches when it runs on the token's own bytes with every other
-    token, stopping at two parts. If tiktoken ever forms the token by merging, it merges exactly
-    this pair: no merge reaches outside the token's bytes before it forms, so they merge as they do
-    alone. For vocabularies whose tokens rank after their parts (trained ones, tiktoken's) the steps
-    all use lower ranks: minbpe's ``recover_merges``. A token that never gets down to two parts is
-    reachable only as a whole piece and has no merge.
-
-    >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
-    >>> recover_merges(ranks)
-    [(b'a', b'b'), (b'ab', b'c')]
-    """
-    merges: list[tuple[int, bytes, bytes]] = []
-    for token, rank in ranks.items():
-        if len(token) < 2:
-            continue
-        parts = [token[i : i + 1] for i in range(len(token))]
-        while len(parts) > 2:  # (so no pair joins into the token itself)
-            best_index, best_rank = -1, None
-            for index in range(len(parts) - 1):
-                pair_rank = ranks.get(parts[index] + parts[index + 1])
-                if pair_rank is not None and (best_rank is None or pair_rank < best_rank):
-                    best_index, best_rank = index, pair_rank
-            if best_index < 0:
-                break
-            parts[best_index : best_index + 2] = [parts[best_index] + parts[best_index + 1]]
-        if len(parts) == 2:
-            merges.append((rank, parts[0], parts[1]))
-    merges.sort()
-    return [(left, right) for _, left, right in merges]
 
 
 # ----------------------------------------------------------------------------------- tokenizer
@@ -289,7 +131,7 @@ def build_tokenizer(
         )
     ranks = model.mergeable_ranks
     tokens = _added_token_table(model, ranks, added_tokens or {})
-    vocab = {_spell(token): rank for token, rank in ranks.items()}
+    vocab = {token_to_str(token): rank for token, rank in ranks.items()}
 
     # Ids from `first_appended` on are consecutive added tokens that `tokenizers` numbers itself;
     # every smaller id must be in the model vocabulary to keep its number.
@@ -316,14 +158,14 @@ def build_tokenizer(
     own = merges is None or list(merges) == own_merges
     if merges is None or own:
         merges = own_merges
-        difference = model.merge_rule_difference(ignore_merges)
+        difference = rules.merge_rule_difference(model, ignore_merges)
         if difference is not None:
             if not lossy:
                 raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: its merges list {difference}")
             proven.append(f"its merges list {difference}")
     bpe = models.BPE(
         vocab=vocab,
-        merges=[(_spell(left), _spell(right)) for left, right in merges],
+        merges=[(token_to_str(left), token_to_str(right)) for left, right in merges],
         fuse_unk=False,
         byte_fallback=False,
         ignore_merges=ignore_merges,
@@ -331,7 +173,7 @@ def build_tokenizer(
     tokenizer = Tokenizer(bpe)
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(translate_pattern(model.pattern)), behavior="removed", invert=True),
+            *split_steps(model.pattern),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]
     )
@@ -366,12 +208,12 @@ def build_tokenizer(
 def sentencepiece_differences(model: BPE) -> list[str]:
     """Why `tokenizers` cannot encode or decode as the SentencePiece ``model`` does, naming the pieces
     or settings concerned (empty when :func:`save` writes it exactly). A merge order the pair-rank rule
-    of `tokenizers` cannot follow (see :func:`hf_bpe.sentencepiece.merge_list`), a precompiled
+    of `tokenizers` cannot follow (see :func:`hf_bpe.sentencepiece_bpe.merge_list`), a precompiled
     character map (`tokenizers` applies it per grapheme cluster), user-defined pieces next to the
     dummy prefix, and a few decoding corner cases are the reasons.
 
     >>> import conversion.hf, hf_bpe
-    >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, UNKNOWN, USER_DEFINED
+    >>> from hf_bpe.sentencepiece_bpe import Piece, SentencePieceSpec, UNKNOWN, USER_DEFINED
     >>> pieces = (Piece("<unk>", 0, UNKNOWN), Piece("▁", -1), Piece("a", -2), Piece("<sep>", 0, USER_DEFINED))
     >>> model = hf_bpe.BPE.from_sentencepiece(SentencePieceSpec(pieces))
     >>> [reason[:48] for reason in conversion.hf.sentencepiece_differences(model)]
@@ -389,7 +231,7 @@ def sentencepiece_probe_texts(model: BPE, count: int = 2000, seed: int = 0) -> l
     byte pieces spelled out, whitespace runs, combining sequences and characters it lacks.
 
     >>> import conversion.hf, hf_bpe
-    >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, UNKNOWN
+    >>> from hf_bpe.sentencepiece_bpe import Piece, SentencePieceSpec, UNKNOWN
     >>> model = hf_bpe.BPE.from_sentencepiece(SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁a", -1))))
     >>> len(conversion.hf.sentencepiece_probe_texts(model, 10))
     10
@@ -437,8 +279,6 @@ def _warn_lossy(model: BPE, lost: Sequence[str], wrong: Sequence[tuple[str, str]
         f"({100 * len(wrong) / probes:.2f}%, {probe_set}){example}. Why: " + "; ".join(lost)
     )
     warnings.warn(LossyConversionWarning(message, mismatches=len(wrong), probes=probes), stacklevel=4)
-
-
 def save(
     model: BPE,
     path: str | os.PathLike[str],
@@ -487,7 +327,7 @@ def _added_token_table(
         )
         for text, token_id in model.special_tokens.items()
     }
-    spelled = {rank: _spell(token) for token, rank in ranks.items()}
+    spelled = {rank: token_to_str(token) for token, rank in ranks.items()}
     for token_id, token in added_tokens.items():
         if isinstance(token, str):
             token = AddedToken(token, special=False, normalized=True)
@@ -538,62 +378,22 @@ def _post_processor(
 
 # ------------------------------------------------------------------------------------ checking
 
-_PROBE_ALPHABET = [
-    *"aZéßſKİıǅʰ中文あア한ΩωдДاעก\u093c\u0301ⅷ٣５70²½",
-    *[" ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x85", "\xa0", "\u2003", "\u3000", "\u2028"],
-    *["\u200b", "'", "'s", "'S", "'ll", "'LL", "'ve", "'re", "'d", "'m", "'t", "\u2019", "!", "?", ".", ","],
-    *[
-        "-",
-        "_",
-        "/",
-        "\\",
-        "(",
-        "<|",
-        "|>",
-        "😀",
-        "👍🏽",
-        "🇺🇸",
-        "\u200d",
-        "$",
-        "€",
-        "#",
-        "@",
-        "\x00",
-        "\ufeff",
-    ],
-    *["abc", "ABC", "Hello", "123", "12345", "   \n", " \n ", "\n\n\n", " the", " The", "ing", "2023"],
-]
-
-
-def probe_texts(count: int = 2000, seed: int = 0) -> list[str]:
-    """Short random texts mixing scripts, digits, every kind of space, contractions, emoji and
-    control characters: the places where regex engines disagree.
-
-    >>> len(probe_texts(10)), probe_texts(3) == probe_texts(3)
-    (10, True)
-    """
-    rng = random.Random(seed)
-    return ["".join(rng.choices(_PROBE_ALPHABET, k=rng.randint(1, 40))) for _ in range(count)]
-
-
 def _check_same_ids(model: BPE, tokenizer: Tokenizer, texts: Iterable[str] | None = None) -> None:
     texts = list(probe_texts() if texts is None else texts)
     ours = model.encode_ordinary_batch(texts)
     theirs = [encoding.ids for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
     for text, expected, got in zip(texts, ours, theirs):
         if expected != got:
+            pattern = model.pattern
+            spelled = f", as Oniguruma {translate_pattern(pattern)!r}" if isinstance(pattern, str) else ""
             raise ConversionError(
-                f"tokenizers cannot reproduce this model (pattern {model.pattern!r}, as Oniguruma "
-                f"{translate_pattern(model.pattern)!r}): {text!r} encodes to {expected} here but to {got} in "
-                "tokenizers; pass check=False to write the file anyway"
+                f"tokenizers cannot reproduce this model (pattern {patterns.describe(pattern)}{spelled}): "
+                f"{text!r} encodes to {expected} here but to {got} in tokenizers; pass check=False to write "
+                "the file anyway"
             )
 
 
 # ------------------------------------------------------------------------------------- reading
-
-BYTE_LEVEL_REGEX = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-"""The regex of `tokenizers`' ``ByteLevel`` pre-tokenizer; it splits as GPT-2's pattern does."""
-
 
 def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, lossy: bool = False) -> BPE:
     """Load a byte-level BPE ``tokenizer.json``: ``encode(text, allowed_special="all")`` equals
@@ -607,11 +407,15 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
       ``continuing_subword_prefix``, ``end_of_word_suffix`` (not byte-level BPE), and vocabularies
       lacking one of the 256 byte symbols (`tokenizers` silently drops such bytes).
     - ``normalizer``: must be ``null``.
-    - ``pre_tokenizer``: ``ByteLevel`` with its built-in regex (GPT-2's pattern), or a ``Sequence``
-      of one ``Split`` and a ``ByteLevel`` without regex. The ``Split`` regex is Oniguruma's
-      (:func:`oniguruma_to_fancy` rewrites it for fancy-regex). An ``Isolated`` split keeps the text
-      between matches as pieces, as `tokenizers` does; a ``Removed``, inverted split (what
-      :func:`save` writes) drops it, as tiktoken does. ``add_prefix_space`` is refused.
+    - ``pre_tokenizer``: ``ByteLevel`` (its built-in regex is GPT-2's pattern), or a ``Sequence`` of
+      ``Split`` steps and a ``ByteLevel``, with or without its regex. Each ``Split`` (every
+      ``behavior``, ``invert``, ``Regex`` or ``String`` pattern) becomes a
+      :class:`hf_bpe.patterns.Split`, run with Oniguruma as `tokenizers` runs it; a lone Split that
+      spells a named pattern (as :func:`save` writes them), and ByteLevel's own regex, become the
+      named pattern. Either way the split is checked at load: :func:`split_probe_texts` (every code
+      point class of Unicode, edge characters, digits of every script) must be cut into the same
+      pieces as `tokenizers` cuts them (:func:`pre_tokenizer_difference`), else the file is refused
+      naming the text and both piece lists. ``add_prefix_space`` and other pre-tokenizers are refused.
     - ``decoder``: ``ByteLevel``.
     - ``added_tokens`` become special tokens (the ``special`` flag is not kept): `tokenizers` cuts all
       of them out of text. ``lstrip``/``rstrip``/``single_word`` are refused unless ``lossy=True``
@@ -659,11 +463,11 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         if model.get(option):
             raise refuse(f"model.{option} = {model[option]!r} is not supported (not byte-level BPE)")
     if document.get("normalizer") is not None:
-        raise refuse(f"the normalizer {_describe(document['normalizer'])} is not supported; byte-level BPE needs none")
-    pattern = _pattern(document.get("pre_tokenizer"), refuse)
+        raise refuse(f"the normalizer {describe(document['normalizer'])} is not supported; byte-level BPE needs none")
+    pattern = checked_pattern(document.get("pre_tokenizer"), refuse)
     decoder = document.get("decoder")
-    if not _is_byte_level(decoder):
-        raise refuse(f"the decoder {_describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
+    if not is_byte_level(decoder):
+        raise refuse(f"the decoder {describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
 
     specials: dict[str, int] = {}
     for entry in document.get("added_tokens") or []:
@@ -690,9 +494,8 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             continue
         if spelled in specials:
             raise refuse(f"added token {spelled!r} has id {specials[spelled]} but vocab gives it {token_id}")
-        try:
-            token = str_to_token(spelled)
-        except KeyError:
+        token = try_str_to_token(spelled)
+        if token is None:
             continue  # not byte-level text: ByteLevel input never forms it
         vocab[token] = token_id
         spelled_ids[spelled] = token_id
@@ -722,144 +525,6 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         raise refuse(str(error)) from None
     except ValueError as error:  # the split pattern
         raise refuse(f"the split pattern cannot be used: {error}") from None
-    if loaded.rank_rule_difference() is None:
+    if rules.rank_rule_difference(loaded) is None:
         return BPE(vocab, pattern, specials, name=loaded.name)
     return loaded
-
-
-def _describe(component: Any) -> str:
-    if isinstance(component, dict):
-        return repr(component.get("type"))
-    return repr(component)
-
-
-def _is_byte_level(component: Any) -> bool:
-    if not isinstance(component, dict):
-        return False
-    if component.get("type") == "Sequence":
-        parts = component.get("decoders") or component.get("pretokenizers") or []
-        return len(parts) == 1 and _is_byte_level(parts[0])
-    return component.get("type") == "ByteLevel"
-
-
-def _pattern(pre_tokenizer: Any, refuse: Any) -> str:
-    """Our split pattern for a byte-level pre-tokenizer."""
-    steps = pre_tokenizer.get("pretokenizers", []) if isinstance(pre_tokenizer, dict) and \
-        pre_tokenizer.get("type") == "Sequence" else [pre_tokenizer]
-    if not steps or not _is_byte_level(steps[-1]):
-        raise refuse(f"the pre-tokenizer {_describe(pre_tokenizer)} is not supported; byte-level BPE ends in ByteLevel")
-    byte_level = steps[-1]
-    if byte_level.get("add_prefix_space"):
-        raise refuse("ByteLevel's add_prefix_space is not supported (it changes the text before splitting)")
-    splits = steps[:-1]
-    if not splits:
-        if not byte_level.get("use_regex", True):
-            raise refuse("ByteLevel without its regex and without a Split step: nothing splits the text")
-        return patterns.GPT2
-    if len(splits) != 1 or byte_level.get("use_regex", True):
-        raise refuse("only one Split followed by ByteLevel without regex is supported")
-    split = splits[0]
-    keeps_gaps = split.get("behavior") == "Isolated" and not split.get("invert")
-    drops_gaps = split.get("behavior") == "Removed" and split.get("invert")
-    if split.get("type") != "Split" or not (keeps_gaps or drops_gaps):
-        raise refuse(
-            f"the pre-tokenizer step {_describe(split)} is not supported (expected a Split that is Isolated, "
-            "or Removed and inverted)"
-        )
-    regex = split.get("pattern", {}).get("Regex")
-    if regex is None:
-        raise refuse("a Split with a plain string pattern is not supported (expected a Regex)")
-    if keeps_gaps and regex == BYTE_LEVEL_REGEX:
-        return patterns.GPT2
-    for named in (patterns.GPT2, patterns.CL100K, patterns.O200K):
-        if regex == translate_pattern(named):  # as save writes it; named patterns match every character
-            return named
-    translated = oniguruma_to_fancy(regex)
-    if drops_gaps:
-        return translated
-    # `tokenizers` keeps the text between matches as pieces; tiktoken's splitter drops it.
-    return f"(?:{translated})|(?:(?!(?:{translated}))(?s:.))+"
-
-
-def oniguruma_to_fancy(pattern: str) -> str:
-    r"""Rewrite an Oniguruma (Ruby syntax) regex so fancy-regex reads it the same way: the inverse
-    of :func:`translate_pattern`.
-
-    ``X{n,m}+`` repeats ``X{n,m}`` in Oniguruma (not possessive): it becomes ``(?:X{n,m})+``.
-    ``^`` and ``$`` match at every line there: they become ``(?m:^)`` and ``(?m:$)``. Ruby's ``m``
-    flag ("dot matches newline") is fancy-regex's ``s``.
-
-    >>> oniguruma_to_fancy(r"\p{N}{1,3}+|\s+$|[$^]|(?m:.)")
-    '(?:\\p{N}{1,3})+|\\s+(?m:$)|[$^]|(?s:.)'
-    """
-    out: list[str] = []
-    groups: list[int] = []
-    atom: int | None = None
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            end = _escape_end(pattern, index)
-            atom = len(out)
-            out.append(pattern[index:end])
-            index = end
-        elif char == "[":
-            end = _class_end(pattern, index)
-            atom = len(out)
-            out.append(pattern[index:end])
-            index = end
-        elif char == "(" and (flags := _FLAGS.match(pattern, index)):
-            on, off, kind = flags.group(1), flags.group(2) or "", flags.group(3)
-            fancy_on, fancy_off = on.replace("m", "s"), off.replace("m", "s")
-            written = f"(?{fancy_on}{'-' + fancy_off if fancy_off else ''}"
-            if kind == ":":
-                groups.append(len(out))
-                out.append(written + ":")
-            else:
-                out.append(written + ")")
-            atom = None
-            index = flags.end()
-        elif char == "(":
-            groups.append(len(out))
-            out.append(char)
-            atom = None
-            index += 1
-        elif char == ")":
-            atom = groups.pop() if groups else None
-            out.append(char)
-            index += 1
-        elif char == "|":
-            out.append(char)
-            atom = None
-            index += 1
-        elif char in "^$":
-            out.append(f"(?m:{char})")
-            atom = None
-            index += 1
-        elif char == "{" and atom is not None and (interval_end := _interval_end(pattern, index)) is not None:
-            if interval_end < len(pattern) and pattern[interval_end] == "+":
-                repeated = "".join(out[atom:]) + pattern[index:interval_end]
-                del out[atom:]
-                out.append(f"(?:{repeated})+")
-                interval_end += 1
-            else:
-                out.append(pattern[index:interval_end])
-            atom = None
-            index = interval_end
-        else:
-            atom = len(out) if char not in "*+?" else None
-            out.append(char)
-            index += 1
-    return "".join(out)
-
-
-def _interval_end(pattern: str, start: int) -> int | None:
-    """Index just past ``{n}``, ``{n,}`` or ``{n,m}`` at ``start``, or None if it is not one."""
-    close = pattern.find("}", start)
-    if close < 0:
-        return None
-    body = pattern[start + 1 : close]
-    low, _, high = body.partition(",")
-    if low.isdigit() and (high == "" or high.isdigit()):
-        return close + 1
-    return None

@@ -1,11 +1,26 @@
-"""Named split patterns (the regexes that pre-tokenize text), as tiktoken spells them.
+r"""Split patterns: what cuts text into pieces before merging.
+
+A pattern is one of:
+
+- a regex in tiktoken's dialect (fancy-regex): its matches are the pieces, the text between them
+  is dropped. The named ones (``"gpt2"``, ``"cl100k"``, ``"o200k"``) are spelled here as tiktoken
+  spells them;
+- a :class:`Split`: `tokenizers`' Split pre-tokenizer (an Oniguruma regex with a behavior and
+  ``invert``), run with Oniguruma exactly as in `tokenizers`; or a tuple of them, applied in turn
+  (each re-splits every piece of the one before), as a ``tokenizer.json`` Sequence does.
 
 >>> from hf_bpe import patterns
 >>> patterns.resolve("cl100k") == patterns.CL100K
 True
+>>> patterns.Split(r"\p{N}{1,3}", "isolated")
+Split('\\p{N}{1,3}', 'isolated')
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 """GPT-2's pattern (tiktoken's ``r50k_pat_str``), also used by ``r50k_base`` and ``p50k_base``."""
@@ -40,22 +55,113 @@ NAMED: dict[str, str] = {
 """Every name :func:`resolve` accepts, with the regex it stands for."""
 
 
-def resolve(pattern: str) -> str:
-    """Return the regex for a pattern name, or ``pattern`` itself when it is not a name.
+BEHAVIORS = ("removed", "isolated", "merged_with_previous", "merged_with_next", "contiguous")
+"""What a :class:`Split` does with its regex's matches, as `tokenizers`' Python API names it:
+drop them; make each match and each stretch between matches a piece; join each match to the piece
+before it; or after it; make each run of adjacent matches one piece."""
+
+
+@dataclass(frozen=True)
+class Split:
+    r"""`tokenizers`' Split pre-tokenizer: ``tokenizers.pre_tokenizers.Split(Regex(pattern), behavior,
+    invert)``, or with ``literal=True`` ``Split(pattern, behavior, invert)`` (a plain string).
+
+    ``pattern`` is an Oniguruma regex (`tokenizers`' engine, default syntax: POSIX brackets, ``\h``,
+    ``$`` at every line end...), run with Oniguruma itself, so it cuts text exactly as `tokenizers`
+    does. Its matches and the text between them are kept, dropped or merged by ``behavior`` (one of
+    :data:`BEHAVIORS`), with their roles swapped when ``invert``; empty pieces are dropped.
+
+    >>> import hf_bpe
+    >>> ranks = {bytes([b]): b for b in range(256)}
+    >>> hf_bpe.BPE(ranks, Split("[A-Z]*", "isolated")).pieces("AB cd")
+    ['AB', ' ', 'c', 'd']
+    >>> two_steps = (Split(r"\p{N}{1,3}"), Split(r"\s+|\S+", "removed", invert=True))
+    >>> hf_bpe.BPE(ranks, two_steps).pieces("ab12345 cd")
+    ['ab', '123', '45', ' ', 'cd']
+    """
+
+    pattern: str
+    behavior: str = "isolated"
+    invert: bool = False
+    literal: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pattern, str):
+            raise TypeError(f"Split pattern must be a str (an Oniguruma regex), got {type(self.pattern).__name__}")
+        if self.behavior not in BEHAVIORS:
+            raise ValueError(f"Split behavior {self.behavior!r} is not one of {', '.join(BEHAVIORS)}")
+        for flag in ("invert", "literal"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"Split {flag} must be a bool, got {getattr(self, flag)!r:.40}")
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {flag}=True" for flag in ("invert", "literal") if getattr(self, flag))
+        return f"Split({self.pattern!r}, {self.behavior!r}{extra})"
+
+
+Pattern = str | Split | tuple[Split, ...]
+"""A resolved split pattern: a tiktoken regex, one :class:`Split`, or several applied in turn."""
+
+
+def resolve(pattern: str | Split | Sequence[Split]) -> Pattern:
+    """Return the regex for a pattern name, ``pattern`` itself when it is a regex or a :class:`Split`,
+    and a tuple for a sequence of Splits (one Split alone for a sequence of one).
 
     >>> resolve("gpt2") == GPT2
     True
     >>> resolve(r"\\w+|\\s+")
     '\\\\w+|\\\\s+'
+    >>> resolve([Split("a"), Split("b", "removed")])
+    (Split('a', 'isolated'), Split('b', 'removed'))
     """
-    if not isinstance(pattern, str):
-        raise TypeError(f"pattern must be a regex string or one of {sorted(NAMED)}, got {type(pattern).__name__}")
-    return NAMED.get(pattern, pattern)
+    if isinstance(pattern, str):
+        return NAMED.get(pattern, pattern)
+    if isinstance(pattern, Split):
+        return pattern
+    if isinstance(pattern, Sequence) and not isinstance(pattern, (bytes, bytearray)):
+        steps = tuple(step for step in pattern if isinstance(step, Split))
+        if steps and len(steps) == len(pattern):
+            return steps[0] if len(steps) == 1 else steps
+    raise TypeError(
+        f"pattern must be a regex string, one of {sorted(NAMED)}, a patterns.Split or a sequence of them, "
+        f"got {pattern!r:.80}"
+    )
 
 
-def name_of(pattern: str) -> str | None:
-    """The canonical name of a named pattern's regex, or ``None`` for a custom regex."""
+def to_core(pattern: Pattern) -> str | list[tuple[str, bool, str, bool]]:
+    """A resolved pattern as the Rust core takes it: the regex, or ``(pattern, literal, behavior,
+    invert)`` per Split step."""
+    if isinstance(pattern, str):
+        return pattern
+    steps = (pattern,) if isinstance(pattern, Split) else pattern
+    return [(step.pattern, step.literal, step.behavior, step.invert) for step in steps]
+
+
+def from_core(value: Any) -> Pattern:
+    """The inverse of :func:`to_core`."""
+    if isinstance(value, str):
+        return value
+    steps = tuple(Split(pattern, behavior, invert, literal) for pattern, literal, behavior, invert in value)
+    return steps[0] if len(steps) == 1 else steps
+
+
+def name_of(pattern: Pattern | None) -> str | None:
+    """The canonical name of a named pattern's regex, or ``None`` for any other pattern."""
     for name, regex in (("gpt2", GPT2), ("cl100k", CL100K), ("o200k", O200K)):
         if pattern == regex:
             return name
     return None
+
+
+def describe(pattern: Pattern | None) -> str:
+    r"""A short description for messages and model cards: the name, the regex, or the Split steps.
+
+    >>> describe(GPT2), describe((Split(" ", "removed"), Split("[[:digit:]]")))
+    ('gpt2', "Split(' ', 'removed') then Split('[[:digit:]]', 'isolated')")
+    """
+    if pattern is None:
+        return "none"
+    if isinstance(pattern, str):
+        return name_of(pattern) or repr(pattern)
+    steps = (pattern,) if isinstance(pattern, Split) else pattern
+    return " then ".join(repr(step) for step in steps)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeAlias
@@ -48,7 +48,7 @@ def train(
     vocab_size: int | None = None,
     *,
     files: Paths | None = None,
-    pattern: str = "gpt2",
+    pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
     special_tokens: Iterable[str] = (),
     show_progress: bool = True,
     num_threads: int | None = None,
@@ -67,9 +67,10 @@ def train(
       existing files raises ``ValueError`` (it would train on the names): pass ``files=`` instead,
       or ``iter(names)`` to really train on those strings as text.
 
-    ``pattern`` is the split regex or a name from :mod:`hf_bpe.patterns`. Documents are split on
-    ``special_tokens`` before pre-tokenization; the special tokens get the ids after the merges.
-    ``num_threads`` defaults to every core.
+    ``pattern`` is the split regex or a name from :mod:`hf_bpe.patterns`, or `tokenizers`' Split
+    pre-tokenizer(s) (:class:`hf_bpe.patterns.Split`). Documents are split on ``special_tokens``
+    before pre-tokenization; the special tokens get the ids after the merges. ``num_threads``
+    defaults to every core.
 
     >>> import hf_bpe
     >>> model = hf_bpe.train(["aaabdaaabac"], 259, pattern=r"\\w+", special_tokens=["<|end|>"],
@@ -103,7 +104,7 @@ def count_pieces(
     corpus: Corpus | None = None,
     *,
     files: Paths | None = None,
-    pattern: str = "gpt2",
+    pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
     special_tokens: Iterable[str] = (),
     show_progress: bool = True,
     num_threads: int | None = None,
@@ -128,7 +129,7 @@ def count_pieces(
     specials = _special_tokens(special_tokens)
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads must be a positive int or None (every core), got {num_threads!r}")
-    counter = _core.PieceCounter(patterns.resolve(pattern), specials, num_threads)
+    counter = _core.PieceCounter(patterns.to_core(patterns.resolve(pattern)), specials, num_threads)
     source = open_source(corpus, files, text_column=text_column)
     if isinstance(source, Files):
         with _progress(show_progress, total=source.size, unit="B", unit_scale=True, unit_divisor=1024) as bar:

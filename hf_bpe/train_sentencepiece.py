@@ -33,7 +33,7 @@ from typing import Any
 from hf_bpe import _core
 from hf_bpe._corpus import Corpus, Files, Paths, open_source
 from hf_bpe.model import BPE
-from hf_bpe.sentencepiece import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
+from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
 
 __all__ = ["LLAMA2_OPTIONS", "train_sentencepiece"]
 

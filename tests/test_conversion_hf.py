@@ -1,15 +1,23 @@
 """Reading HF ``tokenizer.json`` (byte-level BPE) against `tokenizers` itself: with and without
 ``ignore_merges``, tiktoken patterns spelled for Oniguruma, patterns that leave gaps, merges lists
-trained by `tokenizers`, and the files we refuse."""
+trained by `tokenizers`, Split pre-tokenizers (generated regexes, every behavior and invert,
+sequences, plain strings) and their load-time check, and the files we refuse."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import random
+from collections.abc import Iterator
 from pathlib import Path
 
+import oniguruma_patterns
 import pytest
+from conftest import scaled
 from conversion_support import PARITY_STRINGS, assert_same, gpt2_files, varied_texts
 
+import conversion._hf_pretokenizers as hf_pretokenizers
 import conversion.hf as hf_load
 from hf_bpe import BPE, patterns
 from hf_bpe.byte_level import token_to_str
@@ -17,6 +25,19 @@ from hf_bpe.errors import TokenizerFileError
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is the oracle; pip install -e '.[test]'")
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """Silence the messages `tokenizers` prints when Oniguruma gives up on a text (a Rust panic)."""
+    saved = os.dup(2)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
 
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -219,3 +240,229 @@ def test_lossy_writes_what_the_check_refuses_and_warns_how_often_it_differs(tmp_
     report = caught[0].message
     assert isinstance(report, LossyConversionWarning) and 0 < report.mismatches < report.probes == 2000
     assert Tokenizer.from_file(str(target)).encode("abcd", add_special_tokens=False).ids == [97, 98, 99, 100]
+# ------------------------------------------------------------------------ Split pre-tokenizers
+
+
+BYTE_LEVEL_NO_REGEX = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+
+
+def split_json(split: patterns.Split) -> dict:
+    return {"type": "Split", "pattern": {"String" if split.literal else "Regex": split.pattern},
+            "behavior": "".join(word.capitalize() for word in split.behavior.split("_")), "invert": split.invert}
+
+
+def with_pre_tokenizer(document: dict, pre_tokenizer: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(document, pre_tokenizer=pre_tokenizer)), encoding="utf-8")
+    return path
+
+
+def splits_then_byte_level(*splits: patterns.Split, use_regex: bool = False) -> dict:
+    return {"type": "Sequence", "pretokenizers": [*map(split_json, splits),
+                                                   dict(BYTE_LEVEL_NO_REGEX, use_regex=use_regex)]}
+
+
+def trained_with_split(split: patterns.Split, seed: int) -> dict:
+    """A tokenizer.json trained by tokenizers' BpeTrainer on generated text, pre-tokenized by ``split``."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(split.pattern if split.literal else Regex(split.pattern), split.behavior, split.invert),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=700, special_tokens=["<|endoftext|>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(oniguruma_patterns.texts(random.Random(seed), 1500), trainer=trainer)
+    return json.loads(tokenizer.to_str())
+
+
+def check_split_parity(path: Path, texts: list[str]) -> BPE:
+    """conversion.hf.load(path) encodes and decodes ``texts`` as tokenizers does, or fails where it
+    fails; a text refused as too slow (a clear error, whatever tokenizers does) is rare."""
+    ours, theirs = hf_load.load(path), Tokenizer.from_file(str(path))
+    too_slow = 0
+    for text in texts:
+        try:
+            got = ours.encode(text, allowed_special="all")
+        except ValueError as error:
+            if "is too slow on this text" in str(error):
+                too_slow += 1
+                continue
+            assert "Oniguruma gave up" in str(error), error
+            with pytest.raises(BaseException, match="retry-limit-in-match over"):  # PanicException
+                theirs.encode(text, add_special_tokens=False)
+            continue
+        expected = theirs.encode(text, add_special_tokens=False).ids
+        assert got == expected, f"{ours.pattern!r} on {text!r:.300}: ours {got}, tokenizers {expected}"
+        assert ours.decode(got) == theirs.decode(expected, skip_special_tokens=False)
+    assert too_slow <= max(2, len(texts) // 100), f"{too_slow} of {len(texts)} texts were refused as too slow"
+    return ours
+
+
+def compiled_generated_splits(seed: int, count: int) -> list[patterns.Split]:
+    rng = random.Random(seed)
+    splits = []
+    while len(splits) < count:
+        pattern = oniguruma_patterns.pattern(rng)
+        try:
+            Regex(pattern.regex)
+        except Exception:  # noqa: BLE001, S112 - not Oniguruma: covered by the refusal tests
+            continue
+        splits.append(patterns.Split(pattern.regex, rng.choice(patterns.BEHAVIORS), rng.random() < 0.5))
+    return splits
+
+
+def check_generated_split_files(tmp_path: Path, seed: int, trained: int, swapped: int, text_count: int) -> None:
+    texts = [*oniguruma_patterns.texts(random.Random(seed + 1), text_count), "<|endoftext|>a<|endoftext|>"]
+    splits = compiled_generated_splits(seed, trained * (1 + swapped))
+    for index in range(trained):
+        own, *others = splits[index * (1 + swapped) : (index + 1) * (1 + swapped)]
+        document = trained_with_split(own, seed + index)
+        for number, split in enumerate([own, *others]):
+            path = with_pre_tokenizer(document, splits_then_byte_level(split), tmp_path / f"{index}-{number}" / "t.json")
+            with quiet_stderr():
+                model = check_split_parity(path, texts)
+            assert model.pattern == split
+
+
+def test_generated_split_files_encode_as_tokenizers(tmp_path: Path) -> None:
+    """Vocabularies trained by tokenizers with a generated Split, read with that Split and with others."""
+    check_generated_split_files(tmp_path, seed=31, trained=scaled(2, 1), swapped=scaled(4, 1), text_count=scaled(300, 80))
+
+
+@pytest.mark.slow
+def test_generated_split_files_encode_as_tokenizers_at_full_size(tmp_path: Path) -> None:
+    # 8 vocabularies, each read with 9 Splits, on 2,000 texts at HF_BPE_TEST_SCALE=10.
+    check_generated_split_files(tmp_path, seed=310, trained=scaled(0.8, 1), swapped=scaled(0.9, 1),
+                                text_count=scaled(200, 200))
+
+
+@pytest.mark.parametrize("use_regex", [False, True])
+def test_a_sequence_of_splits_and_byte_level_encode_as_tokenizers(use_regex: bool, tmp_path: Path) -> None:
+    """DeepSeek-V3's three Isolated Splits; ByteLevel with its regex splits once more."""
+    steps = [patterns.Split(r"\p{N}{1,3}"), patterns.Split("[一-龥\u3040-ゟ゠-ヿ]+"),
+             patterns.Split("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+                            "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+")]
+    document = trained_with_split(steps[0], seed=4)
+    path = with_pre_tokenizer(document, splits_then_byte_level(*steps, use_regex=use_regex), tmp_path / "t.json")
+    texts = [*varied_texts(scaled(1500, 200), seed=8), *oniguruma_patterns.texts(random.Random(8), 300)]
+    model = check_split_parity(path, texts)
+    assert model.pattern == (*steps, hf_pretokenizers._BYTE_LEVEL_STEP)[: 3 + use_regex]
+
+
+def test_a_plain_string_split_encodes_as_tokenizers(tmp_path: Path) -> None:
+    split = patterns.Split(" ", "merged_with_next", literal=True)
+    document = trained_with_split(split, seed=5)
+    assert document["pre_tokenizer"]["pretokenizers"][0]["pattern"] == {"String": " "}
+    path = with_pre_tokenizer(document, document["pre_tokenizer"], tmp_path / "t.json")
+    assert check_split_parity(path, [*varied_texts(scaled(1000, 200), seed=9)]).pattern == split
+
+
+def test_what_the_issue_reported_now_encodes_as_tokenizers(tmp_path: Path) -> None:
+    """[A-Z]* kept no gaps (' ' encoded to []); POSIX brackets were ASCII; \\w and \\b were regex-syntax's."""
+    document = trained_with_split(patterns.Split("[A-Z]*"), seed=2)
+    for number, regex in enumerate(["[A-Z]*", "[[:alpha:]]+|[[:digit:]]+|[[:punct:]]+", r"\w+|\W", r"\b"]):
+        path = with_pre_tokenizer(document, splits_then_byte_level(patterns.Split(regex)), tmp_path / str(number) / "t.json")
+        model = check_split_parity(path, [" ", "AB cd", "Bạn ²x", "a\u200cb c", *varied_texts(500, seed=3)])
+        assert model.decode(model.encode(" ")) == " " and model.decode(model.encode("AB cd")) == "AB cd"
+
+
+def test_what_save_writes_for_a_split_model_is_that_split(tmp_path: Path) -> None:
+    steps = (patterns.Split(r"[[:alpha:]]+", "merged_with_previous", invert=True), patterns.Split("-", literal=True))
+    document = trained_with_split(steps[0], seed=6)
+    path = with_pre_tokenizer(document, splits_then_byte_level(*steps), tmp_path / "t.json")
+    model = hf_load.load(path)
+    saved = hf_load.save(model, tmp_path / "saved" / "tokenizer.json")
+    assert hf_load.load(saved) == model
+    written = json.loads(saved.read_text())["pre_tokenizer"]["pretokenizers"]
+    assert written[:2] == [split_json(step) for step in steps]
+    texts = varied_texts(scaled(1000, 200), seed=12)
+    original, rewritten = Tokenizer.from_file(str(path)), Tokenizer.from_file(str(saved))
+    assert [encoding.ids for encoding in rewritten.encode_batch(list(texts), add_special_tokens=False)] == \
+        [encoding.ids for encoding in original.encode_batch(list(texts), add_special_tokens=False)]
+
+
+@pytest.mark.parametrize(
+    ("split", "problem"),
+    [
+        ({"type": "Split", "pattern": {"Regex": "[b-a]"}, "behavior": "Isolated", "invert": False},
+         "tokenizers cannot read the pre-tokenizer: .*empty range in char class"),
+        ({"type": "Split", "pattern": {"Regex": r"\p{Foo}"}, "behavior": "Isolated", "invert": False},
+         "invalid character property name"),
+        ({"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Merged", "invert": False},
+         "a Split has the behavior 'Merged'; expected one of Removed, Isolated, MergedWithPrevious"),
+        ({"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Isolated", "invert": "no"},
+         "a Split has invert = 'no'; expected true or false"),
+        ({"type": "Split", "pattern": {"Glob": "a"}, "behavior": "Isolated", "invert": False},
+         "a Split has the pattern .*Glob.*; expected"),
+        ({"type": "Digits", "individual_digits": True}, "the pre-tokenizer step 'Digits' is not supported"),
+    ],
+)
+def test_splits_that_cannot_be_read_are_refused(split: dict, problem: str, tmp_path: Path) -> None:
+    path = with_pre_tokenizer(minimal_document(), {"type": "Sequence", "pretokenizers": [split, BYTE_LEVEL_NO_REGEX]},
+                              tmp_path / "tokenizer.json")
+    with pytest.raises(TokenizerFileError, match=problem) as raised:
+        hf_load.load(path)
+    assert str(path) in str(raised.value)
+
+
+def test_the_probe_tells_a_splitter_that_cuts_differently(gpt2: BPE) -> None:
+    """fancy-regex's \\w (regex-syntax's tables) against Oniguruma's: they differ on U+00B2."""
+    pre_tokenizer = splits_then_byte_level(patterns.Split(r"\w+|\W+", "isolated"))
+    assert hf_load.pre_tokenizer_difference(BPE(gpt2.mergeable_ranks, patterns.Split(r"\w+|\W+")), pre_tokenizer) is None
+    difference = hf_load.pre_tokenizer_difference(BPE(gpt2.mergeable_ranks, r"\w+|\W+"), pre_tokenizer)
+    assert difference is not None and "by tokenizers; the first difference is at character" in difference
+    assert hf_load.pre_tokenizer_difference(BPE(gpt2.mergeable_ranks, r"\w+|\W+"), pre_tokenizer,
+                                            ["a\u00b2b"]) is not None
+
+
+def test_load_refuses_a_split_it_would_cut_differently(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The load check on a real splitter that disagrees (the old fancy-regex reading of the Split):
+    refused, naming the text and both piece lists. A named pattern that disagreed falls back to the
+    file's own Split."""
+    path = with_pre_tokenizer(minimal_document(), splits_then_byte_level(patterns.Split("[[:punct:]]+|[^[:punct:]]+")),
+                              tmp_path / "tokenizer.json")
+    fancy = "[[:punct:]]+|[^[:punct:]]+"  # POSIX brackets are ASCII in fancy-regex
+    monkeypatch.setattr(hf_pretokenizers, "_split_rules", lambda pre_tokenizer, refuse: [fancy])
+    with pytest.raises(TokenizerFileError, match=r"hf_bpe cannot load this pre-tokenizer .* exactly: .* is cut "
+                                                 r"into \[.*\] here but into \[.*\] by tokenizers; the first "
+                                                 r"difference is at character \d+, at U\+"):
+        hf_load.load(path)
+    exact = patterns.Split("[[:punct:]]+|[^[:punct:]]+")
+    monkeypatch.setattr(hf_pretokenizers, "_split_rules", lambda pre_tokenizer, refuse: [fancy, exact])
+    assert hf_load.load(path).pattern == exact
+
+
+def test_a_split_that_backtracks_catastrophically_on_short_text_is_refused_at_load(tmp_path: Path) -> None:
+    """Exponential on every word: Oniguruma gives up on each (tokenizers panics), so the load check
+    would take minutes; it stops and refuses the file instead."""
+    split = patterns.Split(r"(?:\p{L}|\p{L}\p{L})+!|.")
+    path = with_pre_tokenizer(minimal_document(), splits_then_byte_level(split), tmp_path / "tokenizer.json")
+    with quiet_stderr(), pytest.raises(TokenizerFileError, match="splitting the probe texts takes too long"):
+        hf_load.load(path)
+
+
+def test_files_that_spell_a_named_pattern_load_it_checked(tmp_path: Path) -> None:
+    for name in ("gpt2", "cl100k", "o200k"):
+        regex = patterns.resolve(name)
+        for behavior, invert in (("removed", True), ("isolated", False)):
+            split = patterns.Split(hf_load.translate_pattern(regex), behavior, invert)
+            path = with_pre_tokenizer(minimal_document(), splits_then_byte_level(split), tmp_path / f"{name}.json")
+            assert hf_load.load(path).pattern == regex
+        # A spelling the shortcut does not know still loads exactly, as Oniguruma steps.
+        other = patterns.Split(hf_load.translate_pattern(regex), "contiguous")
+        path = with_pre_tokenizer(minimal_document(), splits_then_byte_level(other), tmp_path / f"{name}-c.json")
+        assert hf_load.load(path).pattern == other
+
+
+def test_formats_that_hold_a_tiktoken_regex_refuse_a_split_model(tmp_path: Path) -> None:
+    import conversion.gpt2
+    import conversion.tiktoken
+    from hf_bpe.errors import ConversionError
+
+    model = BPE({bytes([byte]): byte for byte in range(256)} | {b"ab": 256}, patterns.Split("[A-Z]*"))
+    for lossy in (False, True):
+        with pytest.raises(ConversionError, match="a tekken file cannot hold the split pattern .* Split pre-tokenizer"):
+            conversion.tiktoken.save_tekken(model, tmp_path / "tekken.json", lossy=lossy)
+    with pytest.raises(ConversionError, match="GPT-2 files cannot hold the split pattern"):
+        conversion.gpt2.save(model, tmp_path)
+    assert not (tmp_path / "tekken.json").exists()

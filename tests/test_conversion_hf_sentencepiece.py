@@ -28,7 +28,7 @@ import conversion.hf
 import conversion.sentencepiece
 from hf_bpe import BPE, LossyConversionWarning
 from hf_bpe.errors import ConversionError, TokenizerFileError
-from hf_bpe.sentencepiece import (
+from hf_bpe.sentencepiece_bpe import (
     BYTE,
     CONTROL,
     NORMAL,
@@ -207,14 +207,14 @@ def test_shipped_models_are_written_exactly_or_refused_with_the_reason(name: str
 
 @pytest.mark.slow
 def test_mistral_v1_matches_sentencepiece_on_the_full_corpora_and_varied_text(tmp_path: Path) -> None:
-    """Every line of the shared corpora and botchan.txt (27 MB; a share of each file at a reduced
-    scale) and the varied strings, through tokenizers (transformers: a sample)."""
+    """Every line of the shared corpora and botchan.txt (27 MB) at HF_BPE_TEST_SCALE=10, a share of each
+    file below (CI: the first 5,000 lines of each), and the varied strings, through tokenizers (transformers: a sample)."""
     require_shared("corpora")
     path = mistral_file("tokenizer.model.v1")
     model = conversion.sentencepiece.load(path)
     target = conversion.hf.save(model, tmp_path / "tokenizer.json")
     processor = spm.SentencePieceProcessor(model_file=os.fspath(path))
-    texts = list(varied_texts(PARITY_STRINGS)) + corpus_lines(None if scale_factor() >= 1 else scaled(20_000, 100))
+    texts = list(varied_texts(PARITY_STRINGS)) + corpus_lines(None if scale_factor() >= 10 else scaled(5_000, 100))
     assert_matches_sentencepiece("mistral v1", model, processor, target, texts,
                                  transformers_texts=scaled(50_000, 500), allowed_texts=PARITY_STRINGS)
 

@@ -33,7 +33,7 @@ import conversion.gpt2
 import conversion.hf
 import conversion.sentencepiece
 import conversion.tiktoken
-from hf_bpe import BPE
+from hf_bpe import BPE, patterns
 from hf_bpe.errors import ConversionError, LossyConversionWarning
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is an oracle; pip install -e '.[test]'")
@@ -72,6 +72,27 @@ def hf_merges_file(folder: str) -> Path:
     return path
 
 
+def hf_split_file(folder: str) -> Path:
+    """A tokenizer.json trained by `tokenizers` with DeepSeek-V3's Split steps (Oniguruma regexes)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"\p{N}{1,3}"), "isolated"),
+        pre_tokenizers.Split(Regex("[一-龥\u3040-ゟ゠-ヿ]+"), "isolated"),
+        pre_tokenizers.Split(Regex("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+                                   "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"), "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=1200, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tokenizer.train_from_iterator(varied_texts(4_000, seed=22), trainer=trainer)
+    path = Path(folder) / "split" / "tokenizer.json"
+    path.parent.mkdir(exist_ok=True)
+    tokenizer.save(str(path))
+    return path
+
+
 SOURCES: dict[str, tuple[str, Callable[[str], BPE]]] = {
     "tiktoken": ("cl100k_base.tiktoken", lambda folder: conversion.tiktoken.load(
         cl100k_file(), pattern="cl100k", special_tokens=CL100K_SPECIALS)),
@@ -87,6 +108,8 @@ SOURCES: dict[str, tuple[str, Callable[[str], BPE]]] = {
     "hf": ("tokenizer.json trained by `tokenizers`", lambda folder: conversion.hf.load(hf_trained_file(folder))),
     "hf-merges": ("tokenizer.json, a merges list unlike the rank rule",
                   lambda folder: conversion.hf.load(hf_merges_file(folder))),
+    "hf-split": ("tokenizer.json with Split pre-tokenizers (DeepSeek-V3's)",
+                 lambda folder: conversion.hf.load(hf_split_file(folder))),
     "trained": ("trained by us (rank model)", lambda folder: trained_model()),
 }
 
@@ -103,6 +126,8 @@ NO_PATTERN_IN_SP = ("no split pattern", True)
 SENTENCEPIECE = ("SentencePiece model", False)
 SP_USER_DEFINED = ("user-defined pieces .* with the dummy prefix", True)
 SP_NORMALIZER = ("precompiled character map", True)
+SPLIT = ("split pattern", False)  # tekken holds a tiktoken regex; lossy only renumbers
+SPLIT_LOSSY = ("Split pre-tokenizer", True)  # a .tiktoken file holds no pattern; tiktoken runs fancy-regex only
 
 EXPECTED: dict[tuple[str, str], Any] = {
     ("tiktoken", "tiktoken"): EXACT, ("tiktoken", "tekken"): IDS, ("tiktoken", "gpt2"): PATTERN,
@@ -124,6 +149,8 @@ EXPECTED: dict[tuple[str, str], Any] = {
     ("hf", "sentencepiece"): NO_PATTERN_IN_SP, ("hf", "hf"): EXACT, ("hf", "hf_bpe"): EXACT,
     ("hf-merges", "tiktoken"): RANK_RULE, ("hf-merges", "tekken"): RANK_RULE, ("hf-merges", "gpt2"): EXACT,
     ("hf-merges", "sentencepiece"): NO_PATTERN_IN_SP, ("hf-merges", "hf"): EXACT, ("hf-merges", "hf_bpe"): EXACT,
+    ("hf-split", "tiktoken"): SPLIT_LOSSY, ("hf-split", "tekken"): SPLIT, ("hf-split", "gpt2"): PATTERN,
+    ("hf-split", "sentencepiece"): NO_PATTERN_IN_SP, ("hf-split", "hf"): EXACT, ("hf-split", "hf_bpe"): EXACT,
     ("trained", "tiktoken"): EXACT, ("trained", "tekken"): IDS, ("trained", "gpt2"): EXACT,
     ("trained", "sentencepiece"): NO_PATTERN_IN_SP, ("trained", "hf"): EXACT, ("trained", "hf_bpe"): EXACT,
 }
@@ -155,7 +182,9 @@ def owner_encoder(target: str, path: Path, model: BPE) -> tuple[Callable[[str], 
         import tiktoken
         from tiktoken.load import load_tiktoken_bpe
 
-        theirs = tiktoken.Encoding("matrix", pat_str=model.pattern, mergeable_ranks=load_tiktoken_bpe(os.fspath(path)),
+        # A model split by tokenizers' Splits has no tiktoken pattern: tiktoken reads its ranks with GPT-2's.
+        pattern = model.pattern if isinstance(model.pattern, str) else patterns.GPT2
+        theirs = tiktoken.Encoding("matrix", pat_str=pattern, mergeable_ranks=load_tiktoken_bpe(os.fspath(path)),
                                    special_tokens=model.special_tokens)
         return (lambda text: theirs.encode(text, allowed_special="all")), with_specials, theirs.decode
     if target == "tekken":
@@ -233,6 +262,8 @@ LEGEND = {
     SENTENCEPIECE: "refused",
     SP_USER_DEFINED: "refused: user-defined pieces (lossy)",
     SP_NORMALIZER: "refused: normalizer (lossy)",
+    SPLIT: "refused: pattern",
+    SPLIT_LOSSY: "refused: pattern (lossy writes ranks)",
 }
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import doctest
 import pickle
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import naive_train
@@ -433,14 +435,6 @@ def test_piece_counts_docstring_example_runs() -> None:
     for test in finder.find(hf_bpe.PieceCounts, "PieceCounts", globs={}):
         runner.run(test)
     assert runner.failures == 0 and runner.tries > 0
-
-
-@pytest.mark.parametrize("module", ["hf_bpe.train", "hf_bpe._corpus"])
-def test_docstring_examples(module: str) -> None:
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
 
 
 # ------------------------------------------------------------------------------------- progress

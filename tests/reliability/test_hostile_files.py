@@ -26,7 +26,7 @@ import conversion.tiktoken
 import hf_bpe
 import hf_bpe._io
 from hf_bpe.errors import TokenizerFileError
-from hf_bpe.sentencepiece import BYTE, UNKNOWN, Piece, SentencePieceSpec
+from hf_bpe.sentencepiece_bpe import BYTE, UNKNOWN, Piece, SentencePieceSpec
 
 # ------------------------------------------------------------------------------------ SentencePiece
 
@@ -463,12 +463,31 @@ def test_pathological_patterns_in_training_raise_within_the_budget() -> None:
     assert time.monotonic() - started < 10
 
 
-def test_catastrophic_looking_patterns_without_backtracking_run_in_linear_time(tmp_path: Path) -> None:
-    """``(a+)+$`` and friends have no look-around: the regex crate runs them in linear time."""
-    model = WRITERS["tokenizer.json"](_with_pattern(r"(a+)+$|(a|aa)+|\s+|."), tmp_path)
+@pytest.mark.parametrize("writer", ["hf_bpe.json", "tekken"])
+def test_catastrophic_looking_patterns_without_backtracking_run_in_linear_time(tmp_path: Path, writer: str) -> None:
+    """``(a+)+$`` and friends have no look-around: fancy-regex (the pattern of tiktoken-style files)
+    hands them to the regex crate, which runs them in linear time."""
+    model = WRITERS[writer](_with_pattern(r"(a+)+$|(a|aa)+|\s+|."), tmp_path)
     started = time.monotonic()
     assert model.decode(model.encode_ordinary("a" * 1_000_000 + "!")) == "a" * 1_000_000 + "!"
     assert time.monotonic() - started < 10
+
+
+def test_a_tokenizer_json_split_that_oniguruma_gives_up_on_fails_as_in_tokenizers(tmp_path: Path) -> None:
+    """A tokenizer.json split runs on Oniguruma, as in `tokenizers`, which backtracks on ``(a+)+$``
+    and gives up (a panic there): the loaded model raises a clear error, soon, and keeps working."""
+    pattern, text = r"(a+)+$|(a|aa)+|\s+|.", "a" * 1_000_000 + "!"
+    path = conversion.hf.save(_with_pattern(pattern), tmp_path / "tokenizer.json", check=False)
+    model = conversion.hf.load(path)
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=r"Oniguruma gave up on the split regex .* \(retry-limit-in-match over\); "
+                                         r"`tokenizers` fails on this text too"):
+        model.encode_ordinary(text)
+    assert time.monotonic() - started < 10
+    tokenizers = pytest.importorskip("tokenizers")
+    with pytest.raises(BaseException, match="retry-limit-in-match over"):  # PanicException
+        tokenizers.Tokenizer.from_file(str(path)).encode(text[-100:])
+    assert model.decode(model.encode_ordinary("aab")) == "aab"
 
 
 # -------------------------------------------------------------------------------- tokenizer folder

@@ -7,7 +7,7 @@
 //! - [`Model::from_merges`] (GPT-2 files, HF `tokenizer.json`): only the listed merges, priority =
 //!   line order; the whole-piece rule only with `ignore_merges`.
 //! - [`Model::from_sentencepiece`]: character symbols, score priorities, no split pattern
-//!   ([`crate::sentencepiece`]).
+//!   ([`crate::char_merge`]).
 //!
 //! [`Model::rank_rule_difference`] and [`Model::merge_rule_difference`] decide whether one rule can
 //! stand in for the other, which is what converting between these formats needs.
@@ -19,21 +19,16 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::cache::{CacheGuard, PieceCache, ShardedCache};
 use crate::halves::Halves;
 use crate::merge::{Merge, MergeTable};
-use crate::pretokenize::{SplitError, Splitter};
-use crate::sentencepiece::{DecodeState, SentencePiece, SentencePieceSpec};
+use crate::pretokenize::{SplitError, SplitRule, Splitter};
+use crate::char_merge::{DecodeState, SentencePiece, SentencePieceSpec};
 use crate::short_tokens::{ShortTokens, SHORT};
 use crate::special::SpecialMatcher;
+use crate::tuning::{DENSE_ID_LIMIT, LONG_TOKEN};
 use crate::Rank;
 
 /// The largest id a token may have.
 pub const MAX_ID: Rank = (1 << 31) - 1;
 
-/// Ids up to this bound are stored densely; a sparser vocabulary uses a hash map.
-const DENSE_ID_LIMIT: usize = 1 << 24;
-
-/// Tokens longer than this (in bytes) find their splits with [`Halves`] (real tokens are at most
-/// 128 bytes; a plain lookup of every prefix is faster for short ones).
-pub(crate) const LONG_TOKEN: usize = 64;
 
 /// Why ranks and special tokens cannot form a model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -340,12 +335,12 @@ impl Model {
     /// priority, and any adjacent pair whose concatenation is a token may merge.
     pub fn from_ranks(
         ranks: Vec<(Vec<u8>, Rank)>,
-        pattern: &str,
+        split: impl Into<SplitRule>,
         specials: Vec<(String, Rank)>,
     ) -> Result<Self, BuildError> {
-        let splitter = Splitter::new(pattern).map_err(BuildError::Pattern)?;
+        let splitter = Splitter::new(split).map_err(BuildError::Pattern)?;
         let encoder = check_tokens(&ranks)?;
-        let mut merges = MergeTable::new(byte_ids(&encoder)?);
+        let mut merges = MergeTable::builder_recording_joins(byte_ids(&encoder)?);
         // Long tokens find their splits by rolling hash: looking every prefix up is quadratic.
         let halves = encoder
             .keys()
@@ -359,14 +354,14 @@ impl Model {
             for split in splits {
                 if let (Some(&left), Some(&right)) = (encoder.get(&token[..split]), encoder.get(&token[split..])) {
                     let merge = Merge { priority: rank, merged: rank };
-                    merges.insert_joining(left, right, merge, token[split - 1], token[split]);
+                    merges.insert(left, right, merge, token[split - 1], token[split]);
                 }
             }
         }
         let empty_matches = encoder.contains_key(&[][..]) && splitter.may_match_empty();
         let rule = Rule::ByteLevel(ByteLevel {
             splitter,
-            merges,
+            merges: merges.build(),
             whole_piece: true,
             merge_list: None,
             ignore_merges: true,
@@ -383,11 +378,11 @@ impl Model {
     pub fn from_merges(
         vocab: Vec<(Vec<u8>, Rank)>,
         merges: Vec<(Rank, Rank)>,
-        pattern: &str,
+        split: impl Into<SplitRule>,
         specials: Vec<(String, Rank)>,
         ignore_merges: bool,
     ) -> Result<Self, BuildError> {
-        let splitter = Splitter::new(pattern).map_err(BuildError::Pattern)?;
+        let splitter = Splitter::new(split).map_err(BuildError::Pattern)?;
         let encoder = check_tokens(&vocab)?;
         let bytes_of: FxHashMap<Rank, &[u8]> = encoder.iter().map(|(token, &id)| (id, &token[..])).collect();
         let mut last_line: FxHashMap<(Rank, Rank), usize> = FxHashMap::default();
@@ -399,7 +394,7 @@ impl Model {
             }
             last_line.insert((left, right), line);
         }
-        let mut table = MergeTable::new(byte_ids(&encoder)?);
+        let mut table = MergeTable::builder_recording_joins(byte_ids(&encoder)?);
         let mut merge_list = Vec::with_capacity(last_line.len());
         for (line, &(left, right)) in merges.iter().enumerate() {
             if last_line[&(left, right)] != line || bytes_of[&left].is_empty() || bytes_of[&right].is_empty() {
@@ -415,12 +410,12 @@ impl Model {
             };
             let merge = Merge { priority: merge_list.len() as u32, merged };
             let (last_of_left, first_of_right) = (bytes_of[&left][bytes_of[&left].len() - 1], bytes_of[&right][0]);
-            table.insert_joining(left, right, merge, last_of_left, first_of_right);
+            table.insert(left, right, merge, last_of_left, first_of_right);
             merge_list.push((left, right));
         }
         let rule = Rule::ByteLevel(ByteLevel {
             splitter,
-            merges: table,
+            merges: table.build(),
             whole_piece: ignore_merges,
             merge_list: Some(merge_list),
             ignore_merges,
@@ -444,7 +439,7 @@ impl Model {
         for (id, piece) in model.spec().pieces.iter().enumerate() {
             let id = id as Rank;
             let bytes = model.piece_bytes(id).expect("every piece has bytes");
-            use crate::sentencepiece::PieceKind;
+            use crate::char_merge::PieceKind;
             match piece.kind {
                 PieceKind::Control | PieceKind::Unknown => specials.push((piece.text.clone(), id)),
                 PieceKind::Byte => {
@@ -499,15 +494,19 @@ impl Model {
         }
     }
 
-    /// The split pattern ("" for SentencePiece models, which have none).
-    pub fn pattern(&self) -> &str {
-        self.split_pattern().unwrap_or("")
+    /// How text is cut into pieces, or `None` for SentencePiece models, which split nothing.
+    pub fn split_rule(&self) -> Option<&SplitRule> {
+        match &self.rule {
+            Rule::ByteLevel(byte_level) => Some(byte_level.splitter.rule()),
+            Rule::SentencePiece(_) => None,
+        }
     }
 
-    /// The split pattern, or `None` for SentencePiece models.
-    pub fn split_pattern(&self) -> Option<&str> {
+    /// The pieces the split rule cuts `text` into (special tokens are not looked for), or `None`
+    /// for SentencePiece models.
+    pub fn pieces<'t>(&self, text: &'t str) -> Option<Result<Vec<&'t str>, SplitError>> {
         match &self.rule {
-            Rule::ByteLevel(byte_level) => Some(byte_level.splitter.pattern()),
+            Rule::ByteLevel(byte_level) => Some(byte_level.splitter.pieces(text)),
             Rule::SentencePiece(_) => None,
         }
     }
@@ -729,7 +728,7 @@ impl Model {
         let mut bytes = Vec::with_capacity(ids.len() * 4);
         self.decode_bytes(ids, &mut bytes)?;
         Ok(match &self.rule {
-            Rule::SentencePiece(_) => crate::sentencepiece::decode_utf8(&bytes),
+            Rule::SentencePiece(_) => crate::char_merge::decode_utf8(&bytes),
             Rule::ByteLevel(_) => String::from_utf8_lossy(&bytes).into_owned(),
         })
     }
@@ -812,7 +811,7 @@ impl Model {
         let ByteLevel { merge_list, ignore_merges, splitter, .. } = self.byte_level()?;
         let (listed, ignore_merges) = (merge_list.as_deref()?, *ignore_merges);
         if self.encoder.contains_key(&[][..]) && splitter.may_match_empty() {
-            return Some(RuleDifference::EmptyMatches { pattern: splitter.pattern().to_owned() });
+            return Some(RuleDifference::EmptyMatches { pattern: splitter.pattern().unwrap_or_default().to_owned() });
         }
         let mut line_of_token: FxHashMap<Rank, usize> = FxHashMap::default();
         let mut previous: Option<(usize, Rank)> = None;
@@ -878,7 +877,8 @@ impl Model {
             Kind::Ranks => {
                 let vocab: Vec<(Vec<u8>, Rank)> =
                     self.ranks().into_iter().map(|(token, id)| (token.to_vec(), id)).collect();
-                let listed = Model::from_merges(vocab, self.merge_list(), self.pattern(), Vec::new(), ignore_merges)
+                let split = self.split_rule().expect("a rank model splits by a rule");
+                let listed = Model::from_merges(vocab, self.merge_list(), split, Vec::new(), ignore_merges)
                     .expect("a rank model's own merges form a valid merges list");
                 listed.rank_rule_difference()
             }

@@ -1,8 +1,9 @@
-//! Pre-tokenization: cutting text into pieces with the split pattern.
+//! Pre-tokenization: cutting text into pieces with the split rule ([`SplitRule`]).
 //!
-//! The pattern is run with `fancy-regex`, the engine tiktoken uses, so every pattern means exactly
-//! what it means there (possessive quantifiers, look-ahead, `$` as end of text). The three named
-//! patterns run on hand-written scanners (`crate::scan`) that find the same pieces, faster.
+//! A split pattern is run with `fancy-regex`, the engine tiktoken uses, so every pattern means
+//! exactly what it means there (possessive quantifiers, look-ahead, `$` as end of text). The three
+//! named patterns run on hand-written scanners (`crate::scan`) that find the same pieces, faster.
+//! A `tokenizer.json`'s Split steps run on Oniguruma, as in `tokenizers` ([`crate::onig_split`]).
 //!
 //! A pattern from a file may backtrack catastrophically. fancy-regex bounds each match attempt
 //! (1,000,000 backtracking steps, as in tiktoken), but not a text: a pattern that spends 900,000
@@ -13,14 +14,17 @@
 //! tried with a small backtracking limit, raised tenfold at a time up to fancy-regex's, giving up
 //! early when the next attempt would, at the pace of the last one, overrun the budget. Results do
 //! not change: an attempt that stays within its limit is the same search as with the full limit.
+//! Split steps on Oniguruma share the budget (see [`crate::onig_split`] for their limits).
 
 use std::cell::Cell;
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use fancy_regex::{AstNode, Expr, Regex, RegexBuilder, RegexInput};
 
+use crate::onig_split::CompiledSteps;
+pub use crate::onig_split::{Behavior, SplitStep};
 use crate::scan::Scanner;
 
 /// Splitting one text with a regex may take this many seconds, plus [`SPLIT_SECONDS_PER_MB`].
@@ -30,7 +34,7 @@ pub const SPLIT_SECONDS_PER_MB: f64 = 10.0;
 /// The backtracking limits a match is tried with, in turn; the last is fancy-regex's default.
 const BACKTRACK_LIMITS: [usize; 5] = [100, 1_000, 10_000, 100_000, 1_000_000];
 /// The budget is checked after every this many matches.
-const CHECK_EVERY: usize = 8;
+pub(crate) const CHECK_EVERY: usize = 8;
 /// The longest split pattern accepted, in bytes (real ones are under 1 KB). Compiling takes about
 /// 400 bytes of memory per byte of pattern: a 10 MB pattern took 2 GB.
 pub const MAX_PATTERN_BYTES: usize = 1 << 16;
@@ -77,26 +81,99 @@ impl fmt::Display for SplitError {
 
 impl std::error::Error for SplitError {}
 
-/// Cuts text into pieces with a split pattern. Text the pattern does not match is dropped, as in
-/// tiktoken; the named patterns match every character.
+/// How text is cut into pieces.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SplitRule {
+    /// A tiktoken split pattern (fancy-regex): its matches are the pieces, the text between them is
+    /// dropped (the named patterns match every character).
+    Pattern(String),
+    /// `tokenizers`' Split pre-tokenizers (Oniguruma), in order: each re-splits every piece of the
+    /// one before.
+    Steps(Vec<SplitStep>),
+}
+
+impl SplitRule {
+    /// The fancy-regex pattern, or `None` for Split steps.
+    pub fn pattern(&self) -> Option<&str> {
+        match self {
+            SplitRule::Pattern(pattern) => Some(pattern),
+            SplitRule::Steps(_) => None,
+        }
+    }
+}
+
+impl From<&str> for SplitRule {
+    fn from(pattern: &str) -> Self {
+        SplitRule::Pattern(pattern.to_owned())
+    }
+}
+
+impl From<String> for SplitRule {
+    fn from(pattern: String) -> Self {
+        SplitRule::Pattern(pattern)
+    }
+}
+
+impl From<&String> for SplitRule {
+    fn from(pattern: &String) -> Self {
+        SplitRule::Pattern(pattern.clone())
+    }
+}
+
+impl From<&SplitRule> for SplitRule {
+    fn from(rule: &SplitRule) -> Self {
+        rule.clone()
+    }
+}
+
+impl From<Vec<SplitStep>> for SplitRule {
+    fn from(steps: Vec<SplitStep>) -> Self {
+        SplitRule::Steps(steps)
+    }
+}
+
+/// Cuts text into pieces by a [`SplitRule`]. Text a split pattern does not match is dropped, as in
+/// tiktoken; Split steps keep, drop or merge it as their behavior says, as in `tokenizers`.
 #[derive(Clone, Debug)]
 pub struct Splitter {
-    pattern: String,
+    rule: SplitRule,
+    /// The hand-written scanner when the rule is exactly a named pattern (checked first: the hot path).
+    scanner: Option<Scanner>,
+    engine: Engine,
+}
+
+#[derive(Clone, Debug)]
+enum Engine {
+    Fancy(Box<Fancy>),
+    /// Compiled once, shared by clones (Oniguruma regexes cannot be cloned).
+    Oniguruma(Arc<CompiledSteps>),
+}
+
+/// A split pattern on fancy-regex.
+#[derive(Clone, Debug)]
+struct Fancy {
     /// The pattern with fancy-regex's default backtracking limit (the last of `BACKTRACK_LIMITS`).
     regex: Regex,
     /// The pattern with the smaller limits, compiled when first needed.
     limited: [OnceLock<Regex>; BACKTRACK_LIMITS.len() - 1],
-    /// The hand-written scanner when `pattern` is exactly a named pattern.
-    scanner: Option<Scanner>,
     /// Whether the pattern may match the empty string (see [`Splitter::may_match_empty`]).
     may_match_empty: bool,
 }
 
 impl Splitter {
-    pub fn new(pattern: &str) -> Result<Self, SplitError> {
-        let mut splitter = Self::regex_only(pattern)?;
-        splitter.scanner = Scanner::for_pattern(pattern);
-        Ok(splitter)
+    pub fn new(rule: impl Into<SplitRule>) -> Result<Self, SplitError> {
+        match rule.into() {
+            SplitRule::Pattern(pattern) => {
+                let mut splitter = Self::regex_only(&pattern)?;
+                splitter.scanner = Scanner::for_pattern(&pattern);
+                Ok(splitter)
+            }
+            SplitRule::Steps(steps) => {
+                let compiled = CompiledSteps::new(&steps)?;
+                let engine = Engine::Oniguruma(Arc::new(compiled));
+                Ok(Self { rule: SplitRule::Steps(steps), scanner: None, engine })
+            }
+        }
     }
 
     /// A splitter that always runs the regex, even for a named pattern (to test the scanners).
@@ -114,27 +191,83 @@ impl Splitter {
             pattern: pattern.to_owned(),
             reason: error.to_string(),
         })?;
-        Ok(Self {
-            pattern: pattern.to_owned(),
-            regex,
-            limited: Default::default(),
-            scanner: None,
-            may_match_empty: Expr::parse_tree(pattern).map_or(true, |tree| nullable(&tree.expr)),
-        })
+        let may_match_empty = Expr::parse_tree(pattern).map_or(true, |tree| nullable(&tree.expr));
+        let fancy = Fancy { regex, limited: Default::default(), may_match_empty };
+        Ok(Self { rule: SplitRule::Pattern(pattern.to_owned()), scanner: None, engine: Engine::Fancy(Box::new(fancy)) })
     }
 
     /// Whether some text may give an empty match: `false` only when every match provably takes at
     /// least one character (every named pattern, and most real ones: each alternative consumes).
+    /// Split steps never give an empty piece (`tokenizers` drops them).
     pub fn may_match_empty(&self) -> bool {
-        self.may_match_empty
+        match &self.engine {
+            Engine::Fancy(fancy) => fancy.may_match_empty,
+            Engine::Oniguruma(_) => false,
+        }
     }
 
+    /// Like [`Splitter::for_each_piece`]; with `empty`, also calls `on_piece(at, at)` for each
+    /// empty match that fancy-regex's `find_iter` yields (tiktoken looks each one up as a token).
+    /// The named patterns and Split steps never give an empty match.
+    pub fn for_each_match(&self, text: &str, empty: bool, on_piece: impl FnMut(usize, usize)) -> Result<(), SplitError> {
+        match &self.engine {
+            Engine::Fancy(fancy) if self.scanner.is_none() => {
+                fancy.for_each_piece(self.pattern().unwrap_or_default(), text, empty, on_piece)
+            }
+            _ => self.for_each_piece(text, on_piece),
+        }
+    }
+
+    /// The rule this splitter was built from.
+    pub fn rule(&self) -> &SplitRule {
+        &self.rule
+    }
+
+    /// The fancy-regex pattern, or `None` for Split steps.
+    pub fn pattern(&self) -> Option<&str> {
+        self.rule.pattern()
+    }
+
+    /// The hand-written scanner, when the rule is exactly a named pattern.
+    fn scanner(&self) -> Option<Scanner> {
+        self.scanner
+    }
+
+    /// How many pieces at the end of a text more text can still change
+    /// ([`Scanner::UNSETTLED_PIECES`] for the named patterns); `None` for other rules, where
+    /// no bound is known (a regex may look any distance ahead: `a+b|a` cuts a run of `a` into
+    /// single letters unless a `b` follows it).
+    pub fn unsettled_pieces(&self) -> Option<usize> {
+        self.scanner().map(|_| Scanner::UNSETTLED_PIECES)
+    }
+
+    /// Calls `on_piece(start, end)` with the byte range of each piece, in order.
+    pub fn for_each_piece(&self, text: &str, mut on_piece: impl FnMut(usize, usize)) -> Result<(), SplitError> {
+        if let Some(scanner) = self.scanner {
+            scanner.for_each_piece(text, on_piece);
+            return Ok(());
+        }
+        match &self.engine {
+            Engine::Fancy(fancy) => fancy.for_each_piece(self.pattern().unwrap_or_default(), text, false, on_piece),
+            Engine::Oniguruma(steps) => steps.for_each_piece(text, &Budget::new(text.len()), &mut on_piece),
+        }
+    }
+
+    /// The pieces of `text` as string slices (convenient for tests and training).
+    pub fn pieces<'t>(&self, text: &'t str) -> Result<Vec<&'t str>, SplitError> {
+        let mut pieces = Vec::new();
+        self.for_each_piece(text, |start, end| pieces.push(&text[start..end]))?;
+        Ok(pieces)
+    }
+}
+
+impl Fancy {
     /// The regex with the backtracking limit `BACKTRACK_LIMITS[level]`.
     fn regex_at(&self, level: usize) -> &Regex {
         match self.limited.get(level) {
             None => &self.regex,
             Some(cell) => cell.get_or_init(|| {
-                RegexBuilder::new(&self.pattern)
+                RegexBuilder::new(self.regex.as_str())
                     .backtrack_limit(BACKTRACK_LIMITS[level])
                     .build()
                     .expect("the pattern compiled with the default limit")
@@ -143,11 +276,16 @@ impl Splitter {
     }
 
     /// The next match at or after `input`'s start, trying the backtracking limits in turn.
-    fn find(&self, input: &RegexInput<'_, str>, budget: &Budget<'_>) -> Result<Option<(usize, usize)>, SplitError> {
+    fn find(
+        &self,
+        pattern: &str,
+        input: &RegexInput<'_, str>,
+        budget: &Budget,
+    ) -> Result<Option<(usize, usize)>, SplitError> {
         for level in 0..BACKTRACK_LIMITS.len() {
             // The first attempt, the common case, is not timed: the time since the budget's last
             // check stands for its duration.
-            let started = if level == 0 { budget.last_check.get() } else { Instant::now() };
+            let started = if level == 0 { budget.last_check() } else { Instant::now() };
             match self.regex_at(level).find_input(input.clone()) {
                 Ok(found) => return Ok(found.map(|found| (found.start(), found.end()))),
                 Err(fancy_regex::Error::RuntimeError(fancy_regex::RuntimeError::BacktrackLimitExceeded))
@@ -155,7 +293,7 @@ impl Splitter {
                 {
                     // The next attempt may backtrack ten times as much: give up now if, at this
                     // attempt's pace, it would overrun the budget.
-                    budget.check(started.elapsed() * 10)?;
+                    budget.check(pattern, started.elapsed() * 10)?;
                 }
                 Err(error) => return Err(SplitError::Engine { reason: error.to_string() }),
             }
@@ -163,50 +301,29 @@ impl Splitter {
         unreachable!("the last limit's error is returned")
     }
 
-    pub fn pattern(&self) -> &str {
-        &self.pattern
-    }
-
-    /// How many pieces at the end of a text more text can still change
-    /// ([`Scanner::UNSETTLED_PIECES`] for the named patterns); `None` for other patterns, where
-    /// no bound is known (a regex may look any distance ahead: `a+b|a` cuts a run of `a` into
-    /// single letters unless a `b` follows it).
-    pub fn unsettled_pieces(&self) -> Option<usize> {
-        self.scanner.map(|_| Scanner::UNSETTLED_PIECES)
-    }
-
-    /// Calls `on_piece(start, end)` with the byte range of each piece, in order.
-    pub fn for_each_piece(&self, text: &str, on_piece: impl FnMut(usize, usize)) -> Result<(), SplitError> {
-        self.for_each_match(text, false, on_piece)
-    }
-
-    /// Like [`Splitter::for_each_piece`]; with `empty`, also calls `on_piece(at, at)` for each
-    /// empty match that fancy-regex's `find_iter` yields (tiktoken looks each one up as a token).
-    /// The named patterns never match the empty string.
-    pub fn for_each_match(
+    /// Calls `on_piece(start, end)` with the byte range of each match of the regex, in order; with
+    /// `empty`, empty matches too (as fancy-regex's `find_iter` yields them).
+    fn for_each_piece(
         &self,
+        pattern: &str,
         text: &str,
         empty: bool,
         mut on_piece: impl FnMut(usize, usize),
     ) -> Result<(), SplitError> {
-        if let Some(scanner) = self.scanner {
-            scanner.for_each_piece(text, on_piece);
-            return Ok(());
-        }
         // fancy-regex's `find_iter`, with a budget: after an empty match the search moves on by one
         // character, an empty match right after a match is skipped, and `\G` does not match after
         // an empty match.
-        let budget = Budget::new(&self.pattern, text.len());
+        let budget = Budget::new(text.len());
         let (mut start, mut last_end, mut skipped_empty) = (0, None, false);
         for found in 0.. {
             if start > text.len() {
                 break;
             }
             if found % CHECK_EVERY == CHECK_EVERY - 1 {
-                budget.check(Duration::ZERO)?;
+                budget.check(pattern, Duration::ZERO)?;
             }
             let input = RegexInput::new(text).from_pos(start).continue_from_previous_match_end(!skipped_empty);
-            let Some((piece_start, piece_end)) = self.find(&input, &budget)? else {
+            let Some((piece_start, piece_end)) = self.find(pattern, &input, &budget)? else {
                 break;
             };
             if piece_start == piece_end {
@@ -226,13 +343,6 @@ impl Splitter {
             last_end = Some(piece_end);
         }
         Ok(())
-    }
-
-    /// The pieces of `text` as string slices (convenient for tests and training).
-    pub fn pieces<'t>(&self, text: &'t str) -> Result<Vec<&'t str>, SplitError> {
-        let mut pieces = Vec::new();
-        self.for_each_piece(text, |start, end| pieces.push(&text[start..end]))?;
-        Ok(pieces)
     }
 }
 
@@ -254,29 +364,45 @@ fn nullable(expr: &Expr) -> bool {
 }
 
 /// How long splitting one text may take.
-struct Budget<'p> {
-    pattern: &'p str,
+pub(crate) struct Budget {
     bytes: usize,
     started: Instant,
     last_check: Cell<Instant>,
     limit: Duration,
 }
 
-impl<'p> Budget<'p> {
-    fn new(pattern: &'p str, bytes: usize) -> Self {
+impl Budget {
+    pub(crate) fn new(bytes: usize) -> Self {
         let seconds = SPLIT_BASE_SECONDS + SPLIT_SECONDS_PER_MB * bytes as f64 / 1e6;
         let started = Instant::now();
-        Self { pattern, bytes, started, last_check: Cell::new(started), limit: Duration::from_secs_f64(seconds) }
+        Self { bytes, started, last_check: Cell::new(started), limit: Duration::from_secs_f64(seconds) }
     }
 
-    /// Fails when the time spent, plus `more`, is over the budget.
-    fn check(&self, more: Duration) -> Result<(), SplitError> {
+    /// When the budget was last checked (or started).
+    pub(crate) fn last_check(&self) -> Instant {
+        self.last_check.get()
+    }
+
+    /// Fails, blaming `pattern`, when the time spent, plus `more`, is over the budget.
+    pub(crate) fn check(&self, pattern: &str, more: Duration) -> Result<(), SplitError> {
         let now = Instant::now();
         self.last_check.set(now);
         if now - self.started + more > self.limit {
-            return Err(SplitError::TooSlow { pattern: self.pattern.to_owned(), bytes: self.bytes, budget: self.limit });
+            return Err(self.too_slow(pattern));
         }
         Ok(())
+    }
+
+    /// The time left, or the error blaming `pattern` when none is.
+    pub(crate) fn remaining(&self, pattern: &str) -> Result<Duration, SplitError> {
+        let now = Instant::now();
+        self.last_check.set(now);
+        self.limit.checked_sub(now - self.started).ok_or_else(|| self.too_slow(pattern))
+    }
+
+    /// The error for a text whose splitting would overrun the budget.
+    pub(crate) fn too_slow(&self, pattern: &str) -> SplitError {
+        SplitError::TooSlow { pattern: pattern.to_owned(), bytes: self.bytes, budget: self.limit }
     }
 }
 
@@ -294,9 +420,9 @@ mod tests {
 
     #[test]
     fn named_patterns_use_a_scanner_and_others_the_regex() {
-        assert!(Splitter::new(GPT2).unwrap().scanner.is_some());
-        assert!(Splitter::regex_only(GPT2).unwrap().scanner.is_none());
-        assert!(Splitter::new(r"\w+|\s+").unwrap().scanner.is_none());
+        assert!(Splitter::new(GPT2).unwrap().scanner().is_some());
+        assert!(Splitter::regex_only(GPT2).unwrap().scanner().is_none());
+        assert!(Splitter::new(r"\w+|\s+").unwrap().scanner().is_none());
     }
 
     #[test]
@@ -427,13 +553,13 @@ mod tests {
         let error = Splitter::new(&pattern).unwrap_err().to_string();
         assert!(error.contains("it is 65537 bytes; hf_bpe takes split patterns up to 65536 bytes"), "{error}");
         assert!(started.elapsed().as_secs_f64() < 0.1);
-        assert!(Splitter::new(&"a|".repeat(MAX_PATTERN_BYTES / 2 - 1)).is_ok());
+        assert!(Splitter::new("a|".repeat(MAX_PATTERN_BYTES / 2 - 1)).is_ok());
     }
 
     #[test]
     fn long_patterns_are_cut_short_in_messages() {
         let pattern = format!("({})", "a|".repeat(1000));
-        let message = Splitter::new(&format!("{pattern}(")).unwrap_err().to_string();
+        let message = Splitter::new(format!("{pattern}(")).unwrap_err().to_string();
         assert!(message.len() < 600 && message.contains("... (2003 bytes)"), "{message}");
     }
 

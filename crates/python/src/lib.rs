@@ -9,8 +9,10 @@ mod train;
 mod train_sentencepiece;
 
 use hf_bpe_core::model::MAX_ID;
-use hf_bpe_core::sentencepiece::{DecodeState, Piece, PieceKind, SentencePieceSpec};
-use hf_bpe_core::{BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, StreamError};
+use hf_bpe_core::char_merge::{DecodeState, Piece, PieceKind, SentencePieceSpec};
+use hf_bpe_core::{
+    Behavior, BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, SplitRule, SplitStep, StreamError,
+};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
@@ -26,6 +28,38 @@ const RELEASE_GIL_FROM: usize = 4096;
 
 fn split_error(error: SplitError) -> PyErr {
     PyValueError::new_err(error.to_string())
+}
+
+/// A split rule from Python: a regex (`str`), or `(pattern, literal, behavior, invert)` per Split
+/// step (what `hf_bpe.patterns.to_core` gives).
+pub(crate) fn split_rule_of(value: &Bound<'_, PyAny>) -> PyResult<SplitRule> {
+    if let Ok(pattern) = value.cast::<PyString>() {
+        return Ok(SplitRule::Pattern(pattern.to_str()?.to_owned()));
+    }
+    let steps: Vec<(String, bool, String, bool)> = value.extract().map_err(|_| {
+        PyTypeError::new_err("a split rule is a regex str or a list of (pattern, literal, behavior, invert)")
+    })?;
+    steps
+        .into_iter()
+        .map(|(pattern, literal, behavior, invert)| {
+            let behavior = Behavior::from_name(&behavior)
+                .ok_or_else(|| PyValueError::new_err(format!("unknown Split behavior {behavior:?}")))?;
+            Ok(SplitStep { pattern, literal, behavior, invert })
+        })
+        .collect::<PyResult<_>>()
+        .map(SplitRule::Steps)
+}
+
+/// A split rule for Python, as [`split_rule_of`] takes it.
+pub(crate) fn split_rule_to_py<'py>(py: Python<'py>, rule: &SplitRule) -> PyResult<Bound<'py, PyAny>> {
+    match rule {
+        SplitRule::Pattern(pattern) => Ok(PyString::new(py, pattern).into_any()),
+        SplitRule::Steps(steps) => Ok(PyList::new(
+            py,
+            steps.iter().map(|step| (step.pattern.as_str(), step.literal, step.behavior.name(), step.invert)),
+        )?
+        .into_any()),
+    }
 }
 
 /// Raises one of the exception classes of `hf_bpe.errors`, made from one argument.
@@ -378,15 +412,16 @@ impl CoreBPE {
     #[new]
     fn new(
         ranks: &Bound<'_, PyDict>,
-        pattern: &str,
+        split: &Bound<'_, PyAny>,
         special_tokens: &Bound<'_, PyDict>,
     ) -> PyResult<Self> {
         let py = ranks.py();
         guarded(py, || {
             let rank_list = token_ids_of(ranks, "ranks")?;
             let specials = specials_of(special_tokens)?;
+            let split = split_rule_of(split)?;
             let model = py
-                .detach(|| Model::from_ranks(rank_list, pattern, specials))
+                .detach(|| Model::from_ranks(rank_list, split, specials))
                 .map_err(|error| build_error(py, error))?;
             Ok(Self::with_model(model))
         })
@@ -398,7 +433,7 @@ impl CoreBPE {
     fn from_merges(
         vocab: &Bound<'_, PyDict>,
         merges: &Bound<'_, PyAny>,
-        pattern: &str,
+        split: &Bound<'_, PyAny>,
         special_tokens: &Bound<'_, PyDict>,
         ignore_merges: bool,
     ) -> PyResult<Self> {
@@ -407,8 +442,9 @@ impl CoreBPE {
             let vocab = token_ids_of(vocab, "vocab")?;
             let specials = specials_of(special_tokens)?;
             let merges = merge_ids_of(merges)?;
+            let split = split_rule_of(split)?;
             let model = py
-                .detach(|| Model::from_merges(vocab, merges, pattern, specials, ignore_merges))
+                .detach(|| Model::from_merges(vocab, merges, split, specials, ignore_merges))
                 .map_err(|error| build_error(py, error))?;
             Ok(Self::with_model(model))
         })
@@ -651,10 +687,22 @@ impl CoreBPE {
         self.model.n_mergeable()
     }
 
-    /// The split pattern, or None for SentencePiece models.
+    /// The split rule (a regex, or `(pattern, literal, behavior, invert)` per Split step), or None
+    /// for SentencePiece models.
     #[getter]
-    fn pattern(&self) -> Option<&str> {
-        self.model.split_pattern()
+    fn split_rule<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.model.split_rule().map(|rule| split_rule_to_py(py, rule)).transpose()
+    }
+
+    /// The pieces the split rule cuts `text` into; None for SentencePiece models.
+    fn pieces<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'py, PyString>>>> {
+        guarded(py, || {
+            let text = text_of(text, "text")?;
+            let Some(pieces) = self.model.pieces(&text) else {
+                return Ok(None);
+            };
+            Ok(Some(pieces.map_err(split_error)?.into_iter().map(|piece| PyString::new(py, piece)).collect()))
+        })
     }
 
     /// "ranks", "merges" or "sentencepiece".

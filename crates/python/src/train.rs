@@ -16,6 +16,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::guard::guarded;
+use crate::{split_rule_of, split_rule_to_py};
+use hf_bpe_core::SplitRule;
 
 fn count_error(error: CountError) -> PyErr {
     let message = error.to_string();
@@ -115,8 +117,9 @@ fn piece_of(piece: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     )))
 }
 
-/// What pickling stores: pattern, special tokens and the serialized table.
-type State<'py> = (String, Vec<String>, Bound<'py, PyBytes>);
+/// What pickling stores: the split rule (as `split_rule_to_py` gives it), special tokens and the
+/// serialized table.
+type State<'py> = (Bound<'py, PyAny>, Vec<String>, Bound<'py, PyBytes>);
 
 /// How often each distinct piece occurs in a corpus, with the split pattern and special tokens
 /// that cut it. Tables add with ``+`` (so ``sum(tables)`` works), pickle, and compare equal when
@@ -130,17 +133,44 @@ type State<'py> = (String, Vec<String>, Bound<'py, PyBytes>);
 #[derive(Clone)]
 pub struct PyPieceCounts {
     counts: PieceCounts,
-    pattern: String,
+    split: SplitRule,
     special_tokens: Vec<String>,
+}
+
+/// A split rule for messages: the named pattern's name, the regex, or the Split steps.
+fn describe_rule(rule: &SplitRule) -> String {
+    match rule {
+        SplitRule::Pattern(pattern) => match pattern.as_str() {
+            p if p.starts_with("'(?:[sdmt]") => "gpt2".to_owned(),
+            p if p.starts_with("'(?i:[sdmt]") => "cl100k".to_owned(),
+            p if p.starts_with("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}") => "o200k".to_owned(),
+            p => format!("{p:?}"),
+        },
+        SplitRule::Steps(steps) => {
+            let steps: Vec<String> = steps
+                .iter()
+                .map(|step| format!("Split({:?}, {:?}, invert={})", step.pattern, step.behavior.name(), step.invert))
+                .collect();
+            steps.join(" then ")
+        }
+    }
+}
+
+/// The split rule for a pattern as Python gives it: a name, a regex or Splits.
+fn resolved_rule(py: Python<'_>, pattern: &Bound<'_, PyAny>) -> PyResult<SplitRule> {
+    let patterns = py.import("hf_bpe.patterns")?;
+    let core = patterns.call_method1("to_core", (patterns.call_method1("resolve", (pattern,))?,))?;
+    split_rule_of(&core)
 }
 
 impl PyPieceCounts {
     fn check_compatible(&self, other: &PyPieceCounts) -> PyResult<()> {
-        if self.pattern != other.pattern {
+        if self.split != other.split {
             return Err(PyValueError::new_err(format!(
-                "cannot add piece counts made with different split patterns ({:?} and {:?}): \
+                "cannot add piece counts made with different split patterns ({} and {}): \
                  count every shard with the same pattern",
-                self.pattern, other.pattern
+                describe_rule(&self.split),
+                describe_rule(&other.split)
             )));
         }
         if self.special_tokens != other.special_tokens {
@@ -159,18 +189,18 @@ impl PyPieceCounts {
     /// ``PieceCounts(counts={}, *, pattern="gpt2", special_tokens=())``: a table from a mapping
     /// of pieces (``str`` or ``bytes``) to counts, e.g. one gathered by another engine.
     #[new]
-    #[pyo3(signature = (counts=None, *, pattern="gpt2", special_tokens=Vec::new()))]
+    #[pyo3(signature = (counts=None, *, pattern=None, special_tokens=Vec::new()))]
     fn new(
         py: Python<'_>,
         counts: Option<&Bound<'_, PyAny>>,
-        pattern: &str,
+        pattern: Option<&Bound<'_, PyAny>>,
         special_tokens: Vec<String>,
     ) -> PyResult<Self> {
         guarded(py, || {
-            let pattern: String = py
-                .import("hf_bpe.patterns")?
-                .call_method1("resolve", (pattern,))?
-                .extract()?;
+            let split = match pattern {
+                Some(pattern) => resolved_rule(py, pattern)?,
+                None => resolved_rule(py, PyString::new(py, "gpt2").as_any())?,
+            };
             let mut table = PieceCounts::new();
             if let Some(counts) = counts {
                 let items = counts.call_method0("items").map_err(|_| {
@@ -185,16 +215,17 @@ impl PyPieceCounts {
             }
             Ok(Self {
                 counts: table,
-                pattern,
+                split,
                 special_tokens,
             })
         })
     }
 
-    /// The split regex the pieces were cut with.
+    /// The split pattern the pieces were cut with (a regex, a ``patterns.Split`` or a tuple of them).
     #[getter]
-    fn pattern(&self) -> &str {
-        &self.pattern
+    fn pattern<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let core = split_rule_to_py(py, &self.split)?;
+        py.import("hf_bpe.patterns")?.call_method1("from_core", (core,))
     }
 
     /// The special tokens documents were split on (they are not counted).
@@ -292,7 +323,7 @@ impl PyPieceCounts {
         match other.cast::<PyPieceCounts>() {
             Ok(other) => {
                 let other = other.borrow();
-                self.pattern == other.pattern
+                self.split == other.split
                     && self.special_tokens == other.special_tokens
                     && self.counts == other.counts
             }
@@ -301,12 +332,7 @@ impl PyPieceCounts {
     }
 
     fn __repr__(&self) -> String {
-        let pattern = match self.pattern.as_str() {
-            p if p.starts_with("'(?:[sdmt]") => "gpt2".to_owned(),
-            p if p.starts_with("'(?i:[sdmt]") => "cl100k".to_owned(),
-            p if p.starts_with("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}") => "o200k".to_owned(),
-            p => format!("{p:?}"),
-        };
+        let pattern = describe_rule(&self.split);
         format!(
             "PieceCounts({} distinct pieces, {} in all, pattern={pattern}, special_tokens={:?})",
             self.counts.len(),
@@ -324,7 +350,7 @@ impl PyPieceCounts {
             Ok((
                 slf.get_type().getattr("_from_state")?,
                 (
-                    this.pattern.clone(),
+                    split_rule_to_py(py, &this.split)?,
                     this.special_tokens.clone(),
                     PyBytes::new(py, &bytes),
                 ),
@@ -333,13 +359,19 @@ impl PyPieceCounts {
     }
 
     #[staticmethod]
-    fn _from_state(py: Python<'_>, pattern: String, special_tokens: Vec<String>, counts: &[u8]) -> PyResult<Self> {
+    fn _from_state(
+        py: Python<'_>,
+        split: &Bound<'_, PyAny>,
+        special_tokens: Vec<String>,
+        counts: &[u8],
+    ) -> PyResult<Self> {
         guarded(py, || {
+            let split = split_rule_of(split)?;
             let counts = PieceCounts::from_bytes(counts)
                 .map_err(|error| PyValueError::new_err(error.to_string()))?;
             Ok(Self {
                 counts,
-                pattern,
+                split,
                 special_tokens,
             })
         })
@@ -378,7 +410,7 @@ impl PyPieceCounts {
 #[pyclass(module = "hf_bpe._core", name = "PieceCounter")]
 pub struct PyPieceCounter {
     counter: Counter,
-    pattern: String,
+    split: SplitRule,
     special_tokens: Vec<String>,
     counts: PieceCounts,
     pool: Arc<rayon::ThreadPool>,
@@ -386,24 +418,25 @@ pub struct PyPieceCounter {
 
 #[pymethods]
 impl PyPieceCounter {
-    /// ``pattern`` is a regex (already resolved from a name).
+    /// ``split`` is a split rule as ``hf_bpe.patterns.to_core`` gives it (a regex, or Split steps).
     #[new]
-    #[pyo3(signature = (pattern, special_tokens, num_threads=None, chunk_bytes=None))]
+    #[pyo3(signature = (split, special_tokens, num_threads=None, chunk_bytes=None))]
     fn new(
         py: Python<'_>,
-        pattern: String,
+        split: &Bound<'_, PyAny>,
         special_tokens: Vec<String>,
         num_threads: Option<usize>,
         chunk_bytes: Option<usize>,
     ) -> PyResult<Self> {
         guarded(py, || {
-            let mut counter = Counter::new(&pattern, &special_tokens).map_err(count_error)?;
+            let split = split_rule_of(split)?;
+            let mut counter = Counter::new(&split, &special_tokens).map_err(count_error)?;
             if let Some(chunk_bytes) = chunk_bytes {
                 counter = counter.with_chunk_bytes(chunk_bytes);
             }
             Ok(Self {
                 counter,
-                pattern,
+                split,
                 special_tokens,
                 counts: PieceCounts::new(),
                 pool: crate::thread_pool(num_threads)?,
@@ -469,7 +502,7 @@ impl PyPieceCounter {
     fn take(&mut self) -> PyPieceCounts {
         PyPieceCounts {
             counts: std::mem::take(&mut self.counts),
-            pattern: self.pattern.clone(),
+            split: self.split.clone(),
             special_tokens: self.special_tokens.clone(),
         }
     }
@@ -485,11 +518,11 @@ fn check_utf8_files(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<u64> {
     })
 }
 
-/// Whether texts split with this regex are cut into chunks (streamed and counted in parallel);
-/// otherwise each file or document is counted whole.
+/// Whether texts split by this rule (as ``hf_bpe.patterns.to_core`` gives it) are cut into chunks
+/// (streamed and counted in parallel); otherwise each file or document is counted whole.
 #[pyfunction]
-fn can_chunk(pattern: &str) -> bool {
-    train::count::can_chunk(pattern)
+fn can_chunk(split: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(train::count::can_chunk(&split_rule_of(split)?))
 }
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {

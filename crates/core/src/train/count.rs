@@ -6,7 +6,7 @@
 //! memory grows with the number of distinct pieces, not with the size of the corpus.
 
 use super::counts::PieceCounts;
-use crate::pretokenize::{SplitError, Splitter};
+use crate::pretokenize::{SplitError, SplitRule, Splitter};
 use aho_corasick::{AhoCorasick, MatchKind};
 use rayon::prelude::*;
 use std::fmt;
@@ -84,10 +84,10 @@ const NAMED_PATTERNS: [&str; 3] = [
     ),
 ];
 
-/// Whether texts split with `pattern` can be cut into chunks (and so counted in parallel and
-/// streamed). Other patterns are counted a whole document (or file) at a time.
-pub fn can_chunk(pattern: &str) -> bool {
-    NAMED_PATTERNS.contains(&pattern)
+/// Whether texts split by `rule` can be cut into chunks (and so counted in parallel and
+/// streamed): the named patterns. Other rules are counted a whole document (or file) at a time.
+pub fn can_chunk(rule: &SplitRule) -> bool {
+    rule.pattern().is_some_and(|pattern| NAMED_PATTERNS.contains(&pattern))
 }
 
 fn char_at(text: &[u8], at: usize) -> Option<char> {
@@ -163,8 +163,8 @@ pub struct Counter {
 }
 
 impl Counter {
-    pub fn new(pattern: &str, special_tokens: &[String]) -> Result<Self, CountError> {
-        let splitter = Splitter::new(pattern)?;
+    pub fn new(split: impl Into<SplitRule>, special_tokens: &[String]) -> Result<Self, CountError> {
+        let splitter = Splitter::new(split)?;
         let mut seen = std::collections::HashSet::new();
         for token in special_tokens {
             if token.is_empty() {
@@ -193,7 +193,7 @@ impl Counter {
                 longest: special_tokens.iter().map(String::len).max().unwrap_or(0),
             })
         };
-        let cut_rule = can_chunk(pattern).then_some(CutRule::NamedPatterns);
+        let cut_rule = can_chunk(splitter.rule()).then_some(CutRule::NamedPatterns);
         Ok(Self {
             splitter,
             specials,

@@ -1,8 +1,5 @@
-"""The ``hf-bpe`` command line.
-
-``hf-bpe train`` learns a tokenizer from text files, a ``datasets`` dataset, or (with no input) an
-embedded default corpus: Python's own documentation (``pydoc_data.topics``, shipped with CPython);
-``hf-bpe convert`` and ``hf-bpe inspect`` come from :mod:`hf_bpe.cli_convert`::
+"""``hf-bpe train``: learn a tokenizer from text files, a ``datasets`` dataset, or (with no input) an
+embedded default corpus: Python's own documentation (``pydoc_data.topics``, shipped with CPython)::
 
     hf-bpe train --vocab-size 4096 --out my-tokenizer
     hf-bpe train data/*.txt --vocab-size 32768 --special-token '<|endoftext|>' --out my-tokenizer
@@ -10,7 +7,7 @@ embedded default corpus: Python's own documentation (``pydoc_data.topics``, ship
         --vocab-size 8192 --out my-tokenizer
     hf-bpe train --sentencepiece --llama2 data/*.txt --vocab-size 32000 --out my-llama-tokenizer
 
-``--sentencepiece`` (:mod:`hf_bpe.cli_sentencepiece`) learns a SentencePiece BPE model instead.
+``--sentencepiece`` (:mod:`hf_bpe.cli.train_sentencepiece`) learns a SentencePiece BPE model instead.
 
 ``--out DIR`` receives a transformers tokenizer folder (``AutoTokenizer.from_pretrained(DIR)``): our
 model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``tokenizer.json``,
@@ -20,47 +17,22 @@ model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``t
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hf_bpe import patterns
+from hf_bpe.cli import train_sentencepiece
+from hf_bpe.cli.common import UsageError
 from hf_bpe.model import MODEL_FILE
+from hf_bpe.train import train
 
 DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 
 
-class UsageError(Exception):
-    """A command line that cannot work as given (exit status 2)."""
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 failed, 2 bad usage)."""
-    parser = _parser()
-    arguments = parser.parse_args(argv)
-    if arguments.command != "train":
-        from hf_bpe import cli_convert
-
-        return cli_convert.run(arguments)
-    try:
-        return int(arguments.run(arguments))
-    except UsageError as error:
-        arguments.parser.error(str(error))
-    except KeyboardInterrupt:
-        print("hf-bpe: interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, TypeError, OSError) as error:
-        print(f"hf-bpe {arguments.command}: error: {error}", file=sys.stderr)
-        return 1
-    return 0  # unreachable: parser.error exits
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hf-bpe", description="Exact, fast byte-level BPE tokenizers.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    train = commands.add_parser(
+def register(subparsers: Any) -> None:
+    """Add ``train`` to an ``argparse`` subparsers object."""
+    train = subparsers.add_parser(
         "train",
         help="learn a tokenizer from text files, a dataset, or the default corpus",
         description="Learn a byte-level BPE tokenizer. With neither FILES nor --dataset, trains on an "
@@ -108,20 +80,12 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--name", help="the model's name (default: the folder's name)")
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
-    train.set_defaults(run=_train, parser=train)
-    from hf_bpe import cli_sentencepiece
-
-    cli_sentencepiece.add_arguments(train)
-
-    from hf_bpe import cli_convert
-
-    cli_convert.register(commands)
-    return parser
+    train_sentencepiece.add_arguments(train)
+    train.set_defaults(run=run, parser=train)
 
 
-def _train(arguments: argparse.Namespace) -> int:
-    import hf_bpe
-
+def run(arguments: argparse.Namespace) -> int:
+    """Train, write the folder, print what was written."""
     if arguments.files and arguments.dataset:
         raise UsageError("give FILES or --dataset, not both")
     if arguments.out.exists() and not arguments.out.is_dir():
@@ -138,14 +102,12 @@ def _train(arguments: argparse.Namespace) -> int:
         corpus = _default_corpus()
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
     if arguments.sentencepiece:
-        from hf_bpe import cli_sentencepiece
-
-        return cli_sentencepiece.run(arguments, corpus, files, described)
+        return train_sentencepiece.run(arguments, corpus, files, described)
     if arguments.llama2 or arguments.sp_options:
         raise UsageError("--llama2 and --sp-option go with --sentencepiece")
 
     started = time.perf_counter()
-    model = hf_bpe.train(
+    model = train(
         corpus,
         arguments.vocab_size,
         files=files,
@@ -157,7 +119,7 @@ def _train(arguments: argparse.Namespace) -> int:
         name=arguments.name or arguments.out.resolve().name,
     )
     elapsed = time.perf_counter() - started
-    from hf_bpe.hf import save_tokenizer_folder
+    from hf_bpe.transformers import save_tokenizer_folder  # imports transformers: only once trained
 
     eos = "<|endoftext|>" if "<|endoftext|>" in model.special_tokens else None
     training = {"corpus": described, "vocab_size": arguments.vocab_size}
@@ -166,7 +128,7 @@ def _train(arguments: argparse.Namespace) -> int:
 
     specials = len(model.special_tokens_set)
     merges = len(model.mergeable_ranks) - 256
-    pattern = hf_bpe.patterns.name_of(model.pattern) or "custom regex"
+    pattern = patterns.name_of(model.pattern) or "custom regex"
     print(f"Wrote {arguments.out} (AutoTokenizer.from_pretrained loads it; model file {path.name})")
     print(
         f"  {model.n_vocab} tokens: 256 bytes + {merges} merges + {specials} special token{'s' if specials != 1 else ''}; "
@@ -206,7 +168,3 @@ def _load_dataset(name_or_path: str, config: str | None, split: str) -> Any:
             )
         return datasets.load_dataset(builder, data_files=str(path), split=split)
     return datasets.load_dataset(name_or_path, config, split=split)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

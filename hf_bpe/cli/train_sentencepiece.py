@@ -21,6 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hf_bpe.cli.common import UsageError
+from hf_bpe.sentencepiece_bpe import CONTROL, UNKNOWN
+from hf_bpe.train_sentencepiece import FIXED, LLAMA2_OPTIONS, NO_EFFECT, OPTIONS, train_sentencepiece
+
 TRUE = {"true", "1", "yes", "on"}
 FALSE = {"false", "0", "no", "off"}
 
@@ -45,8 +49,6 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
 
 def options_of(arguments: argparse.Namespace) -> dict[str, Any]:
     """The SentencePiece options the command line asks for."""
-    from hf_bpe.cli import UsageError
-    from hf_bpe.train_sentencepiece import FIXED, LLAMA2_OPTIONS, NO_EFFECT, OPTIONS
 
     options: dict[str, Any] = dict(LLAMA2_OPTIONS) if arguments.llama2 else {}
     defaults = {**OPTIONS, **NO_EFFECT, **{name: value for name, (value, _) in FIXED.items()}}
@@ -89,9 +91,6 @@ def _value(text: str, default: Any) -> Any:
 
 def run(arguments: argparse.Namespace, corpus: Any, files: list[Path] | None, described: str) -> int:
     """Train, write the folder, print what was written."""
-    import hf_bpe
-    from hf_bpe.cli import UsageError
-
     if arguments.special_tokens:
         raise UsageError("--special-token is for byte-level models; with --sentencepiece give "
                          "--sp-option user_defined_symbols=A,B or --sp-option control_symbols=A,B")
@@ -100,7 +99,7 @@ def run(arguments: argparse.Namespace, corpus: Any, files: list[Path] | None, de
                          "(--sp-option split_by_unicode_script=..., split_digits=...)")
     options = options_of(arguments)
     started = time.perf_counter()
-    model = hf_bpe.train_sentencepiece(
+    model = train_sentencepiece(
         corpus,
         arguments.vocab_size,
         files=files,
@@ -133,7 +132,6 @@ def save_folder(model: Any, directory: Path, training: dict[str, Any]) -> tuple[
     from conversion import sentencepiece as conversion_sentencepiece
     from hf_bpe._io import atomic_write
     from hf_bpe.model import MODEL_FILE
-    from hf_bpe.sentencepiece import CONTROL, UNKNOWN
 
     directory.mkdir(parents=True, exist_ok=True)
     written = [conversion_sentencepiece.save(model, directory / "tokenizer.model"), model.save(directory / MODEL_FILE)]
