@@ -93,13 +93,33 @@ def test_botchan_trains_as_sentencepiece(tmp_path: Path, mix: str, vocab_size: i
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["wiki_ja.txt", "wiki_vi.txt", "wiki_el.txt", "shakespeare_milton.txt"])
+@pytest.mark.parametrize("name", ["wiki_ja.txt", "wiki_vi.txt", "wiki_el.txt", "wiki_uk.txt",
+                                  "shakespeare_milton.txt"])
 def test_shared_corpora_train_as_sentencepiece(tmp_path: Path, name: str) -> None:
-    source = require_shared("corpora", name)
+    """The Llama 2 options on each shared corpus: 300 KB and vocab 3,000 at scale 1 (CI; Japanese has
+    1,935 required characters), 3 MB and 16,000 at ``HF_BPE_TEST_SCALE=10``; the last 100 KB are held
+    back (never trained on)."""
+    source = require_shared("corpora", name).read_bytes()
+    trained, held_back = source[:-100_000], source[-100_000:]
     corpus = tmp_path / name
-    corpus.write_bytes(source.read_bytes()[: scaled(2_000_000, 200_000)].rsplit(b"\n", 1)[0])
-    held_back = source.read_text(encoding="utf-8")[-50_000:].splitlines()
-    _check_same(tmp_path, corpus, scaled(8000, 2000), held_back, **LLAMA2_OPTIONS)
+    corpus.write_bytes(trained[: scaled(300_000, 200_000)].rsplit(b"\n", 1)[0])
+    lines = held_back.decode("utf-8", "ignore").splitlines()[1:]
+    _check_same(tmp_path, corpus, scaled(1_600, 3_000), lines, **LLAMA2_OPTIONS)
+
+
+def test_characters_whose_script_changed_after_unicode_9_split_as_in_sentencepiece(tmp_path: Path) -> None:
+    """SentencePiece's script table is Unicode 9.0's: U+0953 and U+0954 are Devanagari there (Inherited
+    today, which joins any script), U+0589 and U+061C Common (Armenian and Arabic today). Found at
+    HF_BPE_TEST_SCALE=10 on generated text, where ours learned the piece U+0954 U+16C8 (Runic)."""
+    rng = random.Random(20)
+    marks = ["\u0953", "\u0954", "\u0589", "\u061c", "\u0951"]
+    neighbours = ["\u16c8", "\u0915", "a", "\u0561", "\u0628", "1", ".", " "]
+    lines = ["".join(rng.choice(marks + neighbours) for _ in range(rng.randint(1, 12))) for _ in range(3000)]
+    corpus = tmp_path / "marks.txt"
+    corpus.write_text("\n".join(lines), encoding="utf-8")
+    held_back = ["".join(rng.choice(marks + neighbours) for _ in range(20)) for _ in range(200)]
+    for options in ({"normalization_rule_name": "identity"}, {"split_by_unicode_script": True, **LLAMA2_OPTIONS}):
+        _check_same(tmp_path, corpus, 400, held_back, **options)
 
 
 def test_pairs_run_out_as_in_sentencepiece(tmp_path: Path) -> None:

@@ -450,6 +450,11 @@ type ScriptClass = Option<Script>;
 
 /// SentencePiece's script of `c`: Unicode 9.0's `Scripts.txt` (the version its table was made
 /// from), characters it does not list being Common.
+///
+/// Four characters 9.0 already had have changed script since, so today's property
+/// is not 9.0's for them: U+0589 ARMENIAN FULL STOP and U+061C ARABIC LETTER MARK were Common,
+/// U+0953 and U+0954 (Devanagari grave and acute accents) were Devanagari. Checked on every code
+/// point against sentencepiece's `unicode_script_map.h`: these four were the only differences.
 pub fn script_of(c: char) -> Script {
     let known_in_unicode_9 = Age::of(c).is_some_and(|age| {
         let version = age.actual();
@@ -457,6 +462,11 @@ pub fn script_of(c: char) -> Script {
     });
     if !known_in_unicode_9 {
         return Script::Common;
+    }
+    match c {
+        '\u{0589}' | '\u{061C}' => return Script::Common,
+        '\u{0953}' | '\u{0954}' => return Script::Devanagari,
+        _ => {}
     }
     match c.script() {
         Script::Unknown => Script::Common,
@@ -1271,6 +1281,11 @@ mod tests {
     fn characters_new_after_unicode_9_are_common() {
         assert_eq!(script_of('\u{9FD5}'), Script::Han);
         assert_eq!(script_of('\u{9FD6}'), Script::Common, "added in Unicode 10");
+        // Assigned by 9.0, their script changed later: 9.0's is SentencePiece's.
+        assert_eq!(script_of('\u{0589}'), Script::Common, "Armenian today");
+        assert_eq!(script_of('\u{061C}'), Script::Common, "Arabic today");
+        assert_eq!(script_of('\u{0953}'), Script::Devanagari, "Inherited today");
+        assert_eq!(script_of('\u{0954}'), Script::Devanagari, "Inherited today");
     }
 
     #[test]
@@ -1483,3 +1498,4 @@ mod tests {
         }
     }
 }
+
