@@ -15,8 +15,10 @@ imports and training; not ``ru_maxrss``, which on Linux keeps the parent's peak 
   index where they differ, and the share of held-back lines that ``SentencePieceProcessor`` encodes
   to the same ids with our ``.model`` and with sentencepiece's.
 - ``--stream-gb N``: an N GB file made by repeating the shared corpora's lines in shuffled order
-  (written to ``$TMPDIR``, deleted after), trained by hf_bpe (streamed); sentencepiece, which loads
-  every sentence, is measured on slices of it (``--slices-mb``) to show how its memory grows.
+  (written to ``$TMPDIR``, deleted after), trained by hf_bpe (streamed) and by sentencepiece (which
+  loads every sentence: Llama 2's ``input_sentence_size=200000000`` is above the file's 13.5 million
+  lines per GB, so nothing is sampled), with the share of identical pieces; ``--slices-mb`` adds
+  slices of it to show how sentencepiece's memory grows.
 
     python benchmarks/train_sentencepiece.py                       # speed table, 2 threads
     python benchmarks/train_sentencepiece.py --agreement
@@ -270,9 +272,17 @@ def run_stream(gigabytes: float, vocab_size: int, slices_mb: list[float], thread
               f"({stream}); vocab {vocab_size}, Llama 2 options, num_threads={threads}\n")
         print("| trainer | input | wall time (s) | peak memory (MiB) |")
         print("|---|---:|---:|---:|")
-        result = measure("hf_bpe", [stream], vocab_size, options, folder / "hf_bpe.model", timeout)
-        cells = f"{result['seconds']:.1f} | {result['peak_mib']:.0f}" if result else "failed | "
-        print(f"| hf_bpe | {size / 1e6:,.0f} MB | {cells} |", flush=True)
+        for trainer in ("hf_bpe", "sentencepiece"):
+            result = measure(trainer, [stream], vocab_size, options, folder / f"{trainer}-stream.model", timeout)
+            cells = f"{result['seconds']:.1f} | {result['peak_mib']:.0f}" if result else "failed | "
+            print(f"| {trainer} | {size / 1e6:,.0f} MB | {cells} |", flush=True)
+        models = [folder / f"{trainer}-stream.model" for trainer in ("hf_bpe", "sentencepiece")]
+        if all(model.exists() for model in models):
+            with stream.open(encoding="utf-8") as text:
+                lines = [line.rstrip("\n") for _, line in zip(range(10_000), text)]
+            agreed = agreement(*models, held_back=lines)
+            print(f"\nSame pieces at the same index: {100 * agreed['same_index']:.2f}%; same ids on the "
+                  f"stream's first {len(lines):,} lines: {100 * agreed['same_ids']:.2f}%\n", flush=True)
         for slice_mb in slices_mb:
             part = folder / f"slice-{slice_mb:g}.txt"
             with stream.open("rb") as source, part.open("wb") as out:
@@ -297,8 +307,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--agreement", action="store_true", help="how far the two trainers' models agree, per case")
     parser.add_argument("--stream-gb", type=float, help="train hf_bpe on a stream of this many GB")
-    parser.add_argument("--slices-mb", type=float, nargs="*", default=[100, 200],
-                        help="with --stream-gb: slices both trainers are measured on (default 100 200)")
+    parser.add_argument("--slices-mb", type=float, nargs="*", default=[],
+                        help="with --stream-gb: also measure both trainers on slices of the stream of these sizes")
     parser.add_argument("--vocab", type=int, nargs="+", default=[8000, 32000])
     parser.add_argument("--threads", type=int, default=2, help="num_threads of both trainers (default 2)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is shown")
