@@ -27,6 +27,7 @@ from hf_bpe.errors import (
 )
 from hf_bpe.model import BPE
 from hf_bpe.train import PieceCounts, count_pieces, train, train_from_counts
+from hf_bpe.train_sentencepiece import LLAMA2_OPTIONS, train_sentencepiece
 
 if TYPE_CHECKING:
     from hf_bpe.sources import load
@@ -48,6 +49,7 @@ __version__ = "0.1.0"
 _IMPORTABLE = (
     ConversionError, DisallowedSpecialTokenError, InternalError, InvalidVocabularyError, LossyConversionWarning,
     TokenizerFileError, UnknownTokenError, PieceCounts, count_pieces, train_from_counts, patterns,
+    train_sentencepiece, LLAMA2_OPTIONS,
 )
 
 

@@ -31,6 +31,7 @@ MODULES = [
     "conversion._unicode_probe",
     "hf_bpe.sentencepiece_bpe",
     "hf_bpe.train",
+    "hf_bpe.train_sentencepiece",
     "hf_bpe._corpus",
     "hf_bpe.transformers",
     "hf_bpe.transformers.tokenizer",

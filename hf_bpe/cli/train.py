@@ -5,6 +5,9 @@ embedded default corpus: Python's own documentation (``pydoc_data.topics``, ship
     hf-bpe train data/*.txt --vocab-size 32768 --special-token '<|endoftext|>' --out my-tokenizer
     hf-bpe train --dataset wikitext --dataset-config wikitext-2-raw-v1 --split train \\
         --vocab-size 8192 --out my-tokenizer
+    hf-bpe train --sentencepiece --llama2 data/*.txt --vocab-size 32000 --out my-llama-tokenizer
+
+``--sentencepiece`` (:mod:`hf_bpe.cli.train_sentencepiece`) learns a SentencePiece BPE model instead.
 
 ``--out DIR`` receives a transformers tokenizer folder (``AutoTokenizer.from_pretrained(DIR)``): our
 model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``tokenizer.json``,
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe import patterns
+from hf_bpe.cli import train_sentencepiece
 from hf_bpe.cli.common import UsageError, load_dataset
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.train import count_pieces, train_from_counts
@@ -75,6 +79,7 @@ def register(subparsers: Any) -> None:
     train.add_argument("--name", help="the model's name (default: the folder's name)")
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
+    train_sentencepiece.add_arguments(train)
     train.set_defaults(run=run, parser=train)
 
 
@@ -95,6 +100,10 @@ def run(arguments: argparse.Namespace) -> int:
     else:
         corpus = _default_corpus()
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
+    if arguments.sentencepiece:
+        return train_sentencepiece.run(arguments, corpus, files, described)
+    if arguments.llama2 or arguments.sp_options:
+        raise UsageError("--llama2 and --sp-option go with --sentencepiece")
 
     started = time.perf_counter()
     # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's usage:

@@ -7,6 +7,7 @@
 pub mod count;
 pub mod counts;
 pub mod merges;
+pub mod sentencepiece;
 
 pub use count::{check_utf8, CountError, Counter};
 pub use counts::PieceCounts;

@@ -7,6 +7,7 @@ mod arrow;
 mod guard;
 mod ints;
 mod train;
+mod train_sentencepiece;
 
 use hf_bpe_core::model::MAX_ID;
 use hf_bpe_core::char_merge::{DecodeState, Piece, PieceKind, SentencePieceSpec};
@@ -1023,5 +1024,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<IdStream>()?;
     module.add_function(wrap_pyfunction!(guard::panic_for_tests, module)?)?;
     train::register(module)?;
+    train_sentencepiece::register(module)?;
     Ok(())
 }

@@ -34,12 +34,12 @@ fn count_error(error: CountError) -> PyErr {
 /// Shared between a worker and the thread watching it: how much is done, and whether to stop.
 #[derive(Default)]
 pub(crate) struct Watch {
-    done: AtomicU64,
+    pub(crate) done: AtomicU64,
     stop: AtomicBool,
 }
 
 impl Watch {
-    fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 }

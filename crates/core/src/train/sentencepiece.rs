@@ -1,0 +1,1500 @@
+//! SentencePiece's BPE trainer (`spm_train --model_type=bpe`, sentencepiece 0.2.3), reproduced
+//! piece for piece.
+//!
+//! Two stages, as in `trainer_interface.cc` and `bpe_model_trainer.cc`:
+//!
+//! 1. [`WordCounter`] reads sentences (lines), drops those SentencePiece drops (empty, longer than
+//!    `max_sentence_length` bytes, holding U+2585), normalizes them, replaces meta pieces (`<unk>`,
+//!    control, user-defined and byte pieces) by a boundary, splits them into words at `▁` and counts
+//!    the distinct words. SentencePiece keeps every sentence in memory; counting words as they
+//!    stream gives the same counts, so memory grows with the number of distinct words only.
+//! 2. [`learn_pieces`] picks the required characters from the character coverage and runs
+//!    SentencePiece's merge loop: the pair of symbols with the highest frequency wins (ties: fewer
+//!    characters, then the smaller text), its occurrences are replaced, and the frequencies of the
+//!    pairs next to them are updated. Pairs are symbols made of two symbols, so one piece can be
+//!    formed by several pairs (`aa·a`, `a·aa`); the first to win adds the piece, the others are
+//!    dropped when they win. Frequencies are kept exact as SentencePiece keeps them (it adds on new
+//!    pairs and subtracts on broken ones), and the candidates sit in a priority queue as in
+//!    SentencePiece; where SentencePiece's queue leaves an order open (two pairs with the same
+//!    text and frequency), the pair with the shorter left part wins.
+//!
+//! The result does not depend on the order of the words nor on the number of threads.
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::{FxHashMap, FxHashSet};
+use unic_ucd_age::Age;
+use unicode_script::{Script, UnicodeScript};
+
+use crate::normalize::SentencePieceNormalizer;
+
+/// U+2581, the visible space.
+pub const SPACE_CHAR: char = '\u{2581}';
+/// U+2585, what SentencePiece puts in place of characters outside the required set.
+pub const UNKNOWN_CHAR: char = '\u{2585}';
+/// U+001F: what meta pieces found in the text are replaced by (a boundary no piece crosses).
+/// SentencePiece 0.2.0 and older used the tab; 0.2.3 uses U+001F (`kPretokenizationBoundaryChar`
+/// in its `trainer_interface.cc`), so tabs are ordinary characters.
+pub const BOUNDARY_CHAR: char = '\u{1F}';
+
+/// How sentences become words (`TrainerSpec` fields of the same names).
+#[derive(Clone, Debug)]
+pub struct SentenceOptions {
+    pub max_sentence_length: usize,
+    pub split_by_whitespace: bool,
+    pub allow_whitespace_only_pieces: bool,
+    /// Keep only the first this many sentences (0: all), as `input_sentence_size` without
+    /// `shuffle_input_sentence`.
+    pub first_sentences: u64,
+}
+
+/// Distinct words (sentences without `split_by_whitespace`) and how often each occurs.
+pub type WordCounts = FxHashMap<Box<str>, u64>;
+
+/// Words with their counts, in a list.
+type WordList = Vec<(Box<str>, u64)>;
+
+/// Counts the words of a stream of sentences as SentencePiece's trainer sees them.
+///
+/// Each worker thread counts into its own table, kept across blocks of text; the tables are
+/// added up once, at the end. Memory: the distinct words, once per worker at most.
+pub struct WordCounter {
+    options: SentenceOptions,
+    normalizer: SentencePieceNormalizer,
+    meta_pieces: Option<AhoCorasick>,
+    shards: Vec<WordCounts>,
+    /// Sentences kept so far (the ones SentencePiece loads; the sampler counts these).
+    sentences: u64,
+    too_long: u64,
+}
+
+impl WordCounter {
+    pub fn new(
+        options: SentenceOptions,
+        normalizer: SentencePieceNormalizer,
+        meta_pieces: &[&str],
+    ) -> Result<Self, String> {
+        let meta_pieces = if meta_pieces.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(meta_pieces)
+                    .map_err(|error| format!("cannot index the meta pieces: {error}"))?,
+            )
+        };
+        Ok(Self {
+            options,
+            normalizer,
+            meta_pieces,
+            shards: Vec::new(),
+            sentences: 0,
+            too_long: 0,
+        })
+    }
+
+    /// Sentences loaded so far.
+    pub fn sentences(&self) -> u64 {
+        self.sentences
+    }
+
+    /// Sentences skipped for being longer than `max_sentence_length` bytes.
+    pub fn too_long(&self) -> u64 {
+        self.too_long
+    }
+
+    /// Distinct words so far (an upper bound while the workers' tables are apart).
+    pub fn distinct_words(&self) -> usize {
+        self.shards.iter().map(FxHashMap::len).max().unwrap_or(0)
+    }
+
+    /// True once `first_sentences` sentences are loaded: later text is not read.
+    pub fn is_full(&self) -> bool {
+        self.options.first_sentences > 0 && self.sentences >= self.options.first_sentences
+    }
+
+    /// The sentences of `text` (its lines, split at `\n` as `std::getline` does) that
+    /// SentencePiece loads, in order, up to the `first_sentences` limit.
+    pub fn select<'t>(&mut self, text: &'t str) -> Vec<&'t str> {
+        let mut selected = Vec::new();
+        let may_hold_unknown = text.contains(UNKNOWN_CHAR);
+        for line in text.split('\n') {
+            if self.is_full() {
+                break;
+            }
+            if line.is_empty() {
+                continue;
+            }
+            if line.len() > self.options.max_sentence_length {
+                self.too_long += 1;
+                continue;
+            }
+            if may_hold_unknown && line.contains(UNKNOWN_CHAR) {
+                continue;
+            }
+            self.sentences += 1;
+            selected.push(line);
+        }
+        selected
+    }
+
+    /// One sentence normalized, meta pieces replaced by the boundary, into `normalized` (`spare`
+    /// is scratch space).
+    pub fn normalize_into(&self, sentence: &str, normalized: &mut String, spare: &mut String) {
+        normalized.clear();
+        if self.normalizer.is_identity() {
+            escape_spaces(sentence, self.normalizer.add_dummy_prefix(), normalized);
+        } else {
+            normalized.push_str(&self.normalizer.normalize(sentence).0);
+        }
+        if let Some(matcher) = &self.meta_pieces {
+            if matcher.find(normalized.as_str()).is_some() {
+                spare.clear();
+                matcher.replace_all_with(normalized, spare, |_, _, out| {
+                    out.push(BOUNDARY_CHAR);
+                    true
+                });
+                std::mem::swap(normalized, spare);
+            }
+        }
+    }
+
+    /// One sentence normalized, meta pieces replaced by the boundary.
+    pub fn normalize(&self, sentence: &str) -> String {
+        let (mut normalized, mut spare) = (String::new(), String::new());
+        self.normalize_into(sentence, &mut normalized, &mut spare);
+        normalized
+    }
+
+    /// Normalizes sentences and counts their words (or, without `split_by_whitespace`, the
+    /// sentences themselves) into `words`.
+    fn count_sentences(&self, sentences: &[&str], words: &mut WordCounts) {
+        let (mut normalized, mut spare) = (String::new(), String::new());
+        let mut count = |word: &str| {
+            if let Some(count) = words.get_mut(word) {
+                *count += 1;
+            } else {
+                words.insert(word.into(), 1);
+            }
+        };
+        for sentence in sentences {
+            self.normalize_into(sentence, &mut normalized, &mut spare);
+            if !self.options.split_by_whitespace {
+                // SentencePiece removes the sentences normalization left empty.
+                if !normalized.is_empty() {
+                    count(&normalized);
+                }
+                continue;
+            }
+            for_each_word(
+                &normalized,
+                self.options.allow_whitespace_only_pieces,
+                &mut count,
+            );
+        }
+    }
+
+    /// Adds the sentences of `text` (see [`WordCounter::select`]), normalizing and counting on the
+    /// current rayon pool.
+    pub fn add_text(&mut self, text: &str) {
+        use rayon::prelude::*;
+        let sentences = self.select(text);
+        if sentences.is_empty() {
+            return;
+        }
+        let workers = rayon::current_num_threads().max(1);
+        if self.shards.len() < workers {
+            self.shards.resize_with(workers, WordCounts::default);
+        }
+        let mut shards = std::mem::take(&mut self.shards);
+        if sentences.len() < 256 || shards.len() == 1 {
+            self.count_sentences(&sentences, &mut shards[0]);
+        } else {
+            // Contiguous parts of about the same number of bytes, one per worker.
+            let bytes: usize = sentences.iter().map(|sentence| sentence.len()).sum();
+            let share = bytes.div_ceil(shards.len());
+            let mut parts: Vec<&[&str]> = Vec::with_capacity(shards.len());
+            let (mut start, mut size) = (0, 0);
+            for (index, sentence) in sentences.iter().enumerate() {
+                size += sentence.len();
+                if size >= share && parts.len() + 1 < shards.len() {
+                    parts.push(&sentences[start..=index]);
+                    (start, size) = (index + 1, 0);
+                }
+            }
+            parts.push(&sentences[start..]);
+            let this = &*self;
+            shards
+                .par_iter_mut()
+                .zip(parts)
+                .for_each(|(shard, part)| this.count_sentences(part, shard));
+        }
+        self.shards = shards;
+    }
+
+    /// Adds the sentences (lines) of a UTF-8 file, read in blocks cut after a newline.
+    /// `on_bytes(n)` reports progress and returns false to stop.
+    pub fn add_file(
+        &mut self,
+        path: &std::path::Path,
+        mut on_bytes: impl FnMut(u64) -> bool,
+    ) -> Result<(), FileError> {
+        use std::io::Read;
+        const BLOCK: usize = 8 << 20;
+        let io_error = |error| FileError::Io {
+            path: path.to_path_buf(),
+            error,
+        };
+        let mut file = std::fs::File::open(path).map_err(io_error)?;
+        let mut buffer: Vec<u8> = Vec::with_capacity(BLOCK * 2);
+        let mut offset = 0u64;
+        let mut at_end = false;
+        while !at_end && !self.is_full() {
+            let start = buffer.len();
+            buffer.resize(start + BLOCK, 0);
+            let mut filled = start;
+            while filled < buffer.len() {
+                let read = file.read(&mut buffer[filled..]).map_err(io_error)?;
+                if read == 0 {
+                    at_end = true;
+                    break;
+                }
+                filled += read;
+            }
+            buffer.truncate(filled);
+            let cut = if at_end {
+                buffer.len()
+            } else {
+                match buffer.iter().rposition(|&byte| byte == b'\n') {
+                    Some(newline) => newline + 1,
+                    None => continue,
+                }
+            };
+            let text = std::str::from_utf8(&buffer[..cut]).map_err(|error| FileError::NotUtf8 {
+                path: path.to_path_buf(),
+                offset: offset + error.valid_up_to() as u64,
+            })?;
+            self.add_text(text);
+            offset += cut as u64;
+            buffer.drain(..cut);
+            if !on_bytes(cut as u64) {
+                return Err(FileError::Interrupted);
+            }
+        }
+        Ok(())
+    }
+
+    /// The distinct words (sentences without `split_by_whitespace`) and their counts, the
+    /// workers' tables added up.
+    pub fn into_words(self) -> WordCounts {
+        let mut shards = self.shards.into_iter();
+        let mut words = shards.next().unwrap_or_default();
+        for shard in shards {
+            words.reserve(shard.len() / 4);
+            for (word, count) in shard {
+                if let Some(total) = words.get_mut(&word) {
+                    *total += count;
+                } else {
+                    words.insert(word, count);
+                }
+            }
+        }
+        words
+    }
+
+    /// The distinct words laid out for the merge loop, built on the current rayon pool: each
+    /// worker's words are dealt into parts by hash, each part is added up and laid out by one
+    /// thread, and the parts are put one after the other.
+    pub fn into_table(self) -> WordTable {
+        use rayon::prelude::*;
+        use std::hash::BuildHasher;
+        let parts = rayon::current_num_threads().max(1);
+        if parts == 1 || self.shards.len() <= 1 {
+            return WordTable::new(self.into_words());
+        }
+        let hasher = rustc_hash::FxBuildHasher;
+        let dealt: Vec<Vec<WordList>> = self
+            .shards
+            .into_par_iter()
+            .map(|shard| {
+                let mut hands: Vec<WordList> = (0..parts)
+                    .map(|_| Vec::with_capacity(shard.len() / parts + 1))
+                    .collect();
+                for (word, count) in shard {
+                    let hand = (hasher.hash_one(&*word) % parts as u64) as usize;
+                    hands[hand].push((word, count));
+                }
+                hands
+            })
+            .collect();
+        let mut by_part: Vec<Vec<WordList>> = (0..parts).map(|_| Vec::new()).collect();
+        for hands in dealt {
+            for (part, hand) in hands.into_iter().enumerate() {
+                by_part[part].push(hand);
+            }
+        }
+        let tables: Vec<WordTable> = by_part
+            .into_par_iter()
+            .map(|hands| {
+                let mut words = WordCounts::default();
+                words.reserve(hands.iter().map(Vec::len).max().unwrap_or(0));
+                for hand in hands {
+                    for (word, count) in hand {
+                        if let Some(total) = words.get_mut(&word) {
+                            *total += count;
+                        } else {
+                            words.insert(word, count);
+                        }
+                    }
+                }
+                WordTable::new(words)
+            })
+            .collect();
+        WordTable::concat(tables)
+    }
+}
+
+/// `Normalizer::Normalize` without a character map nor `remove_extra_whitespaces`: the dummy
+/// prefix, then the text with each space escaped as `▁` (an empty text stays empty).
+fn escape_spaces(text: &str, add_dummy_prefix: bool, out: &mut String) {
+    if text.is_empty() {
+        return;
+    }
+    if add_dummy_prefix {
+        out.push(SPACE_CHAR);
+    }
+    let mut rest = text;
+    while let Some(space) = memchr::memchr(b' ', rest.as_bytes()) {
+        out.push_str(&rest[..space]);
+        out.push(SPACE_CHAR);
+        rest = &rest[space + 1..];
+    }
+    out.push_str(rest);
+}
+
+/// Why a file could not be read.
+#[derive(Debug)]
+pub enum FileError {
+    Io {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    NotUtf8 {
+        path: std::path::PathBuf,
+        offset: u64,
+    },
+    Interrupted,
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Io { path, error } => {
+                write!(formatter, "cannot read {}: {error}", path.display())
+            }
+            Self::NotUtf8 { path, offset } => write!(
+                formatter,
+                "{} is not UTF-8 text: invalid byte at offset {offset}; convert the file to UTF-8 \
+                 (SentencePiece would train on the broken bytes)",
+                path.display()
+            ),
+            Self::Interrupted => write!(formatter, "interrupted"),
+        }
+    }
+}
+
+/// `SplitIntoWords` (whitespace as a prefix): a word starts at the start and at each `▁`, or with
+/// `allow_whitespace_only_pieces` at the first `▁` of a run. Calls `word` on each.
+pub fn for_each_word<'t>(
+    text: &'t str,
+    allow_whitespace_only_pieces: bool,
+    mut word: impl FnMut(&'t str),
+) {
+    if text.is_empty() {
+        return;
+    }
+    const SPACE: &[u8] = "\u{2581}".as_bytes();
+    let mut start = 0;
+    let mut last_space_end = usize::MAX;
+    for at in memchr::memmem::find_iter(text.as_bytes(), SPACE) {
+        if at > 0 && !(allow_whitespace_only_pieces && last_space_end == at) {
+            word(&text[start..at]);
+            start = at;
+        }
+        last_space_end = at + SPACE.len();
+    }
+    word(&text[start..]);
+}
+
+/// The words of `text` (see [`for_each_word`]).
+pub fn split_into_words(text: &str, allow_whitespace_only_pieces: bool) -> Vec<&str> {
+    let mut words = Vec::new();
+    for_each_word(text, allow_whitespace_only_pieces, |word| words.push(word));
+    words
+}
+
+/// What makes a piece valid (`TrainerInterface::IsValidSentencePiece`), the `TrainerSpec` fields
+/// of the same names.
+#[derive(Clone, Debug)]
+pub struct PieceRules {
+    pub max_sentencepiece_length: usize,
+    pub split_by_whitespace: bool,
+    pub allow_whitespace_only_pieces: bool,
+    pub split_by_unicode_script: bool,
+    pub split_by_number: bool,
+    pub split_digits: bool,
+}
+
+/// A script as SentencePiece's table has it; `None` is its "any" type.
+type ScriptClass = Option<Script>;
+
+/// SentencePiece's script of `c`: Unicode 9.0's `Scripts.txt` (the version its table was made
+/// from), characters it does not list being Common.
+///
+/// Four characters 9.0 already had have changed script since, so today's property
+/// is not 9.0's for them: U+0589 ARMENIAN FULL STOP and U+061C ARABIC LETTER MARK were Common,
+/// U+0953 and U+0954 (Devanagari grave and acute accents) were Devanagari. Checked on every code
+/// point against sentencepiece's `unicode_script_map.h`: these four were the only differences.
+pub fn script_of(c: char) -> Script {
+    let known_in_unicode_9 = Age::of(c).is_some_and(|age| {
+        let version = age.actual();
+        (version.major, version.minor) <= (9, 0)
+    });
+    if !known_in_unicode_9 {
+        return Script::Common;
+    }
+    match c {
+        '\u{0589}' | '\u{061C}' => return Script::Common,
+        '\u{0953}' | '\u{0954}' => return Script::Devanagari,
+        _ => {}
+    }
+    match c.script() {
+        Script::Unknown => Script::Common,
+        script => script,
+    }
+}
+
+fn is_decimal_digit(c: char) -> bool {
+    c.is_ascii_digit() || ('\u{FF10}'..='\u{FF19}').contains(&c)
+}
+
+impl PieceRules {
+    /// `IsValidSentencePiece` for the characters of `piece`.
+    pub fn is_valid(&self, piece: &[char]) -> bool {
+        self.is_valid_with(piece.iter().copied(), piece.len(), script_of)
+    }
+
+    /// `IsValidSentencePiece` for the `length` characters `piece` yields, with `script` giving
+    /// [`script_of`] (from a table, say).
+    pub fn is_valid_with(
+        &self,
+        piece: impl Iterator<Item = char> + Clone,
+        length: usize,
+        mut script: impl FnMut(char) -> Script,
+    ) -> bool {
+        if length == 0 || length > self.max_sentencepiece_length {
+            return false;
+        }
+        let all_space = piece.clone().all(|c| c == SPACE_CHAR);
+        let mut previous: ScriptClass = None;
+        for (position, c) in piece.enumerate() {
+            if c == UNKNOWN_CHAR || c == '\0' || c == BOUNDARY_CHAR || c == ' ' {
+                return false;
+            }
+            if c == SPACE_CHAR {
+                if !self.allow_whitespace_only_pieces || !all_space {
+                    if self.split_by_whitespace && position > 0 {
+                        return false;
+                    }
+                    if !self.split_by_whitespace && position > 0 && position == length - 1 {
+                        return false;
+                    }
+                }
+                continue;
+            }
+            let mut class: ScriptClass = match script(c) {
+                Script::Hiragana | Script::Katakana => Some(Script::Han),
+                _ if c == '\u{30FC}' => Some(Script::Han),
+                Script::Inherited => previous,
+                other => Some(other),
+            };
+            if !self.split_by_number && is_decimal_digit(c) {
+                class = None;
+            }
+            if self.split_digits && is_decimal_digit(c) && length > 1 {
+                return false;
+            }
+            if self.split_by_unicode_script
+                && class.is_some()
+                && previous.is_some()
+                && previous != class
+            {
+                return false;
+            }
+            previous = class;
+        }
+        true
+    }
+}
+
+/// The counted words laid out for the merge loop: their characters one word after the other,
+/// where each word starts, each word's count, and how often each character occurs (weighted).
+pub struct WordTable {
+    slots: Vec<Slot>,
+    word_starts: Vec<usize>,
+    counts: Vec<u64>,
+    /// Occurrences of the characters of the Basic Multilingual Plane by code point, and beyond.
+    basic_counts: Vec<u64>,
+    other_counts: FxHashMap<char, u64>,
+    all_chars: u64,
+}
+
+impl WordTable {
+    /// Lays out `words` (in any order: the order decides nothing).
+    pub fn new(words: impl IntoIterator<Item = (Box<str>, u64)>) -> Self {
+        let words: Vec<(Box<str>, u64)> = words.into_iter().collect();
+        let bytes: usize = words.iter().map(|(word, _)| word.len()).sum();
+        let mut table = Self {
+            slots: Vec::with_capacity(bytes),
+            word_starts: Vec::with_capacity(words.len() + 1),
+            counts: Vec::with_capacity(words.len()),
+            basic_counts: vec![0; 0x10000],
+            other_counts: FxHashMap::default(),
+            all_chars: 0,
+        };
+        for (word, count) in &words {
+            table.word_starts.push(table.slots.len());
+            table.slots.extend(word.chars().map(|c| Slot {
+                symbol: u32::from(c),
+                pair: NONE,
+            }));
+            table.counts.push(*count);
+        }
+        table.word_starts.push(table.slots.len());
+        drop(words);
+        for (word, &count) in table.counts.iter().enumerate() {
+            for slot in &table.slots[table.word_starts[word]..table.word_starts[word + 1]] {
+                match slot.symbol {
+                    code if code < 0x10000 => table.basic_counts[code as usize] += count,
+                    code => {
+                        let c = char::from_u32(code).expect("a character");
+                        *table.other_counts.entry(c).or_insert(0) += count;
+                    }
+                }
+            }
+        }
+        table.all_chars =
+            table.basic_counts[1..].iter().sum::<u64>() + table.other_counts.values().sum::<u64>();
+        table
+    }
+
+    /// The tables one after the other.
+    pub fn concat(tables: Vec<WordTable>) -> Self {
+        let mut tables = tables.into_iter();
+        let mut table = tables.next().unwrap_or_else(|| WordTable::new(Vec::new()));
+        for part in tables {
+            table.word_starts.pop();
+            let offset = table.slots.len();
+            table
+                .word_starts
+                .extend(part.word_starts.iter().map(|start| start + offset));
+            table.slots.extend_from_slice(&part.slots);
+            table.counts.extend_from_slice(&part.counts);
+            for (total, count) in table.basic_counts.iter_mut().zip(&part.basic_counts) {
+                *total += count;
+            }
+            for (c, count) in part.other_counts {
+                *table.other_counts.entry(c).or_insert(0) += count;
+            }
+            table.all_chars += part.all_chars;
+        }
+        table
+    }
+
+    /// Distinct words.
+    pub fn words(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// The characters that must be in the vocabulary: the most frequent ones, until their share
+    /// of all characters reaches `character_coverage` (compared in `f32`, as SentencePiece does),
+    /// the boundary character left out. Each with its count, most frequent first (ties: lower code
+    /// point first).
+    pub fn required_chars(&self, character_coverage: f32) -> Vec<(char, u64)> {
+        let mut sorted: Vec<(char, u64)> = self
+            .other_counts
+            .iter()
+            .map(|(&c, &count)| (c, count))
+            .collect();
+        for (code, &count) in self.basic_counts.iter().enumerate().skip(1) {
+            if count > 0 {
+                let c = char::from_u32(code as u32).expect("a counted character");
+                sorted.push((c, count));
+            }
+        }
+        sorted.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut required = Vec::new();
+        let mut accumulated = 0u64;
+        for (c, count) in sorted {
+            let coverage = (accumulated as f64 / self.all_chars as f64) as f32;
+            if coverage >= character_coverage {
+                break;
+            }
+            accumulated += count;
+            if c == BOUNDARY_CHAR {
+                continue;
+            }
+            required.push((c, count));
+        }
+        required
+    }
+}
+
+const NONE: u32 = u32::MAX;
+
+/// A character or a pair of symbols (`bpe::Trainer::Symbol`).
+struct Symbol {
+    /// Occurrences, weighted by the counts of their words: exact at all times.
+    freq: u64,
+    /// The first 8 bytes of the text, big-endian, zero-padded: compares as the text does (texts
+    /// hold no NUL).
+    prefix: u64,
+    /// The text: `texts[text_start..text_start + text_len]`.
+    text_start: usize,
+    text_len: u32,
+    chars: u32,
+    /// Characters of the left part (the last tie-break between pairs of the same text).
+    left_chars: u32,
+    is_unknown: bool,
+    /// Not yet merged nor dropped as a duplicate.
+    active: bool,
+    /// Formed again since the last step: its frequency goes into the queue after this one.
+    pending: bool,
+}
+
+/// How many occurrences ahead [`Trainer::merge`] asks for slots.
+const PREFETCH_AHEAD: usize = 16;
+
+/// Asks the processor to bring `value` into the cache (a hint; no effect off x86-64).
+#[inline(always)]
+fn prefetch<T>(value: &T) {
+    // SAFETY: a prefetch reads nothing (any address may be hinted); SSE is part of x86-64.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (value as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
+
+fn text_prefix(text: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let length = text.len().min(8);
+    bytes[..length].copy_from_slice(&text.as_bytes()[..length]);
+    u64::from_be_bytes(bytes)
+}
+
+/// A queued pair: its frequency when queued, and what ranks it (copied, so that ranking reads
+/// the symbols only when the first 8 bytes of two texts tie).
+#[derive(Clone, Copy)]
+struct Entry {
+    freq: u64,
+    prefix: u64,
+    chars: u32,
+    id: u32,
+}
+
+/// The ranking of queue entries: frequency, then fewer characters, then the smaller text
+/// (`QueueEntryComparator`), then the shorter left part.
+fn ranks_before(symbols: &[Symbol], texts: &str, a: &Entry, b: &Entry) -> bool {
+    if a.freq != b.freq {
+        return a.freq > b.freq;
+    }
+    if a.chars != b.chars {
+        return a.chars < b.chars;
+    }
+    if a.prefix != b.prefix {
+        return a.prefix < b.prefix;
+    }
+    let (x, y) = (&symbols[a.id as usize], &symbols[b.id as usize]);
+    let text =
+        |symbol: &Symbol| &texts[symbol.text_start..symbol.text_start + symbol.text_len as usize];
+    match text(x).cmp(text(y)) {
+        std::cmp::Ordering::Equal => (x.left_chars, a.id) < (y.left_chars, b.id),
+        order => order.is_lt(),
+    }
+}
+
+/// A binary max-heap of queued pairs under [`ranks_before`].
+#[derive(Default)]
+struct Queue {
+    entries: Vec<Entry>,
+}
+
+impl Queue {
+    /// Queues the pair `id` with the frequency `freq`.
+    fn push(&mut self, freq: u64, id: u32, symbols: &[Symbol], texts: &str) {
+        let symbol = &symbols[id as usize];
+        self.entries.push(Entry {
+            freq,
+            prefix: symbol.prefix,
+            chars: symbol.chars,
+            id,
+        });
+        let mut child = self.entries.len() - 1;
+        while child > 0 {
+            let parent = (child - 1) / 2;
+            if !ranks_before(symbols, texts, &self.entries[child], &self.entries[parent]) {
+                break;
+            }
+            self.entries.swap(child, parent);
+            child = parent;
+        }
+    }
+
+    /// The best entry: (frequency when queued, pair).
+    fn pop(&mut self, symbols: &[Symbol], texts: &str) -> Option<(u64, u32)> {
+        let last = self.entries.pop()?;
+        if self.entries.is_empty() {
+            return Some((last.freq, last.id));
+        }
+        let top = std::mem::replace(&mut self.entries[0], last);
+        let mut parent = 0;
+        loop {
+            let left = 2 * parent + 1;
+            if left >= self.entries.len() {
+                break;
+            }
+            let right = left + 1;
+            let child = if right < self.entries.len()
+                && ranks_before(symbols, texts, &self.entries[right], &self.entries[left])
+            {
+                right
+            } else {
+                left
+            };
+            if !ranks_before(symbols, texts, &self.entries[child], &self.entries[parent]) {
+                break;
+            }
+            self.entries.swap(child, parent);
+            parent = child;
+        }
+        Some((top.freq, top.id))
+    }
+}
+
+/// One character position of a word.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// The symbol that starts here (`NONE` once merged into the one before it).
+    symbol: u32,
+    /// The pair it forms with the next symbol of the word (`NONE`: none, or no valid piece).
+    /// SentencePiece looks pairs up by their two parts in `symbols_cache_`; a pair formed in a
+    /// word stays the one found there until a merge changes one of its parts, so the lookup is
+    /// read from here.
+    pair: u32,
+}
+
+struct Trainer<'r> {
+    rules: &'r PieceRules,
+    symbols: Vec<Symbol>,
+    /// Where each pair was formed, in the order formed (`Position`s), packed by [`Trainer::position`].
+    /// Entries whose symbols changed since are skipped.
+    positions: Vec<Vec<u64>>,
+    /// Every symbol's text, one after the other.
+    texts: String,
+    /// SentencePiece's script class of each character met, for [`PieceRules::is_valid_with`].
+    scripts: FxHashMap<char, Script>,
+    queue: Queue,
+    pending: Vec<u32>,
+    /// The words, one after the other, where each word starts, and each word's count.
+    slots: Vec<Slot>,
+    word_starts: Vec<usize>,
+    counts: Vec<u64>,
+    /// Bits of a packed position that hold the word.
+    word_bits: u32,
+}
+
+impl Trainer<'_> {
+    fn text(&self, id: u32) -> &str {
+        let symbol = &self.symbols[id as usize];
+        &self.texts[symbol.text_start..symbol.text_start + symbol.text_len as usize]
+    }
+
+    /// A position packed: the slot, then the word (to find its count and its end).
+    fn position(&self, slot: usize, word: usize) -> u64 {
+        ((slot as u64) << self.word_bits) | word as u64
+    }
+
+    fn unpack(&self, position: u64) -> (usize, usize) {
+        (
+            (position >> self.word_bits) as usize,
+            (position & ((1u64 << self.word_bits) - 1)) as usize,
+        )
+    }
+
+    fn push_symbol(&mut self, symbol: Symbol) -> u32 {
+        let id = self.symbols.len() as u32;
+        self.symbols.push(symbol);
+        self.positions.push(Vec::new());
+        id
+    }
+
+    fn char_symbol(&mut self, c: char, is_unknown: bool) -> u32 {
+        let text_start = self.texts.len();
+        self.texts.push(c);
+        self.push_symbol(Symbol {
+            freq: 0,
+            prefix: text_prefix(&self.texts[text_start..]),
+            text_start,
+            text_len: c.len_utf8() as u32,
+            chars: 1,
+            left_chars: 0,
+            is_unknown,
+            active: false,
+            pending: false,
+        })
+    }
+
+    /// The body of `GetPairSymbol` for a pair not seen before: the symbol of `left` then `right`,
+    /// or `NONE` when it makes no valid piece.
+    fn new_pair(&mut self, left: u32, right: u32) -> u32 {
+        let (left_symbol, right_symbol) =
+            (&self.symbols[left as usize], &self.symbols[right as usize]);
+        if left_symbol.is_unknown || right_symbol.is_unknown {
+            return NONE;
+        }
+        let chars = left_symbol.chars + right_symbol.chars;
+        let left_chars = left_symbol.chars;
+        let (left_start, left_len) = (left_symbol.text_start, left_symbol.text_len as usize);
+        let (right_start, right_len) = (right_symbol.text_start, right_symbol.text_len as usize);
+        if chars as usize > self.rules.max_sentencepiece_length {
+            return NONE;
+        }
+        let texts = &self.texts;
+        let piece = texts[left_start..left_start + left_len]
+            .chars()
+            .chain(texts[right_start..right_start + right_len].chars());
+        let scripts = &mut self.scripts;
+        let valid = self.rules.is_valid_with(piece, chars as usize, |c| {
+            *scripts.entry(c).or_insert_with(|| script_of(c))
+        });
+        if !valid {
+            return NONE;
+        }
+        let text_start = self.texts.len();
+        self.texts
+            .extend_from_within(left_start..left_start + left_len);
+        self.texts
+            .extend_from_within(right_start..right_start + right_len);
+        self.push_symbol(Symbol {
+            freq: 0,
+            prefix: text_prefix(&self.texts[text_start..]),
+            text_start,
+            text_len: (left_len + right_len) as u32,
+            chars,
+            left_chars,
+            is_unknown: false,
+            active: true,
+            pending: false,
+        })
+    }
+
+    /// `symbols_cache_.erase(fp)`: the pair is neither found nor ranked again.
+    fn drop_pair(&mut self, id: u32) {
+        self.symbols[id as usize].active = false;
+        self.positions[id as usize] = Vec::new();
+    }
+
+    fn next_slot(&self, word: usize, slot: usize) -> Option<usize> {
+        let end = self.word_starts[word + 1];
+        (slot + 1..end).find(|&i| self.slots[i].symbol != NONE)
+    }
+
+    fn previous_slot(&self, word: usize, slot: usize) -> Option<usize> {
+        let start = self.word_starts[word];
+        (start..slot).rev().find(|&i| self.slots[i].symbol != NONE)
+    }
+
+    /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in `word`.
+    fn form_pair(&mut self, word: usize, slot: usize, id: u32) {
+        self.slots[slot].pair = id;
+        if id == NONE {
+            return;
+        }
+        let position = self.position(slot, word);
+        self.positions[id as usize].push(position);
+        let symbol = &mut self.symbols[id as usize];
+        symbol.freq += self.counts[word];
+        if !symbol.pending {
+            symbol.pending = true;
+            self.pending.push(id);
+        }
+    }
+
+    /// `ResetFreq`: the pair formed at `slot` in `word` is broken. A pair already merged or
+    /// dropped is no longer SentencePiece's to count.
+    fn break_pair(&mut self, word: usize, slot: usize, best: u32) {
+        let id = self.slots[slot].pair;
+        if id != NONE && id != best {
+            let symbol = &mut self.symbols[id as usize];
+            if symbol.active {
+                symbol.freq -= self.counts[word];
+            }
+        }
+    }
+
+    /// Queues the pairs formed since the last step with their new frequencies.
+    fn queue_pending(&mut self) {
+        for id in std::mem::take(&mut self.pending) {
+            let symbol = &mut self.symbols[id as usize];
+            symbol.pending = false;
+            if symbol.active {
+                let freq = symbol.freq;
+                self.queue.push(freq, id, &self.symbols, &self.texts);
+            }
+        }
+    }
+
+    /// The best live pair. An entry whose frequency fell since it was queued goes back in with the
+    /// frequency it has now; one whose frequency rose has a newer entry.
+    fn best(&mut self) -> Option<u32> {
+        while let Some((freq, id)) = self.queue.pop(&self.symbols, &self.texts) {
+            let symbol = &self.symbols[id as usize];
+            if !symbol.active || freq < symbol.freq {
+                continue;
+            }
+            if freq > symbol.freq {
+                let freq = symbol.freq;
+                self.queue.push(freq, id, &self.symbols, &self.texts);
+                continue;
+            }
+            return Some(id);
+        }
+        None
+    }
+
+    /// `AcceptSymbol`: replaces every occurrence of the pair `best` by it. The pairs it forms all
+    /// hold `best`, new in the words, so they are new pairs: they are looked up in tables of this
+    /// merge only.
+    fn merge(&mut self, best: u32) {
+        let positions = std::mem::take(&mut self.positions[best as usize]);
+        let mut before_best: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut after_best: FxHashMap<u32, u32> = FxHashMap::default();
+        for (index, &packed) in positions.iter().enumerate() {
+            // The occurrences lie all over the words: ask for a later one's slot, word end and
+            // count ahead of time.
+            if let Some(&ahead) = positions.get(index + PREFETCH_AHEAD) {
+                let (slot, word) = self.unpack(ahead);
+                prefetch(&self.slots[slot]);
+                prefetch(&self.word_starts[word + 1]);
+                prefetch(&self.counts[word]);
+            }
+            let (left, word) = self.unpack(packed);
+            // Still `best`'s parts, next to each other (SentencePiece compares both parts).
+            if self.slots[left].pair != best {
+                continue;
+            }
+            let right = self
+                .next_slot(word, left)
+                .expect("a formed pair has a right part");
+            let next = self.next_slot(word, right);
+            let previous = self.previous_slot(word, left);
+            if let Some(previous) = previous {
+                self.break_pair(word, previous, best);
+            }
+            if next.is_some() {
+                self.break_pair(word, right, best);
+            }
+            self.slots[left].symbol = best;
+            self.slots[right] = Slot {
+                symbol: NONE,
+                pair: NONE,
+            };
+            if let Some(previous) = previous {
+                let before = self.slots[previous].symbol;
+                let id = match before_best.get(&before) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.new_pair(before, best);
+                        before_best.insert(before, id);
+                        id
+                    }
+                };
+                self.form_pair(word, previous, id);
+            }
+            let id = match next {
+                None => NONE,
+                Some(next) => {
+                    let after = self.slots[next].symbol;
+                    // (best, best) is one pair, whichever side finds it first.
+                    let table = if after == best {
+                        &mut before_best
+                    } else {
+                        &mut after_best
+                    };
+                    match table.get(&after) {
+                        Some(&id) => id,
+                        None => {
+                            let id = self.new_pair(best, after);
+                            table.insert(after, id);
+                            id
+                        }
+                    }
+                }
+            };
+            self.form_pair(word, left, id);
+        }
+    }
+}
+
+/// A learned piece and its score.
+pub type ScoredPiece = (String, f32);
+
+/// Learns `merges_wanted` pieces from the counted `words` (SentencePiece's BPE loop), then
+/// appends the required characters. `on_piece(count)` reports progress and returns false to stop.
+/// Fails when the words run out of pairs first (SentencePiece: "Vocabulary size too high").
+pub fn learn_pieces(
+    table: WordTable,
+    required: &[(char, u64)],
+    merges_wanted: usize,
+    rules: &PieceRules,
+    mut on_piece: impl FnMut(usize) -> bool,
+) -> Result<Vec<ScoredPiece>, String> {
+    if required.iter().any(|&(c, _)| c == UNKNOWN_CHAR) {
+        return Err(format!(
+            "the normalized corpus holds {UNKNOWN_CHAR:?} (U+2585), which SentencePiece reserves for \
+             unknown characters; remove it from the corpus"
+        ));
+    }
+    let mut trainer = Trainer {
+        rules,
+        symbols: Vec::new(),
+        positions: Vec::new(),
+        texts: String::new(),
+        scripts: FxHashMap::default(),
+        queue: Queue::default(),
+        pending: Vec::new(),
+        slots: Vec::new(),
+        word_starts: Vec::new(),
+        counts: Vec::new(),
+        word_bits: 0,
+    };
+    // Characters outside the required set become U+2585, which pairs with nothing. The words are
+    // taken in no particular order (SentencePiece sorts them): the order numbers the symbols and
+    // the occurrences, and neither decides anything.
+    let unknown = trainer.char_symbol(UNKNOWN_CHAR, true);
+    // The character symbols by code point: a table for the Basic Multilingual Plane, a map beyond.
+    let mut basic = vec![unknown; 0x10000];
+    let mut beyond: FxHashMap<u32, u32> = FxHashMap::default();
+    for &(c, _) in required {
+        let id = trainer.char_symbol(c, false);
+        match u32::from(c) {
+            code if code < 0x10000 => basic[code as usize] = id,
+            code => {
+                beyond.insert(code, id);
+            }
+        }
+    }
+    let WordTable {
+        mut slots,
+        word_starts,
+        counts,
+        ..
+    } = table;
+    for slot in &mut slots {
+        slot.symbol = match slot.symbol {
+            code if code < 0x10000 => basic[code as usize],
+            code => beyond.get(&code).copied().unwrap_or(unknown),
+        };
+    }
+    (trainer.slots, trainer.word_starts, trainer.counts) = (slots, word_starts, counts);
+    let bits = |count: usize| usize::BITS - count.leading_zeros();
+    trainer.word_bits = bits(trainer.counts.len());
+    if trainer.word_bits + bits(trainer.slots.len()) > 64 {
+        return Err(format!(
+            "{} distinct words of {} characters in all are more than this trainer holds",
+            trainer.counts.len(),
+            trainer.slots.len()
+        ));
+    }
+    // The pairs of neighbouring characters: found (or made) once per occurrence, then each pair's
+    // occurrences stored in a list of the right size.
+    let mut pairs: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut occurrences: Vec<u32> = Vec::new();
+    for word in 0..trainer.counts.len() {
+        for right in trainer.word_starts[word] + 1..trainer.word_starts[word + 1] {
+            let (a, b) = (trainer.slots[right - 1].symbol, trainer.slots[right].symbol);
+            let key = (u64::from(a) << 32) | u64::from(b);
+            let id = match pairs.get(&key) {
+                Some(&id) => id,
+                None => {
+                    let id = trainer.new_pair(a, b);
+                    pairs.insert(key, id);
+                    id
+                }
+            };
+            trainer.slots[right - 1].pair = id;
+            if id != NONE {
+                occurrences.resize(occurrences.len().max(id as usize + 1), 0);
+                occurrences[id as usize] += 1;
+            }
+        }
+    }
+    drop(pairs);
+    for (id, &count) in occurrences.iter().enumerate() {
+        trainer.positions[id].reserve_exact(count as usize);
+    }
+    drop(occurrences);
+    for word in 0..trainer.counts.len() {
+        for left in trainer.word_starts[word]..trainer.word_starts[word + 1] {
+            let id = trainer.slots[left].pair;
+            trainer.form_pair(word, left, id);
+        }
+    }
+    trainer.queue_pending();
+    let mut pieces: Vec<ScoredPiece> = Vec::with_capacity(merges_wanted + required.len());
+    let mut seen: FxHashSet<Box<str>> = FxHashSet::default();
+    while pieces.len() < merges_wanted {
+        let Some(best) = trainer.best() else {
+            return Err(too_high(merges_wanted, pieces.len()));
+        };
+        let text = trainer.text(best);
+        if seen.contains(text) {
+            trainer.drop_pair(best);
+            continue;
+        }
+        let text: Box<str> = text.into();
+        pieces.push((text.to_string(), -(pieces.len() as f32)));
+        seen.insert(text);
+        trainer.merge(best);
+        trainer.drop_pair(best);
+        trainer.queue_pending();
+        if !on_piece(pieces.len()) {
+            return Err("interrupted".into());
+        }
+    }
+    for &(c, _) in required {
+        pieces.push((c.to_string(), -(pieces.len() as f32)));
+    }
+    Ok(pieces)
+}
+
+fn too_high(wanted: usize, learned: usize) -> String {
+    format!(
+        "the corpus has pairs for only {learned} merged pieces, fewer than the {wanted} this vocab_size \
+         needs (SentencePiece fails alike: \"Vocabulary size too high\")"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> PieceRules {
+        PieceRules {
+            max_sentencepiece_length: 16,
+            split_by_whitespace: true,
+            allow_whitespace_only_pieces: false,
+            split_by_unicode_script: true,
+            split_by_number: true,
+            split_digits: false,
+        }
+    }
+
+    fn chars(text: &str) -> Vec<char> {
+        text.chars().collect()
+    }
+
+    fn counts(words: &[(&str, u64)]) -> WordCounts {
+        words
+            .iter()
+            .map(|&(word, count)| (word.into(), count))
+            .collect()
+    }
+
+    #[test]
+    fn words_start_at_each_space_or_at_each_space_run() {
+        assert_eq!(split_into_words("▁a▁▁b", false), ["▁a", "▁", "▁b"]);
+        assert_eq!(split_into_words("▁a▁▁b", true), ["▁a", "▁▁b"]);
+        assert_eq!(split_into_words("ab▁c", true), ["ab", "▁c"]);
+        assert_eq!(split_into_words("▁▁", false), ["▁", "▁"]);
+        assert!(split_into_words("", false).is_empty());
+    }
+
+    #[test]
+    fn escaping_spaces_is_the_identity_normalizer() {
+        let texts = [
+            "",
+            " ",
+            "a b",
+            "  a  b ",
+            "\u{2581}x y\u{2581}",
+            "tab\there",
+            "é ü",
+        ];
+        for add_dummy_prefix in [false, true] {
+            let normalizer =
+                SentencePieceNormalizer::new(b"", add_dummy_prefix, false, true, &[]).unwrap();
+            for text in texts {
+                let mut escaped = String::new();
+                escape_spaces(text, add_dummy_prefix, &mut escaped);
+                assert_eq!(escaped, normalizer.normalize(text).0, "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_keep_one_script_and_spaces_in_front() {
+        let rules = rules();
+        assert!(rules.is_valid(&chars("▁ab")));
+        assert!(!rules.is_valid(&chars("a▁")));
+        assert!(!rules.is_valid(&chars("a,")));
+        assert!(rules.is_valid(&chars("ひら漢")), "kana joins Han");
+        assert!(!rules.is_valid(&chars("aб")));
+        assert!(
+            rules.is_valid(&chars("e\u{301}")),
+            "a combining mark takes its base's script"
+        );
+        assert!(!rules.is_valid(&chars("▁▁")));
+        let spaces = PieceRules {
+            allow_whitespace_only_pieces: true,
+            ..rules.clone()
+        };
+        assert!(spaces.is_valid(&chars("▁▁")));
+        let digits = PieceRules {
+            split_digits: true,
+            ..rules.clone()
+        };
+        assert!(!digits.is_valid(&chars("12")) && rules.is_valid(&chars("12")));
+        assert!(!rules.is_valid(&chars("a1")));
+        let numbers = PieceRules {
+            split_by_number: false,
+            ..rules
+        };
+        assert!(numbers.is_valid(&chars("a1")));
+    }
+
+    #[test]
+    fn characters_new_after_unicode_9_are_common() {
+        assert_eq!(script_of('\u{9FD5}'), Script::Han);
+        assert_eq!(script_of('\u{9FD6}'), Script::Common, "added in Unicode 10");
+        // Assigned by 9.0, their script changed later: 9.0's is SentencePiece's.
+        assert_eq!(script_of('\u{0589}'), Script::Common, "Armenian today");
+        assert_eq!(script_of('\u{061C}'), Script::Common, "Arabic today");
+        assert_eq!(script_of('\u{0953}'), Script::Devanagari, "Inherited today");
+        assert_eq!(script_of('\u{0954}'), Script::Devanagari, "Inherited today");
+    }
+
+    #[test]
+    fn coverage_stops_at_the_share_asked() {
+        let words = counts(&[("aab", 10), ("c", 1)]);
+        let required = WordTable::new(words.clone()).required_chars(0.9);
+        assert_eq!(required, [('a', 20), ('b', 10)]);
+        assert_eq!(WordTable::new(words).required_chars(1.0).len(), 3);
+    }
+
+    #[test]
+    fn the_most_frequent_pair_is_merged_first() {
+        let words = counts(&[("▁ab", 3), ("▁abc", 2), ("▁b", 1)]);
+        let table = WordTable::new(words);
+        let required = table.required_chars(1.0);
+        let pieces = learn_pieces(table, &required, 3, &rules(), |_| true).unwrap();
+        let texts: Vec<&str> = pieces.iter().map(|(text, _)| text.as_str()).collect();
+        assert_eq!(&texts[..3], ["ab", "▁ab", "▁abc"]);
+        assert_eq!(pieces[3].1, -3.0);
+    }
+
+    #[test]
+    fn frequencies_stay_exact_after_merges() {
+        // "bc" (4) wins; "ab" loses the 3 occurrences "bc" took, "a·bc" (3) is formed; "▁a" (3,
+        // fewer characters) wins before it.
+        let words = counts(&[("▁abc", 3), ("bc", 1)]);
+        let table = WordTable::new(words);
+        let required = table.required_chars(1.0);
+        let pieces = learn_pieces(table, &required, 3, &rules(), |_| true).unwrap();
+        let texts: Vec<&str> = pieces.iter().map(|(text, _)| text.as_str()).collect();
+        assert_eq!(texts[..3], ["bc", "▁a", "▁abc"]);
+    }
+
+    #[test]
+    fn the_order_of_the_words_decides_nothing() {
+        let listed = [
+            ("▁aab", 3),
+            ("▁abab", 2),
+            ("ba", 2),
+            ("▁bb", 1),
+            ("aaa", 2),
+            ("▁a", 4),
+        ];
+        let words: WordCounts = listed
+            .iter()
+            .map(|&(word, count)| (word.into(), count))
+            .collect();
+        let required = WordTable::new(words).required_chars(1.0);
+        let learn = |words: Vec<(Box<str>, u64)>| {
+            learn_pieces(WordTable::new(words), &required, 8, &rules(), |_| true).unwrap()
+        };
+        let forward: Vec<(Box<str>, u64)> = listed
+            .iter()
+            .map(|&(word, count)| (word.into(), count))
+            .collect();
+        let mut backward = forward.clone();
+        backward.reverse();
+        let mut sorted = forward.clone();
+        sorted.sort();
+        assert_eq!(learn(forward.clone()), learn(backward));
+        assert_eq!(learn(forward), learn(sorted));
+    }
+
+    #[test]
+    fn words_counted_on_several_threads_learn_what_one_thread_learns() {
+        let mut text = String::new();
+        for index in 0..3000 {
+            text.push_str(&format!(
+                "the {} cat sat on mat {} and other words\n",
+                index % 37,
+                index % 11
+            ));
+        }
+        let learn = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let options = SentenceOptions {
+                    max_sentence_length: 4192,
+                    split_by_whitespace: true,
+                    allow_whitespace_only_pieces: false,
+                    first_sentences: 0,
+                };
+                let normalizer = SentencePieceNormalizer::new(b"", true, false, true, &[]).unwrap();
+                let mut counter = WordCounter::new(options, normalizer, &["<unk>"]).unwrap();
+                for block in text
+                    .split_inclusive("words\n")
+                    .collect::<Vec<_>>()
+                    .chunks(700)
+                {
+                    counter.add_text(&block.concat());
+                }
+                let table = counter.into_table();
+                let required = table.required_chars(1.0);
+                learn_pieces(table, &required, 40, &rules(), |_| true).unwrap()
+            })
+        };
+        assert_eq!(learn(1), learn(3));
+    }
+
+    /// The merge loop recomputed from scratch at every step: every pair of neighbouring symbols
+    /// counted anew, the best taken, its occurrences replaced left to right.
+    fn learn_naively(words: &[(&str, u64)], merges: usize, rules: &PieceRules) -> Vec<String> {
+        let mut words: Vec<(Vec<String>, u64)> = words
+            .iter()
+            .map(|&(word, count)| (word.chars().map(String::from).collect(), count))
+            .collect();
+        let mut learned: Vec<String> = Vec::new();
+        let mut dropped: FxHashSet<(String, String)> = FxHashSet::default();
+        while learned.len() < merges {
+            let mut freqs: FxHashMap<(String, String), u64> = FxHashMap::default();
+            for (symbols, count) in &words {
+                for pair in symbols.windows(2) {
+                    let key = (pair[0].clone(), pair[1].clone());
+                    let text: Vec<char> = (pair[0].clone() + &pair[1]).chars().collect();
+                    if !dropped.contains(&key) && rules.is_valid(&text) {
+                        *freqs.entry(key).or_insert(0) += count;
+                    }
+                }
+            }
+            if freqs.is_empty() {
+                break;
+            }
+            let best = freqs
+                .into_iter()
+                .min_by(|(a, fa), (b, fb)| {
+                    let (ta, tb) = (a.0.clone() + &a.1, b.0.clone() + &b.1);
+                    fb.cmp(fa)
+                        .then(ta.chars().count().cmp(&tb.chars().count()))
+                        .then(ta.cmp(&tb))
+                        .then(a.0.chars().count().cmp(&b.0.chars().count()))
+                })
+                .map(|(key, _)| key)
+                .expect("pairs left");
+            let text = best.0.clone() + &best.1;
+            dropped.insert(best.clone());
+            if learned.contains(&text) {
+                continue;
+            }
+            learned.push(text.clone());
+            for (symbols, _) in &mut words {
+                let mut merged = Vec::with_capacity(symbols.len());
+                let mut index = 0;
+                while index < symbols.len() {
+                    if index + 1 < symbols.len()
+                        && symbols[index] == best.0
+                        && symbols[index + 1] == best.1
+                    {
+                        merged.push(text.clone());
+                        index += 2;
+                    } else {
+                        merged.push(symbols[index].clone());
+                        index += 1;
+                    }
+                }
+                *symbols = merged;
+            }
+        }
+        learned
+    }
+
+    #[test]
+    fn the_queue_and_the_kept_frequencies_learn_what_counting_anew_learns() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        let alphabet = ['a', 'b', 'c', '▁', '1', 'б'];
+        for round in 0..200 {
+            let mut words: Vec<(String, u64)> = Vec::new();
+            for _ in 0..1 + next(12) {
+                let length = 1 + next(9) as usize;
+                let word: String = (0..length).map(|_| alphabet[next(6) as usize]).collect();
+                words.push((word, 1 + next(5)));
+            }
+            let rules = PieceRules {
+                allow_whitespace_only_pieces: round % 2 == 0,
+                split_by_whitespace: round % 3 != 0,
+                max_sentencepiece_length: 2 + round % 5,
+                ..rules()
+            };
+            let listed: Vec<(&str, u64)> = words
+                .iter()
+                .map(|(word, count)| (word.as_str(), *count))
+                .collect();
+            let table: WordCounts =
+                listed
+                    .iter()
+                    .fold(WordCounts::default(), |mut table, &(word, count)| {
+                        *table.entry(word.into()).or_insert(0) += count;
+                        table
+                    });
+            // As many merges as leave a pair of positive frequency at every step (later ones would
+            // take pairs whose occurrences are gone, as SentencePiece does).
+            let expected = learn_naively(&listed, 12, &rules);
+            let merges = expected.len();
+            let table = WordTable::new(table);
+            let required = table.required_chars(1.0);
+            let pieces = learn_pieces(table, &required, merges, &rules, |_| true).unwrap();
+            let texts: Vec<String> = pieces[..merges]
+                .iter()
+                .map(|(text, _)| text.clone())
+                .collect();
+            assert_eq!(texts, expected, "{words:?}");
+        }
+    }
+}
