@@ -14,7 +14,16 @@ use rustc_hash::FxHashSet;
 
 const MODULUS: u64 = (1 << 61) - 1;
 
+#[cfg(test)]
+thread_local! {
+    /// How many times [`multiply`] ran on this thread: the tests' measure of work, which (unlike a
+    /// clock) does not depend on how busy the machine is.
+    static MULTIPLICATIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 fn multiply(a: u64, b: u64) -> u64 {
+    #[cfg(test)]
+    MULTIPLICATIONS.with(|count| count.set(count.get() + 1));
     let product = u128::from(a) * u128::from(b);
     let folded = (product & u128::from(MODULUS)) + (product >> 61);
     let folded = folded as u64;
@@ -103,11 +112,17 @@ mod tests {
 
     #[test]
     fn long_tokens_take_linear_time() {
-        let long = vec![b'a'; 4_000_000];
+        // Work counted in multiplications, not timed: hashing each half whole would be quadratic
+        // (about length^2 / 2 multiplications: 5 * 10^11 here), the rolling hashes take three per byte.
+        let long = vec![b'a'; 1_000_000];
         let halves = Halves::new([&b"a"[..], &long[..1000], &long[..]]);
-        let started = std::time::Instant::now();
-        assert_eq!(halves.candidates(&long[..1001]), vec![1, 1000]);
-        assert!(halves.candidates(&long).is_empty());
-        assert!(started.elapsed().as_secs_f64() < 2.0, "{:?}", started.elapsed());
+        for token in [&long[..1001], &long[..]] {
+            let before = MULTIPLICATIONS.with(std::cell::Cell::get);
+            let splits = halves.candidates(token);
+            let work = MULTIPLICATIONS.with(std::cell::Cell::get) - before;
+            assert!(work <= 3 * token.len() as u64, "{work} multiplications for {} bytes", token.len());
+            let expected: Vec<usize> = if token.len() == 1001 { vec![1, 1000] } else { Vec::new() };
+            assert_eq!(splits, expected);
+        }
     }
 }
