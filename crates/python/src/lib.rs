@@ -502,12 +502,19 @@ impl CoreBPE {
     }
 
     /// A policy that cuts out arbitrary `(text, id)` tokens (e.g. tokens added by a tokenizer at
-    /// run time) and encodes them as those ids; nothing is disallowed. Longest match wins.
-    fn added_tokens_policy(&self, py: Python<'_>, tokens: Vec<(String, Rank)>) -> PyResult<SpecialPolicy> {
+    /// run time, or a second name of a special token) and encodes them as those ids; the texts in
+    /// `disallowed` raise (none by default). Longest match wins.
+    #[pyo3(signature = (tokens, disallowed=Vec::new()))]
+    fn added_tokens_policy(
+        &self,
+        py: Python<'_>,
+        tokens: Vec<(String, Rank)>,
+        disallowed: Vec<String>,
+    ) -> PyResult<SpecialPolicy> {
         guarded(py, || {
             Ok(SpecialPolicy {
                 allowed: SpecialMatcher::new(tokens.iter().map(|(text, id)| (text.as_str(), *id))),
-                disallowed: SpecialMatcher::new([]),
+                disallowed: SpecialMatcher::new(disallowed.iter().map(|text| (text.as_str(), 0))),
             })
         })
     }
@@ -646,6 +653,13 @@ impl CoreBPE {
                 .map(|bytes| PyBytes::new(py, bytes))
                 .ok_or_else(|| unknown_token(py, value, self.model.n_vocab()))
         })
+    }
+
+    /// The ids of `piece` (bytes) merged as one piece (see `Model::encode_single_piece`); None for
+    /// SentencePiece models.
+    #[pyo3(signature = (piece, whole=true))]
+    fn encode_single_piece(&self, py: Python<'_>, piece: &[u8], whole: bool) -> PyResult<Option<Vec<Rank>>> {
+        guarded(py, || Ok(self.run(py, piece.len(), || self.model.encode_single_piece(piece, whole))))
     }
 
     /// The id of a mergeable token given its bytes, or None.
