@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import AbstractSet, Any, Literal
 
 from hf_bpe import _core, patterns, streaming
-from hf_bpe._io import atomic_write, read_json
+from hf_bpe._io import atomic_write, read_json, read_text
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
 from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
@@ -130,6 +130,132 @@ class BPE:
         core = _core.CoreBPE.from_merges(vocab, merge_ids, split, specials, bool(ignore_merges))
         model._setup(core, specials, name)
         return model
+
+    @classmethod
+    def from_vocab(
+        cls,
+        vocab: Mapping[int, bytes],
+        merges: Iterable[tuple[bytes, bytes]],
+        special_tokens: Iterable[str] | None = None,
+        pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
+        *,
+        name: str | None = None,
+    ) -> BPE:
+        """A model from the shapes minbpe and CS336 hold: ``vocab`` (id -> token bytes) and
+        ``merges`` (pairs of token bytes, in the order they were learned), as CS336's
+        ``Tokenizer(vocab, merges, special_tokens)``. The listed merges apply in list order.
+
+        ``special_tokens`` already in ``vocab`` (as their UTF-8 bytes) keep their id; the others
+        are added after the largest id. Inconsistent input raises
+        :class:`~hf_bpe.errors.InvalidVocabularyError` saying which entry.
+
+        >>> import hf_bpe
+        >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"<|end|>"}
+        >>> model = hf_bpe.BPE.from_vocab(vocab, [(b"a", b"b")], ["<|end|>", "<|pad|>"])
+        >>> model.encode("abc<|end|><|pad|>", allowed_special="all")
+        [256, 99, 257, 258]
+        >>> model.vocab == vocab | {258: b"<|pad|>"}, model.merges
+        (True, [(b'a', b'b')])
+        """
+        if not isinstance(vocab, Mapping):
+            raise TypeError(f"vocab must be a dict of int ids to bytes, got {type(vocab).__name__}")
+        ids: dict[bytes, int] = {}
+        for token_id, token in vocab.items():
+            if isinstance(token_id, bool) or not isinstance(token_id, int) or token_id < 0:
+                raise InvalidVocabularyError(f"vocab id {token_id!r:.40} is not a non-negative int")
+            if not isinstance(token, (bytes, bytearray)):
+                raise InvalidVocabularyError(f"vocab[{token_id}] is {type(token).__name__}, not bytes")
+            if bytes(token) in ids:
+                raise InvalidVocabularyError(
+                    f"ids {ids[bytes(token)]} and {token_id} are both {bytes(token)!r:.80}: each token needs one id"
+                )
+            ids[bytes(token)] = token_id
+        if isinstance(special_tokens, str):
+            special_tokens = [special_tokens]
+        specials: dict[str, int] = {}
+        next_id = max(vocab, default=-1) + 1
+        for text in special_tokens or ():
+            if not isinstance(text, str) or not text:
+                raise InvalidVocabularyError(f"special token {text!r:.80} is not a non-empty str")
+            if text in specials:
+                raise InvalidVocabularyError(f"special token {text!r:.80} is given twice")
+            known = ids.pop(text.encode("utf-8"), None)
+            specials[text] = next_id if known is None else known
+            next_id += known is None
+        pairs = []
+        for number, pair in enumerate(merges):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2 or \
+                    not all(isinstance(part, (bytes, bytearray)) for part in pair):
+                raise InvalidVocabularyError(f"merge {number} ({pair!r:.80}) is not a pair of bytes")
+            left, right = bytes(pair[0]), bytes(pair[1])
+            for part in (left, right, left + right):
+                if part not in ids:
+                    what = "its result" if part == left + right else "its token"
+                    raise InvalidVocabularyError(
+                        f"merge {number} ({left!r:.40}, {right!r:.40}): {what} {part!r:.80} is not in vocab "
+                        f"(or is a special token); every merge joins two tokens of vocab into a token of vocab"
+                    )
+            pairs.append((left, right))
+        return cls.from_merges(ids, pairs, pattern, specials, name=name)
+
+    @classmethod
+    def from_files(
+        cls,
+        vocab_path: str | os.PathLike[str],
+        merges_path: str | os.PathLike[str],
+        special_tokens: Iterable[str] | None = None,
+        pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
+        *,
+        name: str | None = None,
+    ) -> BPE:
+        """:meth:`from_vocab` from GPT-2-style files, as CS336's ``Tokenizer.from_files``: a JSON
+        object of token strings (GPT-2's byte-to-unicode spelling) to ids, and a text file of merges,
+        two token strings per line (a first ``#version`` line and empty lines are skipped).
+        Unreadable files raise :class:`~hf_bpe.errors.TokenizerFileError` naming the file and line.
+
+        >>> import hf_bpe, json, os, tempfile
+        >>> from hf_bpe.byte_level import BYTE_TO_UNICODE
+        >>> folder = tempfile.mkdtemp()
+        >>> vocab = {BYTE_TO_UNICODE[byte]: byte for byte in range(256)}
+        >>> _ = open(os.path.join(folder, "vocab.json"), "w").write(json.dumps(vocab | {"Ġt": 256}))
+        >>> _ = open(os.path.join(folder, "merges.txt"), "w").write("#version: 0.2\\nĠ t\\n")
+        >>> model = hf_bpe.BPE.from_files(os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt"))
+        >>> model.merges, model.decode_single_token_bytes(model.encode(" t")[0])
+        ([(b' ', b't')], b' t')
+        """
+        from hf_bpe.byte_level import str_to_token
+
+        document = read_json(vocab_path)
+        if not isinstance(document, dict):
+            raise TokenizerFileError(vocab_path, "expected a JSON object of token strings to ids")
+        vocab: dict[int, bytes] = {}
+        for spelled, token_id in document.items():
+            try:
+                token = str_to_token(spelled)
+            except KeyError:
+                raise TokenizerFileError(
+                    vocab_path, f"token {spelled!r:.80} is not spelled in GPT-2's byte-to-unicode alphabet"
+                ) from None
+            if isinstance(token_id, bool) or not isinstance(token_id, int):
+                raise TokenizerFileError(vocab_path, f"the id of {spelled!r:.80} is {token_id!r:.40}, not an int")
+            if token_id in vocab:
+                raise TokenizerFileError(vocab_path, f"id {token_id} is given to two tokens")
+            vocab[token_id] = token
+        merges = []
+        for number, line in enumerate(read_text(merges_path).splitlines(), start=1):
+            if not line.strip() or (number == 1 and line.startswith("#version")):
+                continue
+            fields = line.split(" ")
+            try:
+                if len(fields) != 2:
+                    raise KeyError(line)
+                merges.append((str_to_token(fields[0]), str_to_token(fields[1])))
+            except KeyError:
+                raise TokenizerFileError(
+                    merges_path, f"expected two tokens in GPT-2's byte-to-unicode spelling, got {line[:80]!r}",
+                    line=number,
+                ) from None
+        return cls.from_vocab(vocab, merges, special_tokens, pattern, name=name)
 
     @classmethod
     def from_sentencepiece(cls, spec: SentencePieceSpec, *, name: str | None = None) -> BPE:
@@ -408,6 +534,20 @@ class BPE:
                 "not byte ranks; use .sentencepiece for its pieces"
             )
         return self._core.mergeable_ranks()
+
+    @property
+    def vocab(self) -> dict[int, bytes]:
+        """Every token's bytes by id, special tokens included (their UTF-8 text), ordered by id:
+        the ``vocab`` of minbpe and CS336 (see :meth:`from_vocab`).
+
+        >>> import hf_bpe
+        >>> vocab = hf_bpe.get_encoding("gpt2").vocab
+        >>> len(vocab), vocab[31373], vocab[50256]
+        (50257, b'hello', b'<|endoftext|>')
+        """
+        tokens = {token_id: token for token, token_id in self.mergeable_ranks.items()}
+        tokens.update((token_id, text.encode("utf-8")) for text, token_id in self._special_tokens.items())
+        return dict(sorted(tokens.items()))
 
     @property
     def kind(self) -> str:
