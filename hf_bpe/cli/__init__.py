@@ -5,6 +5,7 @@ import and one line in :data:`COMMANDS`::
     hf-bpe train --vocab-size 4096 --out my-tokenizer
     hf-bpe inspect tokenizer.model
     hf-bpe convert gpt2-folder/ --to tiktoken gpt2.tiktoken
+    hf-bpe encode cl100k_base "hello world"
 
 Exit status: 0 done, 1 failed (the error is printed), 2 bad usage (argparse's message), 130
 interrupted.
@@ -16,7 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hf_bpe.cli import convert, inspect, train
+from hf_bpe.cli import convert, encode, inspect, train
 from hf_bpe.cli.common import UsageError
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.sources import SourceError
@@ -27,13 +28,16 @@ COMMANDS = (
     train,
     convert,
     inspect,
+    encode,
 )
 """The command modules, in the order ``--help`` lists them."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 failed, 2 bad usage)."""
-    arguments = parser().parse_args(argv)
+    arguments, extra = parser().parse_known_args(argv)
+    if extra:  # texts (or ids) after options: argparse leaves them over
+        encode.take_leftovers(arguments, extra)
     try:
         return int(arguments.run(arguments))
     except (UsageError, SourceError) as error:
@@ -50,7 +54,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parser() -> argparse.ArgumentParser:
     """The parser of every command in :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(prog="hf-bpe", description="Exact, fast byte-level BPE tokenizers.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(commands)
     return parser
+
+
+def _version() -> str:
+    from hf_bpe import __version__
+
+    return __version__
