@@ -640,6 +640,21 @@ class BPE:
         return self._core.n_vocab - 1
 
     @property
+    def n_ordinary(self) -> int:
+        """The ids that are neither special tokens nor unassigned (ids between ranks): what ``repr`` and
+        ``hf-bpe inspect`` call ordinary tokens. A SentencePiece model's byte, control and user-defined
+        pieces count, except those that are its special tokens.
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> enc.n_ordinary, len(enc.special_tokens), enc.n_vocab
+        (50256, 1, 50257)
+        """
+        if self._sentencepiece is not None:
+            return self.n_vocab - len(self._special_tokens)
+        return int(self._core.n_mergeable)
+
+    @property
     def special_tokens(self) -> dict[str, int]:
         """A copy of the special tokens and their ids."""
         return dict(self._special_tokens)
@@ -793,7 +808,7 @@ class BPE:
     def __repr__(self) -> str:
         name = f"{self.name!r}" if self.name else "unnamed"
         kind = "" if self.kind == "ranks" else f" ({self.kind})"
-        return f"<BPE {name}{kind}: {self._core.n_mergeable} tokens, {len(self._special_tokens)} special>"
+        return f"<BPE {name}{kind}: {self.n_ordinary} ordinary tokens, {len(self._special_tokens)} special>"
 
     # ---------------------------------------------------------------------------------- helpers
 

@@ -26,6 +26,7 @@ files too). A list of ``str`` that all name existing files is refused, not train
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -78,6 +79,9 @@ def train(
     ``"minbpe"`` takes the pair seen first in the corpus (pieces in order, pairs left to right), as
     minbpe's ``RegexTokenizer.train``, so a minbpe user gets minbpe's merges (a pure-Python loop,
     for corpora of megabytes; ``num_threads`` does not apply).
+
+    ``show_progress`` shows progress bars on a terminal (or in a notebook), for steps that last over a
+    second; never in a pipe, a log file or a quick call.
 
     >>> import hf_bpe
     >>> hf_bpe.train(["ab cd cd ab"], 258, tie_break="minbpe", show_progress=False).merges
@@ -294,7 +298,7 @@ def _num_merges(vocab_size: int | None, num_special: int) -> int:
         specials = f" and the {num_special} special tokens" if num_special else ""
         raise ValueError(
             f"vocab_size {vocab_size} is too small: the 256 byte tokens{specials} alone take {smallest}; "
-            f"ask for more than {smallest} to learn merges"
+            f"ask for at least {smallest} (exactly {smallest} learns no merges; each token more is one merge)"
         )
     return vocab_size - smallest
 
@@ -316,10 +320,31 @@ def _count_documents(counter: _core.PieceCounter, source: Documents, show_progre
                 bar.update(pending_size)
 
 
+PROGRESS_DELAY = 1.0
+"""Seconds a step must last before its progress bar appears: a quick call prints none. The environment
+variable ``HF_BPE_PROGRESS_DELAY`` replaces it (``0``: every bar at once)."""
+
+
+def progress_delay() -> float:
+    """:data:`PROGRESS_DELAY`, or ``HF_BPE_PROGRESS_DELAY`` when it is set to a number of seconds."""
+    try:
+        return float(os.environ.get("HF_BPE_PROGRESS_DELAY") or PROGRESS_DELAY)
+    except ValueError:
+        return PROGRESS_DELAY
+
+
 def _progress(show: bool, *, desc: str = "Counting pieces", **options: Any) -> AbstractContextManager[Any]:
-    """A tqdm bar, or ``None`` when progress is off."""
-    if not show:
+    """A tqdm bar, or ``None`` when progress is off or nobody watches: standard error is not a terminal
+    (a pipe, a log file, a test) and this is not a notebook. The bar appears once the step has lasted
+    :func:`progress_delay` seconds."""
+    if not show or not watched(sys.stderr):
         return nullcontext(None)
     from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
-    return tqdm(desc=desc, **options)  # type: ignore[no-any-return]
+    return tqdm(desc=desc, delay=progress_delay(), **options)  # type: ignore[no-any-return]
+
+
+def watched(stream: Any) -> bool:
+    """Whether progress written to ``stream`` is seen as it happens: a terminal, or a Jupyter kernel."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty()) or "ipykernel" in sys.modules

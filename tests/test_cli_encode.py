@@ -6,10 +6,13 @@ import json
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import textgen
+from conftest import scaled
 
 import hf_bpe
 from hf_bpe.cli import main
@@ -29,15 +32,16 @@ def test_encode_arguments_give_the_models_ids(capsys: pytest.CaptureFixture[str]
                                    "count": 2}
 
 
-def test_files_are_read_line_by_line_and_counted_in_batches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_with_lines_each_line_is_a_text_encoded_in_batches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = [line for doc in textgen.documents(random.Random(5), 200_000) for line in doc.splitlines()]
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8", newline="")
     enc = hf_bpe.get_encoding("o200k_base")
     expected = [len(ids) for ids in enc.encode_ordinary_batch(lines)]
-    assert run(capsys, "count", "o200k_base", "--file", str(path)) == f"{sum(expected)}\n"
-    assert run(capsys, "count", "o200k_base", "--each", "--file", str(path)).split() == list(map(str, expected))
-    ids_lines = run(capsys, "encode", "o200k_base", "--file", str(path)).splitlines()
+    assert run(capsys, "count", "o200k_base", "--lines", "--file", str(path)) == f"{sum(expected)}\n"
+    assert run(capsys, "count", "o200k_base", "--lines", "--each", "--file", str(path)).split() == list(
+        map(str, expected))
+    ids_lines = run(capsys, "encode", "o200k_base", "--lines", "--file", str(path)).splitlines()
     assert len(ids_lines) == len(lines)
     decoded = tmp_path / "ids.txt"
     decoded.write_text("\n".join(ids_lines) + "\n")
@@ -65,3 +69,54 @@ def test_version_and_python_dash_m() -> None:
         help_text = subprocess.run([sys.executable, "-m", "hf_bpe", command, "--help"], capture_output=True, text=True,
                                    check=True).stdout
         assert "examples:" in help_text and f"hf-bpe {command}" in help_text
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k_base", "o200k_base"])
+def test_a_whole_file_counts_and_encodes_as_the_tokenizer_encodes_its_contents(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tiktoken_encoding: Callable[[str], Any],
+) -> None:
+    """Without --lines a file is one text: its count is len(tiktoken's encode of the contents), cut
+    into small parts here (CHUNK_CHARS lowered) so that many cuts are crossed, newlines of every kind
+    included."""
+    from hf_bpe.cli import encode
+
+    rng = random.Random(17)
+    documents = textgen.documents(rng, scaled(300_000))
+    text = "".join(doc + rng.choice(["\n", "\n\n", "\r\n", ".\n/", " \n", "\n "]) for doc in documents)
+    path = tmp_path / "corpus.txt"
+    path.write_text(text, encoding="utf-8", newline="")
+    expected = tiktoken_encoding(name).encode_ordinary(text)
+    monkeypatch.setattr(encode, "CHUNK_CHARS", 2_000)
+    assert len(list(encode.chunks(hf_bpe.get_encoding(name), text, False, size=2_000))) > 10
+    assert run(capsys, "count", name, "--file", str(path)) == f"{len(expected)}\n"
+    assert run(capsys, "encode", name, "--file", str(path)).split() == list(map(str, expected))
+    process = subprocess.run([sys.executable, "-m", "hf_bpe", "count", name], input=text.encode(),
+                             capture_output=True, check=True)
+    assert process.stdout.decode().strip() == str(len(expected))
+
+
+def test_every_command_has_examples_in_its_help() -> None:
+    from hf_bpe.cli import COMMANDS, parser
+
+    subparsers = next(action for action in parser()._actions if action.choices and "train" in action.choices)
+    assert sorted(subparsers.choices) == sorted(command.__name__.rsplit(".", 1)[1] for command in COMMANDS)
+    for name, command_parser in subparsers.choices.items():
+        assert f"examples:\n  hf-bpe {name} " in command_parser.format_help(), name
+
+
+def test_lines_end_at_newlines_across_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines end at \\n or \\r\\n (not kept), a lone \\r stays in its line, the last line needs no
+    newline; the file is read a few characters at a time here so that reads cut lines and \\r\\n pairs."""
+    from hf_bpe.cli import encode
+
+    lines = ["first line", "", "crlf line", "a\rlone cr", " spaced ", "last without newline"]
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"first line\n\ncrlf line\r\na\rlone cr\n spaced \nlast without newline")
+    monkeypatch.setattr(encode, "READ_CHARS", 3)
+    out = run(capsys, "encode", "gpt2", "--lines", "--format", "jsonl", "--file", str(path))
+    assert [json.loads(row)["text"] for row in out.splitlines()] == lines
+    enc = hf_bpe.get_encoding("gpt2")
+    assert run(capsys, "count", "gpt2", "--lines", "--each", "--file", str(path)).split() == [
+        str(len(enc.encode_ordinary(line))) for line in lines]

@@ -17,7 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hf_bpe.cli import convert, encode, inspect, train
+from hf_bpe.cli import convert, count, decode, encode, inspect, train
 from hf_bpe.cli.common import UsageError
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.sources import SourceError
@@ -29,6 +29,8 @@ COMMANDS = (
     convert,
     inspect,
     encode,
+    count,
+    decode,
 )
 """The command modules, in the order ``--help`` lists them."""
 

@@ -7,6 +7,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from hf_bpe.encodings import ENCODINGS
 from hf_bpe.errors import ConversionError
@@ -34,6 +35,26 @@ def read_source(path: str, source_format: str | None, *, pattern: str | None = N
         return load(path), "encoding"
     fmt = source_format or detect_format(path)
     return load(path, format=fmt, pattern=pattern, special_tokens=parse_specials(specials)), fmt
+
+
+def missing_folder(path: Path) -> Path | None:
+    """The outermost folder above ``path`` that does not exist yet (writing ``path`` creates it), or None.
+
+    >>> missing_folder(Path("/")) is None
+    True
+    """
+    missing = None
+    for folder in path.parents:
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def report_created(folder: Path | None) -> None:
+    """Say that the command created ``folder`` (from :func:`missing_folder`), as ``train`` and ``convert`` do."""
+    if folder is not None and folder.is_dir():
+        print(f"  created the folder {folder} (it did not exist)")
 
 
 def parse_specials(specials: Sequence[str]) -> dict[str, int]:

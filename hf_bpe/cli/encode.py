@@ -1,15 +1,20 @@
-"""``hf-bpe encode``, ``hf-bpe count`` and ``hf-bpe decode``: tokenize from the command line.
+"""``hf-bpe encode``: texts to token ids (``hf-bpe count`` and ``hf-bpe decode`` share its input rules)::
 
-The tokenizer is any source ``hf-bpe convert`` reads: a named encoding (``gpt2``, ``cl100k_base``,
-... every one tiktoken ships), a tokenizer folder, ``tokenizer.json``, a SentencePiece ``.model``,
-a ``.tiktoken`` file (with ``--pattern``). Texts come from the arguments, else from ``--file``
-(repeatable) or standard input, one text per line (the line's newline is not part of it). Lines
-are encoded in batches on every core.
+    hf-bpe encode cl100k_base "hello world"                  # 15339 1917
+    hf-bpe encode gpt2 --file notes.txt                      # the ids of the whole file
+    hf-bpe encode gpt2 --file notes.txt --lines --format jsonl   # {"text": ..., "ids": [...], ...} per line
 
-    hf-bpe encode cl100k_base "hello world"            # 15339 1917
-    hf-bpe encode gpt2 --file notes.txt --format jsonl  # {"ids": [...], "count": n} per line
-    hf-bpe count o200k_base --file corpus.txt           # total tokens of every line
-    hf-bpe decode cl100k_base "15339 1917"              # hello world
+The tokenizer is any source ``hf_bpe.load`` reads: a named encoding (``gpt2``, ``cl100k_base``, ...
+every one tiktoken ships), a tokenizer folder, ``tokenizer.json``, a SentencePiece ``.model``, a
+``.tiktoken`` file (with ``--pattern``).
+
+What a text is, the same for ``encode`` and ``count``: each TEXT argument; else each ``--file`` whole
+(newlines included: its ids are ``encode`` of the file's contents); else standard input whole. With
+``--lines`` every line of the files (or standard input) is a text, without its newline. A whole file is
+cut into pieces of about :data:`CHUNK_CHARS` where the split pattern provably starts a new piece, and
+the pieces are encoded in parallel: the ids are exactly those of the whole text. Lines are encoded in
+batches of :data:`BATCH_LINES`, in parallel. A progress bar shows on a terminal for inputs that take
+over a second.
 """
 
 from __future__ import annotations
@@ -17,53 +22,79 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
+
+from hf_bpe import patterns
+from hf_bpe.cli.common import read_source
+from hf_bpe.encodings import ENCODINGS
+from hf_bpe.model import BPE
+from hf_bpe.train import progress_delay, watched
 
 BATCH_LINES = 8192
 """Lines encoded per call of the batch encoder."""
 
+CHUNK_CHARS = 1 << 16
+"""About how many characters of a whole text one parallel task encodes."""
+
+BATCH_CHUNKS = 64
+"""Chunks of a whole text encoded per call of the batch encoder (bounds the ids held at once)."""
+
+READ_CHARS = 1 << 22
+"""Characters read at a time when every line is a text."""
+
+SAFE_CUT = re.compile(r"(?<=[!-~])\n(?=[!-.0-~])")
+"""Where the named split patterns (gpt2, cl100k, o200k) always end a piece: after a newline that follows
+a printable ASCII character and precedes one other than ``/``. (A piece ending in punctuation may take
+the newlines after it, and in o200k also slashes; nothing takes a newline and the character after it.
+The trainer's cutter, ``safe_cut`` in crates/core/src/train/count.rs, uses this rule for any
+non-whitespace character.)"""
+
+CUTTABLE_PATTERNS = ("gpt2", "cl100k", "o200k")
+
 
 def register(subparsers: Any) -> None:
-    """Add ``encode``, ``count`` and ``decode`` to ``hf-bpe``'s subcommands."""
-    for command, summary, example in (
-        ("encode", "text to token ids (or tokens), one line of output per input text",
-         "hf-bpe encode cl100k_base 'hello world'\n  hf-bpe encode gpt2 --file notes.txt --format jsonl"),
-        ("count", "count the tokens of texts (the total, or each text's with --each)",
-         "hf-bpe count o200k_base --file corpus.txt\n  cat notes.txt | hf-bpe count gpt2 --each"),
-    ):
-        parser = subparsers.add_parser(
-            command, help=summary, description=f"{summary[0].upper()}{summary[1:]}. Texts: the TEXT arguments, "
-            "else each line of --file or standard input.", epilog=f"examples:\n  {example}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        _tokenizer_argument(parser)
-        parser.add_argument("texts", nargs="*", metavar="TEXT", help="texts to encode (default: read lines)")
-        parser.add_argument("--file", action="append", type=Path, default=[], metavar="PATH",
-                            help="a UTF-8 text file, one text per line (repeatable; '-' for standard input)")
-        parser.add_argument("--allow-special", action="store_true",
-                            help="encode special tokens found in the text as their ids (default: as text)")
-        parser.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
-        if command == "encode":
-            parser.add_argument("--format", choices=("ids", "tokens", "count", "jsonl"), default="ids",
-                                help="ids separated by spaces (default); tokens as a JSON array of their "
-                                "texts; the count; or a JSON object per line")
-            parser.set_defaults(run=run_encode, parser=parser)
-        else:
-            parser.add_argument("--each", action="store_true", help="print each text's count, one per line")
-            parser.set_defaults(run=run_count, parser=parser)
-    decode = subparsers.add_parser(
-        "decode", help="token ids to text, one line of output per line of ids",
-        description="Token ids to text. Ids: the IDS arguments, else each line of standard input (ids separated "
-        "by spaces or commas, a JSON array too).",
-        epilog="examples:\n  hf-bpe decode cl100k_base 15339 1917\n  hf-bpe encode gpt2 'hi' | hf-bpe decode gpt2",
+    """Add ``encode`` to ``hf-bpe``'s subcommands."""
+    parser = subparsers.add_parser(
+        "encode", help="texts to token ids (or tokens, counts, JSON Lines), one line of output per text",
+        description="Texts to token ids, one line of output per text. " + TEXTS_HELP,
+        epilog="examples:\n  hf-bpe encode cl100k_base 'hello world'\n  hf-bpe encode gpt2 --file notes.txt\n"
+        "  hf-bpe encode gpt2 --file notes.txt --lines --format jsonl",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _tokenizer_argument(decode)
-    decode.add_argument("ids", nargs="*", metavar="IDS", help="token ids (default: read lines)")
-    decode.set_defaults(run=run_decode, parser=decode)
+    text_options(parser)
+    parser.add_argument("--format", choices=("ids", "tokens", "count", "jsonl"), default="ids",
+                        help="ids separated by spaces (default); tokens as a JSON array of their texts; the "
+                        "count; or a JSON object per text")
+    parser.set_defaults(run=run, parser=parser)
+
+
+TEXTS_HELP = ("Texts: each TEXT argument, else each --file whole, else standard input whole; with --lines, "
+              "every line (without its newline).")
+
+
+def text_options(parser: argparse.ArgumentParser) -> None:
+    """The tokenizer and the text options ``encode`` and ``count`` share."""
+    tokenizer_options(parser)
+    parser.add_argument("texts", nargs="*", metavar="TEXT", help="texts to encode (default: read the input)")
+    parser.add_argument("--file", action="append", type=Path, default=[], metavar="PATH",
+                        help="a UTF-8 text file (repeatable; '-' for standard input)")
+    parser.add_argument("--lines", action="store_true",
+                        help="each line of the files or standard input is a text (default: each file whole)")
+    parser.add_argument("--allow-special", action="store_true",
+                        help="encode special tokens found in the text as their ids (default: as text)")
+    parser.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
+
+
+def tokenizer_options(parser: argparse.ArgumentParser) -> None:
+    """TOKENIZER and ``--pattern``."""
+    parser.add_argument("tokenizer", metavar="TOKENIZER",
+                        help="a named encoding (gpt2, cl100k_base, o200k_base...), a tokenizer folder, tokenizer.json, "
+                        "a SentencePiece .model, or a .tiktoken file (with --pattern)")
+    parser.add_argument("--pattern", metavar="P", help="split pattern for a .tiktoken file (gpt2, cl100k, o200k, a regex)")
 
 
 def take_leftovers(arguments: argparse.Namespace, extra: list[str]) -> None:
@@ -75,101 +106,126 @@ def take_leftovers(arguments: argparse.Namespace, extra: list[str]) -> None:
     getattr(arguments, field).extend(extra)
 
 
-def _tokenizer_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("tokenizer", metavar="TOKENIZER",
-                        help="a named encoding (gpt2, cl100k_base, o200k_base...), a tokenizer folder, tokenizer.json, "
-                        "a SentencePiece .model, or a .tiktoken file (with --pattern)")
-    parser.add_argument("--pattern", metavar="P", help="split pattern for a .tiktoken file (gpt2, cl100k, o200k, a regex)")
-
-
-def load_tokenizer(source: str, pattern: str | None = None) -> Any:
-    """The model a TOKENIZER argument names: a named encoding, else a file or folder."""
-    import hf_bpe
-
-    if source in hf_bpe.list_encoding_names() and not Path(source).exists():
-        return hf_bpe.get_encoding(source)
-    path = Path(source)
-    if not path.exists():
-        raise ValueError(f"{source!r} is neither a named encoding ({', '.join(hf_bpe.list_encoding_names())}) "
+def load_tokenizer(source: str, pattern: str | None = None) -> BPE:
+    """The model a TOKENIZER argument names (see :func:`hf_bpe.load`)."""
+    if source not in ENCODINGS and not Path(source).exists():
+        raise ValueError(f"{source!r} is neither a named encoding ({', '.join(sorted(ENCODINGS))}) "
                          "nor an existing file or folder")
-    from hf_bpe.cli.common import read_source
-
     return read_source(source, None, pattern=pattern)[0]
 
 
-def _texts(arguments: argparse.Namespace, stdin: TextIO) -> Iterator[str]:
+def chunks(model: BPE, text: str, allow_special: bool, size: int | None = None) -> Iterator[str]:
+    """``text`` in parts of about ``size`` characters whose ids, concatenated, are ``text``'s: cut only
+    at :data:`SAFE_CUT` for the named patterns, never inside an allowed special token; other models
+    (a custom pattern, SentencePiece) get the text whole.
+
+    >>> import hf_bpe
+    >>> list(chunks(hf_bpe.get_encoding("gpt2"), "one.\\ntwo\\n three\\nfour", False, size=2))
+    ['one.\\n', 'two\\n three\\n', 'four']
+    """
+    size = size or CHUNK_CHARS
+    cuttable = patterns.name_of(model.pattern) in CUTTABLE_PATTERNS and not (
+        allow_special and any("\n" in token for token in model.special_tokens)
+    )
+    start = 0
+    while cuttable and len(text) - start > size + size // 2:
+        found = SAFE_CUT.search(text, start + size)
+        if found is None:
+            break
+        yield text[start:found.end()]
+        start = found.end()
+    yield text[start:]
+
+
+def _encode_batch(model: BPE, texts: list[str], arguments: argparse.Namespace) -> list[list[int]]:
+    if arguments.allow_special:
+        return model.encode_batch(texts, num_threads=arguments.num_threads, allowed_special="all")
+    return model.encode_ordinary_batch(texts, num_threads=arguments.num_threads)
+
+
+def _progress(total: int | None, unit: str) -> Any:
+    """A progress bar on a terminal (after a second of work), else None."""
+    if not watched(sys.stderr):
+        return None
+    from tqdm.auto import tqdm  # type: ignore[import-untyped]
+
+    return tqdm(total=total, unit=unit, unit_scale=True, delay=progress_delay(), leave=False)
+
+
+def _read(path: Path, stdin: TextIO) -> str:
+    """A file's text exactly (no newline translation; standard input's bytes when it has them)."""
+    if str(path) == "-":
+        raw = getattr(stdin, "buffer", None)
+        return raw.read().decode("utf-8") if raw is not None else stdin.read()
+    with path.open(encoding="utf-8", newline="") as file:
+        return file.read()
+
+
+def _lines(path: Path, stdin: TextIO) -> Iterator[str]:
+    """Each line of the file, without its ``\\n`` or ``\\r\\n`` (read in blocks: a loop per line is slow)."""
+    stream = stdin if str(path) == "-" else path.open(encoding="utf-8", newline="")
+    try:
+        rest = ""
+        while block := stream.read(READ_CHARS):
+            lines = (rest + block).split("\n")
+            rest = lines.pop()
+            yield from (line.removesuffix("\r") for line in lines)
+        if rest:
+            yield rest
+    finally:
+        if stream is not stdin:
+            stream.close()
+
+
+def encoded(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator[tuple[str, Iterator[list[int]]]]:
+    """``(text, its ids in parts)`` for every input text (see the module's docstring for what a text is)."""
     if arguments.texts:
-        yield from arguments.texts
+        for text in arguments.texts:
+            yield text, iter(_encode_batch(model, [text], arguments))
         return
-    for path in arguments.file or [Path("-")]:
-        stream = stdin if str(path) == "-" else path.open(encoding="utf-8", newline="")
-        try:
-            for line in stream:
-                yield line.rstrip("\r\n") if line.endswith("\n") else line
-        finally:
-            if stream is not stdin:
-                stream.close()
+    sources = arguments.file or [Path("-")]
+    if arguments.lines:
+        bar = _progress(None, " lines")
+        texts = itertools.chain.from_iterable(_lines(path, stdin) for path in sources)
+        while batch := list(itertools.islice(texts, BATCH_LINES)):
+            for text, ids in zip(batch, _encode_batch(model, batch, arguments)):
+                yield text, iter((ids,))
+            if bar is not None:
+                bar.update(len(batch))
+        if bar is not None:
+            bar.close()
+        return
+    for path in sources:
+        text = _read(path, stdin)
+        yield text, _encode_whole(model, text, arguments)
 
 
-def _encoded(arguments: argparse.Namespace, stdin: TextIO) -> Iterator[tuple[str, list[int]]]:
-    """``(text, ids)`` for every input text, encoded a batch at a time."""
-    model = load_tokenizer(arguments.tokenizer, arguments.pattern)
-    texts = _texts(arguments, stdin)
-    while batch := list(itertools.islice(texts, BATCH_LINES)):
-        if arguments.allow_special:
-            rows = model.encode_batch(batch, num_threads=arguments.num_threads, allowed_special="all")
-        else:
-            rows = model.encode_ordinary_batch(batch, num_threads=arguments.num_threads)
-        yield from zip(batch, rows)
+def _encode_whole(model: BPE, text: str, arguments: argparse.Namespace) -> Iterator[list[int]]:
+    bar = _progress(len(text), " chars") if len(text) > CHUNK_CHARS else None
+    parts = chunks(model, text, arguments.allow_special)
+    while batch := list(itertools.islice(parts, BATCH_CHUNKS)):
+        yield from _encode_batch(model, batch, arguments)
+        if bar is not None:
+            bar.update(sum(map(len, batch)))
+    if bar is not None:
+        bar.close()
 
 
-def run_encode(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
-    """``hf-bpe encode``."""
+def run(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    """``hf-bpe encode``: one line per text."""
     out = stdout or sys.stdout
-    model = None
-    for text, ids in _encoded(arguments, stdin or sys.stdin):
+    model = load_tokenizer(arguments.tokenizer, arguments.pattern)
+    for text, parts in encoded(model, arguments, stdin or sys.stdin):
+        ids = [token for part in parts for token in part]
         if arguments.format == "ids":
             out.write(" ".join(map(str, ids)) + "\n")
         elif arguments.format == "count":
             out.write(f"{len(ids)}\n")
         else:
-            if arguments.format == "tokens" or arguments.format == "jsonl":
-                model = model or load_tokenizer(arguments.tokenizer, arguments.pattern)
-                tokens = [token.decode("utf-8", "backslashreplace") for token in model.decode_tokens_bytes(ids)]
+            tokens = [token.decode("utf-8", "backslashreplace") for token in model.decode_tokens_bytes(ids)]
             if arguments.format == "tokens":
                 out.write(json.dumps(tokens, ensure_ascii=False) + "\n")
             else:
                 out.write(json.dumps({"text": text, "ids": ids, "tokens": tokens, "count": len(ids)},
                                      ensure_ascii=False) + "\n")
-    return 0
-
-
-def run_count(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
-    """``hf-bpe count``."""
-    out = stdout or sys.stdout
-    total = 0
-    for _, ids in _encoded(arguments, stdin or sys.stdin):
-        total += len(ids)
-        if arguments.each:
-            out.write(f"{len(ids)}\n")
-    if not arguments.each:
-        out.write(f"{total}\n")
-    return 0
-
-
-def _id_lines(arguments: argparse.Namespace, stdin: TextIO) -> Iterable[str]:
-    return [" ".join(arguments.ids)] if arguments.ids else stdin
-
-
-def run_decode(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
-    """``hf-bpe decode``."""
-    out = stdout or sys.stdout
-    model = load_tokenizer(arguments.tokenizer, arguments.pattern)
-    for number, line in enumerate(_id_lines(arguments, stdin or sys.stdin), start=1):
-        fields = line.replace(",", " ").replace("[", " ").replace("]", " ").split()
-        try:
-            ids = [int(field) for field in fields]
-        except ValueError:
-            raise ValueError(f"line {number}: {line.strip()[:80]!r} is not a list of integer ids") from None
-        out.write(model.decode(ids) + "\n")
     return 0
