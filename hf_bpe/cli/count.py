@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from hf_bpe.cli.encode import TEXTS_HELP, encoded, load_tokenizer, text_options
+from hf_bpe.cli.encode import TEXTS_HELP, counts, load_tokenizer, text_options
 
 
 def register(subparsers: Any) -> None:
@@ -35,8 +35,7 @@ def run(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: Text
     out = stdout or sys.stdout
     model = load_tokenizer(arguments.tokenizer, arguments.pattern)
     total = 0
-    for _, parts in encoded(model, arguments, stdin or sys.stdin):
-        count = sum(len(part) for part in parts)
+    for count in counts(model, arguments, stdin or sys.stdin):
         total += count
         if arguments.each:
             out.write(f"{count}\n")

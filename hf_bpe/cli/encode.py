@@ -40,7 +40,7 @@ BATCH_LINES = 8192
 CHUNK_CHARS = 1 << 16
 """About how many characters of a whole text one parallel task encodes."""
 
-BATCH_CHUNKS = 64
+BATCH_CHUNKS = 128
 """Chunks of a whole text encoded per call of the batch encoder (bounds the ids held at once)."""
 
 READ_CHARS = 1 << 22
@@ -161,20 +161,49 @@ def _read(path: Path, stdin: TextIO) -> str:
         return file.read()
 
 
-def _lines(path: Path, stdin: TextIO) -> Iterator[str]:
-    """Each line of the file, without its ``\\n`` or ``\\r\\n`` (read in blocks: a loop per line is slow)."""
+def _line_blocks(path: Path, stdin: TextIO) -> Iterator[list[str]]:
+    """The file's lines, without their ``\\n`` or ``\\r\\n``, a block of lines at a time (a loop
+    per line is slow)."""
     stream = stdin if str(path) == "-" else path.open(encoding="utf-8", newline="")
     try:
         rest = ""
         while block := stream.read(READ_CHARS):
             lines = (rest + block).split("\n")
             rest = lines.pop()
-            yield from (line.removesuffix("\r") for line in lines)
+            yield [line.removesuffix("\r") for line in lines] if "\r" in block else lines
         if rest:
-            yield rest
+            yield [rest]
     finally:
         if stream is not stdin:
             stream.close()
+
+
+def line_batches(arguments: argparse.Namespace, stdin: TextIO) -> Iterator[list[str]]:
+    """The lines of every input (``--lines``), in batches of at most :data:`BATCH_LINES`."""
+    bar = _progress(None, " lines")
+    pending: list[str] = []
+    for path in arguments.file or [Path("-")]:
+        for block in _line_blocks(path, stdin):
+            pending += block
+            while len(pending) >= BATCH_LINES:
+                batch, pending = pending[:BATCH_LINES], pending[BATCH_LINES:]
+                yield batch
+                if bar is not None:
+                    bar.update(len(batch))
+    if pending:
+        yield pending
+    if bar is not None:
+        bar.close()
+
+
+def counts(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator[int]:
+    """The number of ids of every input text (``hf-bpe count``), without holding them all."""
+    if arguments.lines and not arguments.texts:
+        for batch in line_batches(arguments, stdin):
+            yield from map(len, _encode_batch(model, batch, arguments))
+        return
+    for _, parts in encoded(model, arguments, stdin):
+        yield sum(map(len, parts))
 
 
 def encoded(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator[tuple[str, Iterator[list[int]]]]:
@@ -185,15 +214,9 @@ def encoded(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterato
         return
     sources = arguments.file or [Path("-")]
     if arguments.lines:
-        bar = _progress(None, " lines")
-        texts = itertools.chain.from_iterable(_lines(path, stdin) for path in sources)
-        while batch := list(itertools.islice(texts, BATCH_LINES)):
+        for batch in line_batches(arguments, stdin):
             for text, ids in zip(batch, _encode_batch(model, batch, arguments)):
                 yield text, iter((ids,))
-            if bar is not None:
-                bar.update(len(batch))
-        if bar is not None:
-            bar.close()
         return
     for path in sources:
         text = _read(path, stdin)
