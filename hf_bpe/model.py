@@ -18,12 +18,15 @@ import os
 import warnings
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import AbstractSet, Any, Literal
+from typing import TYPE_CHECKING, AbstractSet, Any, Literal
 
 from hf_bpe import _core, patterns, streaming
 from hf_bpe._io import atomic_write, read_json, read_text
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
 from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
+
+if TYPE_CHECKING:
+    from hf_bpe.token_view import TokenView
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
@@ -508,6 +511,22 @@ class BPE:
         ['hello', ' world']
         """
         return [self.decode(tokens, errors=errors) for tokens in batch]
+
+    def view(self, text: str, *, allowed_special: AllowedSpecial = "all") -> TokenView:
+        """How this model cuts ``text``: a :class:`~hf_bpe.token_view.TokenView` with each token's
+        id, bytes and characters, printed as bracketed tokens and shown in a notebook as colored
+        spans. Special tokens in ``allowed_special`` (all, by default) become their ids; other
+        special-token text is encoded as ordinary text.
+
+        >>> import hf_bpe
+        >>> print(hf_bpe.get_encoding("gpt2").view("Hello world"))
+        gpt2: 2 tokens, 11 characters, 11 bytes (5.50 characters, 5.50 bytes per token)
+        [Hello][·world]
+        ids: [15496, 995]
+        """
+        from hf_bpe.token_view import view_text
+
+        return view_text(self, text, allowed_special=allowed_special)
 
     # ------------------------------------------------------------------------------- vocabulary
 

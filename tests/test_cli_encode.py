@@ -58,8 +58,10 @@ def test_decode_takes_ids_as_arguments_or_json(capsys: pytest.CaptureFixture[str
 
 
 def test_an_unknown_tokenizer_says_what_it_accepts(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["count", "cl100k", "x"]) == 1
-    assert "neither a named encoding (cl100k_base" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:  # a bad source is bad usage, as for convert, inspect and view
+        main(["count", "cl100k", "x"])
+    assert stopped.value.code == 2
+    assert "unknown tokenizer 'cl100k': it is neither a named encoding (cl100k_base" in capsys.readouterr().err
 
 
 def test_version_and_python_dash_m() -> None:

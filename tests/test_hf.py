@@ -282,7 +282,7 @@ def test_tokenizer_json_keeps_ids_across_holes_and_added_tokens(tmp_path: Path) 
 def test_merges_list_models_keep_their_merges(ignore_merges: bool) -> None:
     """A merges-list model, with tokens no merge makes (the whole-piece rule alone may produce them)."""
     ranks = naive_bpe_ranks("\n".join(varied_documents(80, seed=2)), 100, hf_bpe.patterns.GPT2)
-    merges = conversion.hf.recover_merges(ranks)
+    merges = BPE(ranks, hf_bpe.patterns.GPT2).merges  # recovered from the ranks
     vocab = {**ranks, b"the abc": len(ranks), b" abc": len(ranks) + 1}
     model = BPE.from_merges(
         vocab, merges, CUSTOM_PATTERN, {"<|end|>": len(vocab)}, ignore_merges=ignore_merges

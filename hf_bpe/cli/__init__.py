@@ -6,6 +6,7 @@ import and one line in :data:`COMMANDS`::
     hf-bpe inspect tokenizer.model
     hf-bpe convert gpt2-folder/ --to tiktoken gpt2.tiktoken
     hf-bpe encode cl100k_base "hello world"
+    hf-bpe view gpt2 cl100k_base my-tokenizer/
 
 Exit status: 0 done, 1 failed (the error is printed), 2 bad usage (argparse's message), 130
 interrupted.
@@ -17,7 +18,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hf_bpe.cli import convert, count, decode, encode, inspect, train
+from hf_bpe.cli import convert, count, decode, encode, inspect, train, view
 from hf_bpe.cli.common import UsageError
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.sources import SourceError
@@ -31,6 +32,7 @@ COMMANDS = (
     encode,
     count,
     decode,
+    view,
 )
 """The command modules, in the order ``--help`` lists them."""
 

@@ -9,10 +9,10 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from hf_bpe.encodings import ENCODINGS
+from hf_bpe.encodings import ENCODINGS, list_encoding_names
 from hf_bpe.errors import ConversionError
 from hf_bpe.model import BPE
-from hf_bpe.sources import detect_format, load
+from hf_bpe.sources import FORMATS, SourceError, detect_format, load
 
 
 class UsageError(Exception):
@@ -20,19 +20,34 @@ class UsageError(Exception):
 
 
 def source_options(parser: argparse.ArgumentParser) -> None:
-    """``--pattern`` and ``--special`` for a command that reads a tokenizer (``--from`` is each command's)."""
+    """``--pattern`` and ``--special`` for a command that reads a tokenizer (``--from``: :func:`format_option`)."""
     parser.add_argument("--pattern", metavar="P",
                         help="split pattern for a .tiktoken source: gpt2, cl100k, o200k or a regex")
     parser.add_argument("--special", action="append", default=[], metavar="TOKEN=ID",
                         help="special token of a .tiktoken source (repeat for more)")
 
 
+def format_option(parser: argparse.ArgumentParser, source: str) -> None:
+    """``--from``, the format of the command's ``source`` argument (detected when not given)."""
+    parser.add_argument("--from", choices=FORMATS, dest="source_format", help=f"format of {source} (default: detected)")
+
+
+def read_source_argument(arguments: argparse.Namespace, path: os.PathLike[str] | str) -> tuple[BPE, str]:
+    """:func:`read_source` of ``path`` with the command's ``--from``, ``--pattern`` and ``--special``."""
+    return read_source(os.fspath(path), arguments.source_format, pattern=arguments.pattern,
+                       specials=arguments.special)
+
+
 def read_source(path: str, source_format: str | None, *, pattern: str | None = None,
                 specials: Sequence[str] = ()) -> tuple[BPE, str]:
     """The model in ``path`` (see :func:`hf_bpe.load`: a file, a folder or a named encoding) and the
-    format it was read as (``"encoding"`` for a named encoding)."""
-    if source_format is None and path in ENCODINGS and not os.path.exists(path):
-        return load(path), "encoding"
+    format it was read as (``"encoding"`` for a named encoding); :class:`~hf_bpe.sources.SourceError`
+    naming what a source may be when ``path`` is neither a named encoding nor a file or folder."""
+    if source_format is None and not os.path.exists(path):
+        if path in ENCODINGS:
+            return load(path), "encoding"
+        raise SourceError(f"unknown tokenizer {path!r}: it is neither a named encoding "
+                          f"({', '.join(list_encoding_names())}) nor a file or folder")
     fmt = source_format or detect_format(path)
     return load(path, format=fmt, pattern=pattern, special_tokens=parse_specials(specials)), fmt
 

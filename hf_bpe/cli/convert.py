@@ -25,9 +25,10 @@ import conversion.sentencepiece
 import conversion.tiktoken
 from hf_bpe.cli.common import (
     UsageError,
+    format_option,
     missing_folder,
     naming_lossy,
-    read_source,
+    read_source_argument,
     report_created,
     source_options,
 )
@@ -53,7 +54,7 @@ def register(subparsers: Any) -> None:
     convert.add_argument("source", type=Path, metavar="SRC", help="file, folder or named encoding to read")
     convert.add_argument("out", type=Path, metavar="OUT", help="file or folder to write")
     convert.add_argument("--to", required=True, choices=FORMATS, dest="target", help="format to write")
-    convert.add_argument("--from", choices=FORMATS, dest="source_format", help="format of SRC (default: detected)")
+    format_option(convert, "SRC")
     convert.add_argument("--lossy", action="store_true",
                          help="write an approximation where the target cannot hold the model exactly")
     source_options(convert)
@@ -63,8 +64,7 @@ def register(subparsers: Any) -> None:
 @naming_lossy
 def run(arguments: argparse.Namespace) -> int:
     """Convert; a refused conversion prints the reason and names ``--lossy`` (exit status 1)."""
-    model, source_format = read_source(str(arguments.source), arguments.source_format, pattern=arguments.pattern,
-                                       specials=arguments.special)
+    model, source_format = read_source_argument(arguments, arguments.source)
     created = missing_folder(arguments.out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LossyConversionWarning)

@@ -14,7 +14,8 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from hf_bpe.cli.encode import TEXTS_HELP, counts, load_tokenizer, text_options
+from hf_bpe.cli.common import read_source_argument
+from hf_bpe.cli.encode import TEXTS_HELP, counts, text_options
 
 
 def register(subparsers: Any) -> None:
@@ -33,7 +34,7 @@ def register(subparsers: Any) -> None:
 def run(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """``hf-bpe count``."""
     out = stdout or sys.stdout
-    model = load_tokenizer(arguments.tokenizer, arguments.pattern)
+    model = read_source_argument(arguments, arguments.tokenizer)[0]
     total = 0
     for count in counts(model, arguments, stdin or sys.stdin):
         total += count

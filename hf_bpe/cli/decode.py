@@ -11,7 +11,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from hf_bpe.cli.encode import load_tokenizer, tokenizer_options
+from hf_bpe.cli.common import read_source_argument
+from hf_bpe.cli.encode import tokenizer_options
 
 
 def register(subparsers: Any) -> None:
@@ -35,7 +36,7 @@ def _id_lines(arguments: argparse.Namespace, stdin: TextIO) -> Iterable[str]:
 def run(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """``hf-bpe decode``."""
     out = stdout or sys.stdout
-    model = load_tokenizer(arguments.tokenizer, arguments.pattern)
+    model = read_source_argument(arguments, arguments.tokenizer)[0]
     for number, line in enumerate(_id_lines(arguments, stdin or sys.stdin), start=1):
         fields = line.replace(",", " ").replace("[", " ").replace("]", " ").split()
         try:

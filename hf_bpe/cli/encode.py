@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hf_bpe import patterns
-from hf_bpe.cli.common import read_source
-from hf_bpe.encodings import ENCODINGS
+from hf_bpe.cli.common import format_option, read_source_argument, source_options
 from hf_bpe.model import BPE
 from hf_bpe.train import progress_delay, watched
 
@@ -90,11 +89,12 @@ def text_options(parser: argparse.ArgumentParser) -> None:
 
 
 def tokenizer_options(parser: argparse.ArgumentParser) -> None:
-    """TOKENIZER and ``--pattern``."""
+    """TOKENIZER and how to read it (``--from``, ``--pattern``, ``--special``), as every command reads a source."""
     parser.add_argument("tokenizer", metavar="TOKENIZER",
                         help="a named encoding (gpt2, cl100k_base, o200k_base...), a tokenizer folder, tokenizer.json, "
                         "a SentencePiece .model, or a .tiktoken file (with --pattern)")
-    parser.add_argument("--pattern", metavar="P", help="split pattern for a .tiktoken file (gpt2, cl100k, o200k, a regex)")
+    format_option(parser, "TOKENIZER")
+    source_options(parser)
 
 
 def take_leftovers(arguments: argparse.Namespace, extra: list[str]) -> None:
@@ -104,14 +104,6 @@ def take_leftovers(arguments: argparse.Namespace, extra: list[str]) -> None:
     if field is None or any(item.startswith("-") and item != "-" for item in extra):
         arguments.parser.error(f"unrecognized arguments: {' '.join(extra)}")
     getattr(arguments, field).extend(extra)
-
-
-def load_tokenizer(source: str, pattern: str | None = None) -> BPE:
-    """The model a TOKENIZER argument names (see :func:`hf_bpe.load`)."""
-    if source not in ENCODINGS and not Path(source).exists():
-        raise ValueError(f"{source!r} is neither a named encoding ({', '.join(sorted(ENCODINGS))}) "
-                         "nor an existing file or folder")
-    return read_source(source, None, pattern=pattern)[0]
 
 
 def chunks(model: BPE, text: str, allow_special: bool, size: int | None = None) -> Iterator[str]:
@@ -237,7 +229,7 @@ def _encode_whole(model: BPE, text: str, arguments: argparse.Namespace) -> Itera
 def run(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """``hf-bpe encode``: one line per text."""
     out = stdout or sys.stdout
-    model = load_tokenizer(arguments.tokenizer, arguments.pattern)
+    model = read_source_argument(arguments, arguments.tokenizer)[0]
     for text, parts in encoded(model, arguments, stdin or sys.stdin):
         ids = [token for part in parts for token in part]
         if arguments.format == "ids":

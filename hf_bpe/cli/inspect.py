@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe import patterns
-from hf_bpe.cli.common import naming_lossy, read_source, source_options
+from hf_bpe.cli.common import format_option, naming_lossy, read_source_argument, source_options
 from hf_bpe.model import BPE
-from hf_bpe.sources import FORMATS
 
 SAMPLE = "Hello world! It's 2024: naïve café, 日本語, 🦙 <|endoftext|>"
 
@@ -29,7 +28,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     inspect.add_argument("path", type=Path, metavar="PATH", help="file, folder or named encoding to read")
-    inspect.add_argument("--from", choices=FORMATS, dest="source_format", help="format of PATH (default: detected)")
+    format_option(inspect, "PATH")
     inspect.add_argument("--text", default=SAMPLE, help="text for the sample encoding")
     inspect.add_argument("--json", action="store_true", help="print the description as JSON")
     source_options(inspect)
@@ -39,8 +38,7 @@ def register(subparsers: Any) -> None:
 @naming_lossy
 def run(arguments: argparse.Namespace) -> int:
     """Describe the tokenizer, as a table or (``--json``) JSON."""
-    model, source_format = read_source(str(arguments.path), arguments.source_format, pattern=arguments.pattern,
-                                       specials=arguments.special)
+    model, source_format = read_source_argument(arguments, arguments.path)
     description = describe(model, source_format, arguments.text)
     if arguments.json:
         print(json.dumps(description, ensure_ascii=False, indent=2))

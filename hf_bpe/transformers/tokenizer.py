@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from transformers.tokenization_utils_base import AddedToken
 
@@ -23,6 +23,9 @@ from hf_bpe.transformers.encode import Tables
 from hf_bpe.transformers.folder import CONFIG_KEY, FolderFormat, check_settings, config_path, load_model
 from hf_bpe.transformers.pipeline import EncodingPipeline
 from hf_bpe.transformers.training import Retraining
+
+if TYPE_CHECKING:
+    from hf_bpe.token_view import TokenView
 
 __all__ = ["BPETokenizer", "save_tokenizer_folder"]
 
@@ -174,6 +177,18 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
     def model(self) -> BPE:
         """The wrapped :class:`hf_bpe.BPE` (without tokens added to this tokenizer)."""
         return self._model
+
+    def view(self, text: str) -> TokenView:
+        """How this tokenizer cuts ``text``, added tokens included: a
+        :class:`~hf_bpe.token_view.TokenView` (ids as ``encode(text, add_special_tokens=False)``).
+
+        >>> import hf_bpe
+        >>> BPETokenizer.from_model(hf_bpe.get_encoding("gpt2")).view("Hello world").ids
+        [15496, 995]
+        """
+        from hf_bpe.token_view import view_tokenizer
+
+        return view_tokenizer(self, text)
 
     @property
     def add_bos_token(self) -> bool:
