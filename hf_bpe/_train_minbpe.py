@@ -87,14 +87,11 @@ def learn_merges(
             for old in itertools.pairwise(word):
                 pair_counts[old] -= weight
             rebuilt: list[int] = []
-            position = 0
-            while position < len(word):  # minbpe's merge: left to right, no overlaps
-                if position < len(word) - 1 and (word[position], word[position + 1]) == pair:
-                    rebuilt.append(new_id)
-                    position += 2
+            for symbol in word:  # minbpe's merge, left to right without overlaps (new_id is in no pair yet)
+                if rebuilt and rebuilt[-1] == pair[0] and symbol == pair[1]:
+                    rebuilt[-1] = new_id
                 else:
-                    rebuilt.append(word[position])
-                    position += 1
+                    rebuilt.append(symbol)
             words[index] = rebuilt
             for new in itertools.pairwise(rebuilt):
                 pair_counts[new] = pair_counts.get(new, 0) + weight

@@ -840,13 +840,7 @@ class BPE:
         elif isinstance(allowed_special, (str, bytes)) or not isinstance(allowed_special, Collection):
             raise TypeError(f'allowed_special must be "all" or a set of str, got {allowed_special!r}')
         else:
-            allowed = frozenset(allowed_special)
-            unknown = allowed - self._special_tokens_set
-            if unknown:
-                raise ValueError(
-                    f"allowed_special names {sorted(unknown)!r}, which are not special tokens of this "
-                    f"encoding; its special tokens are {sorted(self._special_tokens_set)!r}"
-                )
+            allowed = self._allowed_specials(frozenset(allowed_special))
         if disallowed_special == "all":
             disallowed = self._special_tokens_set - allowed
         elif isinstance(disallowed_special, (str, bytes)) or not isinstance(disallowed_special, Collection):
@@ -858,8 +852,22 @@ class BPE:
         if policy is None:
             if len(self._policies) >= 64:
                 self._policies.clear()
-            policy = self._policies[key] = self._core.special_policy(list(allowed), list(disallowed))
+            policy = self._policies[key] = self._new_policy(allowed, disallowed)
         return policy
+
+    def _allowed_specials(self, allowed: frozenset[str]) -> frozenset[str]:
+        """The special tokens a set given as ``allowed_special`` allows: every name must be one."""
+        unknown = allowed - self._special_tokens_set
+        if unknown:
+            raise ValueError(
+                f"allowed_special names {sorted(unknown)!r}, which are not special tokens of this "
+                f"encoding; its special tokens are {sorted(self._special_tokens_set)!r}"
+            )
+        return allowed
+
+    def _new_policy(self, allowed: frozenset[str], disallowed: frozenset[str]) -> Any:
+        """The core's policy that cuts out the ``allowed`` special tokens and refuses ``disallowed`` texts."""
+        return self._core.special_policy(list(allowed), list(disallowed))
 
 
 class AddedTokensEncoder:

@@ -21,7 +21,7 @@ Rank files are found as :mod:`hf_bpe.encodings` finds them: tiktoken's cache, th
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hf_bpe import encodings
@@ -331,33 +331,16 @@ class Encoding(BPE):
 
     # -------------------------------------------------------------------------------- helpers
 
-    def _policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial) -> Any:
-        """tiktoken's rules: names in ``allowed_special`` that are not special tokens are ignored;
-        any text may be disallowed. Second names of an id are matched as the first."""
-        if allowed_special is _NOTHING and disallowed_special == "all":
-            return self._default_policy
-        if allowed_special == "all":
-            allowed = self._special_tokens_set
-        elif isinstance(allowed_special, (str, bytes)) or not isinstance(allowed_special, Collection):
-            raise TypeError(f'allowed_special must be "all" or a set of str, got {allowed_special!r}')
-        else:
-            allowed = frozenset(allowed_special) & self._special_tokens_set
+    def _allowed_specials(self, allowed: frozenset[str]) -> frozenset[str]:
+        """tiktoken's rule: names in ``allowed_special`` that are not special tokens are ignored."""
+        return allowed & self._special_tokens_set
+
+    def _new_policy(self, allowed: frozenset[str], disallowed: frozenset[str]) -> Any:
+        """Any text may be disallowed; second names of an id are matched as the first."""
         if not self._aliases:
-            return super()._policy(allowed, disallowed_special)
-        if disallowed_special == "all":
-            disallowed = self._special_tokens_set - allowed
-        elif isinstance(disallowed_special, (str, bytes)) or not isinstance(disallowed_special, Collection):
-            raise TypeError(f'disallowed_special must be "all" or a collection of str, got {disallowed_special!r}')
-        else:
-            disallowed = frozenset(disallowed_special)
-        key = (allowed, disallowed)
-        policy = self._policies.get(key)
-        if policy is None:
-            if len(self._policies) >= 64:
-                self._policies.clear()
-            tokens = [(text, self._special_tokens[text]) for text in allowed]
-            policy = self._policies[key] = self._core.added_tokens_policy(tokens, list(disallowed))
-        return policy
+            return super()._new_policy(allowed, disallowed)
+        tokens = [(text, self._special_tokens[text]) for text in allowed]
+        return self._core.added_tokens_policy(tokens, list(disallowed))
 
 
 def _unpickle(state: object) -> Encoding:

@@ -89,13 +89,9 @@ def test_get_encoding_refuses_what_tiktoken_refuses() -> None:
 
 def test_fields_are_tiktokens(pair: tuple[Any, Any]) -> None:
     ours, theirs = pair
-    assert ours.name == theirs.name
-    assert ours._pat_str == theirs._pat_str
-    assert ours._special_tokens == theirs._special_tokens
-    assert ours._mergeable_ranks == theirs._mergeable_ranks
-    assert ours.special_tokens_set == theirs.special_tokens_set
-    assert (ours.n_vocab, ours.max_token_value, ours.eot_token) == (theirs.n_vocab, theirs.max_token_value,
-                                                                     theirs.eot_token)
+    for field in ("name", "_pat_str", "_special_tokens", "_mergeable_ranks", "special_tokens_set", "n_vocab",
+                  "max_token_value", "eot_token"):
+        assert getattr(ours, field) == getattr(theirs, field), field
     assert ours.token_byte_values() == theirs.token_byte_values()
     for token in sorted(theirs._special_token_values) + [0, 255, 256, theirs.max_token_value]:
         assert ours.is_special_token(token) == theirs.is_special_token(token)
