@@ -79,7 +79,7 @@ def test_a_whole_file_counts_and_encodes_as_the_tokenizer_encodes_its_contents(
     tiktoken_encoding: Callable[[str], Any],
 ) -> None:
     """Without --lines a file is one text: its count is len(tiktoken's encode of the contents), cut
-    into small parts here (CHUNK_CHARS lowered) so that many cuts are crossed, newlines of every kind
+    into small parts here (CHUNK_BYTES lowered) so that many cuts are crossed, newlines of every kind
     included."""
     from hf_bpe.cli import encode
 
@@ -89,8 +89,8 @@ def test_a_whole_file_counts_and_encodes_as_the_tokenizer_encodes_its_contents(
     path = tmp_path / "corpus.txt"
     path.write_text(text, encoding="utf-8", newline="")
     expected = tiktoken_encoding(name).encode_ordinary(text)
-    monkeypatch.setattr(encode, "CHUNK_CHARS", 2_000)
-    assert len(list(encode.chunks(hf_bpe.get_encoding(name), text, False, size=2_000))) > 10
+    monkeypatch.setattr(encode, "CHUNK_BYTES", 2_000)
+    assert len(list(encode.chunks(hf_bpe.get_encoding(name), text.encode("utf-8"), False, size=2_000))) > 10
     assert run(capsys, "count", name, "--file", str(path)) == f"{len(expected)}\n"
     assert run(capsys, "encode", name, "--file", str(path)).split() == list(map(str, expected))
     process = subprocess.run([sys.executable, "-m", "hf_bpe", "count", name], input=text.encode(),
@@ -122,3 +122,17 @@ def test_lines_end_at_newlines_across_reads(tmp_path: Path, capsys: pytest.Captu
     enc = hf_bpe.get_encoding("gpt2")
     assert run(capsys, "count", "gpt2", "--lines", "--each", "--file", str(path)).split() == [
         str(len(enc.encode_ordinary(line))) for line in lines]
+
+
+def test_a_file_that_is_not_utf8_is_named_with_the_bad_bytes_offset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The file is read as bytes and decoded a part at a time: the error still names the file and the
+    offset in the whole file (here in the third part)."""
+    from hf_bpe.cli import encode
+
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"a line.\n" * 100 + b"caf\xe9\n" + b"a line.\n" * 10)
+    monkeypatch.setattr(encode, "CHUNK_BYTES", 300)
+    assert main(["count", "gpt2", "--file", str(path)]) == 1
+    assert f"{path} is not UTF-8 text: byte 803 is b'\\xe9'" in capsys.readouterr().err

@@ -11,8 +11,9 @@ every one tiktoken ships), a tokenizer folder, ``tokenizer.json``, a SentencePie
 What a text is, the same for ``encode`` and ``count``: each TEXT argument; else each ``--file`` whole
 (newlines included: its ids are ``encode`` of the file's contents); else standard input whole. With
 ``--lines`` every line of the files (or standard input) is a text, without its newline. A whole file is
-cut into pieces of about :data:`CHUNK_CHARS` where the split pattern provably starts a new piece, and
-the pieces are encoded in parallel: the ids are exactly those of the whole text. Lines are encoded in
+read as bytes and cut into pieces of about :data:`CHUNK_BYTES` where the split pattern provably starts a
+new piece; each piece is decoded and the pieces are encoded in parallel: the ids are exactly those of the
+whole text (decoding the whole file as one ``str`` and slicing it cost a third of the encoding's time). Lines are encoded in
 batches of :data:`BATCH_LINES`, in parallel. A progress bar shows on a terminal for inputs that take
 over a second.
 """
@@ -36,8 +37,8 @@ from hf_bpe.train import progress_delay, watched
 BATCH_LINES = 8192
 """Lines encoded per call of the batch encoder."""
 
-CHUNK_CHARS = 1 << 16
-"""About how many characters of a whole text one parallel task encodes."""
+CHUNK_BYTES = 1 << 16
+"""About how many bytes of a whole file one parallel task encodes."""
 
 BATCH_CHUNKS = 128
 """Chunks of a whole text encoded per call of the batch encoder (bounds the ids held at once)."""
@@ -45,12 +46,13 @@ BATCH_CHUNKS = 128
 READ_CHARS = 1 << 22
 """Characters read at a time when every line is a text."""
 
-SAFE_CUT = re.compile(r"(?<=[!-~])\n(?=[!-.0-~])")
+SAFE_CUT = re.compile(rb"(?<=[!-~])\n(?=[!-.0-~])")
 """Where the named split patterns (gpt2, cl100k, o200k) always end a piece: after a newline that follows
 a printable ASCII character and precedes one other than ``/``. (A piece ending in punctuation may take
 the newlines after it, and in o200k also slashes; nothing takes a newline and the character after it.
 The trainer's cutter, ``safe_cut`` in crates/core/src/train/count.rs, uses this rule for any
-non-whitespace character.)"""
+non-whitespace character.) It reads UTF-8 bytes: an ASCII byte there is always that character, so a cut
+never splits one."""
 
 CUTTABLE_PATTERNS = ("gpt2", "cl100k", "o200k")
 
@@ -106,27 +108,27 @@ def take_leftovers(arguments: argparse.Namespace, extra: list[str]) -> None:
     getattr(arguments, field).extend(extra)
 
 
-def chunks(model: BPE, text: str, allow_special: bool, size: int | None = None) -> Iterator[str]:
-    """``text`` in parts of about ``size`` characters whose ids, concatenated, are ``text``'s: cut only
-    at :data:`SAFE_CUT` for the named patterns, never inside an allowed special token; other models
-    (a custom pattern, SentencePiece) get the text whole.
+def chunks(model: BPE, data: bytes, allow_special: bool, size: int | None = None) -> Iterator[bytes]:
+    """``data`` (UTF-8) in parts of about ``size`` bytes whose ids, concatenated, are the whole text's:
+    cut only at :data:`SAFE_CUT` for the named patterns, never inside an allowed special token; other
+    models (a custom pattern, SentencePiece) get the text whole.
 
     >>> import hf_bpe
-    >>> list(chunks(hf_bpe.get_encoding("gpt2"), "one.\\ntwo\\n three\\nfour", False, size=2))
-    ['one.\\n', 'two\\n three\\n', 'four']
+    >>> list(chunks(hf_bpe.get_encoding("gpt2"), b"one.\\ntwo\\n three\\nfour", False, size=2))
+    [b'one.\\n', b'two\\n three\\n', b'four']
     """
-    size = size or CHUNK_CHARS
+    size = size or CHUNK_BYTES
     cuttable = patterns.name_of(model.pattern) in CUTTABLE_PATTERNS and not (
         allow_special and any("\n" in token for token in model.special_tokens)
     )
     start = 0
-    while cuttable and len(text) - start > size + size // 2:
-        found = SAFE_CUT.search(text, start + size)
+    while cuttable and len(data) - start > size + size // 2:
+        found = SAFE_CUT.search(data, start + size)
         if found is None:
             break
-        yield text[start:found.end()]
+        yield data[start:found.end()]
         start = found.end()
-    yield text[start:]
+    yield data[start:]
 
 
 def _encode_batch(model: BPE, texts: list[str], arguments: argparse.Namespace) -> list[list[int]]:
@@ -144,13 +146,22 @@ def _progress(total: int | None, unit: str) -> Any:
     return tqdm(total=total, unit=unit, unit_scale=True, delay=progress_delay(), leave=False)
 
 
-def _read(path: Path, stdin: TextIO) -> str:
-    """A file's text exactly (no newline translation; standard input's bytes when it has them)."""
+def _read(path: Path, stdin: TextIO) -> bytes:
+    """A file's bytes (standard input's when ``path`` is ``-``)."""
     if str(path) == "-":
         raw = getattr(stdin, "buffer", None)
-        return raw.read().decode("utf-8") if raw is not None else stdin.read()
-    with path.open(encoding="utf-8", newline="") as file:
-        return file.read()
+        return raw.read() if raw is not None else stdin.read().encode("utf-8")
+    return path.read_bytes()
+
+
+def _utf8(part: bytes, path: Path, offset: int) -> str:
+    """``part`` of ``path``, which starts at byte ``offset``, decoded; a clear error when it is not UTF-8."""
+    try:
+        return part.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = "standard input" if str(path) == "-" else str(path)
+        raise ValueError(f"{where} is not UTF-8 text: byte {offset + error.start:,} is {part[error.start:error.end]!r} "
+                         f"({error.reason}); hf-bpe reads UTF-8 (convert it first, e.g. iconv -t UTF-8)") from None
 
 
 def _line_blocks(path: Path, stdin: TextIO) -> Iterator[list[str]]:
@@ -194,32 +205,35 @@ def counts(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator
         for batch in line_batches(arguments, stdin):
             yield from map(len, _encode_batch(model, batch, arguments))
         return
-    for _, parts in encoded(model, arguments, stdin):
-        yield sum(map(len, parts))
+    for pieces in encoded(model, arguments, stdin):
+        yield sum(len(ids) for _, ids in pieces)
 
 
-def encoded(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator[tuple[str, Iterator[list[int]]]]:
-    """``(text, its ids in parts)`` for every input text (see the module's docstring for what a text is)."""
+def encoded(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator[Iterator[tuple[str, list[int]]]]:
+    """For every input text (see the module's docstring for what a text is), its pieces in order, each
+    ``(the piece of text, its ids)``: one piece, or a whole file's parts."""
     if arguments.texts:
         for text in arguments.texts:
-            yield text, iter(_encode_batch(model, [text], arguments))
+            yield zip([text], _encode_batch(model, [text], arguments))
         return
-    sources = arguments.file or [Path("-")]
     if arguments.lines:
         for batch in line_batches(arguments, stdin):
-            for text, ids in zip(batch, _encode_batch(model, batch, arguments)):
-                yield text, iter((ids,))
+            yield from (iter([piece]) for piece in zip(batch, _encode_batch(model, batch, arguments)))
         return
-    for path in sources:
-        text = _read(path, stdin)
-        yield text, _encode_whole(model, text, arguments)
+    for path in arguments.file or [Path("-")]:
+        yield _encode_whole(model, _read(path, stdin), path, arguments)
 
 
-def _encode_whole(model: BPE, text: str, arguments: argparse.Namespace) -> Iterator[list[int]]:
-    bar = _progress(len(text), " chars") if len(text) > CHUNK_CHARS else None
-    parts = chunks(model, text, arguments.allow_special)
+def _encode_whole(model: BPE, data: bytes, path: Path, arguments: argparse.Namespace) -> Iterator[tuple[str, list[int]]]:
+    bar = _progress(len(data), "B") if len(data) > CHUNK_BYTES else None
+    parts = chunks(model, data, arguments.allow_special)
+    offset = 0
     while batch := list(itertools.islice(parts, BATCH_CHUNKS)):
-        yield from _encode_batch(model, batch, arguments)
+        texts = []
+        for part in batch:
+            texts.append(_utf8(part, path, offset))
+            offset += len(part)
+        yield from zip(texts, _encode_batch(model, texts, arguments))
         if bar is not None:
             bar.update(sum(map(len, batch)))
     if bar is not None:
@@ -230,8 +244,9 @@ def run(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: Text
     """``hf-bpe encode``: one line per text."""
     out = stdout or sys.stdout
     model = read_source_argument(arguments, arguments.tokenizer)[0]
-    for text, parts in encoded(model, arguments, stdin or sys.stdin):
-        ids = [token for part in parts for token in part]
+    for parts in encoded(model, arguments, stdin or sys.stdin):
+        pieces = list(parts)
+        ids = [token for _, part in pieces for token in part]
         if arguments.format == "ids":
             out.write(" ".join(map(str, ids)) + "\n")
         elif arguments.format == "count":
@@ -241,6 +256,7 @@ def run(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: Text
             if arguments.format == "tokens":
                 out.write(json.dumps(tokens, ensure_ascii=False) + "\n")
             else:
+                text = "".join(piece for piece, _ in pieces)
                 out.write(json.dumps({"text": text, "ids": ids, "tokens": tokens, "count": len(ids)},
                                      ensure_ascii=False) + "\n")
     return 0
