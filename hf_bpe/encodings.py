@@ -181,10 +181,10 @@ def _rebuild(remote: RemoteFile) -> bytes | None:
 def download_url(remote: RemoteFile) -> str | None:
     """Where :func:`find_file` downloads ``remote`` from (``None``: downloads are turned off)."""
     base = os.environ.get(DOWNLOAD_URL_VARIABLE)
-    if base is None:
-        return remote.url
-    if not base:
+    if base == "":
         return None
+    if base is None or not remote.url.startswith(_BLOB):  # the mirror stands in for OpenAI's files only
+        return remote.url
     return base.rstrip("/") + remote.url.removeprefix(_BLOB)
 
 

@@ -239,6 +239,7 @@ class _Files(http.server.BaseHTTPRequestHandler):
 
     served: ClassVar[dict[str, bytes]] = {}
     requests: ClassVar[list[str]] = []
+    port: ClassVar[int] = 0
 
     def do_GET(self) -> None:
         self.requests.append(self.path)
@@ -262,7 +263,8 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[type[_Fi
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    monkeypatch.setenv("HF_BPE_ENCODINGS_URL", f"http://127.0.0.1:{httpd.server_address[1]}/mirror")
+    handler.port = httpd.server_address[1]
+    monkeypatch.setenv("HF_BPE_ENCODINGS_URL", f"http://127.0.0.1:{handler.port}/mirror")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(encodings, "_cache", {})
     try:
@@ -338,3 +340,80 @@ def test_a_named_encoding_downloads_into_the_cache_tiktoken_reads(
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
     theirs = tiktoken_offline.get_encoding("o200k_base")  # reads our download from the shared cache
     assert ours.encode("hello world 🦀") == theirs.encode("hello world 🦀")
+
+
+# ------------------------------------------------------------------- tiktoken.load and the other gaps
+
+
+def test_tiktokens_public_names_and_submodules_are_here(tiktoken_offline: Any) -> None:
+    import tiktoken.core
+    import tiktoken.load
+
+    from hf_bpe.tiktoken.load import load_tiktoken_bpe  # as `from tiktoken.load import load_tiktoken_bpe`
+
+    public = {name for name in dir(tiktoken_offline) if not name.startswith("_")}
+    assert public <= set(dir(ours_tiktoken))
+    methods = {name for name in dir(tiktoken.core.Encoding) if not name.startswith("__")}
+    assert methods <= set(dir(ours_tiktoken.Encoding))
+    assert ours_tiktoken.core.Encoding is ours_tiktoken.Encoding
+    assert ours_tiktoken.registry.get_encoding("gpt2") is ours_tiktoken.get_encoding("gpt2")
+    assert ours_tiktoken.model.MODEL_TO_ENCODING == tiktoken_offline.model.MODEL_TO_ENCODING
+    assert load_tiktoken_bpe is ours_tiktoken.load.load_tiktoken_bpe
+    assert {"load_tiktoken_bpe", "dump_tiktoken_bpe"} <= set(dir(tiktoken.load))
+
+
+def test_encode_with_unstable_says_what_to_use_instead() -> None:
+    with pytest.raises(NotImplementedError, match=r"use encode\(text\) for the ids, or import tiktoken"):
+        ours_tiktoken.get_encoding("cl100k_base").encode_with_unstable("hello fanta")
+
+
+def test_encode_only_native_bpe_is_tiktokens(pair: tuple[Any, Any]) -> None:
+    ours, theirs = pair
+    for text in textgen.documents(random.Random(SEED), scaled(20_000)) + ["hi <|endoftext|> x", "a\ud800b"]:
+        assert outcome(ours._encode_only_native_bpe, text) == outcome(theirs._encode_only_native_bpe, text)
+    with pytest.raises(UnicodeEncodeError):  # as tiktoken's, which encodes each piece to UTF-8
+        ours._encode_only_native_bpe("a\ud800b")
+
+
+def test_load_tiktoken_bpe_reads_files_as_tiktoken(tiktoken_offline: Any, tmp_path: Path) -> None:
+    import tiktoken.load
+
+    from hf_bpe.tiktoken.load import dump_tiktoken_bpe, load_tiktoken_bpe
+
+    official, data = encodings.find_file(encodings.CL100K)
+    assert load_tiktoken_bpe(official) == tiktoken.load.load_tiktoken_bpe(str(official))
+    assert load_tiktoken_bpe(official, encodings.CL100K.sha256) == tiktoken.load.load_tiktoken_bpe(
+        str(official), encodings.CL100K.sha256)
+    odd = tmp_path / "odd.tiktoken"
+    odd.write_bytes(b"YQ== 0\n\nYg==  1 \r\nYWI= 2\r= 3\n")
+    assert load_tiktoken_bpe(odd) == tiktoken.load.load_tiktoken_bpe(str(odd))
+    for load in (load_tiktoken_bpe, tiktoken.load.load_tiktoken_bpe):
+        with pytest.raises(ValueError, match="(?i)hash mismatch"):
+            load(str(odd), "0" * 64)
+    ranks = tiktoken.load.load_tiktoken_bpe(str(official))
+    written = tmp_path / "written" / "cl100k.tiktoken"
+    written.parent.mkdir()
+    dump_tiktoken_bpe(ranks, written)
+    assert written.read_bytes() == data, "byte for byte the official file, as tiktoken writes it"
+
+
+def test_load_tiktoken_bpe_downloads_an_address_into_the_cache_tiktoken_reads(
+    server: type[_Files], tmp_path: Path, tiktoken_offline: Any
+) -> None:
+    import tiktoken.load
+
+    from hf_bpe.tiktoken.load import load_tiktoken_bpe
+
+    data = b"YQ== 0\nYg== 1\nYWI= 2\n"
+    digest = hashlib.sha256(data).hexdigest()
+    server.served["/models/mine.tiktoken"] = data
+    address = f"http://127.0.0.1:{server.port}/models/mine.tiktoken"
+    with pytest.raises(ValueError, match="pass expected_hash="):
+        load_tiktoken_bpe(address)
+    assert load_tiktoken_bpe(address, digest) == {b"a": 0, b"b": 1, b"ab": 2}
+    assert server.requests == ["/models/mine.tiktoken"]
+    server.served.clear()  # tiktoken finds it in the cache: no request reaches the server
+    assert tiktoken.load.load_tiktoken_bpe(address, digest) == {b"a": 0, b"b": 1, b"ab": 2}
+    assert server.requests == ["/models/mine.tiktoken"]
+    with pytest.raises(ValueError, match="(?i)hash mismatch"):
+        load_tiktoken_bpe(encodings.CL100K.url, "0" * 64)

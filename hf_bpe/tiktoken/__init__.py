@@ -36,10 +36,14 @@ __all__ = [
     "MODEL_PREFIX_TO_ENCODING",
     "MODEL_TO_ENCODING",
     "Encoding",
+    "core",
     "encoding_for_model",
     "encoding_name_for_model",
     "get_encoding",
     "list_encoding_names",
+    "load",
+    "model",
+    "registry",
 ]
 
 
@@ -87,13 +91,13 @@ class Encoding(BPE):
         self._ranks_given: dict[bytes, int] | None = mergeable_ranks if isinstance(mergeable_ranks, dict) else None
 
     @classmethod
-    def _from_model(cls, model: BPE, special_tokens: dict[str, int]) -> Encoding:
-        """An Encoding sharing ``model``'s Rust core (no copy), with tiktoken's ``special_tokens``
-        (which may add second names to ``model``'s)."""
-        if model.kind != "ranks":
-            raise ValueError(f"{model!r} is not a rank model; tiktoken encodes with ranks only")
+    def _from_model(cls, source: BPE, special_tokens: dict[str, int]) -> Encoding:
+        """An Encoding sharing ``source``'s Rust core (no copy), with tiktoken's ``special_tokens``
+        (which may add second names to ``source``'s)."""
+        if source.kind != "ranks":
+            raise ValueError(f"{source!r} is not a rank model; tiktoken encodes with ranks only")
         encoding = cls.__new__(cls)
-        encoding._setup(model._core, model.special_tokens, model.name)
+        encoding._setup(source._core, source.special_tokens, source.name)
         encoding._adopt(dict(special_tokens))
         encoding._ranks_given = None
         return encoding
@@ -211,6 +215,34 @@ class Encoding(BPE):
         """
         piece = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
         return list(self._core.encode_single_piece(piece, True))
+
+    def _encode_only_native_bpe(self, text: str) -> list[int]:
+        """tiktoken's check of its own split: the pieces of ``text`` merged one by one, special tokens as
+        text. Our split is tiktoken's, so this is :meth:`encode_ordinary` (text with lone surrogates
+        raises ``UnicodeEncodeError``, as there).
+
+        >>> from hf_bpe import tiktoken
+        >>> tiktoken.get_encoding("gpt2")._encode_only_native_bpe("hello <|endoftext|>")
+        [31373, 1279, 91, 437, 1659, 5239, 91, 29]
+        """
+        text.encode("utf-8")
+        return self.encode_ordinary(text)
+
+    def encode_with_unstable(self, text: str, **_: object) -> tuple[list[int], list[list[int]]]:
+        """Not provided: tiktoken's own docs call it unstable, and its completions (every token sequence
+        that could continue the text's last, unstable tokens) are not computed by hf_bpe. Raises
+        ``NotImplementedError`` saying what to use instead.
+
+        >>> from hf_bpe import tiktoken
+        >>> tiktoken.get_encoding("gpt2").encode_with_unstable("hello fanta")
+        Traceback (most recent call last):
+        ...
+        NotImplementedError: hf_bpe.tiktoken does not provide encode_with_unstable (tiktoken calls it an unstable API): use encode(text) for the ids, or import tiktoken itself for the completions
+        """
+        raise NotImplementedError(
+            "hf_bpe.tiktoken does not provide encode_with_unstable (tiktoken calls it an unstable API): use "
+            "encode(text) for the ids, or import tiktoken itself for the completions"
+        )
 
     def encode_to_numpy(
         self,
@@ -375,9 +407,9 @@ def get_encoding(encoding_name: str) -> Encoding:
         return found
     with _lock:
         if encoding_name not in _registry:
-            model = encodings.get_encoding(encoding_name)
-            specials = _SPECIAL_TOKENS.get(encoding_name, model.special_tokens)
-            _registry[encoding_name] = Encoding._from_model(model, specials)
+            named = encodings.get_encoding(encoding_name)
+            specials = _SPECIAL_TOKENS.get(encoding_name, named.special_tokens)
+            _registry[encoding_name] = Encoding._from_model(named, specials)
         return _registry[encoding_name]
 
 
@@ -466,3 +498,7 @@ def encoding_for_model(model_name: str) -> Encoding:
     'p50k_base'
     """
     return get_encoding(encoding_name_for_model(model_name))
+
+
+# tiktoken's submodules, so that tiktoken.load.load_tiktoken_bpe, tiktoken.core.Encoding... resolve too
+from hf_bpe.tiktoken import core, load, model, registry
