@@ -374,6 +374,23 @@ class BPE:
         """
         return self._core.encode_batch(texts, None, num_threads)
 
+    def count_utf8_batch(
+        self, parts: Sequence[bytes], *, allowed_special: AllowedSpecial = _NOTHING, num_threads: int | None = None
+    ) -> list[int]:
+        """The number of ids of each of ``parts``, UTF-8 bytes (as read from a file), counted in
+        parallel without making the ids or a ``str``: ``len(encode_ordinary(part.decode()))`` for each,
+        with the special tokens of ``allowed_special`` (``"all"``: every one) cut out as one id each.
+        ``ValueError`` naming the part and byte when one is not UTF-8.
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").count_utf8_batch([b"hello world", "caf\u00e9".encode(), b"<|endoftext|>"])
+        [2, 3, 7]
+        """
+        if allowed_special is _NOTHING or not allowed_special:
+            return self._core.count_utf8_batch(list(parts), None, num_threads)  # type: ignore[no-any-return]
+        policy = self._policy(allowed_special, ())
+        return self._core.count_utf8_batch(list(parts), policy, num_threads)  # type: ignore[no-any-return]
+
     def encode_iterable(
         self,
         texts: Iterable[str],

@@ -136,3 +136,21 @@ def test_a_file_that_is_not_utf8_is_named_with_the_bad_bytes_offset(
     monkeypatch.setattr(encode, "CHUNK_BYTES", 300)
     assert main(["count", "gpt2", "--file", str(path)]) == 1
     assert f"{path} is not UTF-8 text: byte 803 is b'\\xe9'" in capsys.readouterr().err
+
+
+def test_a_whole_files_count_with_special_tokens_is_tiktokens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tiktoken_encoding: Callable[[str], Any],
+) -> None:
+    from hf_bpe.cli import encode
+
+    rng = random.Random(23)
+    text = "".join(doc + rng.choice(["\n<|endoftext|>", "<|fim_prefix|>\n", "\n"]) for doc in
+                   textgen.documents(rng, scaled(100_000)))
+    path = tmp_path / "special.txt"
+    path.write_text(text, encoding="utf-8", newline="")
+    monkeypatch.setattr(encode, "CHUNK_BYTES", 2_000)
+    theirs = tiktoken_encoding("cl100k_base")
+    assert run(capsys, "count", "cl100k_base", "--file", str(path), "--allow-special") == \
+        f"{len(theirs.encode(text, allowed_special='all'))}\n"
+    assert run(capsys, "count", "cl100k_base", "--file", str(path)) == f"{len(theirs.encode_ordinary(text))}\n"

@@ -205,8 +205,34 @@ def counts(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator
         for batch in line_batches(arguments, stdin):
             yield from map(len, _encode_batch(model, batch, arguments))
         return
-    for pieces in encoded(model, arguments, stdin):
-        yield sum(len(ids) for _, ids in pieces)
+    if arguments.texts:
+        for pieces in encoded(model, arguments, stdin):
+            yield sum(len(ids) for _, ids in pieces)
+        return
+    for path in arguments.file or [Path("-")]:
+        yield _count_whole(model, _read(path, stdin), path, arguments)
+
+
+def _count_whole(model: BPE, data: bytes, path: Path, arguments: argparse.Namespace) -> int:
+    """The number of ids of a whole file, its parts counted from their bytes (no ``str``, no ids)."""
+    allowed = "all" if arguments.allow_special else set()
+    bar = _progress(len(data), "B") if len(data) > CHUNK_BYTES else None
+    parts = chunks(model, data, arguments.allow_special)
+    total = offset = 0
+    while batch := list(itertools.islice(parts, BATCH_CHUNKS)):
+        try:
+            total += sum(model.count_utf8_batch(batch, allowed_special=allowed, num_threads=arguments.num_threads))
+        except ValueError:  # a part that is not UTF-8: say which byte of the file, as encode does
+            for part in batch:
+                _utf8(part, path, offset)
+                offset += len(part)
+            raise
+        offset += sum(map(len, batch))
+        if bar is not None:
+            bar.update(sum(map(len, batch)))
+    if bar is not None:
+        bar.close()
+    return total
 
 
 def encoded(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator[Iterator[tuple[str, list[int]]]]:

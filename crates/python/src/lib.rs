@@ -613,6 +613,39 @@ impl CoreBPE {
         })
     }
 
+    /// The number of ids of each of `parts` (UTF-8 bytes, checked on the worker threads), without
+    /// making the ids: counting a file read as bytes needs no `str` and no list of ints.
+    #[pyo3(signature = (parts, policy=None, num_threads=None))]
+    fn count_utf8_batch(
+        &self,
+        py: Python<'_>,
+        parts: Vec<Bound<'_, PyBytes>>,
+        policy: Option<&SpecialPolicy>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Vec<usize>> {
+        guarded(py, || {
+            let pool = thread_pool(num_threads)?;
+            let slices: Vec<&[u8]> = parts.iter().map(|part| part.as_bytes()).collect();
+            let policy = policy.unwrap_or(&self.ordinary);
+            let counted = py.detach(|| {
+                parallel_map(&pool, &slices, |bytes| match std::str::from_utf8(bytes) {
+                    Ok(text) => self.encode_policy(text, policy).map(|ids| Ok(ids.len())),
+                    Err(error) => Ok(Err(error.valid_up_to())),
+                })
+            });
+            counted
+                .into_iter()
+                .enumerate()
+                .map(|(index, result)| match result.map_err(|f| f.into_py(py))? {
+                    Ok(count) => Ok(count),
+                    Err(offset) => Err(PyValueError::new_err(format!(
+                        "part {index} is not UTF-8: byte {offset} starts no valid UTF-8 sequence"
+                    ))),
+                })
+                .collect()
+        })
+    }
+
     fn clear_cache(&self) {
         self.model.clear_cache();
     }
