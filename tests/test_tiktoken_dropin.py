@@ -121,7 +121,10 @@ def test_special_token_policies_are_tiktokens(pair: tuple[Any, Any]) -> None:
     rng = random.Random(SEED)
     specials = sorted(theirs.special_tokens_set)[:30]
     names = [*specials, "<|not_special|>", "hello", "|>", ""]
-    for _ in range(scaled(300)):
+    # tiktoken compiles a regex of every disallowed special token per call: o200k_harmony's 1,000+ make
+    # each call of the oracle slow, so it gets a fifth of the policies (all of them at HF_BPE_TEST_SCALE=5)
+    rounds = scaled(300) // (5 if len(theirs.special_tokens_set) > 100 else 1)
+    for _ in range(rounds):
         text = "".join(rng.choice([*specials, " hello", "<|", "world", "|>", "\n", "<|not_special|>"])
                        for _ in range(rng.randint(0, 8)))
         allowed: Any = rng.choice(["all", set(), set(rng.sample(names, rng.randint(1, 3)))])
