@@ -45,6 +45,12 @@ MODULES = [
     "hf_bpe.transformers.tokenizer",
     "hf_bpe.token_view",
     "hf_bpe.view.server",
+    "hf_bpe.audit",
+    "hf_bpe.audit.reachability",
+    "hf_bpe.audit.utf8",
+    "hf_bpe.audit.vocabulary",
+    "hf_bpe.audit.specials",
+    "hf_bpe.audit.corpus",
 ]
 
 

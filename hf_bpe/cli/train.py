@@ -14,16 +14,15 @@ model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``t
 from __future__ import annotations
 
 import argparse
+import pickle
 import time
 from pathlib import Path
 from typing import Any
 
 from hf_bpe import patterns
-from hf_bpe.cli.common import UsageError, missing_folder, report_created
+from hf_bpe.cli.common import UsageError, load_dataset, missing_folder, report_created
 from hf_bpe.model import MODEL_FILE
-from hf_bpe.train import train
-
-DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
+from hf_bpe.train import count_pieces, train_from_counts
 
 
 def register(subparsers: Any) -> None:
@@ -95,29 +94,35 @@ def run(arguments: argparse.Namespace) -> int:
         files = list(arguments.files)
         described = f"{len(files)} file{'s' if len(files) != 1 else ''}"
     elif arguments.dataset:
-        corpus = _load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
+        corpus = load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
         described = f"dataset {arguments.dataset} ({arguments.split})"
     else:
         corpus = _default_corpus()
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
 
     started = time.perf_counter()
-    model = train(
+    # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's usage:
+    # kept serialized (a fraction of the table's memory) while the merge loop empties the table.
+    counts = count_pieces(
         corpus,
-        arguments.vocab_size,
         files=files,
         pattern=arguments.pattern,
         special_tokens=arguments.special_tokens,
         show_progress=not arguments.quiet,
         num_threads=arguments.num_threads,
         text_column=arguments.text_column,
-        name=arguments.name or arguments.out.resolve().name,
     )
+    kept = pickle.dumps(counts)
+    model = train_from_counts(counts, arguments.vocab_size, show_progress=not arguments.quiet,
+                              name=arguments.name or arguments.out.resolve().name, consume=True)
+    counts = pickle.loads(kept)
+    del kept
     elapsed = time.perf_counter() - started
+    from hf_bpe.audit import training_usage
     from hf_bpe.transformers import save_tokenizer_folder  # imports transformers: only once trained
 
     eos = "<|endoftext|>" if "<|endoftext|>" in model.special_tokens else None
-    training = {"corpus": described, "vocab_size": arguments.vocab_size}
+    training = {"corpus": described, "vocab_size": arguments.vocab_size, "usage": training_usage(model, counts)}
     created = missing_folder(arguments.out)
     save_tokenizer_folder(model, arguments.out, eos_token=eos, card={"training": training})
     path = arguments.out / MODEL_FILE
@@ -143,25 +148,3 @@ def _default_corpus() -> list[str]:
             "pass FILES or --dataset"
         ) from None
     return [topics[name] for name in sorted(topics)]
-
-
-def _load_dataset(name_or_path: str, config: str | None, split: str) -> Any:
-    import datasets  # type: ignore[import-untyped]
-
-    path = Path(name_or_path)
-    if path.is_dir() and any((path / marker).exists() for marker in ("state.json", "dataset_dict.json")):
-        loaded = datasets.load_from_disk(str(path))
-        if isinstance(loaded, datasets.DatasetDict):
-            if split not in loaded:
-                raise UsageError(f"--split {split}: {path} has splits {sorted(loaded)}")
-            return loaded[split]
-        return loaded
-    if path.is_file():
-        builder = DATA_FILE_BUILDERS.get(path.suffix.lower())
-        if builder is None:
-            raise UsageError(
-                f"--dataset {path}: cannot read {path.suffix or 'extension-less'} files; "
-                f"use one of {sorted(DATA_FILE_BUILDERS)}"
-            )
-        return datasets.load_dataset(builder, data_files=str(path), split=split)
-    return datasets.load_dataset(name_or_path, config, split=split)
