@@ -154,3 +154,29 @@ def test_a_whole_files_count_with_special_tokens_is_tiktokens(
     assert run(capsys, "count", "cl100k_base", "--file", str(path), "--allow-special") == \
         f"{len(theirs.encode(text, allowed_special='all'))}\n"
     assert run(capsys, "count", "cl100k_base", "--file", str(path)) == f"{len(theirs.encode_ordinary(text))}\n"
+
+
+@pytest.mark.parametrize("read", [3, 20])
+def test_a_crlf_split_between_two_reads_still_ends_the_line(
+    read: int, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With 20 characters (bytes) a read, the first read ends with the \\r of "crlf line\\r\\n" and the
+    second holds no \\r: the line must still lose it (it did not when only the new read was searched)."""
+    from hf_bpe.cli import encode
+
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"a\rlone cr\ncrlf line\r\nlast")
+    monkeypatch.setattr(encode, "READ_CHARS", read)
+    lines = ["a\rlone cr", "crlf line", "last"]
+    enc = hf_bpe.get_encoding("gpt2")
+    assert run(capsys, "count", "gpt2", "--lines", "--each", "--file", str(path)).split() == [
+        str(len(enc.encode_ordinary(line))) for line in lines]
+    out = run(capsys, "encode", "gpt2", "--lines", "--format", "jsonl", "--file", str(path))
+    assert [json.loads(row)["text"] for row in out.splitlines()] == lines
+
+
+def test_a_line_that_is_not_utf8_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes(b"ok\n" * 9000 + b"caf\xe9\nok\n")
+    assert main(["count", "gpt2", "--lines", "--file", str(path)]) == 1
+    assert "line 9,001 of the input is not UTF-8 text: byte 3 is b'\\xe9'" in capsys.readouterr().err

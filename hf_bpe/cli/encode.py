@@ -166,29 +166,38 @@ def _utf8(part: bytes, path: Path, offset: int) -> str:
                          f"({error.reason}); hf-bpe reads UTF-8 (convert it first, e.g. iconv -t UTF-8)") from None
 
 
-def _line_blocks(path: Path, stdin: TextIO) -> Iterator[list[str]]:
-    """The file's lines, without their ``\\n`` or ``\\r\\n``, a block of lines at a time (a loop
-    per line is slow)."""
-    stream = stdin if str(path) == "-" else path.open(encoding="utf-8", newline="")
+def _line_blocks(path: Path, stdin: TextIO, raw: bool = False) -> Iterator[list[Any]]:
+    """The file's lines (``str``, or ``bytes`` when ``raw``), without their ``\\n`` or ``\\r\\n``, a
+    block of lines at a time (a loop per line is slow)."""
+    newline, carriage_return = (b"\n", b"\r") if raw else ("\n", "\r")
+    if str(path) == "-":
+        stream: Any = getattr(stdin, "buffer", None) if raw else stdin
+        if stream is None:  # a text stream with no bytes under it
+            yield from ([line.encode("utf-8") for line in block] for block in _line_blocks(path, stdin))
+            return
+    else:
+        stream = path.open("rb") if raw else path.open(encoding="utf-8", newline="")
     try:
-        rest = ""
+        rest = newline[:0]
         while block := stream.read(READ_CHARS):
-            lines = (rest + block).split("\n")
+            joined = rest + block
+            lines = joined.split(newline)
             rest = lines.pop()
-            yield [line.removesuffix("\r") for line in lines] if "\r" in block else lines
+            yield [line.removesuffix(carriage_return) for line in lines] if carriage_return in joined else lines
         if rest:
             yield [rest]
     finally:
-        if stream is not stdin:
+        if str(path) != "-":
             stream.close()
 
 
-def line_batches(arguments: argparse.Namespace, stdin: TextIO) -> Iterator[list[str]]:
-    """The lines of every input (``--lines``), in batches of at most :data:`BATCH_LINES`."""
+def line_batches(arguments: argparse.Namespace, stdin: TextIO, raw: bool = False) -> Iterator[list[Any]]:
+    """The lines of every input (``--lines``), in batches of at most :data:`BATCH_LINES` (``bytes``
+    when ``raw``)."""
     bar = _progress(None, " lines")
-    pending: list[str] = []
+    pending: list[Any] = []
     for path in arguments.file or [Path("-")]:
-        for block in _line_blocks(path, stdin):
+        for block in _line_blocks(path, stdin, raw):
             pending += block
             while len(pending) >= BATCH_LINES:
                 batch, pending = pending[:BATCH_LINES], pending[BATCH_LINES:]
@@ -202,10 +211,20 @@ def line_batches(arguments: argparse.Namespace, stdin: TextIO) -> Iterator[list[
 
 
 def counts(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator[int]:
-    """The number of ids of every input text (``hf-bpe count``), without holding them all."""
+    """The number of ids of every input text (``hf-bpe count``), without holding them all: lines and
+    whole files are counted from their bytes (:meth:`hf_bpe.BPE.count_utf8_batch`)."""
     if arguments.lines and not arguments.texts:
-        for batch in line_batches(arguments, stdin):
-            yield from map(len, _encode_batch(model, batch, arguments))
+        allowed = "all" if arguments.allow_special else set()
+        number = 0
+        for batch in line_batches(arguments, stdin, raw=True):
+            try:
+                counted = model.count_utf8_batch(batch, allowed_special=allowed, num_threads=arguments.num_threads)
+            except ValueError:  # a line that is not UTF-8: say which
+                for offset, line in enumerate(batch, start=number + 1):
+                    _utf8(line, Path(f"line {offset:,} of the input"), 0)
+                raise
+            yield from counted
+            number += len(batch)
         return
     if arguments.texts:
         for pieces in encoded(model, arguments, stdin):
