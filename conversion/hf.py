@@ -443,10 +443,27 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
     [256, 66]
     """
     document = read_json(tokenizer_json)
+    if not isinstance(document, dict):
+        raise TokenizerFileError(
+            tokenizer_json,
+            f"not a tokenizer.json: it holds a JSON {_json_kind(document)}, where a tokenizer.json holds an "
+            'object with a "model" (as tokenizers\' Tokenizer.save writes it)',
+        )
     try:
         return _load(document, tokenizer_json, name=name, lossy=lossy)
-    except (KeyError, TypeError, AttributeError) as error:
+    except KeyError as error:
         raise TokenizerFileError(tokenizer_json, f"not a tokenizer.json: missing or malformed {error}") from None
+    except (TypeError, AttributeError):
+        raise TokenizerFileError(
+            tokenizer_json, "not a tokenizer.json: a value inside it has the wrong JSON type (an array or a "
+            "string where tokenizers writes an object, say)"
+        ) from None
+
+
+def _json_kind(value: object) -> str:
+    """JSON's name for the type of a parsed value."""
+    kinds = {list: "array", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def hf_alphabet() -> set[int]:

@@ -243,7 +243,8 @@ def _files(paths: list[Any]) -> Files:
     size = _core.check_utf8_files([os.fspath(path) for path in resolved])
     if size == 0:
         names = ", ".join(str(path) for path in resolved[:3]) + (", ..." if len(resolved) > 3 else "")
-        raise ValueError(f"the corpus is empty: {names} hold no text")
+        held = "holds" if len(resolved) == 1 else "hold"
+        raise ValueError(f"the corpus is empty: {names} {held} no text")
     return Files(resolved, size)
 
 
@@ -281,7 +282,7 @@ def _as_dataset(corpus: Any, text_column: str) -> Documents | None:
     if text_column not in columns:
         raise ValueError(
             f"the dataset has no column {text_column!r}; its columns are {columns}: "
-            f"pass text_column=<the column that holds the text>"
+            f"pass text_column=<the column that holds the text> (on the command line: --text-column)"
         )
     if isinstance(corpus, datasets.Dataset) and len(corpus) == 0:
         raise ValueError("the dataset is empty (0 rows)")

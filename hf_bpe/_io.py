@@ -11,6 +11,7 @@ file. Nothing is unpickled or executed.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -30,9 +31,35 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder, then rename it into
-    place. Either the old file or the complete new one exists at every moment."""
+    place. Either the old file or the complete new one exists at every moment. Missing folders are
+    created. A failure raises ``OSError`` naming ``path`` (never the temporary file) and why.
+
+    >>> import os, tempfile
+    >>> atomic_write(os.path.join(tempfile.mkdtemp(), "a", "b.txt"), "hi").read_text()
+    'hi'
+    """
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        _write_atomically(target, payload)
+    except OSError as error:
+        raise _naming_target(error, target) from error
+    return target
+
+
+def _naming_target(error: OSError, target: Path) -> OSError:
+    """``error`` as the same ``OSError`` subclass, naming ``target`` and saying which folder is a file."""
+    blocking = next((folder for folder in target.parents if folder.is_file()), None)
+    if blocking is not None:
+        return NotADirectoryError(
+            errno.ENOTDIR, f"cannot write {target}: {blocking} is a file, not a folder; choose another path"
+        )
+    if target.is_dir():
+        return IsADirectoryError(errno.EISDIR, f"cannot write {target}: it is a folder; give a file name inside it")
+    return type(error)(error.errno, f"cannot write {target}: {error.strerror or error}")
+
+
+def _write_atomically(target: Path, payload: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
@@ -49,7 +76,6 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
         except FileNotFoundError:
             pass
         raise
-    return target
 
 
 def _mode_for(target: Path) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Any, Literal
 
 from hf_bpe import _core, patterns, streaming
-from hf_bpe._io import atomic_write, read_json
+from hf_bpe._io import atomic_write, read_json, read_text
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
 from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
@@ -146,6 +146,132 @@ class BPE:
         return model
 
     @classmethod
+    def from_vocab(
+        cls,
+        vocab: Mapping[int, bytes],
+        merges: Iterable[tuple[bytes, bytes]],
+        special_tokens: Iterable[str] | None = None,
+        pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
+        *,
+        name: str | None = None,
+    ) -> BPE:
+        """A model from the shapes minbpe and CS336 hold: ``vocab`` (id -> token bytes) and
+        ``merges`` (pairs of token bytes, in the order they were learned), as CS336's
+        ``Tokenizer(vocab, merges, special_tokens)``. The listed merges apply in list order.
+
+        ``special_tokens`` already in ``vocab`` (as their UTF-8 bytes) keep their id; the others
+        are added after the largest id. Inconsistent input raises
+        :class:`~hf_bpe.errors.InvalidVocabularyError` saying which entry.
+
+        >>> import hf_bpe
+        >>> vocab = {i: bytes([i]) for i in range(256)} | {256: b"ab", 257: b"<|end|>"}
+        >>> model = hf_bpe.BPE.from_vocab(vocab, [(b"a", b"b")], ["<|end|>", "<|pad|>"])
+        >>> model.encode("abc<|end|><|pad|>", allowed_special="all")
+        [256, 99, 257, 258]
+        >>> model.vocab == vocab | {258: b"<|pad|>"}, model.merges
+        (True, [(b'a', b'b')])
+        """
+        if not isinstance(vocab, Mapping):
+            raise TypeError(f"vocab must be a dict of int ids to bytes, got {type(vocab).__name__}")
+        ids: dict[bytes, int] = {}
+        for token_id, token in vocab.items():
+            if isinstance(token_id, bool) or not isinstance(token_id, int) or token_id < 0:
+                raise InvalidVocabularyError(f"vocab id {token_id!r:.40} is not a non-negative int")
+            if not isinstance(token, (bytes, bytearray)):
+                raise InvalidVocabularyError(f"vocab[{token_id}] is {type(token).__name__}, not bytes")
+            if bytes(token) in ids:
+                raise InvalidVocabularyError(
+                    f"ids {ids[bytes(token)]} and {token_id} are both {bytes(token)!r:.80}: each token needs one id"
+                )
+            ids[bytes(token)] = token_id
+        if isinstance(special_tokens, str):
+            special_tokens = [special_tokens]
+        specials: dict[str, int] = {}
+        next_id = max(vocab, default=-1) + 1
+        for text in special_tokens or ():
+            if not isinstance(text, str) or not text:
+                raise InvalidVocabularyError(f"special token {text!r:.80} is not a non-empty str")
+            if text in specials:
+                raise InvalidVocabularyError(f"special token {text!r:.80} is given twice")
+            known = ids.pop(text.encode("utf-8"), None)
+            specials[text] = next_id if known is None else known
+            next_id += known is None
+        pairs = []
+        for number, pair in enumerate(merges):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2 or \
+                    not all(isinstance(part, (bytes, bytearray)) for part in pair):
+                raise InvalidVocabularyError(f"merge {number} ({pair!r:.80}) is not a pair of bytes")
+            left, right = bytes(pair[0]), bytes(pair[1])
+            for part in (left, right, left + right):
+                if part not in ids:
+                    what = "its result" if part == left + right else "its token"
+                    raise InvalidVocabularyError(
+                        f"merge {number} ({left!r:.40}, {right!r:.40}): {what} {part!r:.80} is not in vocab "
+                        f"(or is a special token); every merge joins two tokens of vocab into a token of vocab"
+                    )
+            pairs.append((left, right))
+        return cls.from_merges(ids, pairs, pattern, specials, name=name)
+
+    @classmethod
+    def from_files(
+        cls,
+        vocab_path: str | os.PathLike[str],
+        merges_path: str | os.PathLike[str],
+        special_tokens: Iterable[str] | None = None,
+        pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
+        *,
+        name: str | None = None,
+    ) -> BPE:
+        """:meth:`from_vocab` from GPT-2-style files, as CS336's ``Tokenizer.from_files``: a JSON
+        object of token strings (GPT-2's byte-to-unicode spelling) to ids, and a text file of merges,
+        two token strings per line (a first ``#version`` line and empty lines are skipped).
+        Unreadable files raise :class:`~hf_bpe.errors.TokenizerFileError` naming the file and line.
+
+        >>> import hf_bpe, json, os, tempfile
+        >>> from hf_bpe.byte_level import BYTE_TO_UNICODE
+        >>> folder = tempfile.mkdtemp()
+        >>> vocab = {BYTE_TO_UNICODE[byte]: byte for byte in range(256)}
+        >>> _ = open(os.path.join(folder, "vocab.json"), "w").write(json.dumps(vocab | {"Ġt": 256}))
+        >>> _ = open(os.path.join(folder, "merges.txt"), "w").write("#version: 0.2\\nĠ t\\n")
+        >>> model = hf_bpe.BPE.from_files(os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt"))
+        >>> model.merges, model.decode_single_token_bytes(model.encode(" t")[0])
+        ([(b' ', b't')], b' t')
+        """
+        from hf_bpe.byte_level import str_to_token
+
+        document = read_json(vocab_path)
+        if not isinstance(document, dict):
+            raise TokenizerFileError(vocab_path, "expected a JSON object of token strings to ids")
+        vocab: dict[int, bytes] = {}
+        for spelled, token_id in document.items():
+            try:
+                token = str_to_token(spelled)
+            except KeyError:
+                raise TokenizerFileError(
+                    vocab_path, f"token {spelled!r:.80} is not spelled in GPT-2's byte-to-unicode alphabet"
+                ) from None
+            if isinstance(token_id, bool) or not isinstance(token_id, int):
+                raise TokenizerFileError(vocab_path, f"the id of {spelled!r:.80} is {token_id!r:.40}, not an int")
+            if token_id in vocab:
+                raise TokenizerFileError(vocab_path, f"id {token_id} is given to two tokens")
+            vocab[token_id] = token
+        merges = []
+        for number, line in enumerate(read_text(merges_path).splitlines(), start=1):
+            if not line.strip() or (number == 1 and line.startswith("#version")):
+                continue
+            fields = line.split(" ")
+            try:
+                if len(fields) != 2:
+                    raise KeyError(line)
+                merges.append((str_to_token(fields[0]), str_to_token(fields[1])))
+            except KeyError:
+                raise TokenizerFileError(
+                    merges_path, f"expected two tokens in GPT-2's byte-to-unicode spelling, got {line[:80]!r}",
+                    line=number,
+                ) from None
+        return cls.from_vocab(vocab, merges, special_tokens, pattern, name=name)
+
+    @classmethod
     def from_sentencepiece(cls, spec: SentencePieceSpec, *, name: str | None = None) -> BPE:
         """A SentencePiece BPE model (see :mod:`hf_bpe.sentencepiece_bpe`); ``encode_ordinary(text)``
         equals ``SentencePieceProcessor.encode(text)``.
@@ -258,6 +384,23 @@ class BPE:
         [31373]
         """
         return self._core.encode_batch(texts, None, num_threads)
+
+    def count_utf8_batch(
+        self, parts: Sequence[bytes], *, allowed_special: AllowedSpecial = _NOTHING, num_threads: int | None = None
+    ) -> list[int]:
+        """The number of ids of each of ``parts``, UTF-8 bytes (as read from a file), counted in
+        parallel without making the ids or a ``str``: ``len(encode_ordinary(part.decode()))`` for each,
+        with the special tokens of ``allowed_special`` (``"all"``: every one) cut out as one id each.
+        ``ValueError`` naming the part and byte when one is not UTF-8.
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").count_utf8_batch([b"hello world", "caf\u00e9".encode(), b"<|endoftext|>"])
+        [2, 3, 7]
+        """
+        if allowed_special is _NOTHING or not allowed_special:
+            return self._core.count_utf8_batch(list(parts), None, num_threads)  # type: ignore[no-any-return]
+        policy = self._policy(allowed_special, ())
+        return self._core.count_utf8_batch(list(parts), policy, num_threads)  # type: ignore[no-any-return]
 
     def token_counts(self, texts: Iterable[str], *, num_threads: int | None = None) -> Any:
         """How often each id occurs in the ordinary encodings of ``texts``: a NumPy array of
@@ -508,6 +651,20 @@ class BPE:
         return self._core.mergeable_ranks()
 
     @property
+    def vocab(self) -> dict[int, bytes]:
+        """Every token's bytes by id, special tokens included (their UTF-8 text), ordered by id:
+        the ``vocab`` of minbpe and CS336 (see :meth:`from_vocab`).
+
+        >>> import hf_bpe
+        >>> vocab = hf_bpe.get_encoding("gpt2").vocab
+        >>> len(vocab), vocab[31373], vocab[50256]
+        (50257, b'hello', b'<|endoftext|>')
+        """
+        tokens = {token_id: token for token, token_id in self.mergeable_ranks.items()}
+        tokens.update((token_id, text.encode("utf-8")) for text, token_id in self._special_tokens.items())
+        return dict(sorted(tokens.items()))
+
+    @property
     def kind(self) -> str:
         """``"ranks"`` (tiktoken), ``"merges"`` (a merges list) or ``"sentencepiece"``."""
         return self._core.kind
@@ -636,6 +793,21 @@ class BPE:
     @property
     def max_token_value(self) -> int:
         return self._core.n_vocab - 1
+
+    @property
+    def n_ordinary(self) -> int:
+        """The ids that are neither special tokens nor unassigned (ids between ranks): what ``repr`` and
+        ``hf-bpe inspect`` call ordinary tokens. A SentencePiece model's byte, control and user-defined
+        pieces count, except those that are its special tokens.
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> enc.n_ordinary, len(enc.special_tokens), enc.n_vocab
+        (50256, 1, 50257)
+        """
+        if self._sentencepiece is not None:
+            return self.n_vocab - len(self._special_tokens)
+        return int(self._core.n_mergeable)
 
     @property
     def special_tokens(self) -> dict[str, int]:
@@ -791,7 +963,7 @@ class BPE:
     def __repr__(self) -> str:
         name = f"{self.name!r}" if self.name else "unnamed"
         kind = "" if self.kind == "ranks" else f" ({self.kind})"
-        return f"<BPE {name}{kind}: {self._core.n_mergeable} tokens, {len(self._special_tokens)} special>"
+        return f"<BPE {name}{kind}: {self.n_ordinary} ordinary tokens, {len(self._special_tokens)} special>"
 
     # ---------------------------------------------------------------------------------- helpers
 
@@ -804,13 +976,7 @@ class BPE:
         elif isinstance(allowed_special, (str, bytes)) or not isinstance(allowed_special, Collection):
             raise TypeError(f'allowed_special must be "all" or a set of str, got {allowed_special!r}')
         else:
-            allowed = frozenset(allowed_special)
-            unknown = allowed - self._special_tokens_set
-            if unknown:
-                raise ValueError(
-                    f"allowed_special names {sorted(unknown)!r}, which are not special tokens of this "
-                    f"encoding; its special tokens are {sorted(self._special_tokens_set)!r}"
-                )
+            allowed = self._allowed_specials(frozenset(allowed_special))
         if disallowed_special == "all":
             disallowed = self._special_tokens_set - allowed
         elif isinstance(disallowed_special, (str, bytes)) or not isinstance(disallowed_special, Collection):
@@ -822,8 +988,22 @@ class BPE:
         if policy is None:
             if len(self._policies) >= 64:
                 self._policies.clear()
-            policy = self._policies[key] = self._core.special_policy(list(allowed), list(disallowed))
+            policy = self._policies[key] = self._new_policy(allowed, disallowed)
         return policy
+
+    def _allowed_specials(self, allowed: frozenset[str]) -> frozenset[str]:
+        """The special tokens a set given as ``allowed_special`` allows: every name must be one."""
+        unknown = allowed - self._special_tokens_set
+        if unknown:
+            raise ValueError(
+                f"allowed_special names {sorted(unknown)!r}, which are not special tokens of this "
+                f"encoding; its special tokens are {sorted(self._special_tokens_set)!r}"
+            )
+        return allowed
+
+    def _new_policy(self, allowed: frozenset[str], disallowed: frozenset[str]) -> Any:
+        """The core's policy that cuts out the ``allowed`` special tokens and refuses ``disallowed`` texts."""
+        return self._core.special_policy(list(allowed), list(disallowed))
 
 
 def id_type_for(dtype: str, largest_id: int) -> str:

@@ -26,6 +26,7 @@ files too). A list of ``str`` that all name existing files is refused, not train
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -54,6 +55,7 @@ def train(
     num_threads: int | None = None,
     text_column: str = "text",
     name: str | None = None,
+    tie_break: str = "cs336",
 ) -> BPE:
     """Learn a byte-level BPE model with ``vocab_size`` tokens (bytes, merges and special tokens).
 
@@ -72,6 +74,19 @@ def train(
     before pre-tokenization; the special tokens get the ids after the merges. ``num_threads``
     defaults to every core.
 
+    ``tie_break`` decides between pairs of equal count: ``"cs336"`` (the default, in Rust) takes
+    the lexicographically greatest ``(bytes of left, bytes of right)``, as CS336's reference;
+    ``"minbpe"`` takes the pair seen first in the corpus (pieces in order, pairs left to right), as
+    minbpe's ``RegexTokenizer.train``, so a minbpe user gets minbpe's merges (a pure-Python loop,
+    for corpora of megabytes; ``num_threads`` does not apply).
+
+    ``show_progress`` shows progress bars on a terminal (or in a notebook), for steps that last over a
+    second; never in a pipe, a log file or a quick call.
+
+    >>> import hf_bpe
+    >>> hf_bpe.train(["ab cd cd ab"], 258, tie_break="minbpe", show_progress=False).merges
+    [(b'a', b'b'), (b' ', b'c')]
+
     >>> import hf_bpe
     >>> model = hf_bpe.train(["aaabdaaabac"], 259, pattern=r"\\w+", special_tokens=["<|end|>"],
     ...                      show_progress=False)
@@ -87,6 +102,10 @@ def train(
     """
     specials = _special_tokens(special_tokens)
     _num_merges(vocab_size, len(specials))
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {list(TIE_BREAKS)}, got {tie_break!r}")
+    if tie_break == "minbpe":
+        return _train_minbpe(corpus, files, vocab_size, pattern, specials, show_progress, text_column, name)
     counts = count_pieces(
         corpus,
         files=files,
@@ -142,6 +161,50 @@ def count_pieces(
     return counts
 
 
+TIE_BREAKS = ("cs336", "minbpe")
+"""The tie rules :func:`train` knows (see its ``tie_break``)."""
+
+
+def _train_minbpe(
+    corpus: Corpus | None,
+    files: Paths | None,
+    vocab_size: int | None,
+    pattern: str | patterns.Split | Sequence[patterns.Split],
+    specials: list[str],
+    show_progress: bool,
+    text_column: str,
+    name: str | None,
+) -> BPE:
+    """:func:`train` with ``tie_break="minbpe"``: the pieces in corpus order, then minbpe's loop."""
+    import re
+
+    from hf_bpe import _train_minbpe
+
+    num_merges = _num_merges(vocab_size, len(specials))
+    splitter = BPE({bytes([byte]): byte for byte in range(BYTE_TOKENS)}, pattern)
+    cut = re.compile("|".join(re.escape(token) for token in sorted(specials, key=len, reverse=True))) if specials \
+        else None
+    source = open_source(corpus, files, text_column=text_column)
+    if isinstance(source, Files):
+        documents: Iterable[str] = (path.read_bytes().decode("utf-8") for path in source.paths)
+    else:
+        documents = (document for batch in source.batches for document in batch)
+    seen = [0]
+
+    def pieces() -> Iterable[bytes]:
+        for document in documents:
+            for part in cut.split(document) if cut is not None else (document,):
+                for piece in splitter.pieces(part):
+                    seen[0] += 1
+                    yield piece.encode("utf-8")
+
+    with _progress(show_progress, total=num_merges, unit=" merges", desc="Merging") as bar:
+        tokens = _train_minbpe.learn_merges(pieces(), num_merges, bar.update if bar is not None else None)
+    if seen[0] == 0:
+        raise ValueError("the corpus is empty: its documents hold no text between the special tokens")
+    return _model(tokens, num_merges, vocab_size, splitter.pattern, specials, name, warn_stacklevel=4)
+
+
 def train_from_counts(
     counts: PieceCounts,
     vocab_size: int,
@@ -186,6 +249,20 @@ def _merge(
     pattern = counts.pattern
     with _progress(show_progress, total=num_merges, unit=" merges", desc="Merging") as bar:
         tokens = counts._learn_merges(num_merges, bar.update if bar is not None else None, consume)
+    return _model(tokens, num_merges, vocab_size, pattern, specials, name, warn_stacklevel=warn_stacklevel + 1)
+
+
+def _model(
+    tokens: Sequence[bytes],
+    num_merges: int,
+    vocab_size: int | None,
+    pattern: Any,
+    specials: list[str],
+    name: str | None,
+    *,
+    warn_stacklevel: int,
+) -> BPE:
+    """The trained model: bytes, then the merged ``tokens``, then the special tokens."""
     if len(tokens) < num_merges:
         warnings.warn(
             f"the corpus allows only {len(tokens)} merges (every piece became a single token), so the "
@@ -225,7 +302,7 @@ def _num_merges(vocab_size: int | None, num_special: int) -> int:
         specials = f" and the {num_special} special tokens" if num_special else ""
         raise ValueError(
             f"vocab_size {vocab_size} is too small: the 256 byte tokens{specials} alone take {smallest}; "
-            f"ask for more than {smallest} to learn merges"
+            f"ask for at least {smallest} (exactly {smallest} learns no merges; each token more is one merge)"
         )
     return vocab_size - smallest
 
@@ -247,10 +324,31 @@ def _count_documents(counter: _core.PieceCounter, source: Documents, show_progre
                 bar.update(pending_size)
 
 
+PROGRESS_DELAY = 1.0
+"""Seconds a step must last before its progress bar appears: a quick call prints none. The environment
+variable ``HF_BPE_PROGRESS_DELAY`` replaces it (``0``: every bar at once)."""
+
+
+def progress_delay() -> float:
+    """:data:`PROGRESS_DELAY`, or ``HF_BPE_PROGRESS_DELAY`` when it is set to a number of seconds."""
+    try:
+        return float(os.environ.get("HF_BPE_PROGRESS_DELAY") or PROGRESS_DELAY)
+    except ValueError:
+        return PROGRESS_DELAY
+
+
 def _progress(show: bool, *, desc: str = "Counting pieces", **options: Any) -> AbstractContextManager[Any]:
-    """A tqdm bar, or ``None`` when progress is off."""
-    if not show:
+    """A tqdm bar, or ``None`` when progress is off or nobody watches: standard error is not a terminal
+    (a pipe, a log file, a test) and this is not a notebook. The bar appears once the step has lasted
+    :func:`progress_delay` seconds."""
+    if not show or not watched(sys.stderr):
         return nullcontext(None)
     from tqdm.auto import tqdm  # type: ignore[import-untyped]
 
-    return tqdm(desc=desc, **options)  # type: ignore[no-any-return]
+    return tqdm(desc=desc, delay=progress_delay(), **options)  # type: ignore[no-any-return]
+
+
+def watched(stream: Any) -> bool:
+    """Whether progress written to ``stream`` is seen as it happens: a terminal, or a Jupyter kernel."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty()) or "ipykernel" in sys.modules

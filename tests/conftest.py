@@ -8,6 +8,9 @@
   ``oracles.fetch_whisper``), skipping when PyPI cannot be reached.
 - ``encoding_pair(name)`` returns ``(ours, theirs)``: ``hf_bpe.get_encoding(name)`` and
   ``tiktoken.get_encoding(name)``, skipping with the missing package's name when one is absent.
+- No test reaches the internet: ``HF_BPE_ENCODINGS_URL`` is set empty for the session, so a named
+  encoding whose files are missing fails instead of downloading them (the download tests point it at
+  a server on 127.0.0.1).
 - ``shared_data`` / :func:`require_shared` give ``../shared/data`` (next to the repository), skipping
   with a clear reason when it is absent (a fresh clone has no ``../shared``).
 """
@@ -52,6 +55,17 @@ def require_shared(*parts: str) -> Path:
         pytest.skip(f"reference data {path} is absent (it lives next to the repository, in ../shared/data, "
                     f"which a fresh clone does not have)")
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_downloads() -> Iterator[None]:
+    """Turn off hf_bpe's downloads of rank files for the session (see the module's docstring)."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("HF_BPE_ENCODINGS_URL", "")
+    try:
+        yield
+    finally:
+        patch.undo()
 
 
 @pytest.fixture(scope="session")

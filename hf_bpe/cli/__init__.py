@@ -5,6 +5,7 @@ import and one line in :data:`COMMANDS`::
     hf-bpe train --vocab-size 4096 --out my-tokenizer
     hf-bpe inspect tokenizer.model
     hf-bpe convert gpt2-folder/ --to tiktoken gpt2.tiktoken
+    hf-bpe encode cl100k_base "hello world"
     hf-bpe view gpt2 cl100k_base my-tokenizer/
     hf-bpe audit my-tokenizer/ --corpus data/*.txt --compare gpt2 o200k_base --out audit/
 
@@ -18,7 +19,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hf_bpe.cli import audit, convert, inspect, train, view
+from hf_bpe.cli import audit, convert, count, decode, encode, inspect, train, view
 from hf_bpe.cli.common import UsageError
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.sources import SourceError
@@ -29,6 +30,9 @@ COMMANDS = (
     train,
     convert,
     inspect,
+    encode,
+    count,
+    decode,
     view,
     audit,
 )
@@ -37,7 +41,9 @@ COMMANDS = (
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 failed, 2 bad usage)."""
-    arguments = parser().parse_args(argv)
+    arguments, extra = parser().parse_known_args(argv)
+    if extra:  # texts (or ids) after options: argparse leaves them over
+        encode.take_leftovers(arguments, extra)
     try:
         return int(arguments.run(arguments))
     except (UsageError, SourceError) as error:
@@ -54,7 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parser() -> argparse.ArgumentParser:
     """The parser of every command in :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(prog="hf-bpe", description="Exact, fast byte-level BPE tokenizers.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(commands)
     return parser
+
+
+def _version() -> str:
+    from hf_bpe import __version__
+
+    return __version__

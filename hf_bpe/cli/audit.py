@@ -30,7 +30,6 @@ from hf_bpe.cli.common import (
     read_source_argument,
     source_options,
 )
-from hf_bpe.encodings import ENCODINGS
 from hf_bpe.model import BPE
 
 BLOCK_CHARS = 1 << 20
@@ -45,6 +44,10 @@ def register(subparsers: Any) -> None:
         description="Audit a tokenizer's vocabulary: unreachable and partial UTF-8 tokens, near duplicates, "
         "special tokens, token lengths; with a corpus also unused and rare tokens, magikarp scores and "
         "compression against --compare tokenizers.",
+        epilog="examples:\n  hf-bpe audit cl100k_base\n"
+        "  hf-bpe audit my-tokenizer/ --corpus data/*.txt --compare gpt2 o200k_base --out audit/\n"
+        "  hf-bpe audit tokenizer.model --dataset wikitext --dataset-config wikitext-2-raw-v1 --split test --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("tokenizer", metavar="TOKENIZER", help="a named encoding, or a tokenizer file or folder")
     format_option(parser, "TOKENIZER")
@@ -118,10 +121,7 @@ def run(arguments: argparse.Namespace) -> int:
 
 def _load(source: str, arguments: argparse.Namespace, *, compared: bool = False) -> BPE:
     """TOKENIZER (with ``--from``, ``--pattern``, ``--special``) or a ``--compare`` tokenizer (format
-    detected): a named encoding, or a tokenizer file or folder."""
-    if source not in ENCODINGS and not Path(source).exists():
-        raise UsageError(f"{source!r} is neither a named encoding ({', '.join(ENCODINGS)}) nor an existing file "
-                         "or folder")
+    detected): a named encoding, or a tokenizer file or folder (``read_source`` says what a source may be)."""
     model = read_source(source, None)[0] if compared else read_source_argument(arguments, source)[0]
     if model.name is None:
         model.name = Path(source).name

@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hf_bpe.encodings import ENCODINGS
+from hf_bpe.encodings import ENCODINGS, list_encoding_names
 from hf_bpe.errors import ConversionError
 from hf_bpe.model import BPE
-from hf_bpe.sources import FORMATS, detect_format, load
+from hf_bpe.sources import FORMATS, SourceError, detect_format, load
 
 
 class UsageError(Exception):
@@ -43,11 +43,35 @@ def read_source_argument(arguments: argparse.Namespace, path: os.PathLike[str] |
 def read_source(path: str, source_format: str | None, *, pattern: str | None = None,
                 specials: Sequence[str] = ()) -> tuple[BPE, str]:
     """The model in ``path`` (see :func:`hf_bpe.load`: a file, a folder or a named encoding) and the
-    format it was read as (``"encoding"`` for a named encoding)."""
-    if source_format is None and path in ENCODINGS and not os.path.exists(path):
-        return load(path), "encoding"
+    format it was read as (``"encoding"`` for a named encoding); :class:`~hf_bpe.sources.SourceError`
+    naming what a source may be when ``path`` is neither a named encoding nor a file or folder."""
+    if source_format is None and not os.path.exists(path):
+        if path in ENCODINGS:
+            return load(path), "encoding"
+        raise SourceError(f"unknown tokenizer {path!r}: it is neither a named encoding "
+                          f"({', '.join(list_encoding_names())}) nor a file or folder")
     fmt = source_format or detect_format(path)
     return load(path, format=fmt, pattern=pattern, special_tokens=parse_specials(specials)), fmt
+
+
+def missing_folder(path: Path) -> Path | None:
+    """The outermost folder above ``path`` that does not exist yet (writing ``path`` creates it), or None.
+
+    >>> missing_folder(Path("/")) is None
+    True
+    """
+    missing = None
+    for folder in path.parents:
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def report_created(folder: Path | None) -> None:
+    """Say that the command created ``folder`` (from :func:`missing_folder`), as ``train`` and ``convert`` do."""
+    if folder is not None and folder.is_dir():
+        print(f"  created the folder {folder} (it did not exist)")
 
 
 def parse_specials(specials: Sequence[str]) -> dict[str, int]:

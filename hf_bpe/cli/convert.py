@@ -23,7 +23,15 @@ import conversion.gpt2
 import conversion.hf
 import conversion.sentencepiece
 import conversion.tiktoken
-from hf_bpe.cli.common import UsageError, format_option, naming_lossy, read_source_argument, source_options
+from hf_bpe.cli.common import (
+    UsageError,
+    format_option,
+    missing_folder,
+    naming_lossy,
+    read_source_argument,
+    report_created,
+    source_options,
+)
 from hf_bpe.cli.inspect import pattern_name
 from hf_bpe.errors import LossyConversionWarning
 from hf_bpe.model import BPE
@@ -37,6 +45,11 @@ def register(subparsers: Any) -> None:
         help="convert a tokenizer between formats",
         description="Read SRC (format detected, or --from) and write it as --to FORMAT at OUT. "
         f"Formats: {', '.join(FORMATS)}.",
+        epilog="examples:\n  hf-bpe convert gpt2-folder/ --to tiktoken gpt2.tiktoken\n"
+        "  hf-bpe convert cl100k_base --to hf tokenizer.json\n"
+        "  hf-bpe convert tokenizer.model --to folder my-tokenizer/\n"
+        "  hf-bpe convert my.tiktoken --pattern cl100k --special '<|endoftext|>=100257' --to hf tokenizer.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     convert.add_argument("source", type=Path, metavar="SRC", help="file, folder or named encoding to read")
     convert.add_argument("out", type=Path, metavar="OUT", help="file or folder to write")
@@ -52,10 +65,12 @@ def register(subparsers: Any) -> None:
 def run(arguments: argparse.Namespace) -> int:
     """Convert; a refused conversion prints the reason and names ``--lossy`` (exit status 1)."""
     model, source_format = read_source_argument(arguments, arguments.source)
+    created = missing_folder(arguments.out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LossyConversionWarning)
         written = write_model(model, arguments.target, arguments.out, lossy=arguments.lossy)
     print(f"{arguments.source} ({source_format}) -> {written} ({arguments.target}): {describe_briefly(model)}")
+    report_created(created)
     for warning in caught:
         if issubclass(warning.category, LossyConversionWarning):
             print(f"hf-bpe convert: warning: {warning.message}", file=sys.stderr)
@@ -93,4 +108,5 @@ def write_model(model: BPE, target: str, out: Path, *, lossy: bool = False) -> P
 
 
 def describe_briefly(model: BPE) -> str:
-    return f"{model.kind} model, {model.n_vocab} ids, {len(model.special_tokens)} special tokens"
+    specials = len(model.special_tokens)
+    return f"{model.kind} model, {model.n_vocab} ids, {specials} special token{'s' if specials != 1 else ''}"

@@ -24,6 +24,8 @@ def register(subparsers: Any) -> None:
         "inspect",
         help="show a tokenizer's format, vocabulary, special tokens, pattern and a sample encoding",
         description="Read PATH (format detected, or --from) and describe it.",
+        epilog="examples:\n  hf-bpe inspect tokenizer.model\n  hf-bpe inspect cl100k_base --text 'hello world' --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     inspect.add_argument("path", type=Path, metavar="PATH", help="file, folder or named encoding to read")
     format_option(inspect, "PATH")
@@ -66,7 +68,7 @@ def describe(model: BPE, source_format: str, text: str) -> dict[str, Any]:
         "name": model.name,
         "kind": model.kind,
         "vocab_size": model.n_vocab,
-        "ordinary_tokens": model.n_vocab - len(specials) - _holes(model),
+        "ordinary_tokens": model.n_ordinary,
         "special_tokens": len(specials),
         "special_token_list": dict(specials[:20]) | ({"...": len(specials) - 20} if len(specials) > 20 else {}),
         "pattern": pattern_name(model),
@@ -83,8 +85,3 @@ def describe(model: BPE, source_format: str, text: str) -> dict[str, Any]:
     description["sample_tokens"] = pieces
     return description
 
-
-def _holes(model: BPE) -> int:
-    if model.sentencepiece is not None:
-        return 0
-    return model.n_vocab - len(model.mergeable_ranks) - len(model.special_tokens)

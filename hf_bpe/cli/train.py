@@ -24,7 +24,7 @@ from typing import Any
 
 from hf_bpe import patterns
 from hf_bpe.cli import train_sentencepiece
-from hf_bpe.cli.common import UsageError, load_dataset
+from hf_bpe.cli.common import UsageError, load_dataset, missing_folder, report_created
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.train import count_pieces, train_from_counts
 
@@ -36,6 +36,10 @@ def register(subparsers: Any) -> None:
         help="learn a tokenizer from text files, a dataset, or the default corpus",
         description="Learn a byte-level BPE tokenizer. With neither FILES nor --dataset, trains on an "
         "embedded default corpus: Python's own documentation (pydoc_data.topics).",
+        epilog="examples:\n  hf-bpe train --vocab-size 4096 --special-token '<|endoftext|>' --out my-tokenizer\n"
+        "  hf-bpe train corpus/*.txt --vocab-size 32000 --pattern o200k --out tok\n"
+        "  hf-bpe train --dataset wikitext --dataset-config wikitext-2-raw-v1 --vocab-size 8192 --out wiki",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     source = train.add_argument_group("input (at most one of FILES and --dataset)")
     source.add_argument(
@@ -128,6 +132,7 @@ def run(arguments: argparse.Namespace) -> int:
 
     eos = "<|endoftext|>" if "<|endoftext|>" in model.special_tokens else None
     training = {"corpus": described, "vocab_size": arguments.vocab_size, "usage": training_usage(model, counts)}
+    created = missing_folder(arguments.out)
     save_tokenizer_folder(model, arguments.out, eos_token=eos, card={"training": training})
     path = arguments.out / MODEL_FILE
 
@@ -139,6 +144,7 @@ def run(arguments: argparse.Namespace) -> int:
         f"  {model.n_vocab} tokens: 256 bytes + {merges} merges + {specials} special token{'s' if specials != 1 else ''}; "
         f"pattern {pattern}; trained on {described} in {elapsed:.1f} s"
     )
+    report_created(created)
     return 0
 
 

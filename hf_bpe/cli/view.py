@@ -22,9 +22,7 @@ import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_bpe import encodings
-from hf_bpe.cli.common import UsageError, parse_specials, source_options
-from hf_bpe.sources import load
+from hf_bpe.cli.common import UsageError, read_source, source_options
 
 if TYPE_CHECKING:
     from hf_bpe.model import BPE
@@ -38,6 +36,9 @@ def register(subparsers: Any) -> None:
         description="Show how each TOKENIZER cuts text into tokens. Without --text or --html, serve a page "
         "on 127.0.0.1 (a free port) where the tokens update as you type, and open it in the browser; "
         "Ctrl-C stops it.",
+        epilog="examples:\n  hf-bpe view gpt2 cl100k_base my-tokenizer/\n  hf-bpe view gpt2 --text 'Hello world'\n"
+        "  echo 'Hello world' | hf-bpe view o200k_base --text -\n  hf-bpe view gpt2 cl100k_base --html tokens.html",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     view.add_argument("tokenizers", nargs="+", metavar="TOKENIZER",
                       help="a named encoding (gpt2, r50k_base, cl100k_base, o200k_base) or a tokenizer "
@@ -63,7 +64,7 @@ def register(subparsers: Any) -> None:
 def run(arguments: argparse.Namespace) -> int:
     """Run a parsed ``view`` command line; returns the exit status (0 ok, 1 failed, 2 bad input)."""
     try:
-        tokenizers = [(source, load_tokenizer(source, pattern=arguments.pattern, specials=arguments.special))
+        tokenizers = [(source, read_source(source, None, pattern=arguments.pattern, specials=arguments.special)[0])
                       for source in arguments.tokenizers]
         text = _text(arguments.text)
     except (UsageError, ValueError, OSError, ImportError) as error:  # hf_bpe.load's SourceError is a ValueError
@@ -77,17 +78,6 @@ def run(arguments: argparse.Namespace) -> int:
     if text is not None:
         return _print(tokenizers, text, arguments.color)
     return _serve(tokenizers, arguments)
-
-
-def load_tokenizer(source: str, *, pattern: str | None = None, specials: list[str] | None = None) -> BPE:
-    """The model named or stored at ``source``: a named encoding, else a file or folder in any format
-    :func:`hf_bpe.load` reads (its error when it cannot)."""
-    if source not in encodings.ENCODINGS and not Path(source).exists():
-        raise UsageError(
-            f"unknown tokenizer {source!r}: it is neither a named encoding "
-            f"({', '.join(encodings.list_encoding_names())}) nor a file or folder"
-        )
-    return load(source, pattern=pattern, special_tokens=parse_specials(specials or ()))
 
 
 def _text(given: str | None) -> str | None:

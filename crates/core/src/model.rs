@@ -676,6 +676,19 @@ impl Model {
         self.encode_ordinary_with_offsets(&text[done..], done, out, starts)
     }
 
+    /// The ids of `piece` merged as one piece, with no split pattern and no special tokens: the
+    /// piece itself when `whole` and it is a token, else the merge loop on its bytes (any bytes,
+    /// valid UTF-8 or not). `None` for SentencePiece models, which merge characters, not bytes.
+    pub fn encode_single_piece(&self, piece: &[u8], whole: bool) -> Option<Vec<Rank>> {
+        let ByteLevel { merges, .. } = self.byte_level()?;
+        let mut out = Vec::with_capacity(piece.len());
+        match whole.then(|| self.token_id(piece)).flatten() {
+            Some(id) => out.push(id),
+            None => merges.encode_piece(piece, &mut out),
+        }
+        Some(out)
+    }
+
     /// The bytes of one token (mergeable or special).
     #[inline]
     pub fn token_bytes(&self, id: Rank) -> Option<&[u8]> {
@@ -968,6 +981,20 @@ mod tests {
         model.encode_ordinary("hello hell", &mut ids).unwrap();
         // "hello" is a token; " hell" is a piece that is not, so it merges: ' ' + 'hell'.
         assert_eq!(ids, vec![259, b' ' as Rank, 258]);
+    }
+
+    #[test]
+    fn single_piece_of_any_bytes() {
+        let model = small_model();
+        // Whole: "hello" is a token; not whole: the merge loop gives the same here.
+        assert_eq!(model.encode_single_piece(b"hello", true), Some(vec![259]));
+        assert_eq!(model.encode_single_piece(b"hello", false), Some(vec![259]));
+        // Spaces and invalid UTF-8 are merged as bytes, with no split pattern.
+        assert_eq!(
+            model.encode_single_piece(b"he \xff", true),
+            Some(vec![256, Rank::from(b' '), 0xff])
+        );
+        assert_eq!(model.encode_single_piece(b"", true), Some(vec![]));
     }
 
     #[test]

@@ -504,12 +504,19 @@ impl CoreBPE {
     }
 
     /// A policy that cuts out arbitrary `(text, id)` tokens (e.g. tokens added by a tokenizer at
-    /// run time) and encodes them as those ids; nothing is disallowed. Longest match wins.
-    fn added_tokens_policy(&self, py: Python<'_>, tokens: Vec<(String, Rank)>) -> PyResult<SpecialPolicy> {
+    /// run time, or a second name of a special token) and encodes them as those ids; the texts in
+    /// `disallowed` raise (none by default). Longest match wins.
+    #[pyo3(signature = (tokens, disallowed=Vec::new()))]
+    fn added_tokens_policy(
+        &self,
+        py: Python<'_>,
+        tokens: Vec<(String, Rank)>,
+        disallowed: Vec<String>,
+    ) -> PyResult<SpecialPolicy> {
         guarded(py, || {
             Ok(SpecialPolicy {
                 allowed: SpecialMatcher::new(tokens.iter().map(|(text, id)| (text.as_str(), *id))),
-                disallowed: SpecialMatcher::new([]),
+                disallowed: SpecialMatcher::new(disallowed.iter().map(|text| (text.as_str(), 0))),
             })
         })
     }
@@ -605,6 +612,39 @@ impl CoreBPE {
                 Ok(())
             })?;
             Ok((ids, lengths))
+        })
+    }
+
+    /// The number of ids of each of `parts` (UTF-8 bytes, checked on the worker threads), without
+    /// making the ids: counting a file read as bytes needs no `str` and no list of ints.
+    #[pyo3(signature = (parts, policy=None, num_threads=None))]
+    fn count_utf8_batch(
+        &self,
+        py: Python<'_>,
+        parts: Vec<Bound<'_, PyBytes>>,
+        policy: Option<&SpecialPolicy>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Vec<usize>> {
+        guarded(py, || {
+            let pool = thread_pool(num_threads)?;
+            let slices: Vec<&[u8]> = parts.iter().map(|part| part.as_bytes()).collect();
+            let policy = policy.unwrap_or(&self.ordinary);
+            let counted = py.detach(|| {
+                parallel_map(&pool, &slices, |bytes| match std::str::from_utf8(bytes) {
+                    Ok(text) => self.encode_policy(text, policy).map(|ids| Ok(ids.len())),
+                    Err(error) => Ok(Err(error.valid_up_to())),
+                })
+            });
+            counted
+                .into_iter()
+                .enumerate()
+                .map(|(index, result)| match result.map_err(|f| f.into_py(py))? {
+                    Ok(count) => Ok(count),
+                    Err(offset) => Err(PyValueError::new_err(format!(
+                        "part {index} is not UTF-8: byte {offset} starts no valid UTF-8 sequence"
+                    ))),
+                })
+                .collect()
         })
     }
 
@@ -709,6 +749,13 @@ impl CoreBPE {
                 .map(|bytes| PyBytes::new(py, bytes))
                 .ok_or_else(|| unknown_token(py, value, self.model.n_vocab()))
         })
+    }
+
+    /// The ids of `piece` (bytes) merged as one piece (see `Model::encode_single_piece`); None for
+    /// SentencePiece models.
+    #[pyo3(signature = (piece, whole=true))]
+    fn encode_single_piece(&self, py: Python<'_>, piece: &[u8], whole: bool) -> PyResult<Option<Vec<Rank>>> {
+        guarded(py, || Ok(self.run(py, piece.len(), || self.model.encode_single_piece(piece, whole))))
     }
 
     /// The id of a mergeable token given its bytes, or None.
