@@ -19,6 +19,9 @@ MODULES = [
     "conversion.sentencepiece",
     "conversion.hf",
     "hf_bpe.sentencepiece",
+    "hf_bpe.distributed.train",
+    "hf_bpe.distributed.tokenize",
+    "hf_bpe.distributed._inputs",
 ]
 
 
