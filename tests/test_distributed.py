@@ -88,7 +88,7 @@ def test_train_on_ray_is_train_on_the_same_files(ray_session: Any, corpus: list[
 
 @pytest.mark.ray
 def test_train_on_a_ray_dataset_is_train_on_its_rows(ray_session: Any) -> None:
-    documents = textgen.documents(random.Random(5), scaled(200_000))
+    documents = textgen.documents(random.Random(5), scaled(100_000))
     dataset = ray_session.data.from_items([{"text": text, "id": i} for i, text in enumerate(documents)],
                                           override_num_blocks=7)
     ours = hf_bpe.distributed.train(dataset, 800, pattern="cl100k", special_tokens=[SPECIAL, "<|pad|>"])
@@ -437,7 +437,7 @@ def shard_processes(ray: Any) -> list[int]:
 def test_a_killed_worker_fails_the_shard_and_the_rerun_finishes_only_the_rest(
     ray_session: Any, tmp_path: Path
 ) -> None:
-    paths = write_corpus(tmp_path / "corpus", 4, 16, scaled(400_000))
+    paths = write_corpus(tmp_path / "corpus", 4, 16, scaled(250_000))
     reference = tmp_path / "reference"
     hf_bpe.distributed.tokenize(paths, "gpt2", reference, eot=SPECIAL, shard_size=1, num_workers=2)
     out = tmp_path / "out"

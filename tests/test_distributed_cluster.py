@@ -110,6 +110,7 @@ def test_a_two_node_cluster_trains_and_tokenizes_like_one_process(
     out = tmp_path / "out"
     out.mkdir()
     run = subprocess.run([sys.executable, "-c", DRIVER, address, str(out), *map(str, paths)], env=environment,
+                         check=False,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "nodes 2 cpus 2.0" in run.stdout
