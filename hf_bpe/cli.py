@@ -107,14 +107,19 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--quiet", action="store_true", help="no progress bars")
     train.set_defaults(run=_train, parser=train)
 
-    from hf_bpe import cli_convert
+    from hf_bpe import cli_convert, cli_distributed
 
+    cli_distributed.add_train_options(train)
     cli_convert.register(commands)
+    cli_distributed.register(commands)
     return parser
 
 
 def _train(arguments: argparse.Namespace) -> int:
     import hf_bpe
+    from hf_bpe import cli_distributed
+
+    cli_distributed.reclaim_files(arguments, "files")
 
     if arguments.files and arguments.dataset:
         raise UsageError("give FILES or --dataset, not both")
@@ -133,7 +138,8 @@ def _train(arguments: argparse.Namespace) -> int:
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
 
     started = time.perf_counter()
-    model = hf_bpe.train(
+    train = hf_bpe.train if arguments.ray is None else cli_distributed.train_on_ray(arguments)
+    model = train(
         corpus,
         arguments.vocab_size,
         files=files,

@@ -28,7 +28,7 @@ from conftest import require_shared, scaled
 import hf_bpe
 import hf_bpe.distributed
 from hf_bpe.distributed import ShardError
-from hf_bpe.distributed.train import prune
+from hf_bpe.distributed.training import prune
 
 SPECIAL = "<|endoftext|>"
 RAY_REASON = "Ray is not installed (pip install 'hf_bpe[ray]'); the distributed tests need a real local Ray"
@@ -470,3 +470,42 @@ def test_a_killed_worker_fails_the_shard_and_the_rerun_finishes_only_the_rest(
     hf_bpe.distributed.tokenize(paths, "gpt2", out, eot=SPECIAL, shard_size=1)
     assert file_bytes(out) == file_bytes(reference)
     assert all((out / name).stat().st_mtime_ns == mtime for name, mtime in finished.items())
+
+
+# ---------------------------------------------------------------------------------------- command line
+
+
+@pytest.mark.ray
+def test_cli_train_with_ray_saves_the_model_train_saves(ray_session: Any, corpus: list[Path], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from hf_bpe import cli
+
+    # --ray followed by a glob: argparse takes the glob for the address; it is given back to FILES.
+    pattern = str(corpus[0].parent / "*.txt")
+    assert cli.main(["train", "--ray", pattern, "--vocab-size", "500", "--special-token", SPECIAL,
+                     "--out", str(tmp_path / "ray"), "--quiet"]) == 0
+    assert cli.main(["train", *map(str, corpus), "--vocab-size", "500", "--special-token", SPECIAL,
+                     "--out", str(tmp_path / "here"), "--quiet"]) == 0
+    ours = hf_bpe.BPE.load(tmp_path / "ray" / "hf_bpe.json")
+    reference = hf_bpe.BPE.load(tmp_path / "here" / "hf_bpe.json")
+    assert ours.mergeable_ranks == reference.mergeable_ranks and ours.special_tokens == reference.special_tokens
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--ray", "--dataset", "x.jsonl", "--vocab-size", "500", "--out", str(tmp_path / "d")])
+    assert "--ray trains on FILES" in capsys.readouterr().err
+
+
+def test_cli_tokenize_writes_what_the_api_writes(mixed_inputs: tuple[list[Path], list[str]], local_tokenized: Path,
+                                                 tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hf_bpe import cli
+
+    paths, documents = mixed_inputs
+    out = tmp_path / "out"
+    status = cli.main(["tokenize", *map(str, paths), "--tokenizer", "gpt2", "--eot", SPECIAL, "--out", str(out),
+                       "--shard-size", str(scaled(20_000)), "--num-workers", "2"])
+    assert status == 0
+    assert file_bytes(out) == file_bytes(local_tokenized)
+    assert f"{len(documents):,} documents" in capsys.readouterr().out
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe")
+    status = cli.main(["tokenize", str(tmp_path / "bad.txt"), "--tokenizer", "gpt2", "--out", str(tmp_path / "b")])
+    assert status == 1
+    assert "shard-00000" in capsys.readouterr().err

@@ -19,8 +19,8 @@ MODULES = [
     "conversion.sentencepiece",
     "conversion.hf",
     "hf_bpe.sentencepiece",
-    "hf_bpe.distributed.train",
-    "hf_bpe.distributed.tokenize",
+    "hf_bpe.distributed.training",
+    "hf_bpe.distributed.tokenizing",
     "hf_bpe.distributed._inputs",
 ]
 
