@@ -6,9 +6,17 @@ Ray is optional (``pip install 'hf_bpe[ray]'``); it is imported only when asked 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -76,12 +84,27 @@ def connect(ray_address: str | None, num_workers: int | None) -> Iterator[Cluste
 
 
 def run_local(
-    work: Callable[[Any], Any], items: list[Any], workers: int, on_done: Callable[[int, Any], None]
+    work: Callable[[Any], Any],
+    items: list[Any],
+    workers: int,
+    on_done: Callable[[int, Any], None],
+    *,
+    processes: tuple[Callable[[Any], Any], Callable[..., None], tuple[Any, ...]] | None = None,
 ) -> None:
     """Run ``work(item)`` for every item on ``workers`` threads (the core releases the GIL), calling
     ``on_done(index, result)`` in this thread as each finishes; the first failure cancels what has
-    not started and is raised."""
-    with ThreadPoolExecutor(workers) as pool:
+    not started and is raised (the running ones finish first). With ``processes=(process_work,
+    initializer, arguments)`` and more than one item and worker, ``process_work(item)`` (a module-level
+    function) runs instead in fresh processes, each set up once by ``initializer(*arguments)``: for
+    work whose Python part (parsing, conversions) would otherwise hold the GIL."""
+    pool: Executor
+    if processes is not None and workers > 1 and len(items) > 1:
+        work, initializer, arguments = processes
+        pool = ProcessPoolExecutor(min(workers, len(items)), mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=initializer, initargs=arguments)
+    else:
+        pool = ThreadPoolExecutor(workers)
+    with pool:
         pending: dict[Future[Any], int] = {pool.submit(work, item): index for index, item in enumerate(items)}
         try:
             while pending:

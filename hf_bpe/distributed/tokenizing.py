@@ -37,7 +37,9 @@ import json
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +152,13 @@ def tokenize(
     if todo:
         with _cluster.connect(ray_address, num_workers) as cluster:
             if cluster.ray is None:
-                _cluster.run_local(lambda job: write_shard(model, job), todo, cluster.workers,
-                                   lambda index, record: records.__setitem__(todo[index].name, record))
+                try:
+                    _cluster.run_local(partial(write_shard, model), todo, cluster.workers,
+                                       lambda index, record: records.__setitem__(todo[index].name, record),
+                                       processes=(_write_shard_in_process, _use_model, (model,)))
+                except BrokenProcessPool as error:
+                    raise ShardError(f"a worker process died ({error}): killed, or out of memory. The finished "
+                                     "shards are kept: run the same command again to write the rest") from None
             else:
                 _run_on_ray(cluster, model, todo, records, max_retries)
     shards = [records[job.name] for job in jobs]
@@ -195,6 +202,20 @@ def plan_shards(paths: list[Path], shard_size: int) -> list[list[dict[str, Any]]
     if current:
         shards.append(current)
     return shards
+
+
+_process_model: BPE | None = None
+
+
+def _use_model(model: BPE) -> None:
+    """Set up a worker process of the local pool: the model its shards are encoded with."""
+    global _process_model
+    _process_model = model
+
+
+def _write_shard_in_process(job: ShardJob) -> dict[str, Any]:
+    assert _process_model is not None, "the worker process was not set up with a model"
+    return write_shard(_process_model, job)
 
 
 def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:

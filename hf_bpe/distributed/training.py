@@ -87,10 +87,16 @@ def train(
         groups = _inputs.group_by_size(_inputs.expand(inputs), group_bytes)
         job = (split, specials, prune_below)
         if cluster.ray is None:
-            tables: list[PieceCounts] = []
-            _cluster.run_local(lambda group: count_files(group, *job), groups, cluster.workers,
-                               lambda _index, table: tables.append(table))
-            return _learn(vocab_size, name, *tables)
+            total: list[Any] = []  # each table is added in place as it comes, then dropped
+
+            def add(_index: int, table: PieceCounts) -> None:
+                if total:
+                    total[0] += table
+                else:
+                    total.append(table)
+
+            _cluster.run_local(lambda group: count_files(group, *job), groups, cluster.workers, add)
+            return _learn(vocab_size, name, *total)
         ray = cluster.ray
         count = ray.remote(num_cpus=1)(count_files)
         pending = [count.remote(group, *job) for group in groups]
