@@ -109,6 +109,14 @@ def test_train_on_ray_is_train_on_the_shared_corpora(ray_session: Any) -> None:
     same_model(ours, reference, [path.read_text(encoding="utf-8")[:20_000] for path in paths])
 
 
+@pytest.mark.ray
+def test_train_on_ray_names_a_file_that_is_not_utf8(ray_session: Any, corpus: list[Path], tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.txt: not UTF-8 text: invalid byte 0xe9 at byte offset 3"):
+        hf_bpe.distributed.train([*corpus[:3], bad], 300, group_bytes=1)
+
+
 def test_train_on_local_threads_is_train_on_the_same_files(corpus: list[Path]) -> None:
     ours = hf_bpe.distributed.train(corpus, 700, pattern="o200k", special_tokens=[SPECIAL], group_bytes=1,
                                     num_workers=2)

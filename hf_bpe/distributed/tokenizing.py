@@ -103,8 +103,10 @@ def tokenize(
     ``tokenizer``: a :class:`hf_bpe.BPE`, a :class:`hf_bpe.BPETokenizer`, a named encoding
     (``"gpt2"``), a model file (``hf_bpe.json``, ``tokenizer.json``) or a tokenizer folder. ``eot``: an
     id or a special token's text appended after every document. Runs on Ray when this process is
-    connected to it or ``ray_address`` is given, else on ``num_workers`` local threads (default: every
-    core); ``max_retries``: how often Ray reruns a shard whose worker died.
+    connected to it or ``ray_address`` is given, else on ``num_workers`` local cores (default: every
+    core; with more than one, in spawned worker processes, so a script calls it under ``if __name__ ==
+    "__main__":`` as ``multiprocessing`` requires); ``max_retries``: how often Ray reruns a shard whose
+    worker died.
 
     >>> import pathlib, tempfile, numpy, hf_bpe.distributed
     >>> folder = pathlib.Path(tempfile.mkdtemp())

@@ -19,7 +19,6 @@ most frequent pair over the next is within what pruning removed from it (see ``d
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -111,15 +110,16 @@ def count_files(paths: list[Path], split: Any, specials: list[str], prune_below:
 
 
 def count_documents(batch: Any, split: Any, specials: list[str], text_column: str,
-                    prune_below: int | None) -> dict[str, list[bytes]]:
-    """One block of a Ray Dataset (a pyarrow table) as one pickled table in a one-row block."""
+                    prune_below: int | None) -> dict[str, list[PieceCounts]]:
+    """One block of a Ray Dataset (a pyarrow table) as its table, in a one-row block (Ray Data keeps
+    the object in a column of Python objects, serialized by Ray)."""
     texts = batch.column(text_column).to_pylist()
     counts = count_pieces(iter(texts), pattern=split, special_tokens=specials, show_progress=False,
                           num_threads=1, allow_empty=True) if texts else PieceCounts(
                               pattern=split, special_tokens=specials)
     if prune_below:
         counts = prune(counts, prune_below)
-    return {COUNTS_COLUMN: [pickle.dumps(counts, protocol=pickle.HIGHEST_PROTOCOL)]}
+    return {COUNTS_COLUMN: [counts]}
 
 
 def prune(counts: PieceCounts, min_count: int) -> PieceCounts:
@@ -146,8 +146,8 @@ def combine(*tables: PieceCounts) -> PieceCounts:
 
 
 def _unpack_blocks(*blocks: Any) -> PieceCounts:
-    """The sum of the tables in Ray Data output blocks (pyarrow tables of pickled tables)."""
-    tables = [pickle.loads(data) for block in blocks for data in block.column(COUNTS_COLUMN).to_pylist()]
+    """The sum of the tables in Ray Data output blocks (pyarrow tables with a column of tables)."""
+    tables = [table for block in blocks for table in block.column(COUNTS_COLUMN).to_pylist()]
     return combine(*tables)
 
 
