@@ -3,7 +3,7 @@
 The file reproduces ``SentencePieceProcessor`` with `tokenizers`' own parts:
 
 - **model**: ``BPE`` holding every piece under its id, the merges of
-  :func:`hf_bpe.sentencepiece.merge_list` (one pair per piece, by score), ``unk_token`` with
+  :func:`hf_bpe.sentencepiece_bpe.merge_list` (one pair per piece, by score), ``unk_token`` with
   ``fuse_unk`` (SentencePiece joins a run of unknown characters into one ``<unk>``) and
   ``byte_fallback`` as the model has it;
 - **normalizer**: SentencePiece's whitespace handling written as ``Replace`` steps (leading spaces,
@@ -31,9 +31,9 @@ from collections.abc import Sequence
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-from hf_bpe import BPE
 from hf_bpe.errors import ConversionError
-from hf_bpe.sentencepiece import (
+from hf_bpe.model import BPE
+from hf_bpe.sentencepiece_bpe import (
     BYTE,
     CONTROL,
     NORMAL,
@@ -55,7 +55,7 @@ def differences(spec: SentencePieceSpec) -> list[str]:
     """Why `tokenizers` cannot encode or decode as ``spec`` does, each with the pieces or settings
     concerned; empty when the file :func:`tokenizer` writes is exact.
 
-    >>> from hf_bpe.sentencepiece import Piece, UNKNOWN
+    >>> from hf_bpe.sentencepiece_bpe import Piece, UNKNOWN
     >>> differences(SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1), Piece("a", -2),
     ...                                Piece("▁a", -3))))
     []
@@ -132,7 +132,7 @@ def tokenizer(model: BPE) -> Tokenizer:
     empty, else the closest one (see the module documentation). No post-processor is set.
 
     >>> import hf_bpe
-    >>> from hf_bpe.sentencepiece import Piece, UNKNOWN, CONTROL
+    >>> from hf_bpe.sentencepiece_bpe import Piece, UNKNOWN, CONTROL
     >>> spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("<s>", 0, CONTROL), Piece("▁", -1),
     ...                           Piece("a", -2), Piece("▁a", -3)))
     >>> written = tokenizer(hf_bpe.BPE.from_sentencepiece(spec))
@@ -248,7 +248,7 @@ def probe_texts(spec: SentencePieceSpec, count: int = 2000, seed: int = 0) -> li
     pieces spelled out, whitespace runs, combining sequences and characters it lacks, now and then
     led or trailed by spaces: where SentencePiece and `tokenizers` can part ways.
 
-    >>> from hf_bpe.sentencepiece import Piece, UNKNOWN
+    >>> from hf_bpe.sentencepiece_bpe import Piece, UNKNOWN
     >>> spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁a", -1)))
     >>> len(probe_texts(spec, 10)), probe_texts(spec, 5) == probe_texts(spec, 5)
     (10, True)

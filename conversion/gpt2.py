@@ -23,10 +23,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from hf_bpe import BPE, patterns
+from hf_bpe import patterns, rules
 from hf_bpe._io import atomic_write, read_json, read_text
 from hf_bpe.byte_level import str_to_token, token_to_str
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
+from hf_bpe.model import BPE
 
 ENDOFTEXT = "<|endoftext|>"
 LEGACY_SPECIALS = (ENDOFTEXT, "<|startoftext|>")
@@ -137,7 +138,7 @@ def load(
         model = BPE.from_merges(vocab, pairs, pattern, specials, name=name or "gpt2")
     except InvalidVocabularyError as error:
         raise TokenizerFileError(encoder_json, str(error)) from None
-    if model.rank_rule_difference() is None:
+    if rules.rank_rule_difference(model) is None:
         return BPE(vocab, pattern, specials, name=model.name)
     return model
 
@@ -162,19 +163,14 @@ def save(model: BPE, directory: str | os.PathLike[str], *, lossy: bool = False) 
     """
     if not isinstance(model, BPE):
         raise TypeError(f"save expects an hf_bpe.BPE, got {type(model).__name__}")
-    if model.kind == "sentencepiece":
-        raise ConversionError(
-            f"{model!r} is a SentencePiece model and cannot be written as GPT-2 files: it merges characters "
-            "by piece score after normalizing (dummy prefix, spaces as U+2581, byte fallback), GPT-2 merges "
-            "bytes by a list after its split pattern; no lossy mode maps one onto the other"
-        )
+    rules.check_not_sentencepiece(model, "GPT-2 files", "GPT-2 merges bytes by a list")
     if patterns.resolve(model.pattern) != patterns.GPT2 and not lossy:
         raise ConversionError(
             f"GPT-2 files cannot hold the split pattern of {model!r} ({model.pattern!r}): they carry none and "
             "GPT2Tokenizer always splits with GPT-2's. Pass lossy=True to write them anyway (and load them "
             "with pattern=...)."
         )
-    difference = model.merge_rule_difference(False)
+    difference = rules.merge_rule_difference(model, False)
     if difference is not None and not lossy:
         raise ConversionError(
             f"GPT-2 files cannot hold {model!r} exactly: applying its merges list in order, without "

@@ -9,10 +9,11 @@
   and ``^`` match at every line end and start. :func:`translate_pattern` rewrites possessive
   quantifiers as atomic groups and anchors as ``\\z`` / ``\\A``. A model whose pattern is
   `tokenizers`' own Split pre-tokenizer (:class:`hf_bpe.patterns.Split`, what :func:`load` gives for
-  a custom Split) is written back as it is.
+  a custom Split) is written back as it is. The pre-tokenizer, both ways, and the probes that check
+  it live in :mod:`conversion._hf_pretokenizers`.
 - **Whole-piece rule.** ``ignore_merges: true``: a piece that is itself a token becomes that token.
-- **Merges.** A rank table has no merges; :func:`recover_merges` finds, for each token, the pair that
-  forms it when BPE runs on its bytes with lower ranks only.
+- **Merges.** A rank table has no merges; :attr:`hf_bpe.BPE.merges` recovers, for each token, the
+  pair that forms it when BPE runs on its bytes with lower ranks only.
 - **Ids.** `tokenizers` numbers added tokens that are not in the model's vocabulary consecutively
   after it, whatever ids the file says. So every id below the last run of consecutive added tokens
   lives in the model vocabulary: holes get placeholder entries (spelled with a space, which no
@@ -26,27 +27,33 @@ piece score, SentencePiece's whitespace handling as normalizer steps), exactly w
 
 from __future__ import annotations
 
-import functools
-import json
 import os
-import random
-import re
-import time
-import unicodedata
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from conversion import _hf_sentencepiece, _unicode_probe
-from hf_bpe import BPE, patterns
+from conversion import _hf_sentencepiece
+from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were defined here; still importable
+    BYTE_LEVEL_REGEX,
+    PROBE_SECONDS,
+    SPLIT_PROBE_EDGES,
+    checked_pattern,
+    describe,
+    is_byte_level,
+    pre_tokenizer_difference,
+    probe_texts,
+    split_probe_texts,
+    split_steps,
+    translate_pattern,
+)
+from hf_bpe import patterns, rules
 from hf_bpe._io import atomic_write, read_json
-from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token
+from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token, token_to_str, try_str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, LossyConversionWarning, TokenizerFileError
-from hf_bpe.model import MAX_DENSE_IDS
+from hf_bpe.model import BPE, MAX_DENSE_IDS
 
 __all__ = [
     "ConversionError",
@@ -54,7 +61,6 @@ __all__ = [
     "load",
     "pre_tokenizer_difference",
     "probe_texts",
-    "recover_merges",
     "save",
     "sentencepiece_differences",
     "sentencepiece_probe_texts",
@@ -64,178 +70,6 @@ __all__ = [
 
 PLACEHOLDER = "<unused id {id}>"
 """Vocabulary entry for an id the model does not use (never produced: it contains a space)."""
-
-
-_SPELLING = dict(BYTE_TO_UNICODE)
-
-
-def _spell(token: bytes) -> str:
-    """Token bytes in GPT-2's byte-to-unicode alphabet (``hf_bpe.byte_level.token_to_str``, faster)."""
-    return token.decode("latin-1").translate(_SPELLING)
-
-
-# ------------------------------------------------------------------------------------- pattern
-
-_QUANTIFIER = re.compile(r"\*|\+|\?|\{\d+(?:,\d*)?\}")
-_FLAGS = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?([:)])")
-
-
-def translate_pattern(pattern: str) -> str:
-    r"""Rewrite a split regex for Oniguruma, the engine of `tokenizers`, keeping its meaning.
-
-    tiktoken's regexes are fancy-regex's; `tokenizers` compiles them with Oniguruma's Ruby syntax.
-    Possessive quantifiers become atomic groups (Ruby reads ``X{1,3}+`` as ``(?:X{1,3})+``); ``^`` and
-    ``$`` become ``\A`` and ``\z`` (Ruby anchors them at every line) unless the ``m`` flag asks for
-    that; and flags are renamed (Ruby's ``m`` is fancy-regex's ``s``, "dot matches newline").
-
-    >>> translate_pattern(r"\p{N}{1,3}+|\s++$|[$^]|(?s:.)")
-    '(?>\\p{N}{1,3})|(?>\\s+)\\z|[$^]|(?m:.)'
-    """
-    out: list[str] = []
-    groups: list[tuple[int, bool]] = []  # where each open group starts in `out`, and the m flag outside it
-    multiline = False
-    atom: int | None = None  # where the last quantifiable item starts in `out`
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            end = _escape_end(pattern, i)
-            atom = len(out)
-            out.append(pattern[i:end])
-            i = end
-        elif char == "[":
-            end = _class_end(pattern, i)
-            atom = len(out)
-            out.append(pattern[i:end])
-            i = end
-        elif char == "(" and (flags := _FLAGS.match(pattern, i)):
-            on, off, kind = flags.group(1), flags.group(2) or "", flags.group(3)
-            inner = (multiline or "m" in on) and "m" not in off
-            ruby_on, ruby_off = _ruby_flags(on), _ruby_flags(off)
-            written = f"(?{ruby_on}{'-' + ruby_off if ruby_off else ''}"
-            if kind == ":":
-                groups.append((len(out), multiline))
-                out.append(written + ":")
-            elif written != "(?":
-                out.append(written + ")")
-            multiline = inner
-            atom = None
-            i = flags.end()
-        elif char == "(":
-            groups.append((len(out), multiline))
-            out.append(char)
-            atom = None
-            i += 1
-        elif char == ")":
-            atom, multiline = groups.pop() if groups else (None, multiline)
-            out.append(char)
-            i += 1
-        elif char == "|":
-            out.append(char)
-            atom = None
-            i += 1
-        elif char in "$^":
-            out.append(char if multiline else r"\z" if char == "$" else r"\A")
-            atom = len(out) - 1
-            i += 1
-        elif (match := _QUANTIFIER.match(pattern, i)) and atom is not None:
-            end = match.end()
-            if end < len(pattern) and pattern[end] == "+":  # possessive: X{..}+ -> (?>X{..})
-                quantified = "".join(out[atom:]) + match.group()
-                del out[atom:]
-                out.append(f"(?>{quantified})")
-                end += 1
-            else:
-                out.append(match.group())
-                if end < len(pattern) and pattern[end] == "?":  # lazy
-                    out.append("?")
-                    end += 1
-            i = end
-        else:
-            atom = len(out)
-            out.append(char)
-            i += 1
-    return "".join(out)
-
-
-def _ruby_flags(flags: str) -> str:
-    """fancy-regex inline flags as Ruby's: ``s`` is Ruby's ``m``; ``m`` is how Ruby always is."""
-    return "".join("m" if flag == "s" else flag for flag in flags if flag != "m")
-
-
-def _escape_end(pattern: str, start: int) -> int:
-    """Index just past the escape sequence starting at ``pattern[start] == '\\'``."""
-    if start + 1 >= len(pattern):
-        return len(pattern)
-    kind = pattern[start + 1]
-    if kind in "pPx" and start + 2 < len(pattern) and pattern[start + 2] == "{":
-        close = pattern.find("}", start + 3)
-        return len(pattern) if close < 0 else close + 1
-    if kind in "pP" and start + 2 < len(pattern):  # \pL
-        return start + 3
-    return start + 2
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """Index just past the character class opening at ``pattern[start] == '['`` (classes nest)."""
-    depth = 0
-    i = start
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i = _escape_end(pattern, i)
-            continue
-        if char == "[":
-            depth += 1
-            i += 1
-            if i < len(pattern) and pattern[i] == "^":
-                i += 1
-            if i < len(pattern) and pattern[i] == "]":  # a leading ']' is literal
-                i += 1
-            continue
-        if char == "]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(pattern)
-
-
-# -------------------------------------------------------------------------------------- merges
-
-
-def recover_merges(ranks: Mapping[bytes, int]) -> list[tuple[bytes, bytes]]:
-    """The merge list of a rank table, in rank order.
-
-    A token's merge is the pair BPE reaches when it runs on the token's own bytes with every other
-    token, stopping at two parts. If tiktoken ever forms the token by merging, it merges exactly
-    this pair: no merge reaches outside the token's bytes before it forms, so they merge as they do
-    alone. For vocabularies whose tokens rank after their parts (trained ones, tiktoken's) the steps
-    all use lower ranks: minbpe's ``recover_merges``. A token that never gets down to two parts is
-    reachable only as a whole piece and has no merge.
-
-    >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
-    >>> recover_merges(ranks)
-    [(b'a', b'b'), (b'ab', b'c')]
-    """
-    merges: list[tuple[int, bytes, bytes]] = []
-    for token, rank in ranks.items():
-        if len(token) < 2:
-            continue
-        parts = [token[i : i + 1] for i in range(len(token))]
-        while len(parts) > 2:  # (so no pair joins into the token itself)
-            best_index, best_rank = -1, None
-            for index in range(len(parts) - 1):
-                pair_rank = ranks.get(parts[index] + parts[index + 1])
-                if pair_rank is not None and (best_rank is None or pair_rank < best_rank):
-                    best_index, best_rank = index, pair_rank
-            if best_index < 0:
-                break
-            parts[best_index : best_index + 2] = [parts[best_index] + parts[best_index + 1]]
-        if len(parts) == 2:
-            merges.append((rank, parts[0], parts[1]))
-    merges.sort()
-    return [(left, right) for _, left, right in merges]
 
 
 # ----------------------------------------------------------------------------------- tokenizer
@@ -297,7 +131,7 @@ def build_tokenizer(
         )
     ranks = model.mergeable_ranks
     tokens = _added_token_table(model, ranks, added_tokens or {})
-    vocab = {_spell(token): rank for token, rank in ranks.items()}
+    vocab = {token_to_str(token): rank for token, rank in ranks.items()}
 
     # Ids from `first_appended` on are consecutive added tokens that `tokenizers` numbers itself;
     # every smaller id must be in the model vocabulary to keep its number.
@@ -324,14 +158,14 @@ def build_tokenizer(
     own = merges is None or list(merges) == own_merges
     if merges is None or own:
         merges = own_merges
-        difference = model.merge_rule_difference(ignore_merges)
+        difference = rules.merge_rule_difference(model, ignore_merges)
         if difference is not None:
             if not lossy:
                 raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: its merges list {difference}")
             proven.append(f"its merges list {difference}")
     bpe = models.BPE(
         vocab=vocab,
-        merges=[(_spell(left), _spell(right)) for left, right in merges],
+        merges=[(token_to_str(left), token_to_str(right)) for left, right in merges],
         fuse_unk=False,
         byte_fallback=False,
         ignore_merges=ignore_merges,
@@ -339,7 +173,7 @@ def build_tokenizer(
     tokenizer = Tokenizer(bpe)
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            *_split_steps(model.pattern),
+            *split_steps(model.pattern),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]
     )
@@ -374,12 +208,12 @@ def build_tokenizer(
 def sentencepiece_differences(model: BPE) -> list[str]:
     """Why `tokenizers` cannot encode or decode as the SentencePiece ``model`` does, naming the pieces
     or settings concerned (empty when :func:`save` writes it exactly). A merge order the pair-rank rule
-    of `tokenizers` cannot follow (see :func:`hf_bpe.sentencepiece.merge_list`), a precompiled
+    of `tokenizers` cannot follow (see :func:`hf_bpe.sentencepiece_bpe.merge_list`), a precompiled
     character map (`tokenizers` applies it per grapheme cluster), user-defined pieces next to the
     dummy prefix, and a few decoding corner cases are the reasons.
 
     >>> import conversion.hf, hf_bpe
-    >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, UNKNOWN, USER_DEFINED
+    >>> from hf_bpe.sentencepiece_bpe import Piece, SentencePieceSpec, UNKNOWN, USER_DEFINED
     >>> pieces = (Piece("<unk>", 0, UNKNOWN), Piece("▁", -1), Piece("a", -2), Piece("<sep>", 0, USER_DEFINED))
     >>> model = hf_bpe.BPE.from_sentencepiece(SentencePieceSpec(pieces))
     >>> [reason[:48] for reason in conversion.hf.sentencepiece_differences(model)]
@@ -397,7 +231,7 @@ def sentencepiece_probe_texts(model: BPE, count: int = 2000, seed: int = 0) -> l
     byte pieces spelled out, whitespace runs, combining sequences and characters it lacks.
 
     >>> import conversion.hf, hf_bpe
-    >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, UNKNOWN
+    >>> from hf_bpe.sentencepiece_bpe import Piece, SentencePieceSpec, UNKNOWN
     >>> model = hf_bpe.BPE.from_sentencepiece(SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁a", -1))))
     >>> len(conversion.hf.sentencepiece_probe_texts(model, 10))
     10
@@ -445,19 +279,6 @@ def _warn_lossy(model: BPE, lost: Sequence[str], wrong: Sequence[tuple[str, str]
         f"({100 * len(wrong) / probes:.2f}%, {probe_set}){example}. Why: " + "; ".join(lost)
     )
     warnings.warn(LossyConversionWarning(message, mismatches=len(wrong), probes=probes), stacklevel=4)
-def _split_steps(pattern: patterns.Pattern) -> list[pre_tokenizers.Split]:
-    """`tokenizers`' Split pre-tokenizers for a pattern: a tiktoken regex translated for Oniguruma
-    (its matches kept, the rest dropped), or the model's own Split steps as they are."""
-    if isinstance(pattern, str):
-        return [pre_tokenizers.Split(Regex(translate_pattern(pattern)), behavior="removed", invert=True)]
-    steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
-    return [
-        pre_tokenizers.Split(step.pattern if step.literal else Regex(step.pattern), behavior=step.behavior,
-                             invert=step.invert)
-        for step in steps
-    ]
-
-
 def save(
     model: BPE,
     path: str | os.PathLike[str],
@@ -506,7 +327,7 @@ def _added_token_table(
         )
         for text, token_id in model.special_tokens.items()
     }
-    spelled = {rank: _spell(token) for token, rank in ranks.items()}
+    spelled = {rank: token_to_str(token) for token, rank in ranks.items()}
     for token_id, token in added_tokens.items():
         if isinstance(token, str):
             token = AddedToken(token, special=False, normalized=True)
@@ -557,44 +378,6 @@ def _post_processor(
 
 # ------------------------------------------------------------------------------------ checking
 
-_PROBE_ALPHABET = [
-    *"aZéßſKİıǅʰ中文あア한ΩωдДاעก\u093c\u0301ⅷ٣５70²½",
-    *[" ", "  ", "\t", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x85", "\xa0", "\u2003", "\u3000", "\u2028"],
-    *["\u200b", "'", "'s", "'S", "'ll", "'LL", "'ve", "'re", "'d", "'m", "'t", "\u2019", "!", "?", ".", ","],
-    *[
-        "-",
-        "_",
-        "/",
-        "\\",
-        "(",
-        "<|",
-        "|>",
-        "😀",
-        "👍🏽",
-        "🇺🇸",
-        "\u200d",
-        "$",
-        "€",
-        "#",
-        "@",
-        "\x00",
-        "\ufeff",
-    ],
-    *["abc", "ABC", "Hello", "123", "12345", "   \n", " \n ", "\n\n\n", " the", " The", "ing", "2023"],
-]
-
-
-def probe_texts(count: int = 2000, seed: int = 0) -> list[str]:
-    """Short random texts mixing scripts, digits, every kind of space, contractions, emoji and
-    control characters: the places where regex engines disagree.
-
-    >>> len(probe_texts(10)), probe_texts(3) == probe_texts(3)
-    (10, True)
-    """
-    rng = random.Random(seed)
-    return ["".join(rng.choices(_PROBE_ALPHABET, k=rng.randint(1, 40))) for _ in range(count)]
-
-
 def _check_same_ids(model: BPE, tokenizer: Tokenizer, texts: Iterable[str] | None = None) -> None:
     texts = list(probe_texts() if texts is None else texts)
     ours = model.encode_ordinary_batch(texts)
@@ -611,10 +394,6 @@ def _check_same_ids(model: BPE, tokenizer: Tokenizer, texts: Iterable[str] | Non
 
 
 # ------------------------------------------------------------------------------------- reading
-
-BYTE_LEVEL_REGEX = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
-"""The regex of `tokenizers`' ``ByteLevel`` pre-tokenizer; it splits as GPT-2's pattern does."""
-
 
 def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, lossy: bool = False) -> BPE:
     """Load a byte-level BPE ``tokenizer.json``: ``encode(text, allowed_special="all")`` equals
@@ -684,11 +463,11 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         if model.get(option):
             raise refuse(f"model.{option} = {model[option]!r} is not supported (not byte-level BPE)")
     if document.get("normalizer") is not None:
-        raise refuse(f"the normalizer {_describe(document['normalizer'])} is not supported; byte-level BPE needs none")
-    pattern = _checked_pattern(document.get("pre_tokenizer"), refuse)
+        raise refuse(f"the normalizer {describe(document['normalizer'])} is not supported; byte-level BPE needs none")
+    pattern = checked_pattern(document.get("pre_tokenizer"), refuse)
     decoder = document.get("decoder")
-    if not _is_byte_level(decoder):
-        raise refuse(f"the decoder {_describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
+    if not is_byte_level(decoder):
+        raise refuse(f"the decoder {describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
 
     specials: dict[str, int] = {}
     for entry in document.get("added_tokens") or []:
@@ -715,9 +494,8 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             continue
         if spelled in specials:
             raise refuse(f"added token {spelled!r} has id {specials[spelled]} but vocab gives it {token_id}")
-        try:
-            token = str_to_token(spelled)
-        except KeyError:
+        token = try_str_to_token(spelled)
+        if token is None:
             continue  # not byte-level text: ByteLevel input never forms it
         vocab[token] = token_id
         spelled_ids[spelled] = token_id
@@ -747,279 +525,6 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         raise refuse(str(error)) from None
     except ValueError as error:  # the split pattern
         raise refuse(f"the split pattern cannot be used: {error}") from None
-    if loaded.rank_rule_difference() is None:
+    if rules.rank_rule_difference(loaded) is None:
         return BPE(vocab, pattern, specials, name=loaded.name)
     return loaded
-
-
-_BYTES_ONLY = {bytes([byte]): byte for byte in range(256)}
-
-
-def _checked_pattern(pre_tokenizer: Any, refuse: Any) -> patterns.Pattern:
-    """Our split pattern for the file's pre-tokenizer, checked to cut :func:`split_probe_texts` into
-    the same pieces as `tokenizers` running that pre-tokenizer: a named pattern the file spells
-    (faster) when it passes, else the file's own Split steps on Oniguruma; refused when neither does."""
-    candidates = _split_rules(pre_tokenizer, refuse)
-    try:
-        _TheirSplitter(pre_tokenizer)
-    except Exception as error:  # noqa: BLE001 - whatever tokenizers raises, the file is refused with it
-        raise refuse(f"tokenizers cannot read the pre-tokenizer: {error}") from None
-    difference = None
-    for pattern in candidates:
-        try:
-            splitter = BPE(_BYTES_ONLY, pattern)
-        except ValueError as error:
-            raise refuse(f"the split pattern cannot be used: {error}") from None
-        difference = pre_tokenizer_difference(splitter, pre_tokenizer)
-        if difference is None:
-            return pattern
-    raise refuse(f"hf_bpe cannot load this pre-tokenizer ({patterns.describe(pattern)}) exactly: {difference}")
-
-
-def _describe(component: Any) -> str:
-    if isinstance(component, dict):
-        return repr(component.get("type"))
-    return repr(component)
-
-
-def _is_byte_level(component: Any) -> bool:
-    if not isinstance(component, dict):
-        return False
-    if component.get("type") == "Sequence":
-        parts = component.get("decoders") or component.get("pretokenizers") or []
-        return len(parts) == 1 and _is_byte_level(parts[0])
-    return component.get("type") == "ByteLevel"
-
-
-_BEHAVIORS = {"".join(word.capitalize() for word in behavior.split("_")): behavior for behavior in patterns.BEHAVIORS}
-"""`tokenizers`' JSON names of the Split behaviors ("MergedWithPrevious") -> ours ("merged_with_previous")."""
-
-_BYTE_LEVEL_STEP = patterns.Split(BYTE_LEVEL_REGEX, "isolated")
-"""What ``ByteLevel`` with ``use_regex`` does before mapping bytes: an isolated Split on its regex."""
-
-
-def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
-    """Our split patterns for a byte-level pre-tokenizer, to try in turn: a named pattern first when
-    the file spells one (its scanner is faster), then the file's Split steps as they are."""
-    steps = pre_tokenizer.get("pretokenizers", []) if isinstance(pre_tokenizer, dict) and \
-        pre_tokenizer.get("type") == "Sequence" else [pre_tokenizer]
-    if not steps or not _is_byte_level(steps[-1]):
-        raise refuse(f"the pre-tokenizer {_describe(pre_tokenizer)} is not supported; byte-level BPE ends in ByteLevel")
-    byte_level = steps[-1]
-    if byte_level.get("add_prefix_space"):
-        raise refuse("ByteLevel's add_prefix_space is not supported (it changes the text before splitting)")
-    splits = [_split_step(step, refuse) for step in steps[:-1]]
-    if byte_level.get("use_regex", True):
-        splits.append(_BYTE_LEVEL_STEP)
-    if not splits:
-        raise refuse("ByteLevel without its regex and without a Split step: nothing splits the text")
-    exact = patterns.resolve(splits)
-    if len(splits) == 1:
-        split = splits[0]
-        keeps_all = (split.behavior, split.invert) in (("isolated", False), ("removed", True))
-        for named in (patterns.GPT2, patterns.CL100K, patterns.O200K):
-            # As save writes them, or as ByteLevel's own regex; these match every character, so the
-            # text between matches is empty whether kept or dropped.
-            spellings = {translate_pattern(named)} | ({BYTE_LEVEL_REGEX} if named == patterns.GPT2 else set())
-            if keeps_all and not split.literal and split.pattern in spellings:
-                return [named, exact]
-    return [exact]
-
-
-def _split_step(step: Any, refuse: Any) -> patterns.Split:
-    """A ``Split`` pre-tokenizer of the file as a :class:`hf_bpe.patterns.Split`."""
-    if not isinstance(step, dict) or step.get("type") != "Split":
-        raise refuse(
-            f"the pre-tokenizer step {_describe(step)} is not supported (expected Split steps followed by ByteLevel)"
-        )
-    pattern = step.get("pattern")
-    if not isinstance(pattern, dict) or len(pattern) != 1 or not isinstance(next(iter(pattern.values())), str) \
-            or next(iter(pattern)) not in ("Regex", "String"):
-        raise refuse(f"a Split has the pattern {pattern!r:.80}; expected {{\"Regex\": ...}} or {{\"String\": ...}}")
-    behavior = _BEHAVIORS.get(step.get("behavior"))  # type: ignore[arg-type]
-    if behavior is None:
-        raise refuse(f"a Split has the behavior {step.get('behavior')!r:.40}; expected one of {', '.join(_BEHAVIORS)}")
-    invert = step.get("invert")
-    if not isinstance(invert, bool):
-        raise refuse(f"a Split has invert = {invert!r:.40}; expected true or false")
-    kind, text = next(iter(pattern.items()))
-    return patterns.Split(text, behavior, invert, literal=kind == "String")
-
-
-# ------------------------------------------------------------------------------ checking splits
-
-SPLIT_PROBE_EDGES = (
-    "\r\n", "\r\n\r\n", " \r\n", "x\r\ny", "a\rb", "\n\n\n", "   \n", " \n ", "\t\t", "a  ", "  a",
-    "'s", "'S", "'ll", "'LL", "'Ve", "\u2019s", "''s", "it's", "IT'S", "don't", "'\u017f",
-    "a\u00b2b", "x\u00b2\u00b3\u00b9\u00bc\u00bd\u00be", "a\u200cb c", "a\u200db", "\u200c", "\u200d", "\ufeffa", "a\ufeff",
-    "e\u0301", "e\u0301\u0301x", " \u0301", "\u0301", "a\u0308b", "\u093c\u0915", "\ud7ff\ue000", "\U0010ffff",
-    "\U0010ffffa", "a\x85b", "\x85", "a\u2028b\u2029c", "\u2028\u2029", "\xa0a", "a\u3000b", "\u2003\u2003x",
-    "\U0001f468\u200d\U0001f469\u200d\U0001f467", "\U0001f44d\U0001f3fd", "\U0001f1fa\U0001f1f8", "1\ufe0f\u20e3",
-    "\u2764\ufe0f", "\u0130i\u0131I", "\u212aK", "\u1e9e\u00df", "\u01c5\u01c4\u01c6", "\u02b0a", "<|endoftext|>",
-)
-"""Texts where regex engines tend to disagree: CRLF, contractions, U+00B2 and other digit-like
-letters, joiners, BOM, combining marks, the last code point, NEL and the line separators, emoji
-sequences, case pairs that fold unusually."""
-
-
-def _digit_runs() -> list[str]:
-    """For every decimal digit system: its ten digits in a row, five nines then four digits after a
-    space, and two digits between letters."""
-    runs = []
-    for zero in _decimal_zeros():
-        digits = "".join(chr(zero + value) for value in range(10))
-        runs += [digits, digits[9] * 5 + " " + digits[:4], "a" + digits[1:3] + "b"]
-    return runs
-
-
-@functools.cache
-def _decimal_zeros() -> tuple[int, ...]:
-    """The digit zero of every decimal digit system (that Python's Unicode tables know)."""
-    zeros = {ord(char) - unicodedata.digit(char) for char in _unicode_probe.run_ends()
-             if unicodedata.category(char) == "Nd"}
-    return tuple(sorted(zeros))
-
-
-@functools.cache
-def split_probe_texts() -> tuple[str, ...]:
-    """The texts a split pattern is checked on against `tokenizers` (:func:`pre_tokenizer_difference`).
-
-    Every code point at either end of a run of same-property code points over all of Unicode
-    (``conversion._unicode_probe``: general category, script, East Asian width, grapheme break and
-    the binary properties regexes test), in three contexts: among its neighbours, doubled after a
-    space, and before a letter and a digit (every fourth one), each cut into texts of 64
-    characters at a different offset, so characters also meet the start and the end of a text;
-    plus :data:`SPLIT_PROBE_EDGES`, the digits of every decimal system and :func:`probe_texts`.
-
-    >>> texts = split_probe_texts()
-    >>> "\u00b2" in "".join(texts) and "\U0010ffff" in "".join(texts)
-    True
-    """
-    characters = _unicode_probe.run_ends()
-    contexts = ["".join(characters), "".join(f" {char}{char}" for char in characters),
-                "".join(f"{char}a1" for char in characters[::4])]
-    texts = [text[start : start + 64] for offset, text in enumerate(contexts)
-             for start in range(-16 * offset % 64, len(text), 64)]
-    texts += SPLIT_PROBE_EDGES
-    texts += _digit_runs()
-    texts += probe_texts(300, seed=15)
-    return tuple(text for text in texts if text)
-
-
-PROBE_SECONDS = 5.0
-"""How long our side of the load-time check may take in all (the patterns of real tokenizers: 5-30 ms)."""
-
-
-class _TheirSplitter:
-    """`tokenizers`' own pre-tokenizer built from a file's JSON, exactly as ``Tokenizer.from_file``
-    builds it. A final ``ByteLevel`` without regex only maps bytes to its alphabet and splits
-    nothing, so it is left out (its mapping is the same on both sides); with its regex it stays, and
-    our pieces are compared in its alphabet."""
-
-    def __init__(self, pre_tokenizer: Any) -> None:
-        steps = pre_tokenizer.get("pretokenizers") if isinstance(pre_tokenizer, dict) and \
-            pre_tokenizer.get("type") == "Sequence" else None
-        self.spelled = True
-        if steps and _is_byte_level(steps[-1]) and not steps[-1].get("use_regex", True) and len(steps) > 1:
-            pre_tokenizer = {"type": "Sequence", "pretokenizers": steps[:-1]}
-            self.spelled = False
-        document = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
-                    "normalizer": None, "pre_tokenizer": pre_tokenizer, "post_processor": None, "decoder": None,
-                    "model": {"type": "BPE", "vocab": {}, "merges": []}}
-        self.pre_tokenizer = Tokenizer.from_str(json.dumps(document)).pre_tokenizer
-
-    def pieces(self, text: str, ours: list[str] | str) -> list[str] | str:
-        """The pieces of ``text`` (or the error) as text, ``ours`` when they are the same list."""
-        try:
-            pieces = list(map(itemgetter(0), self.pre_tokenizer.pre_tokenize_str(text)))
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as error:  # noqa: BLE001 - Oniguruma giving up is a Rust panic there (PanicException)
-            return f"an error ({str(error).splitlines()[0] if str(error) else type(error).__name__})"
-        if not self.spelled:
-            return pieces
-        # Compare in the byte-level alphabet, each list joined by a character the text lacks (two
-        # string operations instead of one per piece); translate theirs back only when they differ.
-        separator = next((char for char in _SEPARATORS if char not in text), None)
-        if isinstance(ours, list) and separator is not None and \
-                _spell(separator.join(ours).encode("utf-8")) == _spell(separator.encode()).join(pieces):
-            return ours
-        return [_unspell(piece) for piece in pieces]
-
-
-_SEPARATORS = "\x00\x01\x02\x03\x04\x05\x06\x07"
-
-
-def _our_pieces(model: BPE, text: str) -> list[str] | str:
-    try:
-        return model.pieces(text)
-    except ValueError as error:
-        return f"an error ({error})"
-
-
-def pre_tokenizer_difference(
-    model: BPE, pre_tokenizer: Any, texts: Iterable[str] | None = None
-) -> str | None:
-    """How ``model``'s split pattern cuts some text differently from `tokenizers` running the
-    ``pre_tokenizer`` of a ``tokenizer.json`` (its JSON, ending in ``ByteLevel``), or ``None`` when
-    they agree on every text (by default :func:`split_probe_texts`). Failing on a text counts as a
-    result: it must fail in both. A pre-tokenizer `tokenizers` cannot build raises its error. A split
-    that backtracks catastrophically on the probe (over its time budget on a text, or over
-    :data:`PROBE_SECONDS` in all; real patterns take milliseconds) is a difference too: it could
-    make every load take minutes.
-
-    >>> import hf_bpe
-    >>> from hf_bpe.patterns import Split
-    >>> pre_tokenizer = {"type": "Sequence", "pretokenizers": [
-    ...     {"type": "Split", "pattern": {"Regex": "[[:alpha:]]+"}, "behavior": "Isolated", "invert": False},
-    ...     {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}]}
-    >>> ranks = {bytes([b]): b for b in range(256)}
-    >>> pre_tokenizer_difference(hf_bpe.BPE(ranks, Split("[[:alpha:]]+")), pre_tokenizer) is None
-    True
-    >>> difference = pre_tokenizer_difference(hf_bpe.BPE(ranks, r"[a-zA-Z]+|[^a-zA-Z]+"), pre_tokenizer)
-    >>> "at character 2, at U+00A9 COPYRIGHT SIGN (So); U+00AA FEMININE ORDINAL INDICATOR (Lo)" in difference
-    True
-    """
-    theirs = _TheirSplitter(pre_tokenizer)
-    started = time.monotonic()
-    for text in split_probe_texts() if texts is None else texts:
-        ours = _our_pieces(model, text)
-        if isinstance(ours, str) and "is too slow on this text" in ours or \
-                time.monotonic() - started > PROBE_SECONDS:
-            return (f"splitting the probe texts takes too long ({text!r:.80} and before): the pattern backtracks "
-                    "catastrophically on short text; use another pattern")
-        their_pieces = theirs.pieces(text, ours)
-        if ours != their_pieces and not (isinstance(ours, str) and isinstance(their_pieces, str)):
-            return _describe_difference(text, ours, their_pieces)
-    return None
-
-
-def _describe_difference(text: str, ours: list[str] | str, theirs: list[str] | str) -> str:
-    if not (isinstance(ours, list) and isinstance(theirs, list)):
-        return f"{text!r:.200} gives {ours if isinstance(ours, str) else 'pieces'} here but " \
-               f"{theirs if isinstance(theirs, str) else 'pieces'} in tokenizers; please report this"
-    shown = [", ".join(repr(piece) for piece in pieces[:12]) + (", ..." if len(pieces) > 12 else "")
-             for pieces in (ours, theirs)]
-    at = min(_edges(text, ours) ^ _edges(text, theirs), default=0)
-    named = "; ".join(f"U+{ord(char):04X} {unicodedata.name(char, 'unnamed')} ({unicodedata.category(char)})"
-                      for char in text[max(at - 1, 0) : at + 1])
-    return (f"{text!r:.200} is cut into [{shown[0]}] here but into [{shown[1]}] by tokenizers; the first "
-            f"difference is at character {at}, at {named}. Rather than encode such text differently, hf_bpe "
-            "refuses it; please report this")
-
-
-def _edges(text: str, pieces: list[str]) -> set[int]:
-    """Where the pieces of ``text`` start and end (character offsets), found in order."""
-    edges, position = set(), 0
-    for piece in pieces:
-        start = text.find(piece, position)
-        if start < 0:
-            break
-        position = start + len(piece)
-        edges |= {start, position}
-    return edges
-
-
-def _unspell(piece: str) -> str:
-    """A piece in the byte-level alphabet back as text (invalid UTF-8 shown with replacement)."""
-    return str_to_token(piece).decode("utf-8", errors="replace")

@@ -20,10 +20,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hf_bpe import BPE
 from hf_bpe._io import atomic_write, read_file
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
-from hf_bpe.sentencepiece import BYTE, CONTROL, NORMAL, UNKNOWN, Piece, SentencePieceSpec
+from hf_bpe.model import BPE
+from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, Piece, SentencePieceSpec
 
 MODEL_TYPES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
 BPE_MODEL_TYPE = 2
@@ -64,7 +64,7 @@ def load(model_file: str | os.PathLike[str], *, name: str | None = None) -> BPE:
     """Load a SentencePiece BPE ``.model`` file.
 
     >>> import os, tempfile, hf_bpe
-    >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, UNKNOWN
+    >>> from hf_bpe.sentencepiece_bpe import Piece, SentencePieceSpec, UNKNOWN
     >>> spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1), Piece("a", -2), Piece("▁a", -3)))
     >>> path = save(hf_bpe.BPE.from_sentencepiece(spec), os.path.join(tempfile.mkdtemp(), "tiny.model"))
     >>> model = load(path)

@@ -28,7 +28,7 @@ def install() -> None:
 
 def register() -> None:
     try:
-        import hf_bpe.hf  # noqa: F401  (registers on import)
+        import hf_bpe.transformers  # noqa: F401  (registers on import)
     except Exception as error:  # noqa: BLE001 - whatever fails here must not break importing transformers
         warnings.warn(f"hf_bpe could not register BPETokenizer with AutoTokenizer: {error}", stacklevel=2)
 

@@ -11,11 +11,13 @@ their reads or write would otherwise block it forever.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, TypeVar, cast
 
 _LOCKS: weakref.WeakSet[ReadWriteLock] = weakref.WeakSet()
 
@@ -92,3 +94,21 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def reading(method: _Method) -> _Method:
+    """Run ``method`` as a reader of its object's ``_lock`` (a :class:`ReadWriteLock`): alongside other
+    readers, never while a writer (``add_tokens``, ``add_special_tokens``) changes the object."""
+
+    @functools.wraps(method)
+    def read(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self._lock.acquire_read()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._lock.release_read()
+
+    return cast(_Method, read)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -19,8 +20,10 @@ from pathlib import Path
 
 from hf_bpe import patterns
 from hf_bpe._io import read_file
+from hf_bpe.byte_level import str_to_token
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE
+from hf_bpe.rank_file import read_ranks
 
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"
@@ -154,21 +157,23 @@ def find_file(remote: RemoteFile, path: str | os.PathLike[str] | None = None) ->
 def _from_rank_file(
     remote: RemoteFile, path: str | os.PathLike[str] | None, *, name: str, pattern: str, special_tokens: dict[str, int]
 ) -> BPE:
-    import conversion.tiktoken  # the converter owns the file format
-
     found, _ = find_file(remote, path)
-    return conversion.tiktoken.load(found, pattern=pattern, special_tokens=special_tokens, name=name)
+    return BPE(read_ranks(found), pattern, special_tokens, name=name)
 
 
 def gpt2(path: str | os.PathLike[str] | None = None) -> BPE:
-    """GPT-2's encoding, from the original ``encoder.json`` and ``vocab.bpe``."""
-    import conversion.gpt2
+    """GPT-2's encoding, from the original ``encoder.json`` and ``vocab.bpe``.
 
-    encoder_json, _ = find_file(ENCODER_JSON, path)
-    vocab_bpe, _ = find_file(VOCAB_BPE, path)
-    return conversion.gpt2.load(
-        encoder_json, vocab_bpe, pattern=patterns.GPT2, special_tokens={ENDOFTEXT: 50256}, name="gpt2"
-    )
+    Both files are checked against their SHA-256. ``encoder.json``'s ids are GPT-2's merge ranks: its
+    ``vocab.bpe`` lists exactly the merges tiktoken's rank rule makes of them (``conversion.gpt2.load``
+    of the two files proves it and gives this model; ``tests/test_encodings.py`` checks that), so the
+    ranks are read from ``encoder.json`` alone.
+    """
+    _, encoder_data = find_file(ENCODER_JSON, path)
+    find_file(VOCAB_BPE, path)
+    encoder = json.loads(encoder_data)
+    ranks = {str_to_token(spelled): rank for spelled, rank in encoder.items() if spelled != ENDOFTEXT}
+    return BPE(ranks, patterns.GPT2, {ENDOFTEXT: encoder[ENDOFTEXT]}, name="gpt2")
 
 
 def r50k_base(path: str | os.PathLike[str] | None = None) -> BPE:

@@ -15,14 +15,18 @@ from __future__ import annotations
 import base64
 import json
 import os
+import warnings
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import AbstractSet, Any, Literal
+from typing import TYPE_CHECKING, AbstractSet, Any, Literal
 
 from hf_bpe import _core, patterns, streaming
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
-from hf_bpe.sentencepiece import TYPE_NAMES, Piece, SentencePieceSpec
+from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
+
+if TYPE_CHECKING:
+    from hf_bpe.token_view import TokenView
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
@@ -132,14 +136,14 @@ class BPE:
 
     @classmethod
     def from_sentencepiece(cls, spec: SentencePieceSpec, *, name: str | None = None) -> BPE:
-        """A SentencePiece BPE model (see :mod:`hf_bpe.sentencepiece`); ``encode_ordinary(text)``
+        """A SentencePiece BPE model (see :mod:`hf_bpe.sentencepiece_bpe`); ``encode_ordinary(text)``
         equals ``SentencePieceProcessor.encode(text)``.
 
         Control pieces and the unknown piece become special tokens (never matched in text unless
         allowed, as SentencePiece never matches them); user-defined pieces are matched in text
         always, as SentencePiece does.
 
-        >>> from hf_bpe.sentencepiece import Piece, SentencePieceSpec, NORMAL, UNKNOWN
+        >>> from hf_bpe.sentencepiece_bpe import Piece, SentencePieceSpec, NORMAL, UNKNOWN
         >>> spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1), Piece("a", -2),
         ...                           Piece("b", -3), Piece("▁a", -4), Piece("▁ab", -5)))
         >>> enc = BPE.from_sentencepiece(spec)
@@ -382,6 +386,22 @@ class BPE:
         """
         return [self.decode(tokens, errors=errors) for tokens in batch]
 
+    def view(self, text: str, *, allowed_special: AllowedSpecial = "all") -> TokenView:
+        """How this model cuts ``text``: a :class:`~hf_bpe.token_view.TokenView` with each token's
+        id, bytes and characters, printed as bracketed tokens and shown in a notebook as colored
+        spans. Special tokens in ``allowed_special`` (all, by default) become their ids; other
+        special-token text is encoded as ordinary text.
+
+        >>> import hf_bpe
+        >>> print(hf_bpe.get_encoding("gpt2").view("Hello world"))
+        gpt2: 2 tokens, 11 characters, 11 bytes (5.50 characters, 5.50 bytes per token)
+        [Hello][·world]
+        ids: [15496, 995]
+        """
+        from hf_bpe.token_view import view_text
+
+        return view_text(self, text, allowed_special=allowed_special)
+
     # ------------------------------------------------------------------------------- vocabulary
 
     def token_byte_values(self) -> list[bytes]:
@@ -398,7 +418,7 @@ class BPE:
         """A copy of the ranks: each mergeable token's bytes and id, ordered by id.
 
         For a merges-list model these are the vocabulary's ids, which are merge ranks only when
-        :meth:`rank_rule_difference` is ``None``. SentencePiece models have no ranks (their merges
+        :func:`hf_bpe.rules.rank_rule_difference` is ``None``. SentencePiece models have no ranks (their merges
         follow piece scores over characters) and raise :class:`~hf_bpe.errors.ConversionError`.
         """
         if self._sentencepiece is not None:
@@ -438,31 +458,44 @@ class BPE:
         return self._sentencepiece
 
     def rank_rule_difference(self) -> str | None:
-        """For a merges-list model: how tiktoken's rank rule (ranks = these ids) would encode some
-        text differently, or ``None`` when it provably encodes all text the same (then the model
-        can be written as a tiktoken file). ``None`` for rank models.
+        """Deprecated: use :func:`hf_bpe.rules.rank_rule_difference` (a converter's question, not
+        the model's)."""
+        from hf_bpe import rules
 
-        >>> import hf_bpe
-        >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258}
-        >>> listed = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "gpt2")
-        >>> listed.rank_rule_difference()
-        "the bytes of b'bc' merge to b'b' + b'c', a pair no merge joins; the rank rule would join them ..."
-        """
-        if self._sentencepiece is not None:
-            return "a SentencePiece model merges characters by piece score, not bytes by rank"
-        return self._core.rank_rule_difference()
+        _deprecated("BPE.rank_rule_difference()", "hf_bpe.rules.rank_rule_difference(model)")
+        return rules.rank_rule_difference(self)
 
     def merge_rule_difference(self, ignore_merges: bool) -> str | None:
-        """How :attr:`merges` applied as a merges list (HF's BPE; ``ignore_merges`` as given) would
-        encode some text differently from this model, or ``None`` when it provably does not.
+        """Deprecated: use :func:`hf_bpe.rules.merge_rule_difference` (a converter's question, not
+        the model's)."""
+        from hf_bpe import rules
+
+        _deprecated("BPE.merge_rule_difference()", "hf_bpe.rules.merge_rule_difference(model, ignore_merges)")
+        return rules.merge_rule_difference(self, ignore_merges)
+
+    def added_tokens_encoder(self, tokens: Iterable[tuple[str, int]]) -> AddedTokensEncoder:
+        """An encoder that first cuts out ``tokens`` (``(text, id)`` pairs, e.g. the tokens a
+        transformers tokenizer adds at run time; the longest match wins, none is disallowed) and
+        encodes the text between them with this model; :class:`~hf_bpe.BPETokenizer` encodes
+        through it.
 
         >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").merge_rule_difference(ignore_merges=False) is None
-        True
+        >>> encoder = hf_bpe.get_encoding("gpt2").added_tokens_encoder([("<|pad|>", 50257)])
+        >>> encoder.encode("hello<|pad|>"), encoder.encode_with_offsets("hi <|pad|>")
+        ([31373, 50257], ([5303, 220, 50257], [0, 2, 3]))
         """
-        if self._sentencepiece is not None:
-            return "a SentencePiece model merges characters by piece score, not bytes by a list"
-        return self._core.merge_rule_difference(bool(ignore_merges))
+        return AddedTokensEncoder(self._core, self._core.added_tokens_policy(list(tokens)))
+
+    def ordinary_token_id(self, token: bytes) -> int | None:
+        """The id of the ordinary (mergeable) token ``token``, or ``None`` when it is not one (special
+        tokens are not looked up; see :meth:`encode_single_token`).
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> enc.ordinary_token_id(b" world"), enc.ordinary_token_id(b"<|endoftext|>")
+        (995, None)
+        """
+        return self._core.token_id(token)  # type: ignore[no-any-return]
 
     def clear_cache(self) -> None:
         """Empty the caches of merged pieces (one per encoding thread, a few MB each), freeing their
@@ -672,6 +705,40 @@ class BPE:
                 self._policies.clear()
             policy = self._policies[key] = self._core.special_policy(list(allowed), list(disallowed))
         return policy
+
+
+class AddedTokensEncoder:
+    """A model's encoder with extra tokens cut out of the text first (see
+    :meth:`BPE.added_tokens_encoder`). Immutable, and safe to share between threads."""
+
+    __slots__ = ("_core", "_policy")
+
+    def __init__(self, core: Any, policy: Any) -> None:
+        self._core = core
+        self._policy = policy
+
+    def encode(self, text: str) -> list[int]:
+        """The ids of ``text``: the added tokens' where they match, the model's in between."""
+        return self._core.encode(text, self._policy)  # type: ignore[no-any-return]
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
+        """Like :meth:`encode`, also returning the character offset where each token starts (see
+        :meth:`BPE.encode_with_offsets`)."""
+        return self._core.encode_with_offsets(text, self._policy)  # type: ignore[no-any-return]
+
+    def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
+        """:meth:`encode` on each text, in parallel (GIL released); ``None`` threads: every core."""
+        return self._core.encode_batch(texts, self._policy, num_threads)  # type: ignore[no-any-return]
+
+    def encode_batch_flat(self, texts: Sequence[str], *, num_threads: int | None = None) -> tuple[bytes, bytes]:
+        """:meth:`encode_batch` as two buffers instead of lists of ints: every text's ids one after the
+        other (native-endian ``uint32``), and each text's number of ids (native-endian ``uint64``),
+        for ``numpy.frombuffer``."""
+        return self._core.encode_batch_flat(texts, self._policy, num_threads)  # type: ignore[no-any-return]
+
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
 def _describe_error(error: Exception) -> str:

@@ -1,174 +1,24 @@
-"""The model card (``README.md``) of a saved tokenizer folder, from ``model_cards/tokenizer.md``.
+"""The old home of the model card writer, now :mod:`hf_bpe.transformers.model_card` (it belongs to the
+folder format); kept so that old imports keep working."""
 
-The card states what the folder holds (vocabulary size, split pattern, special tokens), what is known
-about the training data, the compression measured on a sample (bytes per token) and the distribution
-of token lengths, with a histogram image when matplotlib is installed.
-"""
+from hf_bpe.transformers.model_card import (
+    CARD_FILE,
+    HISTOGRAM_FILE,
+    TEMPLATE_DIR,
+    bytes_per_token,
+    render,
+    template_path,
+    token_length_counts,
+    write_model_card,
+)
 
-from __future__ import annotations
-
-import os
-from collections import Counter
-from pathlib import Path
-from string import Template
-from typing import TYPE_CHECKING, Any
-
-from hf_bpe import patterns
-from hf_bpe._io import atomic_write
-
-if TYPE_CHECKING:
-    from hf_bpe.hf import BPETokenizer
-
-CARD_FILE = "README.md"
-HISTOGRAM_FILE = "token_lengths.png"
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "model_cards"
-"""Where the templates are: next to the package, in the repository and in an installed wheel."""
-
-
-def template_path(name: str = "tokenizer.md") -> Path:
-    path = TEMPLATE_DIR / name
-    if not path.is_file():
-        raise FileNotFoundError(f"model card template {path} is missing; reinstall hf_bpe")
-    return path
-
-
-def bytes_per_token(tokenizer: BPETokenizer, text: str) -> tuple[int, int]:
-    """UTF-8 bytes of ``text`` and the number of tokens it encodes to (no BOS/EOS)."""
-    return len(text.encode("utf-8")), len(tokenizer.encode(text, add_special_tokens=False))
-
-
-def token_length_counts(tokenizer: BPETokenizer) -> Counter[int]:
-    """How many ordinary tokens have each length in bytes."""
-    return Counter(len(token) for token in tokenizer.model.mergeable_ranks)
-
-
-def render(tokenizer: BPETokenizer, *, histogram: str | None = None) -> str:
-    """The card's Markdown; ``histogram`` is the image file to show, if one was drawn."""
-    model = tokenizer.model
-    card: dict[str, Any] = tokenizer._card
-    pattern_name = patterns.name_of(model.pattern)
-    added = tokenizer.added_tokens_decoder
-    fields = {
-        "title": card.get("title") or (f"{model.name} tokenizer" if model.name else "BPE tokenizer"),
-        "provenance": card.get("provenance", ""),
-        "last_id": len(tokenizer) - 1,
-        "vocab_size": len(tokenizer),
-        "n_mergeable": len(model.mergeable_ranks),
-        "n_added": len(added),
-        "pattern_name": f"`{pattern_name}`" if pattern_name else "custom" if isinstance(model.pattern, str)
-        else "`tokenizers` Split pre-tokenizer (Oniguruma)",
-        "bos_eos": _bos_eos(tokenizer),
-        "pattern": model.pattern if isinstance(model.pattern, str) else _splits(model.pattern),
-        "special_tokens": _special_tokens(tokenizer),
-        "training": _training(card.get("training")),
-        "compression": _compression(tokenizer, card.get("training")),
-        "lengths": _lengths(token_length_counts(tokenizer), histogram),
-    }
-    return Template(template_path().read_text(encoding="utf-8")).substitute(fields)
-
-
-def _splits(pattern: patterns.Split | tuple[patterns.Split, ...]) -> str:
-    """Split steps, one per line: the Oniguruma regex (or plain string), behavior and invert."""
-    steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
-    return "\n".join(
-        f"{step.pattern}    ({'string' if step.literal else 'regex'}; {step.behavior}{'; inverted' if step.invert else ''})"
-        for step in steps
-    )
-
-
-def write_model_card(tokenizer: BPETokenizer, directory: str | os.PathLike[str]) -> Path:
-    """Write ``README.md`` (and ``token_lengths.png`` when matplotlib is installed) into ``directory``."""
-    directory = Path(directory)
-    histogram = _draw_histogram(token_length_counts(tokenizer), directory / HISTOGRAM_FILE)
-    return atomic_write(directory / CARD_FILE, render(tokenizer, histogram=histogram))
-
-
-def _bos_eos(tokenizer: BPETokenizer) -> str:
-    parts = []
-    if tokenizer.add_bos_token:
-        parts.append(f"BOS `{tokenizer.bos_token}` first")
-    if tokenizer.add_eos_token:
-        parts.append(f"EOS `{tokenizer.eos_token}` last")
-    return ", ".join(parts) if parts else "none"
-
-
-def _special_tokens(tokenizer: BPETokenizer) -> str:
-    roles: dict[str, list[str]] = {}
-    for role, token in tokenizer.special_tokens_map.items():
-        roles.setdefault(str(token), []).append(role.removesuffix("_token"))
-    rows = ["| id | token | role | special |", "|---|---|---|---|"]
-    for token_id, added in tokenizer.added_tokens_decoder.items():
-        role = ", ".join(roles.get(added.content, [])) or (
-            "model" if added.content in tokenizer.model.special_tokens else "added"
-        )
-        rows.append(
-            f"| {token_id} | `{_escape(added.content)}` | {role} | {'yes' if added.special else 'no'} |"
-        )
-    return "\n".join(rows) if len(rows) > 2 else "None."
-
-
-def _training(training: dict[str, Any] | None) -> str:
-    if not training:
-        return "Not recorded (the tokenizer was built from an existing model, not trained by hf_bpe here)."
-    lines = []
-    if training.get("corpus"):
-        lines.append(f"Corpus: {training['corpus']}.")
-    if training.get("texts") is not None:
-        lines.append(f"{training['texts']:,} texts, {training.get('bytes', 0):,} bytes of UTF-8.")
-    if training.get("vocab_size"):
-        lines.append(f"Trained to a vocabulary of {training['vocab_size']:,}.")
-    return " ".join(lines) or "Not recorded."
-
-
-def _compression(tokenizer: BPETokenizer, training: dict[str, Any] | None) -> str:
-    rows = ["| sample | bytes | tokens | bytes per token |", "|---|---|---|---|"]
-    if training and training.get("sample_tokens"):
-        n_bytes, n_tokens = training["sample_bytes"], training["sample_tokens"]
-        rows.append(f"| start of the training data | {n_bytes:,} | {n_tokens:,} | {n_bytes / n_tokens:.2f} |")
-    sample = template_path("sample.txt").read_text(encoding="utf-8")
-    n_bytes, n_tokens = bytes_per_token(tokenizer, sample)
-    rows.append(
-        f"| mixed text (English, code, numbers, German, French, Japanese, Chinese, Russian, Greek, emoji; "
-        f"hf_bpe's `model_cards/sample.txt`) | {n_bytes:,} | {n_tokens:,} | {n_bytes / max(n_tokens, 1):.2f} |"
-    )
-    return "Measured by encoding each sample without BOS/EOS; higher is better compression.\n\n" + "\n".join(
-        rows
-    )
-
-
-def _lengths(counts: Counter[int], histogram: str | None) -> str:
-    rows = ["| bytes | tokens |", "|---|---|"]
-    longest = max(counts, default=0)
-    for length in range(1, min(longest, 16) + 1):
-        rows.append(f"| {length} | {counts.get(length, 0):,} |")
-    if longest > 16:
-        rows.append(f"| 17 to {longest} | {sum(n for size, n in counts.items() if size > 16):,} |")
-    image = f"![Histogram of token lengths in bytes]({histogram})\n\n" if histogram else ""
-    return f"{image}Length in bytes of the ordinary tokens:\n\n" + "\n".join(rows)
-
-
-def _draw_histogram(counts: Counter[int], path: Path) -> str | None:
-    """Save a bar chart of token lengths; None when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    lengths = sorted(counts)
-    figure, axes = plt.subplots(figsize=(7, 3.5), dpi=100)
-    axes.bar(lengths, [counts[length] for length in lengths], color="#4c72b0")
-    axes.set_xlabel("token length (bytes)")
-    axes.set_ylabel("tokens")
-    axes.set_title("Ordinary tokens by length")
-    figure.tight_layout()
-    temporary = path.with_name(f".{path.name}.tmp.png")
-    figure.savefig(temporary)
-    plt.close(figure)
-    os.replace(temporary, path)
-    return path.name
-
-
-def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("`", "'").replace("\n", "\\n")
+__all__ = [
+    "CARD_FILE",
+    "HISTOGRAM_FILE",
+    "TEMPLATE_DIR",
+    "bytes_per_token",
+    "render",
+    "template_path",
+    "token_length_counts",
+    "write_model_card",
+]

@@ -17,6 +17,7 @@ import pytest
 from conftest import scaled
 from conversion_support import PARITY_STRINGS, assert_same, gpt2_files, varied_texts
 
+import conversion._hf_pretokenizers as hf_pretokenizers
 import conversion.hf as hf_load
 from hf_bpe import BPE, patterns
 from hf_bpe.byte_level import token_to_str
@@ -345,7 +346,7 @@ def test_a_sequence_of_splits_and_byte_level_encode_as_tokenizers(use_regex: boo
     path = with_pre_tokenizer(document, splits_then_byte_level(*steps, use_regex=use_regex), tmp_path / "t.json")
     texts = [*varied_texts(scaled(1500, 200), seed=8), *oniguruma_patterns.texts(random.Random(8), 300)]
     model = check_split_parity(path, texts)
-    assert model.pattern == (*steps, hf_load._BYTE_LEVEL_STEP)[: 3 + use_regex]
+    assert model.pattern == (*steps, hf_pretokenizers._BYTE_LEVEL_STEP)[: 3 + use_regex]
 
 
 def test_a_plain_string_split_encodes_as_tokenizers(tmp_path: Path) -> None:
@@ -421,13 +422,13 @@ def test_load_refuses_a_split_it_would_cut_differently(monkeypatch: pytest.Monke
     path = with_pre_tokenizer(minimal_document(), splits_then_byte_level(patterns.Split("[[:punct:]]+|[^[:punct:]]+")),
                               tmp_path / "tokenizer.json")
     fancy = "[[:punct:]]+|[^[:punct:]]+"  # POSIX brackets are ASCII in fancy-regex
-    monkeypatch.setattr(hf_load, "_split_rules", lambda pre_tokenizer, refuse: [fancy])
+    monkeypatch.setattr(hf_pretokenizers, "_split_rules", lambda pre_tokenizer, refuse: [fancy])
     with pytest.raises(TokenizerFileError, match=r"hf_bpe cannot load this pre-tokenizer .* exactly: .* is cut "
                                                  r"into \[.*\] here but into \[.*\] by tokenizers; the first "
                                                  r"difference is at character \d+, at U\+"):
         hf_load.load(path)
     exact = patterns.Split("[[:punct:]]+|[^[:punct:]]+")
-    monkeypatch.setattr(hf_load, "_split_rules", lambda pre_tokenizer, refuse: [fancy, exact])
+    monkeypatch.setattr(hf_pretokenizers, "_split_rules", lambda pre_tokenizer, refuse: [fancy, exact])
     assert hf_load.load(path).pattern == exact
 
 

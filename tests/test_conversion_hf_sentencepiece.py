@@ -28,7 +28,7 @@ import conversion.hf
 import conversion.sentencepiece
 from hf_bpe import BPE, LossyConversionWarning
 from hf_bpe.errors import ConversionError, TokenizerFileError
-from hf_bpe.sentencepiece import (
+from hf_bpe.sentencepiece_bpe import (
     BYTE,
     CONTROL,
     NORMAL,

@@ -25,7 +25,7 @@ import conversion.sentencepiece
 import hf_bpe
 from hf_bpe import BPE
 from hf_bpe.errors import ConversionError, TokenizerFileError
-from hf_bpe.sentencepiece import CONTROL, Piece
+from hf_bpe.sentencepiece_bpe import CONTROL, Piece
 
 spm = pytest.importorskip("sentencepiece", reason="sentencepiece is the oracle; pip install -e '.[test]'")
 pytest.importorskip("google.protobuf", reason="reading .model files needs protobuf; pip install protobuf")
@@ -199,7 +199,7 @@ def test_save_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_spec_built_by_hand_encodes_like_sentencepiece(tmp_path: Path) -> None:
     """Ties between equal scores go to the leftmost pair, as in SentencePiece."""
-    from hf_bpe.sentencepiece import NORMAL, UNKNOWN, SentencePieceSpec
+    from hf_bpe.sentencepiece_bpe import NORMAL, UNKNOWN, SentencePieceSpec
 
     pieces = [Piece("<unk>", 0.0, UNKNOWN)] + [Piece(text, -1.0, NORMAL) for text in
                                                ["▁", "a", "b", "aa", "ab", "ba", "▁a", "aaa", "bab"]]

@@ -1,11 +1,16 @@
-"""Every ``>>>`` example in the public modules runs and shows what it claims."""
+"""Every ``>>>`` example in the public modules runs and shows what it claims (the one place doctests
+are collected)."""
 
 from __future__ import annotations
 
 import doctest
 import importlib
+import re
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 MODULES = [
     "hf_bpe",
@@ -13,12 +18,22 @@ MODULES = [
     "hf_bpe.streaming",
     "hf_bpe.patterns",
     "hf_bpe.byte_level",
+    "hf_bpe.rank_file",
+    "hf_bpe.rules",
+    "hf_bpe.sources",
     "hf_bpe.encodings",
     "conversion.tiktoken",
     "conversion.gpt2",
     "conversion.sentencepiece",
     "conversion.hf",
-    "hf_bpe.sentencepiece",
+    "conversion._hf_pretokenizers",
+    "hf_bpe.sentencepiece_bpe",
+    "hf_bpe.train",
+    "hf_bpe._corpus",
+    "hf_bpe.transformers",
+    "hf_bpe.transformers.tokenizer",
+    "hf_bpe.token_view",
+    "hf_bpe.view.server",
     "hf_bpe.distributed.training",
     "hf_bpe.distributed.tokenizing",
     "hf_bpe.distributed._inputs",
@@ -30,3 +45,17 @@ def test_docstring_examples(name: str) -> None:
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples in {name} failed"
+    assert result.attempted > 0, f"{name} has no examples"
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """``.ci/run`` ends with README's test command, line for line (the Chromium install included), so
+    what the README tells a person to run is what CI runs."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"Install the test extras and run the tests.*?```sh\n(.*?)```", readme, re.DOTALL)
+    assert found, "README.md lacks its test command: a ```sh block after 'Install the test extras...'"
+    command = [line for line in found.group(1).splitlines() if line.strip()]
+    ci = [line for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+          if line.strip() and not line.startswith("#")]
+    tail = ci[-len(command):]
+    assert tail == command, f".ci/run must end with README's test command, {command}; it ends with {tail}"

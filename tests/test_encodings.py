@@ -47,6 +47,18 @@ def test_r50k_base_has_the_same_ranks_as_gpt2() -> None:
     assert hf_bpe.get_encoding("r50k_base") == hf_bpe.get_encoding("gpt2")
 
 
+def test_gpt2_read_from_encoder_json_is_what_its_merges_list_proves() -> None:
+    # encodings.gpt2 takes encoder.json's ids as ranks; the GPT-2 converter reads both files and keeps
+    # a rank model only when the merges list provably encodes as the rank rule.
+    import conversion.gpt2
+
+    encoder, _ = encodings.find_file(encodings.ENCODER_JSON)
+    merges, _ = encodings.find_file(encodings.VOCAB_BPE)
+    from_files = conversion.gpt2.load(encoder, merges, special_tokens={"<|endoftext|>": 50256})
+    assert from_files.kind == "ranks"
+    assert from_files == hf_bpe.get_encoding("gpt2")
+
+
 def test_explicit_path_to_folder_or_file(tmp_path: Path, fresh_registry: None) -> None:
     found, _ = encodings.find_file(encodings.CL100K)
     shutil.copy(found, tmp_path / found.name)

@@ -282,7 +282,7 @@ def test_tokenizer_json_keeps_ids_across_holes_and_added_tokens(tmp_path: Path) 
 def test_merges_list_models_keep_their_merges(ignore_merges: bool) -> None:
     """A merges-list model, with tokens no merge makes (the whole-piece rule alone may produce them)."""
     ranks = naive_bpe_ranks("\n".join(varied_documents(80, seed=2)), 100, hf_bpe.patterns.GPT2)
-    merges = conversion.hf.recover_merges(ranks)
+    merges = BPE(ranks, hf_bpe.patterns.GPT2).merges  # recovered from the ranks
     vocab = {**ranks, b"the abc": len(ranks), b" abc": len(ranks) + 1}
     model = BPE.from_merges(
         vocab, merges, CUSTOM_PATTERN, {"<|end|>": len(vocab)}, ignore_merges=ignore_merges
@@ -312,7 +312,7 @@ def test_the_reader_reads_what_the_writer_wrote(name: str, tmp_path: Path) -> No
 def test_sentencepiece_models_are_refused_by_bpe_tokenizer_but_written_as_tokenizer_json() -> None:
     """BPETokenizer wraps byte-level models only; tokenizer.json holds SentencePiece models too (see
     tests/test_conversion_hf_sentencepiece.py)."""
-    from hf_bpe.sentencepiece import NORMAL, UNKNOWN, Piece, SentencePieceSpec
+    from hf_bpe.sentencepiece_bpe import NORMAL, UNKNOWN, Piece, SentencePieceSpec
 
     spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1, NORMAL), Piece("a", -2, NORMAL),
                               Piece("▁a", -3, NORMAL)))
@@ -788,13 +788,33 @@ def test_train_new_from_iterator_reads_names_of_files_as_text(tmp_path: Path, mo
     assert learned == [b"xt", b"txt"]
 
 
-# ---------------------------------------------------------------------------------- examples
+# ------------------------------------------------------------------------------ old import paths
 
 
-@pytest.mark.parametrize("name", ["hf_bpe.hf", "conversion.hf", "hf_bpe.model_card"])
-def test_docstring_examples(name: str) -> None:
-    import doctest
-    import importlib
+def test_a_tokenizer_pickled_as_hf_bpe_hf_before_the_package_split_still_loads() -> None:
+    """tests/data/bpetokenizer_hf_bpe_hf.pickle was written by hf_bpe at 530db27, when the class lived
+    in hf_bpe/hf.py: the pickle names ``hf_bpe.hf.BPETokenizer``, which the alias module still holds."""
+    data = (Path(__file__).parent / "data" / "bpetokenizer_hf_bpe_hf.pickle").read_bytes()
+    assert b"hf_bpe.hf" in data
+    loaded = pickle.loads(data)
+    assert type(loaded) is hf_bpe.BPETokenizer
+    model = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256, b" ab": 257}, "gpt2", {"<|end|>": 258},
+                       name="tiny")
+    assert loaded.model == model
+    rebuilt = hf_bpe.BPETokenizer.from_model(model, eos_token="<|end|>", add_eos_token=True, pad_token="<|pad|>")
+    rebuilt.add_tokens(["<x>"])
+    for text in ["ab ab<x><|end|>", "", "x ab<|pad|>ab"]:
+        assert loaded(text)["input_ids"] == rebuilt(text)["input_ids"]
+    assert pickle.loads(pickle.dumps(loaded))("ab<x>")["input_ids"] == rebuilt("ab<x>")["input_ids"]
 
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0, f"{result.failed} of {result.attempted} examples in {name} failed"
+
+def test_the_old_module_paths_name_the_same_objects() -> None:
+    import hf_bpe.hf
+    import hf_bpe.model_card
+    import hf_bpe.transformers
+    import hf_bpe.transformers.model_card
+
+    assert hf_bpe.hf.BPETokenizer is hf_bpe.transformers.BPETokenizer is hf_bpe.BPETokenizer
+    assert hf_bpe.hf.save_tokenizer_folder is hf_bpe.save_tokenizer_folder
+    assert hf_bpe.hf.REMOTE_CODE_FILE == REMOTE_CODE_FILE
+    assert hf_bpe.model_card.write_model_card is hf_bpe.transformers.model_card.write_model_card

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conversion_support import scaled
 
-from hf_bpe import BPE, patterns
+from hf_bpe import BPE, patterns, rules
 from hf_bpe.byte_level import token_to_str
 from hf_bpe.errors import InvalidVocabularyError
 
@@ -110,7 +110,7 @@ def test_lists_without_a_rank_rule_difference_encode_like_tiktoken(proper: bool,
         count = rng.randint(5, 60)
         vocab, merges = random_merges(rng, count, proper=True) if proper else renumbered_merges(rng, count)
         ours = BPE.from_merges(vocab, merges, "gpt2", ignore_merges=ignore_merges)
-        if ours.rank_rule_difference() is not None:
+        if rules.rank_rule_difference(ours) is not None:
             continue
         equivalent += 1
         theirs = tiktoken.Encoding("random", pat_str=patterns.GPT2, mergeable_ranks=vocab, special_tokens={})
@@ -127,7 +127,7 @@ def test_recovered_merges_encode_like_the_rank_model_when_no_difference_is_repor
         vocab, _ = random_merges(rng, rng.randint(5, 60), proper=False)
         ranks = BPE(vocab, "gpt2")
         for ignore_merges in (False, True):
-            if ranks.merge_rule_difference(ignore_merges) is not None:
+            if rules.merge_rule_difference(ranks, ignore_merges) is not None:
                 continue
             checked += 1
             theirs = hf_tokenizer(vocab, ranks.merges, ignore_merges)
@@ -142,9 +142,18 @@ def test_a_list_that_tiktoken_would_apply_differently_is_reported() -> None:
     vocab = BYTES | {b"bc": 256, b"pq": 257, b"pqb": 258, b"pqbc": 259}
     merges = [(b"b", b"c"), (b"p", b"q"), (b"pq", b"b"), (b"pqb", b"c")]
     model = BPE.from_merges(vocab, merges, "gpt2")
-    assert "merge to b'pq' + b'bc'" in model.rank_rule_difference()
+    assert "merge to b'pq' + b'bc'" in rules.rank_rule_difference(model)
     assert model.encode_ordinary("pqbc") == [257, 256]
     assert BPE(vocab, "gpt2").encode_ordinary("pqbc") == [259]
+
+
+def test_the_old_rule_methods_warn_and_answer_as_hf_bpe_rules() -> None:
+    vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258}
+    model = BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "gpt2")
+    with pytest.warns(DeprecationWarning, match=r"hf_bpe\.rules\.rank_rule_difference"):
+        assert model.rank_rule_difference() == rules.rank_rule_difference(model) is not None
+    with pytest.warns(DeprecationWarning, match=r"hf_bpe\.rules\.merge_rule_difference"):
+        assert model.merge_rule_difference(True) == rules.merge_rule_difference(model, True)
 
 
 def test_merges_models_persist_and_compare(tmp_path: Path) -> None:

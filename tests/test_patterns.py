@@ -291,7 +291,7 @@ def test_counting_with_a_split_counts_the_pieces_tokenizers_cuts() -> None:
 
 
 def test_pieces_of_a_sentencepiece_model_are_refused() -> None:
-    from hf_bpe.sentencepiece import NORMAL, UNKNOWN, Piece, SentencePieceSpec
+    from hf_bpe.sentencepiece_bpe import NORMAL, UNKNOWN, Piece, SentencePieceSpec
 
     spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1, NORMAL)))
     with pytest.raises(ValueError, match="SentencePiece model: it has no split pattern"):

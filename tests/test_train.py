@@ -437,14 +437,6 @@ def test_piece_counts_docstring_example_runs() -> None:
     assert runner.failures == 0 and runner.tries > 0
 
 
-@pytest.mark.parametrize("module", ["hf_bpe.train", "hf_bpe._corpus"])
-def test_docstring_examples(module: str) -> None:
-    import importlib
-
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
-
-
 # ------------------------------------------------------------------------------------- progress
 
 

@@ -12,7 +12,8 @@ every node needs hf_bpe installed and the input files at the same path (a shared
 ``tokenize``'s ``out_dir`` must be shared too. ``docs/scale.md`` works out 1 TB on 64 nodes.
 """
 
+from hf_bpe.distributed._cluster import import_ray
 from hf_bpe.distributed.tokenizing import ShardError, tokenize
 from hf_bpe.distributed.training import train
 
-__all__ = ["ShardError", "tokenize", "train"]
+__all__ = ["ShardError", "import_ray", "tokenize", "train"]

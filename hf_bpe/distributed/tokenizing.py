@@ -47,7 +47,8 @@ import numpy as np
 
 from hf_bpe._io import atomic_write
 from hf_bpe.distributed import _cluster, _inputs
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, MODEL_FILE
+from hf_bpe.sources import load
 
 SHARD_BYTES = 128 << 20
 """Default shard size: 128 MiB of input text (about 32 million ids of English with a 50k vocabulary)."""
@@ -55,7 +56,6 @@ SHARD_BYTES = 128 << 20
 FORMATS = ("bin", "parquet")
 MANIFEST = "manifest.json"
 PLAN = "plan.json"
-MODEL_FILE = "hf_bpe.json"
 MANIFEST_FORMAT = "hf_bpe.tokenized"
 FORMAT_VERSION = 1
 ENCODE_CHARS = 1 << 20
@@ -519,29 +519,8 @@ def _model_of(tokenizer: Any) -> BPE:
     model = getattr(tokenizer, "model", None)
     if isinstance(model, BPE):  # a BPETokenizer
         return model
-    if isinstance(tokenizer, (str, os.PathLike)):
-        path = Path(tokenizer)
-        if path.is_dir():
-            for name in (MODEL_FILE, "tokenizer.json"):
-                if (path / name).is_file():
-                    return _model_of(path / name)
-            raise FileNotFoundError(f"{path}: a folder without {MODEL_FILE} or tokenizer.json; give a tokenizer "
-                                    "folder")
-        if path.is_file():
-            document = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else None
-            if isinstance(document, dict) and document.get("format") == "hf_bpe":
-                return BPE.load(path)
-            if isinstance(document, dict) and "model" in document:
-                from conversion import hf
-
-                return hf.load(path)
-            raise ValueError(f"{path}: not an hf_bpe.json or tokenizer.json file")
-        from hf_bpe.encodings import get_encoding, list_encoding_names
-
-        if isinstance(tokenizer, str) and tokenizer in list_encoding_names():
-            return get_encoding(tokenizer)
-        raise FileNotFoundError(f"{tokenizer}: no such tokenizer file or folder, nor a named encoding "
-                                f"({', '.join(list_encoding_names())})")
+    if isinstance(tokenizer, (str, os.PathLike)):  # any source hf_bpe.load reads (SourceError if not)
+        return load(tokenizer)
     raise TypeError(f"tokenizer must be a BPE, a BPETokenizer, a named encoding or a path, got "
                     f"{type(tokenizer).__name__}")
 

@@ -59,7 +59,8 @@ else:
     import hf_bpe
     from hf_bpe.errors import InternalError
 
-from hf_bpe.sentencepiece import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
+from hf_bpe import rules
+from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
 
 DOCUMENTED = (ValueError, TypeError)  # hf_bpe's errors are ValueErrors (and KeyError for ids)
 
@@ -175,8 +176,8 @@ def check_encoding(model: hf_bpe.BPE, text: str, cuts: list[int]) -> None:
     for left, right in model.merges:
         assert left + right in model.mergeable_ranks
     if model.kind == "merges":
-        model.rank_rule_difference()
-    model.merge_rule_difference(True)
+        rules.rank_rule_difference(model)
+    rules.merge_rule_difference(model, True)
 
 
 # ---------------------------------------------------------------------------------- sentencepiece

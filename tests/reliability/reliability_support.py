@@ -36,7 +36,7 @@ import conversion.tiktoken
 import hf_bpe
 from hf_bpe import patterns
 from hf_bpe.errors import ConversionError, InternalError, InvalidVocabularyError, TokenizerFileError
-from hf_bpe.sentencepiece import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
+from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
 
 ENDOFTEXT = "<|endoftext|>"
 

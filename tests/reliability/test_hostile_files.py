@@ -26,7 +26,7 @@ import conversion.tiktoken
 import hf_bpe
 import hf_bpe._io
 from hf_bpe.errors import TokenizerFileError
-from hf_bpe.sentencepiece import BYTE, UNKNOWN, Piece, SentencePieceSpec
+from hf_bpe.sentencepiece_bpe import BYTE, UNKNOWN, Piece, SentencePieceSpec
 
 # ------------------------------------------------------------------------------------ SentencePiece
 

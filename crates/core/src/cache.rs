@@ -26,15 +26,9 @@ use rustc_hash::FxHasher;
 
 use crate::Rank;
 
-/// The longest piece (in bytes) the cache holds.
-pub const KEY_BYTES: usize = 30;
-/// The most ids a cached piece may merge to.
-pub const MAX_IDS: usize = 8;
-/// Slots per cache (a power of two): about 4.4 MB each. Each doubling saved some 5% of the encoding
-/// time on held-out multilingual text with o200k (callgrind, warmed on 6 MB, measured on the next 3 MB).
-const SLOTS: usize = 1 << 16;
-/// Caches per model: more than the threads that usually encode at once.
-const SHARDS: usize = 16;
+/// The longest piece (in bytes) the cache holds, and the most ids it may merge to (see `tuning`).
+pub use crate::tuning::{CACHED_IDS as MAX_IDS, CACHED_PIECE_BYTES as KEY_BYTES};
+use crate::tuning::{CACHE_SHARDS as SHARDS, CACHE_SLOTS as SLOTS};
 
 #[derive(Clone, Copy)]
 #[repr(C)]

@@ -2,11 +2,13 @@
 //!
 //! Stages, each in its own module: `normalize` (SentencePiece's normalizer), `pretokenize` (split
 //! pattern, or `onig_split`: `tokenizers`' Split pre-tokenizers on Oniguruma), `merge` (byte-pair merging of one piece), `special` (special-token matching),
-//! `sentencepiece` (SentencePiece's BPE on the same merge loop), `model` (the model: vocabulary,
-//! encode, decode), `stream` (encoding text that arrives in parts).
+//! `char_merge` (SentencePiece's BPE: merging from characters, on the same merge loop), `model` (the model: vocabulary,
+//! encode, decode), `stream` (encoding text that arrives in parts); `tuning` holds every tuning constant,
+//! each with what it trades.
 //! Nothing here knows about Python; the bindings live in the `hf_bpe_python` crate.
 
 pub mod cache;
+pub mod char_merge;
 pub mod halves;
 pub mod merge;
 pub mod model;
@@ -14,12 +16,14 @@ pub mod normalize;
 pub mod onig_split;
 pub mod pretokenize;
 pub mod scan;
-pub mod sentencepiece;
 pub mod short_tokens;
 pub mod special;
 pub mod stream;
 pub mod train;
+pub mod tuning;
 
+/// The SentencePiece model's old module name (before `char_merge`), kept for code written against it.
+pub use char_merge as sentencepiece;
 pub use model::{BuildError, Kind, Model, RuleDifference};
 pub use pretokenize::{Behavior, SplitError, SplitRule, SplitStep, Splitter};
 pub use special::SpecialMatcher;

@@ -16,16 +16,13 @@
 //! read a 256 x 256 table instead of the pair map.
 
 use std::cmp::Reverse;
+use std::marker::PhantomData;
 
 use dary_heap::QuaternaryHeap;
 use rustc_hash::FxHashMap;
 
+use crate::tuning::{HEAP_THRESHOLD, LEVELS_FROM, LEVEL_RESTARTS, SMALL_LEVEL, SMALL_LEVELS};
 use crate::Rank;
-
-/// Pieces longer than this (in bytes) use the linked-list merge ([`LongMerge`]). The flat loop's
-/// scans grow with the square of the length; at 48 rather than 128, o200k spent 3% fewer estimated
-/// cycles on held-out multilingual text (callgrind), mostly on runs of Japanese letters.
-const HEAP_THRESHOLD: usize = 48;
 
 /// What merging an adjacent pair yields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,10 +76,44 @@ pub struct MergeTable {
     chars: Box<[[Rank; 2]]>,
 }
 
+/// How a [`MergeTableBuilder`] treats the byte boundaries of long pieces; fixed when the builder is
+/// made, so a table cannot mix merges that record the bytes they join with merges that do not.
+pub trait Boundaries {}
+
+/// Every boundary may be joined by some merge: long pieces are never cut. For merges of symbols
+/// that are not bytes (SentencePiece's characters), or whose bytes are not known.
+#[derive(Debug)]
+pub enum AnyBoundary {}
+impl Boundaries for AnyBoundary {}
+
+/// Each merge names the bytes it joins (the last byte of its left token, the first of its right):
+/// long pieces are cut at boundaries no merge joins, and the parts merged on their own.
+#[derive(Debug)]
+pub enum RecordedBoundaries {}
+impl Boundaries for RecordedBoundaries {}
+
+/// Fills a [`MergeTable`]: made by [`MergeTable::builder`] or [`MergeTable::builder_recording_joins`],
+/// whose `insert` methods differ (the second takes the bytes each merge joins).
+#[derive(Debug)]
+pub struct MergeTableBuilder<B: Boundaries> {
+    table: MergeTable,
+    boundaries: PhantomData<B>,
+}
+
 impl MergeTable {
-    /// A table whose pieces are never cut (every byte boundary is assumed joinable) until
-    /// [`MergeTable::insert_joining`] records which boundaries merges can cross.
-    pub fn new(byte_ids: [Rank; 256]) -> Self {
+    /// A builder whose table never cuts pieces (see [`AnyBoundary`]).
+    pub fn builder(byte_ids: [Rank; 256]) -> MergeTableBuilder<AnyBoundary> {
+        MergeTableBuilder { table: Self::new(byte_ids, u64::MAX), boundaries: PhantomData }
+    }
+
+    /// A builder whose table cuts long pieces at boundaries no merge joins (see
+    /// [`RecordedBoundaries`]).
+    pub fn builder_recording_joins(byte_ids: [Rank; 256]) -> MergeTableBuilder<RecordedBoundaries> {
+        MergeTableBuilder { table: Self::new(byte_ids, 0), boundaries: PhantomData }
+    }
+
+    /// An empty table whose join bits are all `joinable`.
+    fn new(byte_ids: [Rank; 256], joinable: u64) -> Self {
         let mut bytes_of_id: FxHashMap<Rank, Vec<u8>> = FxHashMap::default();
         for (byte, &id) in byte_ids.iter().enumerate() {
             bytes_of_id.entry(id).or_default().push(byte as u8);
@@ -90,7 +121,7 @@ impl MergeTable {
         Self {
             byte_ids,
             pairs: FxHashMap::default(),
-            joinable: Box::new([u64::MAX; 1024]),
+            joinable: Box::new([joinable; 1024]),
             byte_pairs: vec![NO_MERGE; 256 * 256].into_boxed_slice(),
             bytes_of_id,
             chars: Box::new([]),
@@ -188,34 +219,15 @@ impl MergeTable {
         }
     }
 
-    /// Like [`MergeTable::insert`], also recording the bytes the merge joins (the last byte of
-    /// `left`, the first byte of `right`). A table filled only through this method cuts long pieces
-    /// at boundaries no merge can cross.
-    pub fn insert_joining(
-        &mut self,
-        left: Rank,
-        right: Rank,
-        merge: Merge,
-        last_of_left: u8,
-        first_of_right: u8,
-    ) {
-        if self.pairs.is_empty() {
-            self.joinable.fill(0);
-        }
-        let bit = usize::from(last_of_left) * 256 + usize::from(first_of_right);
-        self.joinable[bit / 64] |= 1 << (bit % 64);
-        self.insert(left, right, merge);
-    }
-
     #[inline]
     fn can_join(&self, left: u8, right: u8) -> bool {
         let bit = usize::from(left) * 256 + usize::from(right);
         self.joinable[bit / 64] & (1 << (bit % 64)) != 0
     }
 
-    /// Allows `left` + `right` to merge into `merged` with `priority`. A pair given twice keeps the
-    /// merge with the lower priority.
-    pub fn insert(&mut self, left: Rank, right: Rank, merge: Merge) {
+    /// Allows `left` + `right` to merge into `merge.merged` with `merge.priority`. A pair given twice
+    /// keeps the merge with the lower priority.
+    fn insert(&mut self, left: Rank, right: Rank, merge: Merge) {
         if let (Some(lefts), Some(rights)) = (self.bytes_of_id.get(&left), self.bytes_of_id.get(&right)) {
             for &first in lefts {
                 for &second in rights {
@@ -292,10 +304,11 @@ impl MergeTable {
     /// The merge loop on `piece`, starting from the tokens of the characters that qualify (see
     /// `chars`) and the bytes of the rest.
     fn merge_from_chars(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        reached(MergePath::FromChars);
         let start = out.len();
         // Of the first `HEAP_THRESHOLD` symbols: the byte of each that is a byte, and a bit for
         // each that comes from a character's merged state (whose pairs are looked up in the pair
-        // map).
+        // map). A `u64` holds them: `tuning` asserts `HEAP_THRESHOLD <= 64`.
         let mut bytes = [0u8; HEAP_THRESHOLD];
         let mut from_chars = 0u64;
         let mut at = 0;
@@ -379,6 +392,7 @@ impl MergeTable {
     }
 
     fn merge_flat(&self, piece: &[u8], out: &mut Vec<Rank>) {
+        reached(MergePath::Flat);
         let start = out.len();
         out.extend(piece.iter().map(|&byte| self.byte_id(byte)));
         let mut merges = [NO_MERGE; HEAP_THRESHOLD];
@@ -390,6 +404,7 @@ impl MergeTable {
 
     /// Merges the symbols `out[start..]` (at most `HEAP_THRESHOLD` of them) in place.
     fn merge_in_place(&self, start: usize, out: &mut Vec<Rank>) {
+        reached(MergePath::InPlace);
         // merges[i] is what the pair (symbols[i], symbols[i + 1]) would become; on the stack, since
         // this runs once per piece.
         let mut merges = [NO_MERGE; HEAP_THRESHOLD];
@@ -449,6 +464,63 @@ impl MergeTable {
     }
 }
 
+impl MergeTableBuilder<AnyBoundary> {
+    /// Allows `left` + `right` to merge into `merge.merged` with `merge.priority`. A pair given twice
+    /// keeps the merge with the lower priority.
+    pub fn insert(&mut self, left: Rank, right: Rank, merge: Merge) {
+        self.table.insert(left, right, merge);
+    }
+}
+
+impl MergeTableBuilder<RecordedBoundaries> {
+    /// Allows `left` + `right` to merge, as [`MergeTableBuilder::<AnyBoundary>::insert`], and records
+    /// that a merge joins `last_of_left` (the last byte of `left`) to `first_of_right`.
+    pub fn insert(&mut self, left: Rank, right: Rank, merge: Merge, last_of_left: u8, first_of_right: u8) {
+        let bit = usize::from(last_of_left) * 256 + usize::from(first_of_right);
+        self.table.joinable[bit / 64] |= 1 << (bit % 64);
+        self.table.insert(left, right, merge);
+    }
+}
+
+impl<B: Boundaries> MergeTableBuilder<B> {
+    /// The table, with every merge in.
+    pub fn build(self) -> MergeTable {
+        self.table
+    }
+}
+
+/// The five ways a piece is merged: the flat loop from bytes ([`MergeTable::merge_flat`]) or from
+/// characters' merged states ([`MergeTable::merge_from_chars`]), the flat loop on given symbols
+/// ([`MergeTable::merge_in_place`]), and the two loops of long pieces ([`LongMerge::by_levels`],
+/// [`LongMerge::by_heap`]). The tests count which ran ([`reached`]).
+#[derive(Clone, Copy, Debug)]
+enum MergePath {
+    Flat,
+    FromChars,
+    InPlace,
+    Levels,
+    Heap,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many times each [`MergePath`] ran on this thread (tests only).
+    static REACHED: std::cell::Cell<[usize; 5]> = const { std::cell::Cell::new([0; 5]) };
+}
+
+/// Counts `path` in tests; nothing otherwise.
+#[inline(always)]
+fn reached(path: MergePath) {
+    #[cfg(test)]
+    REACHED.with(|reached| {
+        let mut counts = reached.get();
+        counts[path as usize] += 1;
+        reached.set(counts);
+    });
+    #[cfg(not(test))]
+    let _ = path;
+}
+
 /// No symbol / no position.
 const NONE: u32 = u32::MAX;
 
@@ -483,17 +555,6 @@ struct Node {
 struct LongMerge {
     nodes: Vec<Node>,
 }
-
-/// Pieces of at least this many symbols try the level loop first; shorter ones, whose buckets would
-/// be few pairs each, go to the heap at once.
-const LEVELS_FROM: usize = 4096;
-/// How many times the level loop may go back to an earlier priority before handing over to the heap.
-const LEVEL_RESTARTS: usize = 64;
-/// A level whose bucket holds fewer pairs than this is small: one heap operation per pair would
-/// cost no more than the bucket's own upkeep.
-const SMALL_LEVEL: usize = 16;
-/// How many small levels the level loop takes before handing over to the heap.
-const SMALL_LEVELS: usize = 64;
 
 /// Queues `positions` with `priority` for the level loop: into its bucket, and the level into
 /// `levels` when its bucket was empty (a level is listed once per time its bucket fills).
@@ -576,6 +637,7 @@ impl LongMerge {
     /// Merges bucket by bucket, lowest priority first, each in position order. Returns false when
     /// it gives up for [`LongMerge::by_heap`], which goes on from the symbols as they are.
     fn by_levels(&mut self, table: &MergeTable) -> bool {
+        reached(MergePath::Levels);
         // Priority -> positions of pairs queued with it (unsorted).
         let mut buckets: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         for (position, priority) in self.current_pairs() {
@@ -626,6 +688,7 @@ impl LongMerge {
 
     /// The heap loop, from the symbols as they are.
     fn by_heap(&mut self, table: &MergeTable) {
+        reached(MergePath::Heap);
         #[inline]
         fn entry(priority: u32, position: u32) -> Reverse<u64> {
             Reverse((u64::from(priority) << 32) | u64::from(position))
@@ -659,24 +722,23 @@ impl LongMerge {
 mod tests {
     use super::*;
 
+    /// Bytes are ids 0-255.
+    fn byte_ids() -> [Rank; 256] {
+        std::array::from_fn(|byte| byte as Rank)
+    }
+
+    /// Bytes are ids 0-255; merges given as (left, right, merged, priority).
+    fn table_with(merges: impl IntoIterator<Item = (Rank, Rank, Rank, u32)>) -> MergeTable {
+        let mut table = MergeTable::builder(byte_ids());
+        for (left, right, merged, priority) in merges {
+            table.insert(left, right, Merge { priority, merged });
+        }
+        table.build()
+    }
+
     /// Bytes are ids 0-255; merges given as (left, right, merged) in priority order.
     fn table(merges: &[(Rank, Rank, Rank)]) -> MergeTable {
-        let mut byte_ids = [0; 256];
-        for (byte, id) in byte_ids.iter_mut().enumerate() {
-            *id = byte as Rank;
-        }
-        let mut table = MergeTable::new(byte_ids);
-        for (priority, &(left, right, merged)) in merges.iter().enumerate() {
-            table.insert(
-                left,
-                right,
-                Merge {
-                    priority: priority as u32,
-                    merged,
-                },
-            );
-        }
-        table
+        table_with(merges.iter().enumerate().map(|(priority, &(left, right, merged))| (left, right, merged, priority as u32)))
     }
 
     /// The readable quadratic loop: find the lowest-priority adjacent pair (leftmost on ties), merge.
@@ -720,8 +782,8 @@ mod tests {
     #[test]
     fn cutting_at_unjoinable_boundaries_changes_nothing() {
         // Random merges over a small alphabet; the same table filled with and without join bits.
-        let mut uncut = table(&[]);
-        let mut cut = table(&[]);
+        let mut uncut = MergeTable::builder(byte_ids());
+        let mut cut = MergeTable::builder_recording_joins(byte_ids());
         let alphabet = b"abcdxyz";
         let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
         let mut ids: Vec<Rank> = alphabet.iter().map(|&b| b as Rank).collect();
@@ -737,11 +799,12 @@ mod tests {
             let merge = Merge { priority: merged, merged };
             uncut.insert(ids[l], ids[r], merge);
             let (last, first) = (*tokens[l].last().unwrap(), tokens[r][0]);
-            cut.insert_joining(ids[l], ids[r], merge, last, first);
+            cut.insert(ids[l], ids[r], merge, last, first);
             tokens.push([tokens[l].clone(), tokens[r].clone()].concat());
             ids.push(merged);
         }
-        for len in [130usize, 500, 5000] {
+        let (uncut, cut) = (uncut.build(), cut.build());
+        for len in [HEAP_THRESHOLD + 1, 130, 500, 5000] {
             let piece: Vec<u8> = (0..len).map(|_| alphabet[next() % alphabet.len()]).collect();
             let (mut expected, mut actual) = (Vec::new(), Vec::new());
             uncut.encode_piece(&piece, &mut expected);
@@ -756,17 +819,42 @@ mod tests {
     fn rank_table(tokens: &[Vec<u8>], priorities: &[u32]) -> MergeTable {
         let encoder: FxHashMap<&[u8], Rank> =
             tokens.iter().enumerate().map(|(id, token)| (&token[..], id as Rank)).collect();
-        let mut table = table(&[]);
+        let mut table = MergeTable::builder_recording_joins(byte_ids());
         for (id, token) in tokens.iter().enumerate() {
             for split in 1..token.len() {
                 if let (Some(&left), Some(&right)) = (encoder.get(&token[..split]), encoder.get(&token[split..])) {
                     let merge = Merge { priority: priorities[id], merged: id as Rank };
-                    table.insert_joining(left, right, merge, token[split - 1], token[split]);
+                    table.insert(left, right, merge, token[split - 1], token[split]);
                 }
             }
         }
+        let mut table = table.build();
         table.premerge_chars(|id| tokens.get(id as usize).map(|token| &token[..]));
         table
+    }
+
+    /// Random texts (20 of 30 characters from `alphabet`) and a vocabulary grown from stretches of
+    /// them, up to `size` tokens: the 256 bytes, then stretches of 2-7 bytes made of two known
+    /// tokens (whole characters, parts of characters, and tokens across character edges).
+    fn grown_vocabulary(alphabet: &[char], size: usize, next: &mut impl FnMut() -> usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let texts: Vec<Vec<u8>> = (0..20)
+            .map(|_| (0..30).map(|_| alphabet[next() % alphabet.len()]).collect::<String>().into_bytes())
+            .collect();
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
+        let mut known: std::collections::HashSet<Vec<u8>> = tokens.iter().cloned().collect();
+        let mut attempts = 0;
+        while tokens.len() < size && attempts < 100_000 {
+            attempts += 1;
+            let text = &texts[next() % texts.len()];
+            let len = 2 + next() % 6;
+            let start = next() % (text.len() - len);
+            let candidate = &text[start..start + len];
+            let split = 1 + next() % (len - 1);
+            if known.contains(&candidate[..split]) && known.contains(&candidate[split..]) && known.insert(candidate.to_vec()) {
+                tokens.push(candidate.to_vec());
+            }
+        }
+        (texts, tokens)
     }
 
     #[test]
@@ -785,23 +873,7 @@ mod tests {
         };
         let (mut qualified, mut partly, mut refused, mut pieces_with_chars) = (0, 0, 0, 0);
         for round in 0..60 {
-            let texts: Vec<Vec<u8>> = (0..20)
-                .map(|_| (0..30).map(|_| alphabet[next() % alphabet.len()]).collect::<String>().into_bytes())
-                .collect();
-            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
-            let mut known: std::collections::HashSet<Vec<u8>> = tokens.iter().cloned().collect();
-            let mut attempts = 0;
-            while tokens.len() < 256 + 40 + round * 3 && attempts < 100_000 {
-                attempts += 1;
-                let text = &texts[next() % texts.len()];
-                let len = 2 + next() % 6;
-                let start = next() % (text.len() - len);
-                let candidate = &text[start..start + len];
-                let split = 1 + next() % (len - 1);
-                if known.contains(&candidate[..split]) && known.contains(&candidate[split..]) && known.insert(candidate.to_vec()) {
-                    tokens.push(candidate.to_vec());
-                }
-            }
+            let (texts, tokens) = grown_vocabulary(&alphabet, 256 + 40 + round * 3, &mut next);
             let priorities: Vec<u32> = (0..tokens.len() as u32)
                 .map(|id| if round % 3 == 2 && id >= 256 { 256 + (next() % 1000) as u32 } else { id })
                 .collect();
@@ -840,15 +912,67 @@ mod tests {
     }
 
     #[test]
+    fn every_merge_path_merges_like_the_naive_loop() {
+        // Vocabularies grown from random multilingual text (as `Model::from_ranks` fills them: join
+        // bits, characters premerged), with priorities in build order or shuffled (so that merges
+        // create earlier pairs and the level loop hands over to the heap); pieces of every length
+        // class, as bytes and as symbols. Each of the five paths must run, and agree with the
+        // naive loop.
+        let alphabet: Vec<char> = "ab éñжΩ日本のは語".chars().collect();
+        let mut seed = 0xD1B5_4A32_D192_ED03u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        REACHED.with(|reached| reached.set([0; 5]));
+        for round in 0..12 {
+            let (texts, tokens) = grown_vocabulary(&alphabet, 256 + 150, &mut next);
+            let shuffled = round % 2 == 1;
+            let priorities: Vec<u32> = (0..tokens.len() as u32)
+                .map(|id| if shuffled && id >= 256 { 256 + (next() % 1000) as u32 } else { id })
+                .collect();
+            let table = rank_table(&tokens, &priorities);
+            let ascii: Vec<u8> = texts.concat().into_iter().filter(u8::is_ascii).collect();
+            let text = texts.concat();
+            let mut pieces: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..100 {
+                // Short: ASCII (bytes), and multilingual (characters).
+                let (from, len) = (next() % (ascii.len() - HEAP_THRESHOLD), 2 + next() % (HEAP_THRESHOLD - 1));
+                pieces.push(ascii[from..from + len].to_vec());
+                let (from, len) = (next() % (text.len() - HEAP_THRESHOLD), 2 + next() % (HEAP_THRESHOLD - 1));
+                pieces.push(text[from..from + len].to_vec());
+            }
+            // Long: past the flat loop, and past `LEVELS_FROM` (a run of one letter, and text).
+            pieces.push(text.clone());
+            pieces.push(ascii.repeat(1 + LEVELS_FROM / ascii.len().max(1)));
+            pieces.push(vec![b'a'; LEVELS_FROM + next() % 1000]);
+            pieces.push(text.repeat(1 + LEVELS_FROM / text.len()));
+            for piece in &pieces {
+                let mut actual = Vec::new();
+                table.encode_piece(piece, &mut actual);
+                assert_eq!(actual, naive(&table, piece), "round {round}, bytes {piece:?}");
+                // The same as symbols (ids of the bytes, merged without cuts or characters).
+                let symbols: Vec<Rank> = piece.iter().map(|&byte| table.byte_id(byte)).collect();
+                let mut actual = Vec::new();
+                table.encode_symbols(&symbols, &mut actual);
+                assert_eq!(actual, naive_symbols(&table, symbols), "round {round}, symbols {piece:?}");
+            }
+        }
+        let counts = REACHED.with(|reached| reached.get());
+        for path in [MergePath::Flat, MergePath::FromChars, MergePath::InPlace, MergePath::Levels, MergePath::Heap] {
+            assert!(counts[path as usize] > 0, "the {path:?} path never ran: {counts:?}");
+        }
+    }
+
+    #[test]
     fn a_state_whose_own_pair_merges_early_is_no_start() {
         // の = E3 81 AE: alone, 81 AE merges (priority 50), then E3 + that (30, earlier). After は
         // (E3 81 AF), whose 81 AF merges at 40, the loop on bytes makes 81 AF, then 81 AE, then の.
         // Starting の from [E3, 81 AE] would make の at 30, before 81 AF, and let AF + の (35) in.
         let (f_af, f_ae, no, af_no) = (300, 301, 302, 303);
-        let mut table = table(&[]);
-        for (left, right, merged, priority) in [(0x81, 0xAF, f_af, 40), (0x81, 0xAE, f_ae, 50), (0xE3, f_ae, no, 30), (0xAF, no, af_no, 35)] {
-            table.insert(left, right, Merge { priority, merged });
-        }
+        let mut table = table_with([(0x81, 0xAF, f_af, 40), (0x81, 0xAE, f_ae, 50), (0xE3, f_ae, no, 30), (0xAF, no, af_no, 35)]);
         let bytes: FxHashMap<Rank, Vec<u8>> = [(f_af, vec![0x81, 0xAF]), (f_ae, vec![0x81, 0xAE]), (no, "の".into()), (af_no, [&[0xAF][..], "の".as_bytes()].concat())]
             .into_iter()
             .chain((0..=255u8).map(|byte| (Rank::from(byte), vec![byte])))
@@ -889,7 +1013,7 @@ mod tests {
             (aa, aa, aaaa),
             (b'a' as Rank, b'b' as Rank, ab),
         ]);
-        for len in [2usize, 3, 5, 7, 64, 129, 1000] {
+        for len in [2usize, 3, 5, 7, HEAP_THRESHOLD, HEAP_THRESHOLD + 1, 1000] {
             let piece: Vec<u8> = (0..len)
                 .map(|i| if i % 7 == 3 { b'b' } else { b'a' })
                 .collect();
@@ -901,17 +1025,9 @@ mod tests {
     fn symbol_sequences_merge_like_the_naive_loop() {
         // Symbols that are not bytes (as SentencePiece's characters), with equal priorities.
         let (x, y, z, xy, yz, xyz) = (1000, 1001, 1002, 1003, 1004, 1005);
-        let mut table = table(&[]);
-        for (left, right, merged, priority) in [
-            (x, y, xy, 0),
-            (y, z, yz, 0),
-            (xy, z, xyz, 1),
-            (x, yz, xyz, 1),
-        ] {
-            table.insert(left, right, Merge { priority, merged });
-        }
+        let table = table_with([(x, y, xy, 0), (y, z, yz, 0), (xy, z, xyz, 1), (x, yz, xyz, 1)]);
         let mut state = 7u64;
-        for len in [0usize, 1, 2, 3, 17, HEAP_THRESHOLD, HEAP_THRESHOLD + 1, 128, 129, 700] {
+        for len in [0usize, 1, 2, 3, 17, HEAP_THRESHOLD, HEAP_THRESHOLD + 1, 300, 700] {
             let symbols: Vec<Rank> = (0..len)
                 .map(|_| {
                     state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -959,7 +1075,7 @@ mod tests {
         };
         for round in 0..40 {
             let alphabet: Vec<Rank> = (0..2 + round % 5).map(|byte| byte as Rank).collect();
-            let mut table = table(&[]);
+            let mut table = MergeTable::builder(byte_ids());
             let mut ids = alphabet.clone();
             for merged in 256..256 + 30 + round as Rank * 5 {
                 let (left, right) = (ids[next() % ids.len()], ids[next() % ids.len()]);
@@ -967,7 +1083,8 @@ mod tests {
                 table.insert(left, right, Merge { priority, merged });
                 ids.push(merged);
             }
-            for len in [129usize, 300, 2000] {
+            let table = table.build();
+            for len in [HEAP_THRESHOLD + 1, 300, 2000] {
                 let symbols: Vec<Rank> = (0..len).map(|_| alphabet[next() % alphabet.len()]).collect();
                 long_loops_agree(&table, &symbols);
             }
@@ -983,7 +1100,7 @@ mod tests {
         }
         merges.push((b'a' as Rank, 256, 300)); // "aaa", after the doublings
         let table = table(&merges);
-        for len in [129usize, 1000, 4097, 10_000] {
+        for len in [HEAP_THRESHOLD + 1, 1000, LEVELS_FROM + 1, 10_000] {
             long_loops_agree(&table, &vec![b'a' as Rank; len]);
         }
     }

@@ -7,7 +7,7 @@
 //! - [`Model::from_merges`] (GPT-2 files, HF `tokenizer.json`): only the listed merges, priority =
 //!   line order; the whole-piece rule only with `ignore_merges`.
 //! - [`Model::from_sentencepiece`]: character symbols, score priorities, no split pattern
-//!   ([`crate::sentencepiece`]).
+//!   ([`crate::char_merge`]).
 //!
 //! [`Model::rank_rule_difference`] and [`Model::merge_rule_difference`] decide whether one rule can
 //! stand in for the other, which is what converting between these formats needs.
@@ -20,20 +20,15 @@ use crate::cache::{CacheGuard, PieceCache, ShardedCache};
 use crate::halves::Halves;
 use crate::merge::{Merge, MergeTable};
 use crate::pretokenize::{SplitError, SplitRule, Splitter};
-use crate::sentencepiece::{DecodeState, SentencePiece, SentencePieceSpec};
+use crate::char_merge::{DecodeState, SentencePiece, SentencePieceSpec};
 use crate::short_tokens::{ShortTokens, SHORT};
 use crate::special::SpecialMatcher;
+use crate::tuning::{DENSE_ID_LIMIT, LONG_TOKEN};
 use crate::Rank;
 
 /// The largest id a token may have.
 pub const MAX_ID: Rank = (1 << 31) - 1;
 
-/// Ids up to this bound are stored densely; a sparser vocabulary uses a hash map.
-const DENSE_ID_LIMIT: usize = 1 << 24;
-
-/// Tokens longer than this (in bytes) find their splits with [`Halves`] (real tokens are at most
-/// 128 bytes; a plain lookup of every prefix is faster for short ones).
-pub(crate) const LONG_TOKEN: usize = 64;
 
 /// Why ranks and special tokens cannot form a model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -345,7 +340,7 @@ impl Model {
     ) -> Result<Self, BuildError> {
         let splitter = Splitter::new(split).map_err(BuildError::Pattern)?;
         let encoder = check_tokens(&ranks)?;
-        let mut merges = MergeTable::new(byte_ids(&encoder)?);
+        let mut merges = MergeTable::builder_recording_joins(byte_ids(&encoder)?);
         // Long tokens find their splits by rolling hash: looking every prefix up is quadratic.
         let halves = encoder
             .keys()
@@ -359,14 +354,14 @@ impl Model {
             for split in splits {
                 if let (Some(&left), Some(&right)) = (encoder.get(&token[..split]), encoder.get(&token[split..])) {
                     let merge = Merge { priority: rank, merged: rank };
-                    merges.insert_joining(left, right, merge, token[split - 1], token[split]);
+                    merges.insert(left, right, merge, token[split - 1], token[split]);
                 }
             }
         }
         let empty_matches = encoder.contains_key(&[][..]) && splitter.may_match_empty();
         let rule = Rule::ByteLevel(ByteLevel {
             splitter,
-            merges,
+            merges: merges.build(),
             whole_piece: true,
             merge_list: None,
             ignore_merges: true,
@@ -399,7 +394,7 @@ impl Model {
             }
             last_line.insert((left, right), line);
         }
-        let mut table = MergeTable::new(byte_ids(&encoder)?);
+        let mut table = MergeTable::builder_recording_joins(byte_ids(&encoder)?);
         let mut merge_list = Vec::with_capacity(last_line.len());
         for (line, &(left, right)) in merges.iter().enumerate() {
             if last_line[&(left, right)] != line || bytes_of[&left].is_empty() || bytes_of[&right].is_empty() {
@@ -415,12 +410,12 @@ impl Model {
             };
             let merge = Merge { priority: merge_list.len() as u32, merged };
             let (last_of_left, first_of_right) = (bytes_of[&left][bytes_of[&left].len() - 1], bytes_of[&right][0]);
-            table.insert_joining(left, right, merge, last_of_left, first_of_right);
+            table.insert(left, right, merge, last_of_left, first_of_right);
             merge_list.push((left, right));
         }
         let rule = Rule::ByteLevel(ByteLevel {
             splitter,
-            merges: table,
+            merges: table.build(),
             whole_piece: ignore_merges,
             merge_list: Some(merge_list),
             ignore_merges,
@@ -444,7 +439,7 @@ impl Model {
         for (id, piece) in model.spec().pieces.iter().enumerate() {
             let id = id as Rank;
             let bytes = model.piece_bytes(id).expect("every piece has bytes");
-            use crate::sentencepiece::PieceKind;
+            use crate::char_merge::PieceKind;
             match piece.kind {
                 PieceKind::Control | PieceKind::Unknown => specials.push((piece.text.clone(), id)),
                 PieceKind::Byte => {
@@ -733,7 +728,7 @@ impl Model {
         let mut bytes = Vec::with_capacity(ids.len() * 4);
         self.decode_bytes(ids, &mut bytes)?;
         Ok(match &self.rule {
-            Rule::SentencePiece(_) => crate::sentencepiece::decode_utf8(&bytes),
+            Rule::SentencePiece(_) => crate::char_merge::decode_utf8(&bytes),
             Rule::ByteLevel(_) => String::from_utf8_lossy(&bytes).into_owned(),
         })
     }

@@ -4,25 +4,36 @@
 //! shared ints instead of allocating an int object per element, which was most of the cost of
 //! returning ids and most of their memory (ints are immutable, so sharing is invisible).
 //!
-//! A batch's lists are filled on the thread pool, with the GIL released: the workers only store
-//! pointers to shared ints (they never touch a reference count, which other Python threads may be
-//! changing meanwhile) and count how often each id was stored; the calling thread then adds each
-//! id's count to its int's reference count at once. So the serial part of returning a batch is one
-//! allocation per list and one update per distinct id, not one per element.
+//! A large batch's lists are filled on the thread pool, with the GIL released: the workers only
+//! store pointers to shared ints (they never touch a reference count, which other Python threads may
+//! be changing meanwhile) and count how often each id was stored; the calling thread then takes the
+//! references those slots need, id by id. So the serial part of returning a batch is one allocation
+//! per list and one reference-count increment per element (a cheap loop over each distinct id's
+//! count), instead of making and storing every element under the GIL.
+//!
+//! That path writes CPython's list internals directly (a list's item array, its size) and relies on
+//! the GIL's reference counting, so it exists only on builds with a GIL (`not(Py_GIL_DISABLED)`);
+//! the free-threaded build fills each list with `PyList_SET_ITEM` on the calling thread.
 
-use std::sync::{Mutex, OnceLock};
+#[cfg(not(Py_GIL_DISABLED))]
+use std::sync::Mutex;
+use std::sync::OnceLock;
 
 use hf_bpe_core::Rank;
-use pyo3::exceptions::{PyMemoryError, PyValueError};
+#[cfg(not(Py_GIL_DISABLED))]
+use pyo3::exceptions::PyMemoryError;
+use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
+#[cfg(not(Py_GIL_DISABLED))]
 use rayon::prelude::*;
 
 /// Ids at most this large get a shared Python int.
 const SHARED_INTS: usize = 1 << 21;
 
 /// A batch with at least this many ids in all is turned into lists on the pool's threads.
+#[cfg(not(Py_GIL_DISABLED))]
 const PARALLEL_FROM: usize = 1 << 16;
 
 pub(crate) struct IntTable {
@@ -32,19 +43,24 @@ pub(crate) struct IntTable {
 
 /// A pointer handed to the pool's threads. Only the lists made by [`IntTable::lists`] are sent
 /// this way, while no Python code can reach them.
+#[cfg(not(Py_GIL_DISABLED))]
 #[derive(Clone, Copy)]
 struct Unshared(*mut ffi::PyObject);
 // SAFETY: see the type's comment: each list is written by one worker, and read by no one else until
 // the workers are done.
+#[cfg(not(Py_GIL_DISABLED))]
 unsafe impl Send for Unshared {}
+#[cfg(not(Py_GIL_DISABLED))]
 unsafe impl Sync for Unshared {}
 
 /// New lists whose items may still be garbage or borrowed (their reference counts not yet taken).
 /// Dropped while it still holds them (an error or a panic before they are whole; once whole,
 /// [`IntTable::lists`] takes them out), it empties them before releasing them, so a borrowed item
 /// is never released.
+#[cfg(not(Py_GIL_DISABLED))]
 struct Unfilled(Vec<Unshared>);
 
+#[cfg(not(Py_GIL_DISABLED))]
 impl Drop for Unfilled {
     fn drop(&mut self) {
         // SAFETY: runs with the GIL held (the lists are only ever dropped in the thread that made
@@ -84,6 +100,7 @@ unsafe fn new_list(py: Python<'_>, length: usize) -> PyResult<*mut ffi::PyObject
 /// # Safety
 /// The GIL must be held; the caller must fill every slot, or empty them all (see [`Unfilled`]), before
 /// the list is released or seen by Python.
+#[cfg(not(Py_GIL_DISABLED))]
 unsafe fn new_unfilled_list(py: Python<'_>, length: usize) -> PyResult<*mut ffi::PyObject> {
     let list = new_list(py, 0)?;
     if length == 0 {
@@ -155,14 +172,34 @@ impl IntTable {
         rows: &[Vec<Rank>],
         pool: &rayon::ThreadPool,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ints = self.table(py);
-        let total: usize = rows.iter().map(Vec::len).sum();
-        let threads = pool.current_num_threads();
-        // Counts are u32; every id must have a shared int.
-        if threads < 2 || total < PARALLEL_FROM || total > u32::MAX as usize || ints.len() < self.n_vocab {
-            let lists = rows.iter().map(|ids| self.list(py, ids)).collect::<PyResult<Vec<_>>>()?;
-            return PyList::new(py, lists);
+        #[cfg(not(Py_GIL_DISABLED))]
+        {
+            let total: usize = rows.iter().map(Vec::len).sum();
+            // Counts are u32; every id must have a shared int.
+            if pool.current_num_threads() >= 2
+                && (PARALLEL_FROM..=u32::MAX as usize).contains(&total)
+                && self.table(py).len() >= self.n_vocab
+            {
+                return self.lists_in_parallel(py, rows, pool);
+            }
         }
+        #[cfg(Py_GIL_DISABLED)]
+        let _ = pool;
+        let lists = rows.iter().map(|ids| self.list(py, ids)).collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, lists)
+    }
+
+    /// [`IntTable::lists`] on `pool`'s threads (see the module's comment): every id has a shared int,
+    /// and the batch holds at most `u32::MAX` ids.
+    #[cfg(not(Py_GIL_DISABLED))]
+    fn lists_in_parallel<'py>(
+        &self,
+        py: Python<'py>,
+        rows: &[Vec<Rank>],
+        pool: &rayon::ThreadPool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let ints = self.table(py);
+        let threads = pool.current_num_threads();
         let mut unfilled = Unfilled(Vec::with_capacity(rows.len()));
         for ids in rows {
             // SAFETY: untracked, the new list is never looked at half-filled by the cycle collector
@@ -201,7 +238,7 @@ impl IntTable {
             .filter(|count| !count.is_empty())
             .collect();
         // SAFETY: with the GIL held again: each shared int gets one reference per slot that holds
-        // it, which makes every list whole; then they are tracked and owned as usual.
+        // it (one increment per element), which makes every list whole; then they are tracked and owned as usual.
         let lists: Vec<Bound<'py, PyAny>> = unsafe {
             for (id, int) in ints.iter().enumerate() {
                 let times: u32 = counts.iter().map(|count| count[id]).sum();

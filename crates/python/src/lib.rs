@@ -8,7 +8,7 @@ mod ints;
 mod train;
 
 use hf_bpe_core::model::MAX_ID;
-use hf_bpe_core::sentencepiece::{DecodeState, Piece, PieceKind, SentencePieceSpec};
+use hf_bpe_core::char_merge::{DecodeState, Piece, PieceKind, SentencePieceSpec};
 use hf_bpe_core::{
     Behavior, BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, SplitRule, SplitStep, StreamError,
 };

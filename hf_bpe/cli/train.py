@@ -1,8 +1,5 @@
-"""The ``hf-bpe`` command line.
-
-``hf-bpe train`` learns a tokenizer from text files, a ``datasets`` dataset, or (with no input) an
-embedded default corpus: Python's own documentation (``pydoc_data.topics``, shipped with CPython);
-``hf-bpe convert`` and ``hf-bpe inspect`` come from :mod:`hf_bpe.cli_convert`::
+"""``hf-bpe train``: learn a tokenizer from text files, a ``datasets`` dataset, or (with no input) an
+embedded default corpus: Python's own documentation (``pydoc_data.topics``, shipped with CPython)::
 
     hf-bpe train --vocab-size 4096 --out my-tokenizer
     hf-bpe train data/*.txt --vocab-size 32768 --special-token '<|endoftext|>' --out my-tokenizer
@@ -17,47 +14,22 @@ model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``t
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hf_bpe import patterns
+from hf_bpe.cli.common import DATASET_ON_RAY, UsageError, ray_option, ray_session, reclaim_files
 from hf_bpe.model import MODEL_FILE
+from hf_bpe.train import train
 
 DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 
 
-class UsageError(Exception):
-    """A command line that cannot work as given (exit status 2)."""
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 failed, 2 bad usage)."""
-    parser = _parser()
-    arguments = parser.parse_args(argv)
-    if arguments.command != "train":
-        from hf_bpe import cli_convert
-
-        return cli_convert.run(arguments)
-    try:
-        return int(arguments.run(arguments))
-    except UsageError as error:
-        arguments.parser.error(str(error))
-    except KeyboardInterrupt:
-        print("hf-bpe: interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, TypeError, OSError) as error:
-        print(f"hf-bpe {arguments.command}: error: {error}", file=sys.stderr)
-        return 1
-    return 0  # unreachable: parser.error exits
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hf-bpe", description="Exact, fast byte-level BPE tokenizers.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    train = commands.add_parser(
+def register(subparsers: Any) -> None:
+    """Add ``train`` to an ``argparse`` subparsers object."""
+    train = subparsers.add_parser(
         "train",
         help="learn a tokenizer from text files, a dataset, or the default corpus",
         description="Learn a byte-level BPE tokenizer. With neither FILES nor --dataset, trains on an "
@@ -105,22 +77,17 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--name", help="the model's name (default: the folder's name)")
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
-    train.set_defaults(run=_train, parser=train)
-
-    from hf_bpe import cli_convert, cli_distributed
-
-    cli_distributed.add_train_options(train)
-    cli_convert.register(commands)
-    cli_distributed.register(commands)
-    return parser
+    ray_option(train, "train on Ray")
+    train.add_argument("--num-workers", type=int, metavar="N", help="with --ray: tasks at once (default: every CPU)")
+    train.add_argument("--prune-below", type=int, metavar="C",
+                       help="with --ray: drop pieces seen fewer than C times per group of files (bounded memory, "
+                       "no longer exact; see docs/scale.md)")
+    train.set_defaults(run=run, parser=train)
 
 
-def _train(arguments: argparse.Namespace) -> int:
-    import hf_bpe
-    from hf_bpe import cli_distributed
-
-    cli_distributed.reclaim_files(arguments, "files")
-
+def run(arguments: argparse.Namespace) -> int:
+    """Train, write the folder, print what was written."""
+    reclaim_files(arguments, "files")
     if arguments.files and arguments.dataset:
         raise UsageError("give FILES or --dataset, not both")
     if arguments.out.exists() and not arguments.out.is_dir():
@@ -138,8 +105,8 @@ def _train(arguments: argparse.Namespace) -> int:
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
 
     started = time.perf_counter()
-    train = hf_bpe.train if arguments.ray is None else cli_distributed.train_on_ray(arguments)
-    model = train(
+    trainer = train if arguments.ray is None else _train_on_ray(arguments)
+    model = trainer(
         corpus,
         arguments.vocab_size,
         files=files,
@@ -151,7 +118,7 @@ def _train(arguments: argparse.Namespace) -> int:
         name=arguments.name or arguments.out.resolve().name,
     )
     elapsed = time.perf_counter() - started
-    from hf_bpe.hf import save_tokenizer_folder
+    from hf_bpe.transformers import save_tokenizer_folder  # imports transformers: only once trained
 
     eos = "<|endoftext|>" if "<|endoftext|>" in model.special_tokens else None
     training = {"corpus": described, "vocab_size": arguments.vocab_size}
@@ -160,13 +127,31 @@ def _train(arguments: argparse.Namespace) -> int:
 
     specials = len(model.special_tokens_set)
     merges = len(model.mergeable_ranks) - 256
-    pattern = hf_bpe.patterns.name_of(model.pattern) or "custom regex"
+    pattern = patterns.name_of(model.pattern) or "custom regex"
     print(f"Wrote {arguments.out} (AutoTokenizer.from_pretrained loads it; model file {path.name})")
     print(
         f"  {model.n_vocab} tokens: 256 bytes + {merges} merges + {specials} special token{'s' if specials != 1 else ''}; "
         f"pattern {pattern}; trained on {described} in {elapsed:.1f} s"
     )
     return 0
+
+
+def _train_on_ray(arguments: argparse.Namespace) -> Callable[..., Any]:
+    """``hf-bpe train --ray``: a stand-in for :func:`hf_bpe.train` (same call) that runs
+    :func:`hf_bpe.distributed.train` on FILES (text files or glob patterns)."""
+    from hf_bpe import distributed
+
+    def train_files(corpus: Any, vocab_size: int, *, files: list[Path] | None, pattern: str,
+                    special_tokens: list[str], text_column: str, name: str, **_: Any) -> Any:
+        if not files:
+            raise UsageError(DATASET_ON_RAY)
+        with ray_session(arguments.ray) as address:
+            return distributed.train([str(path) for path in files], vocab_size, pattern=pattern,
+                                     special_tokens=special_tokens, text_column=text_column,
+                                     num_workers=arguments.num_workers, ray_address=address,
+                                     prune_below=arguments.prune_below, name=name)
+
+    return train_files
 
 
 def _default_corpus() -> list[str]:
@@ -200,7 +185,3 @@ def _load_dataset(name_or_path: str, config: str | None, split: str) -> Any:
             )
         return datasets.load_dataset(builder, data_files=str(path), split=split)
     return datasets.load_dataset(name_or_path, config, split=split)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

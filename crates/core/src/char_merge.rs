@@ -16,8 +16,8 @@ use rustc_hash::FxHashMap;
 
 use crate::halves::Halves;
 use crate::merge::{Merge, MergeTable};
-use crate::model::LONG_TOKEN;
 use crate::normalize::{SentencePieceNormalizer, SPACE_SYMBOL};
+use crate::tuning::LONG_TOKEN;
 use crate::Rank;
 
 /// The type of a piece (`ModelProto.SentencePiece.Type`).
@@ -202,7 +202,7 @@ impl SentencePiece {
                 symbols.insert(only, id);
             }
         }
-        let mut merges = MergeTable::new([UNKNOWN; 256]);
+        let mut merges = MergeTable::builder([UNKNOWN; 256]);
         // Long pieces find their splits by rolling hash (see `crate::halves`); a part that is one
         // character can only be the first or the last.
         let halves = pieces
@@ -276,7 +276,7 @@ impl SentencePiece {
         Ok(Self {
             normalizer,
             symbols,
-            merges,
+            merges: merges.build(),
             user_defined,
             byte_ids: spec.byte_fallback.then_some(byte_ids),
             unk,

@@ -1,0 +1,61 @@
+//! The core's tuning constants, in one place: each changes speed or memory only, never an id (the
+//! tests compare every path with a plain loop). Each says what it trades and how it was chosen.
+//! The couplings between them and the code that relies on them are `const` asserts below, so a
+//! change that breaks one fails to compile.
+
+/// Pieces (and segments, and symbol runs) longer than this use the linked-list merge (the merge
+/// module's `LongMerge`); up to it, the flat loop on the stack. Trades the flat loop's scans, which
+/// grow with the square of the length, against the list's setup: at 48 rather than 128, o200k spent
+/// 3% fewer estimated cycles on held-out multilingual text (callgrind), mostly on runs of Japanese
+/// letters.
+pub(crate) const HEAP_THRESHOLD: usize = 48;
+
+/// Long pieces of at least this many symbols try the level loop (a bucket of pairs per priority,
+/// merged in whole passes) before the heap; shorter ones, whose buckets would hold a few pairs each,
+/// go to the heap at once. Trades a bucket's upkeep against a heap operation per pair.
+pub(crate) const LEVELS_FROM: usize = 4096;
+/// How many times the level loop may go back to an earlier priority (a merge made a pair that the
+/// rule merges before pairs already queued) before handing over to the heap: bounds the passes a
+/// vocabulary whose priorities ignore the order tokens were built in can cost.
+pub(crate) const LEVEL_RESTARTS: usize = 64;
+/// A level whose bucket holds fewer pairs than this is small: one heap operation per pair would cost
+/// no more than the bucket's own upkeep.
+pub(crate) const SMALL_LEVEL: usize = 16;
+/// How many small levels the level loop takes before handing over to the heap (varied text: many
+/// priorities with a few pairs each).
+pub(crate) const SMALL_LEVELS: usize = 64;
+
+/// The longest piece (in bytes) the piece cache holds. With [`CACHED_IDS`] it sizes a cache slot
+/// (2 + 30 + 4 x 8 = 64 bytes, one cache line); longer pieces are rare and merge anyway.
+pub const CACHED_PIECE_BYTES: usize = 30;
+/// The most ids a cached piece may merge to (see [`CACHED_PIECE_BYTES`]).
+pub const CACHED_IDS: usize = 8;
+/// Slots per piece cache (a power of two): about 4.4 MB each. Trades memory for hits: each doubling
+/// saved some 5% of the encoding time on held-out multilingual text with o200k (callgrind, warmed on
+/// 6 MB, measured on the next 3 MB).
+pub(crate) const CACHE_SLOTS: usize = 1 << 16;
+/// Piece caches per model: more than the threads that usually encode at once (each is allocated on
+/// first use, so unused ones cost nothing).
+pub(crate) const CACHE_SHARDS: usize = 16;
+
+/// Ids up to this bound are stored densely (a table indexed by id); a sparser vocabulary uses a hash
+/// map. Trades up to 16 M entries of memory for a lookup without hashing.
+pub(crate) const DENSE_ID_LIMIT: usize = 1 << 24;
+
+/// Tokens longer than this (in bytes) find their splits into two tokens by rolling hash (`Halves`):
+/// looking every prefix up is quadratic in the token's length, but faster for short tokens (real
+/// tokens are at most 128 bytes).
+pub(crate) const LONG_TOKEN: usize = 64;
+
+// The flat merge of pieces starting from characters marks, in one `u64`, which of its first
+// `HEAP_THRESHOLD` symbols come from a character (bit `i` for symbol `i`).
+const _: () = assert!(HEAP_THRESHOLD <= u64::BITS as usize, "HEAP_THRESHOLD must fit the u64 bitmask of merge_from_chars");
+// The flat loops need room for at least one pair.
+const _: () = assert!(HEAP_THRESHOLD >= 2);
+// The level loop is for pieces the flat loop does not take.
+const _: () = assert!(LEVELS_FROM > HEAP_THRESHOLD);
+// A cache slot's lengths are single bytes.
+const _: () = assert!(CACHED_PIECE_BYTES <= u8::MAX as usize);
+const _: () = assert!(CACHED_IDS <= u8::MAX as usize);
+// The cache indexes sets of two slots by masking a hash.
+const _: () = assert!(CACHE_SLOTS.is_power_of_two() && CACHE_SLOTS >= 128);

@@ -1,0 +1,60 @@
+"""The ``hf-bpe`` command line: one module per command, each with ``register(subparsers)`` (adds its
+parser and sets ``run``) and ``run(arguments) -> exit status``. A new command is a new module here, its
+import and one line in :data:`COMMANDS`::
+
+    hf-bpe train --vocab-size 4096 --out my-tokenizer
+    hf-bpe inspect tokenizer.model
+    hf-bpe convert gpt2-folder/ --to tiktoken gpt2.tiktoken
+    hf-bpe view gpt2 cl100k_base my-tokenizer/
+    hf-bpe tokenize 'data/*.jsonl' --tokenizer my-tokenizer --eot '<|endoftext|>' --out tokens
+
+Exit status: 0 done, 1 failed (the error is printed), 2 bad usage (argparse's message), 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from hf_bpe.cli import convert, inspect, tokenize, train, view
+from hf_bpe.cli.common import UsageError
+from hf_bpe.model import MODEL_FILE
+from hf_bpe.sources import SourceError
+
+__all__ = ["COMMANDS", "MODEL_FILE", "UsageError", "main"]
+
+COMMANDS = (
+    train,
+    convert,
+    inspect,
+    view,
+    tokenize,
+)
+"""The command modules, in the order ``--help`` lists them."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 1 failed, 2 bad usage)."""
+    arguments = parser().parse_args(argv)
+    try:
+        return int(arguments.run(arguments))
+    except (UsageError, SourceError) as error:
+        arguments.parser.error(str(error))
+    except KeyboardInterrupt:
+        print("hf-bpe: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError, ImportError) as error:
+        print(f"hf-bpe {arguments.command}: error: {error}", file=sys.stderr)
+        return 1
+    return 2  # unreachable: parser.error exits
+
+
+def parser() -> argparse.ArgumentParser:
+    """The parser of every command in :data:`COMMANDS`."""
+    parser = argparse.ArgumentParser(prog="hf-bpe", description="Exact, fast byte-level BPE tokenizers.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(commands)
+    return parser

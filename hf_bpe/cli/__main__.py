@@ -1,0 +1,7 @@
+"""``python -m hf_bpe.cli``: the ``hf-bpe`` command line."""
+
+import sys
+
+from hf_bpe.cli import main
+
+sys.exit(main())

@@ -1,0 +1,126 @@
+"""What the commands share: the usage error and the options that say how to read a tokenizer source."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from hf_bpe.encodings import ENCODINGS
+from hf_bpe.errors import ConversionError
+from hf_bpe.model import BPE
+from hf_bpe.sources import FORMATS, detect_format, load
+
+
+class UsageError(Exception):
+    """A command line that cannot work as given (argparse reports it: exit status 2)."""
+
+
+def source_options(parser: argparse.ArgumentParser) -> None:
+    """``--pattern`` and ``--special`` for a command that reads a tokenizer (``--from``: :func:`format_option`)."""
+    parser.add_argument("--pattern", metavar="P",
+                        help="split pattern for a .tiktoken source: gpt2, cl100k, o200k or a regex")
+    parser.add_argument("--special", action="append", default=[], metavar="TOKEN=ID",
+                        help="special token of a .tiktoken source (repeat for more)")
+
+
+def format_option(parser: argparse.ArgumentParser, source: str) -> None:
+    """``--from``, the format of the command's ``source`` argument (detected when not given)."""
+    parser.add_argument("--from", choices=FORMATS, dest="source_format", help=f"format of {source} (default: detected)")
+
+
+def read_source_argument(arguments: argparse.Namespace, path: os.PathLike[str] | str) -> tuple[BPE, str]:
+    """:func:`read_source` of ``path`` with the command's ``--from``, ``--pattern`` and ``--special``."""
+    return read_source(os.fspath(path), arguments.source_format, pattern=arguments.pattern,
+                       specials=arguments.special)
+
+
+def read_source(path: str, source_format: str | None, *, pattern: str | None = None,
+                specials: Sequence[str] = ()) -> tuple[BPE, str]:
+    """The model in ``path`` (see :func:`hf_bpe.load`: a file, a folder or a named encoding) and the
+    format it was read as (``"encoding"`` for a named encoding)."""
+    if source_format is None and path in ENCODINGS and not os.path.exists(path):
+        return load(path), "encoding"
+    fmt = source_format or detect_format(path)
+    return load(path, format=fmt, pattern=pattern, special_tokens=parse_specials(specials)), fmt
+
+
+def parse_specials(specials: Sequence[str]) -> dict[str, int]:
+    """``--special TOKEN=ID`` options as a dict."""
+    parsed: dict[str, int] = {}
+    for item in specials:
+        token, separator, token_id = item.rpartition("=")
+        if not separator or not token or not token_id.strip().isdigit():
+            raise UsageError(f"--special {item!r}: expected TOKEN=ID, e.g. --special '<|endoftext|>=50256'")
+        parsed[token] = int(token_id)
+    return parsed
+
+
+def naming_lossy(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``run`` with a refused conversion (:class:`~hf_bpe.errors.ConversionError`) printed with the
+    option that accepts it, ``--lossy`` (exit status 1)."""
+
+    @functools.wraps(run)
+    def reporting(arguments: argparse.Namespace) -> int:
+        try:
+            return run(arguments)
+        except ConversionError as error:
+            print(f"hf-bpe {arguments.command}: error: {error} (on the command line: --lossy)", file=sys.stderr)
+            return 1
+
+    return reporting
+
+
+DATASET_ON_RAY = ("--ray trains on FILES (text files or quoted glob patterns); for a dataset, call "
+                  "hf_bpe.distributed.train(ray.data.read_parquet(...), ...) from Python")
+RAY_ADDRESS = re.compile(r"(ray://)?[\w.\-\[\]:]+:\d+|auto|local")
+"""What ``--ray ADDRESS`` accepts as an address; anything else after ``--ray`` is the first input."""
+
+
+def ray_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--ray [ADDRESS]`` (``hf-bpe train``, ``hf-bpe tokenize``): run on Ray; ``what`` starts the help."""
+    parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                        help=f"{what}: alone, the cluster this machine knows (RAY_ADDRESS, ray start) or a new "
+                        "local one; or the cluster at ADDRESS (host:port, ray://host:port)")
+
+
+def reclaim_files(arguments: argparse.Namespace, name: str) -> None:
+    """``--ray data/*.txt``: argparse took the first input for the address; put it back in front of
+    ``arguments.<name>`` (the command's inputs). ``--ray`` with ``--dataset`` is refused.
+
+    >>> arguments = argparse.Namespace(ray="a.txt", files=[Path("b.txt")])
+    >>> reclaim_files(arguments, "files")
+    >>> arguments.ray, arguments.files
+    ('', [PosixPath('a.txt'), PosixPath('b.txt')])
+    """
+    if arguments.ray is not None and getattr(arguments, "dataset", None):
+        raise UsageError(DATASET_ON_RAY)
+    if arguments.ray and not RAY_ADDRESS.fullmatch(arguments.ray):
+        inputs = getattr(arguments, name) or []
+        setattr(arguments, name, [Path(arguments.ray) if name == "files" else arguments.ray, *inputs])
+        arguments.ray = ""
+
+
+@contextmanager
+def ray_session(option: str | None) -> Iterator[str | None]:
+    """The ``ray_address`` for a :mod:`hf_bpe.distributed` call from ``--ray``: None without it; with a
+    bare ``--ray``, Ray's own choice (``ray.init()``, shut down afterwards); else the address given."""
+    if option != "":
+        yield option
+        return
+    from hf_bpe.distributed import import_ray
+
+    ray = import_ray()
+    if ray.is_initialized():  # called from Python that is connected already: use that session
+        yield None
+        return
+    ray.init(log_to_driver=False)
+    try:
+        yield None
+    finally:
+        ray.shutdown()

@@ -1,0 +1,232 @@
+"""Ids from the core for :class:`~hf_bpe.BPETokenizer`: single texts, batches (on threads), character
+offsets, and padded NumPy arrays built from the core's flat buffer; the lookups they need (added-token
+matchers, token strings, continuation flags)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers import PreTrainedTokenizer
+from transformers.tokenization_utils_base import AddedToken, BatchEncoding, PaddingStrategy, TensorType
+
+from hf_bpe.byte_level import token_to_str
+from hf_bpe.model import BPE, AddedTokensEncoder
+from hf_bpe.transformers.added_tokens import AddedTokens
+
+Encoded = tuple[list[int], list[tuple[int, int]] | None]
+"""A sequence's ids, and the character span of each when offsets were asked for."""
+
+
+class CoreEncoding(PreTrainedTokenizer):
+    """The part of :class:`~hf_bpe.BPETokenizer` that asks the core for ids (a mixin: the state is
+    the tokenizer's)."""
+
+    _model: BPE
+    _add_bos: bool
+    _add_eos: bool
+    _tables: Tables | None
+    _added: AddedTokens | None
+    _added_tokens_decoder: dict[int, AddedToken]
+
+    def _get_tables(self) -> Tables:
+        if self._tables is None:
+            self._tables = Tables(self._model)
+        return self._tables
+
+    def _added_tokens(self) -> AddedTokens:
+        """The core's added-token matchers, rebuilt when the added tokens change (a new table, or
+        one changed in place by transformers' own code)."""
+        added, decoder = self._added, self._added_tokens_decoder
+        if added is None or added.decoder is not decoder or added.size != len(decoder):
+            added = self._added = AddedTokens(self._model, decoder)
+        return added
+
+    def _core_encoder(self, split_special_tokens: bool) -> AddedTokensEncoder | None:
+        """The model's encoder that cuts out the added tokens, or None where they must be cut out
+        in Python first (``AddedTokens.two_phase``)."""
+        added = self._added_tokens()
+        if split_special_tokens:
+            return added.encoder_without_specials
+        return added.encoder if added.first_phase is None else None
+
+    def _encode_texts(self, texts: list[str], split_special_tokens: bool) -> list[list[int]]:
+        """Ids of each text, added tokens cut out first, all in the core (threads for batches)."""
+        encoder = self._core_encoder(split_special_tokens)
+        if encoder is None:
+            added = self._added_tokens()
+            return [added.two_phase(text)[0] for text in texts]
+        if len(texts) == 1:
+            return [encoder.encode(texts[0])]
+        return encoder.encode_batch(texts)
+
+    def _encode_with_offsets(
+        self, text: str, split_special_tokens: bool
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids of ``text`` and the characters each covers, ``(start, end)``, as `tokenizers` gives
+        them: a token holding part of a character covers all of it."""
+        added = self._added_tokens()
+        if added.first_phase is not None and not split_special_tokens:
+            ids, starts = added.two_phase(text)
+        else:
+            encoder = added.encoder_without_specials if split_special_tokens else added.encoder
+            ids, starts = encoder.encode_with_offsets(text)
+        continues = self._get_tables().continues
+        spans = []
+        for index, start in enumerate(starts):
+            if index + 1 < len(starts):
+                next_id = ids[index + 1]
+                mid_character = next_id < len(continues) and continues[next_id]
+                end = starts[index + 1] + (1 if mid_character else 0)
+            else:
+                end = len(text)
+            spans.append((start, end))
+        return ids, spans
+
+    def _encode_texts_batch(
+        self,
+        texts: list[str],
+        *,
+        add_special_tokens: bool,
+        padding_strategy: PaddingStrategy,
+        max_length: int | None,
+        pad_to_multiple_of: int | None,
+        padding_side: str | None,
+        return_tensors: Any,
+        return_attention_mask: bool,
+        split_special_tokens: bool,
+        verbose: bool,
+    ) -> BatchEncoding:
+        """The common case, a batch of texts with at most padding, without the per-text Python of
+        the general path; the result is the same (the tests hold the two side by side)."""
+        if (
+            return_tensors == TensorType.NUMPY
+            and padding_strategy != PaddingStrategy.DO_NOT_PAD
+            and texts
+        ):
+            arrays = self._padded_arrays(
+                texts,
+                add_special_tokens=add_special_tokens,
+                padding_strategy=padding_strategy,
+                max_length=max_length,
+                pad_to_multiple_of=pad_to_multiple_of,
+                padding_side=padding_side,
+                return_attention_mask=return_attention_mask,
+                split_special_tokens=split_special_tokens,
+                verbose=verbose,
+            )
+            if arrays is not None:
+                return BatchEncoding(arrays, tensor_type=return_tensors)
+        rows = self._encode_texts(texts, split_special_tokens)
+        if add_special_tokens and (self._add_bos or self._add_eos):
+            bos = [self.bos_token_id] if self._add_bos else []
+            eos = [self.eos_token_id] if self._add_eos else []
+            rows = [bos + row + eos for row in rows]
+        lengths = [len(row) for row in rows]
+        if max_length is None and verbose and lengths and max(lengths) > self.model_max_length:
+            self._eventual_warn_about_too_long_sequence(
+                rows[lengths.index(max(lengths))], max_length, verbose
+            )
+        target = _padding_target(padding_strategy, max(lengths, default=None), max_length, pad_to_multiple_of)
+        outputs: dict[str, Any] = {}
+        if target is None:
+            outputs["input_ids"] = rows
+            if return_attention_mask:
+                outputs["attention_mask"] = [[1] * length for length in lengths]
+        else:
+            pad = self.pad_token_id
+            left = (padding_side if padding_side is not None else self.padding_side) == "left"
+            missing = [max(0, target - length) for length in lengths]
+            if left:
+                outputs["input_ids"] = [[pad] * gap + row for gap, row in zip(missing, rows)]
+            else:
+                outputs["input_ids"] = [row + [pad] * gap for gap, row in zip(missing, rows)]
+            if return_attention_mask:
+                outputs["attention_mask"] = [
+                    [0] * gap + [1] * length if left else [1] * length + [0] * gap
+                    for gap, length in zip(missing, lengths)
+                ]
+        return BatchEncoding(outputs, tensor_type=return_tensors)
+
+    def _padded_arrays(
+        self,
+        texts: list[str],
+        *,
+        add_special_tokens: bool,
+        padding_strategy: PaddingStrategy,
+        max_length: int | None,
+        pad_to_multiple_of: int | None,
+        padding_side: str | None,
+        return_attention_mask: bool,
+        split_special_tokens: bool,
+        verbose: bool,
+    ) -> dict[str, Any] | None:
+        """``_encode_texts_batch`` for padded NumPy output, built as arrays from the core's flat
+        buffer instead of as lists of Python ints; None where the rows would not all fit the padded
+        length (then the list path gives transformers' own result or error)."""
+        import numpy as np
+
+        encoder = self._core_encoder(split_special_tokens)
+        if encoder is None:
+            rows = self._encode_texts(texts, split_special_tokens)
+            flat = np.fromiter((token for row in rows for token in row), dtype=np.int64)
+            lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
+        else:
+            ids, counts = encoder.encode_batch_flat(texts)
+            flat = np.frombuffer(ids, dtype=np.uint32).astype(np.int64)
+            lengths = np.frombuffer(counts, dtype=np.uint64).astype(np.int64)
+        bos = int(add_special_tokens and self._add_bos)
+        eos = int(add_special_tokens and self._add_eos)
+        totals = lengths + (bos + eos)
+        longest = int(totals.max())
+        if max_length is None and verbose and longest > self.model_max_length:
+            row = int(totals.argmax())
+            start = int(lengths[:row].sum())
+            ids_of_row = flat[start : start + int(lengths[row])].tolist()
+            sequence = [self.bos_token_id] * bos + ids_of_row + [self.eos_token_id] * eos
+            self._eventual_warn_about_too_long_sequence(sequence, max_length, verbose)
+        target = _padding_target(padding_strategy, longest, max_length, pad_to_multiple_of)
+        if target is None or longest > target:
+            return None
+        left = (padding_side if padding_side is not None else self.padding_side) == "left"
+        starts = target - totals if left else np.zeros_like(totals)  # where each row's tokens begin
+        columns = np.arange(target)
+        content = (columns >= (starts + bos)[:, None]) & (columns < (starts + bos + lengths)[:, None])
+        input_ids = np.full((len(texts), target), self.pad_token_id, dtype=np.int64)
+        input_ids[content] = flat  # row-major order: each row's ids in turn
+        rows_index = np.arange(len(texts))
+        if bos:
+            input_ids[rows_index, starts] = self.bos_token_id
+        if eos:
+            input_ids[rows_index, starts + bos + lengths] = self.eos_token_id
+        arrays: dict[str, Any] = {"input_ids": input_ids}
+        if return_attention_mask:
+            attention = (columns >= starts[:, None]) & (columns < (starts + totals)[:, None])
+            arrays["attention_mask"] = attention.astype(np.int64)
+        return arrays
+
+
+class Tables:
+    """Per-model lookups built on first use: token strings, the vocabulary, continuation flags."""
+
+    def __init__(self, model: BPE) -> None:
+        spelled: list[str | None] = [None] * model.n_vocab
+        continues = bytearray(model.n_vocab)
+        for token, rank in model.mergeable_ranks.items():
+            spelled[rank] = token_to_str(token)
+            continues[rank] = bool(token) and 0x80 <= token[0] < 0xC0  # b"" is the empty token
+        for text, token_id in model.special_tokens.items():
+            spelled[token_id] = text
+        self.spelled = spelled
+        self.continues = continues
+        self.vocab = {token: token_id for token_id, token in enumerate(spelled) if token is not None}
+
+
+def _padding_target(
+    strategy: PaddingStrategy, longest: int | None, max_length: int | None, pad_to_multiple_of: int | None
+) -> int | None:
+    """The length a batch's rows are padded to (the longest row, or ``max_length``), rounded up to a
+    multiple of ``pad_to_multiple_of``; None when nothing is padded."""
+    target = {PaddingStrategy.LONGEST: longest, PaddingStrategy.MAX_LENGTH: max_length}.get(strategy)
+    if target is not None and pad_to_multiple_of is not None and target % pad_to_multiple_of:
+        target = (target // pad_to_multiple_of + 1) * pad_to_multiple_of
+    return target
