@@ -1,24 +1,17 @@
-"""hf_bpe.distributed: training and tokenizing on a real local Ray (2 CPUs) and on local threads give
-the models and files of the single-process path, byte for byte; resumption, faults and bad input.
-
-The Ray tests share one Ray session per module (``ray_session``) and are marked ``ray``; without Ray
-installed they skip saying so. The two-node cluster test is in ``test_distributed_cluster.py``.
+"""hf_bpe.distributed on this machine's cores (this process is not connected to Ray here, so every
+call runs locally): the models and files of the single-process path, byte for byte; resumption,
+pruning's bound and bad input. The same on a real local Ray is ``test_distributed_ray.py`` (which
+imports this module's inputs and references), on a two-node cluster ``test_distributed_cluster.py``.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 import pickle
 import random
-import signal
-import tempfile
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -32,18 +25,6 @@ from hf_bpe.distributed.training import prune
 
 SPECIAL = "<|endoftext|>"
 RAY_REASON = "Ray is not installed (pip install 'hf_bpe[ray]'); the distributed tests need a real local Ray"
-
-
-@pytest.fixture(scope="module")
-def ray_session() -> Iterator[Any]:
-    """One real local Ray for the module: 2 CPUs, no dashboard; shut down even when tests fail."""
-    ray = pytest.importorskip("ray", reason=RAY_REASON)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _temp_dir=os.path.join(tempfile.gettempdir(), "ray"))
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
 
 
 def write_corpus(folder: Path, seed: int, files: int, total_bytes: int) -> list[Path]:
@@ -74,47 +55,6 @@ def same_model(ours: hf_bpe.BPE, reference: hf_bpe.BPE, texts: list[str]) -> Non
 
 
 # ------------------------------------------------------------------------------------------- training
-
-
-@pytest.mark.ray
-def test_train_on_ray_is_train_on_the_same_files(ray_session: Any, corpus: list[Path]) -> None:
-    # Groups of about one file each: 10 count tasks, combined 4 at a time in a tree of 3 levels.
-    size = max(path.stat().st_size for path in corpus)
-    ours = hf_bpe.distributed.train([str(corpus[0].parent / "*.txt")], 1000, special_tokens=[SPECIAL],
-                                    group_bytes=size)
-    reference = hf_bpe.train(files=corpus, vocab_size=1000, special_tokens=[SPECIAL], show_progress=False)
-    same_model(ours, reference, [path.read_text(encoding="utf-8") for path in corpus])
-
-
-@pytest.mark.ray
-def test_train_on_a_ray_dataset_is_train_on_its_rows(ray_session: Any) -> None:
-    documents = textgen.documents(random.Random(5), scaled(100_000))
-    dataset = ray_session.data.from_items([{"text": text, "id": i} for i, text in enumerate(documents)],
-                                          override_num_blocks=7)
-    ours = hf_bpe.distributed.train(dataset, 800, pattern="cl100k", special_tokens=[SPECIAL, "<|pad|>"])
-    reference = hf_bpe.train(documents, 800, pattern="cl100k", special_tokens=[SPECIAL, "<|pad|>"],
-                             show_progress=False)
-    same_model(ours, reference, documents[:200])
-
-
-@pytest.mark.ray
-@pytest.mark.slow
-def test_train_on_ray_is_train_on_the_shared_corpora(ray_session: Any) -> None:
-    names = ["cs336/corpus.en", "cs336/tinystories_sample.txt", "corpora/taylorswift.txt"]
-    if scaled(1) >= 10:
-        names += ["corpora/wiki_el.txt", "corpora/wiki_ja.txt", "corpora/shakespeare_milton.txt"]
-    paths = [require_shared(*name.split("/")) for name in names]
-    ours = hf_bpe.distributed.train(paths, 2000, special_tokens=[SPECIAL], group_bytes=1)
-    reference = hf_bpe.train(files=paths, vocab_size=2000, special_tokens=[SPECIAL], show_progress=False)
-    same_model(ours, reference, [path.read_text(encoding="utf-8")[:20_000] for path in paths])
-
-
-@pytest.mark.ray
-def test_train_on_ray_names_a_file_that_is_not_utf8(ray_session: Any, corpus: list[Path], tmp_path: Path) -> None:
-    bad = tmp_path / "latin1.txt"
-    bad.write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
-    with pytest.raises(ValueError, match=r"latin1.txt: not UTF-8 text: invalid byte 0xe9 at byte offset 3"):
-        hf_bpe.distributed.train([*corpus[:3], bad], 300, group_bytes=1)
 
 
 def test_train_on_local_threads_is_train_on_the_same_files(corpus: list[Path]) -> None:
@@ -320,16 +260,6 @@ def test_tokenize_on_local_threads_writes_every_document_in_order(
     assert hf_bpe.BPE.load(local_tokenized / "hf_bpe.json") == encoding
 
 
-@pytest.mark.ray
-def test_tokenize_on_ray_writes_the_same_files(
-    ray_session: Any, mixed_inputs: tuple[list[Path], list[str]], local_tokenized: Path, tmp_path: Path
-) -> None:
-    paths, _ = mixed_inputs
-    manifest = hf_bpe.distributed.tokenize(paths, "gpt2", tmp_path / "out", eot=SPECIAL, shard_size=scaled(20_000))
-    assert file_bytes(tmp_path / "out") == file_bytes(local_tokenized)
-    assert manifest == json.loads((local_tokenized / "manifest.json").read_text())
-
-
 def test_tokenize_uses_uint32_for_a_large_vocabulary(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("héllo wörld, 12345 times\n", encoding="utf-8")
     manifest = hf_bpe.distributed.tokenize([tmp_path / "a.txt"], "cl100k_base", tmp_path / "out", formats=["bin"])
@@ -412,8 +342,19 @@ def test_inputs_that_cannot_be_read_are_refused_before_any_work(tmp_path: Path) 
     (tmp_path / "empty.txt").write_bytes(b"")
     (tmp_path / "link.txt").symlink_to(tmp_path / "gone.txt")
     (tmp_path / "data.csv").write_text("text\nhello\n")
+    (tmp_path / "bom.txt").write_bytes("\ufeffhello".encode())
+    (tmp_path / "utf16.txt").write_bytes("héllo".encode("utf-16"))  # Python writes the mark of its byte order
+    (tmp_path / "utf16be.ndjson").write_bytes(b"\xfe\xff" + '{"text": "hi"}\n'.encode("utf-16-be"))
+    (tmp_path / "utf32.txt").write_bytes("hi".encode("utf-32"))
     out = tmp_path / "out"
+    mark = "FF FE" if "é".encode("utf-16")[:2] == b"\xff\xfe" else "FE FF"
     cases = [
+        ([tmp_path / "bom.txt"], ValueError, (r"bom.txt: starts with a UTF-8 byte order mark \(EF BB BF\), which "
+                                             "would be tokenized as the character U\\+FEFF; remove it")),
+        ([tmp_path / "utf16.txt"], ValueError, (rf"utf16.txt: a UTF-16 file \(it starts with the byte order mark "
+                                               rf"{mark}\), not UTF-8; convert it first \(iconv -f UTF-16")),
+        ([tmp_path / "utf16be.ndjson"], ValueError, r"utf16be.ndjson: a UTF-16 file \(.*FE FF\)"),
+        ([tmp_path / "utf32.txt"], ValueError, r"utf32.txt: a UTF-32 file"),
         ([tmp_path / "empty.txt"], ValueError, "empty.txt: empty file"),
         ([tmp_path / "link.txt"], FileNotFoundError, "link.txt: a broken symbolic link"),
         ([tmp_path / "missing.txt"], FileNotFoundError, "missing.txt: no such file"),
@@ -429,77 +370,15 @@ def test_inputs_that_cannot_be_read_are_refused_before_any_work(tmp_path: Path) 
         hf_bpe.distributed.tokenize([tmp_path / "data.csv"], "gpt2", out, eot="<|end|>")
 
 
-def shard_processes(ray: Any) -> list[int]:
-    """The pids of Ray workers running a shard now (Ray titles a busy worker ``ray::write_shard``)."""
-    import psutil
-
-    found = []
-    for process in psutil.process_iter(["pid", "cmdline"]):
-        command = " ".join(process.info["cmdline"] or [])
-        if command.startswith("ray::write_shard"):
-            found.append(process.info["pid"])
-    return found
-
-
-@pytest.mark.ray
-def test_a_killed_worker_fails_the_shard_and_the_rerun_finishes_only_the_rest(
-    ray_session: Any, tmp_path: Path
-) -> None:
-    paths = write_corpus(tmp_path / "corpus", 4, 16, scaled(250_000))
-    reference = tmp_path / "reference"
-    hf_bpe.distributed.tokenize(paths, "gpt2", reference, eot=SPECIAL, shard_size=1, num_workers=2)
-    out = tmp_path / "out"
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            hf_bpe.distributed.tokenize(paths, "gpt2", out, eot=SPECIAL, shard_size=1, max_retries=0)
-        except BaseException as error:  # noqa: BLE001 - handed to the test thread
-            failure.append(error)
-
-    runner = threading.Thread(target=run)
-    runner.start()
-    killed = None
-    deadline = time.monotonic() + 60
-    while killed is None and runner.is_alive() and time.monotonic() < deadline:
-        if len(list(out.glob("shard-*.json"))) >= 2:
-            for pid in shard_processes(ray_session):
-                os.kill(pid, signal.SIGKILL)
-                killed = pid
-                break
-        time.sleep(0.005)
-    runner.join(120)
-    assert killed is not None, "no shard was running to kill: the corpus is too small for this machine"
-    assert len(failure) == 1 and isinstance(failure[0], ShardError), failure
-    assert "its worker process died" in str(failure[0]) and "run the same command again" in str(failure[0])
-    assert not (out / "manifest.json").exists()
-    finished = {path.name: path.stat().st_mtime_ns for path in out.glob("shard-*")}
-    assert 2 <= len(finished) // 4 < 16
-    hf_bpe.distributed.tokenize(paths, "gpt2", out, eot=SPECIAL, shard_size=1)
-    assert file_bytes(out) == file_bytes(reference)
-    assert all((out / name).stat().st_mtime_ns == mtime for name, mtime in finished.items())
+def test_a_memory_limit_is_refused_on_local_cores(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a document", encoding="utf-8")
+    with pytest.raises(ValueError, match="task_memory_limit caps a Ray task's memory"):
+        hf_bpe.distributed.tokenize([tmp_path / "a.txt"], "gpt2", tmp_path / "out", task_memory_limit=1 << 30)
+    with pytest.raises(ValueError, match="task_memory_limit must be a positive int"):
+        hf_bpe.distributed.tokenize([tmp_path / "a.txt"], "gpt2", tmp_path / "out", task_memory_limit=0)
 
 
 # ---------------------------------------------------------------------------------------- command line
-
-
-@pytest.mark.ray
-def test_cli_train_with_ray_saves_the_model_train_saves(ray_session: Any, corpus: list[Path], tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from hf_bpe import cli
-
-    # --ray followed by a glob: argparse takes the glob for the address; it is given back to FILES.
-    pattern = str(corpus[0].parent / "*.txt")
-    assert cli.main(["train", "--ray", pattern, "--vocab-size", "500", "--special-token", SPECIAL,
-                     "--out", str(tmp_path / "ray"), "--quiet"]) == 0
-    assert cli.main(["train", *map(str, corpus), "--vocab-size", "500", "--special-token", SPECIAL,
-                     "--out", str(tmp_path / "here"), "--quiet"]) == 0
-    ours = hf_bpe.BPE.load(tmp_path / "ray" / "hf_bpe.json")
-    reference = hf_bpe.BPE.load(tmp_path / "here" / "hf_bpe.json")
-    assert ours.mergeable_ranks == reference.mergeable_ranks and ours.special_tokens == reference.special_tokens
-    with pytest.raises(SystemExit):
-        cli.main(["train", "--ray", "--dataset", "x.jsonl", "--vocab-size", "500", "--out", str(tmp_path / "d")])
-    assert "--ray trains on FILES" in capsys.readouterr().err
 
 
 def test_cli_tokenize_writes_what_the_api_writes(mixed_inputs: tuple[list[Path], list[str]], local_tokenized: Path,
@@ -513,7 +392,7 @@ def test_cli_tokenize_writes_what_the_api_writes(mixed_inputs: tuple[list[Path],
     assert status == 0
     assert file_bytes(out) == file_bytes(local_tokenized)
     assert f"{len(documents):,} documents" in capsys.readouterr().out
-    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe")
+    (tmp_path / "bad.txt").write_bytes(b"caf\xe9")
     status = cli.main(["tokenize", str(tmp_path / "bad.txt"), "--tokenizer", "gpt2", "--out", str(tmp_path / "b")])
     assert status == 1
     assert "shard-00000" in capsys.readouterr().err

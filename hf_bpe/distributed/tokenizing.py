@@ -38,6 +38,7 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -82,6 +83,7 @@ class ShardJob:
     eot: int | None
     formats: tuple[str, ...]
     text_column: str
+    memory_limit: int | None = None
 
 
 def tokenize(
@@ -96,6 +98,7 @@ def tokenize(
     num_workers: int | None = None,
     ray_address: str | None = None,
     max_retries: int = 3,
+    task_memory_limit: int | None = None,
 ) -> dict[str, Any]:
     """Tokenize ``inputs`` into shards under ``out_dir`` (see the module's documentation) and return
     the manifest.
@@ -106,7 +109,10 @@ def tokenize(
     connected to it or ``ray_address`` is given, else on ``num_workers`` local cores (default: every
     core; with more than one, in spawned worker processes, so a script calls it under ``if __name__ ==
     "__main__":`` as ``multiprocessing`` requires); ``max_retries``: how often Ray reruns a shard whose
-    worker died.
+    worker died. ``task_memory_limit``: on Ray, the bytes of address space a shard's encoding may take
+    beyond what its worker holds when the shard starts (``RLIMIT_AS``, Linux and macOS); a shard that
+    needs more fails with :class:`ShardError` naming it and writes nothing, instead of the node running
+    out of memory (the limit is lifted before the shard's files are written and when it ends).
 
     >>> import pathlib, tempfile, numpy, hf_bpe.distributed
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -124,6 +130,9 @@ def tokenize(
         raise ValueError(f"shard_size must be a positive int (bytes of input per shard), got {shard_size!r}")
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
         raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
+    if task_memory_limit is not None and (isinstance(task_memory_limit, bool) or not isinstance(task_memory_limit, int)
+                                          or task_memory_limit < 1):
+        raise ValueError(f"task_memory_limit must be a positive int (bytes) or None, got {task_memory_limit!r}")
     out = Path(out_dir)
     paths = _inputs.expand(inputs)
     dtype = "uint16" if model.max_token_value < 1 << 16 else "uint32"
@@ -141,7 +150,7 @@ def tokenize(
         "shards": plan_shards(paths, shard_size),
     }
     _claim(out, plan, model_bytes)
-    jobs = [ShardJob(_shard_name(index), parts, str(out), dtype, eot_id, formats, text_column)
+    jobs = [ShardJob(_shard_name(index), parts, str(out), dtype, eot_id, formats, text_column, task_memory_limit)
             for index, parts in enumerate(plan["shards"])]
     records: dict[str, dict[str, Any]] = {}
     todo = []
@@ -154,6 +163,9 @@ def tokenize(
     if todo:
         with _cluster.connect(ray_address, num_workers) as cluster:
             if cluster.ray is None:
+                if task_memory_limit is not None:
+                    raise ValueError("task_memory_limit caps a Ray task's memory; on local cores the shards run in "
+                                     "this process's threads or a pool: pass ray_address, or leave it None")
                 try:
                     _cluster.run_local(partial(write_shard, model), todo, cluster.workers,
                                        lambda index, record: records.__setitem__(todo[index].name, record),
@@ -224,23 +236,24 @@ def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:
     """Encode one shard and write its files, then its record (a task). Every file is written whole
     under a temporary name and renamed; a failure raises :class:`ShardError` naming the shard."""
     try:
-        ids, lengths = _encode_shard(model, job)
+        with _memory_capped(job.memory_limit):
+            ids, lengths = _encode_shard(model, job)
+            if len(lengths) == 0:
+                raise ShardError(f"{job.name} ({_describe(job.parts)}): holds no documents (only empty lines or "
+                                 "empty row groups); remove those inputs or fill them")
+            offsets = np.zeros(len(lengths) + 1, dtype="<u8")
+            np.cumsum(lengths, out=offsets[1:])
+            payloads = _payloads(job, ids, offsets)
+            del ids
     except ShardError:
         raise
-    except (OSError, ValueError, TypeError, KeyError, MemoryError) as error:
+    except MemoryError as error:
+        limit = "" if job.memory_limit is None else f" under task_memory_limit={job.memory_limit:,} bytes"
+        raise ShardError(f"{job.name} ({_describe(job.parts)}): out of memory{limit} ({type(error).__name__}: "
+                         f"{error or 'no allocation size given'}); nothing of this shard was written: give the "
+                         "task more memory or use a smaller shard_size") from None
+    except (OSError, ValueError, TypeError, KeyError) as error:
         raise ShardError(f"{job.name} ({_describe(job.parts)}): {error}") from None
-    if len(lengths) == 0:
-        raise ShardError(f"{job.name} ({_describe(job.parts)}): holds no documents (only empty lines or "
-                         "empty row groups); remove those inputs or fill them")
-    offsets = np.zeros(len(lengths) + 1, dtype="<u8")
-    np.cumsum(lengths, out=offsets[1:])
-    payloads: dict[str, bytes] = {}
-    little = np.dtype(job.dtype).newbyteorder("<")
-    if "bin" in job.formats:
-        payloads[f"{job.name}.bin"] = ids.astype(little, copy=False).tobytes()
-        payloads[f"{job.name}.idx"] = offsets.tobytes()
-    if "parquet" in job.formats:
-        payloads[f"{job.name}.parquet"] = _parquet(ids, offsets)
     out = Path(job.out_dir)
     files = {}
     for name, data in payloads.items():
@@ -255,6 +268,51 @@ def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:
     }
     atomic_write(out / f"{job.name}.json", json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return record
+
+
+def _payloads(job: ShardJob, ids: np.ndarray, offsets: np.ndarray) -> dict[str, bytes]:
+    """The bytes of each of the shard's files, every one built before any is written."""
+    payloads: dict[str, bytes] = {}
+    little = np.dtype(job.dtype).newbyteorder("<")
+    if "bin" in job.formats:
+        payloads[f"{job.name}.bin"] = ids.astype(little, copy=False).tobytes()
+        payloads[f"{job.name}.idx"] = offsets.tobytes()
+    if "parquet" in job.formats:
+        payloads[f"{job.name}.parquet"] = _parquet(ids, offsets)
+    return payloads
+
+
+@contextmanager
+def _memory_capped(limit: int | None) -> Iterator[None]:
+    """Within the block, this process may map at most ``limit`` more bytes of address space
+    (``RLIMIT_AS``'s soft limit, restored afterwards): an allocation past it raises ``MemoryError``
+    (numpy, pyarrow) or ends the process (Rust), instead of the machine running out of memory."""
+    if limit is None:
+        yield
+        return
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    capped = _address_space() + limit
+    if hard != resource.RLIM_INFINITY:
+        capped = min(capped, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (capped, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _address_space() -> int:
+    """This process's mapped bytes now (``VmSize``; Linux, else 0 so the limit counts from zero)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def finished_record(job: ShardJob) -> dict[str, Any] | None:
@@ -408,6 +466,8 @@ def _units(path: Path, kind: str, shard_size: int) -> list[tuple[int, int, int]]
     size = path.stat().st_size
     if size == 0:
         raise ValueError(f"{path}: empty file (no documents); remove it from the inputs")
+    if kind in ("text", "jsonl"):
+        _refuse_byte_order_mark(path)
     if kind == "text":
         return [(0, size, size)]
     if kind == "jsonl":
@@ -435,6 +495,29 @@ def _units(path: Path, kind: str, shard_size: int) -> list[tuple[int, int, int]]
     except Exception as error:  # noqa: BLE001 - pyarrow raises its own ArrowInvalid for files that are not Parquet
         raise ValueError(f"{path}: not a Parquet file ({error})") from None
     return [(group, group + 1, metadata.row_group(group).total_byte_size) for group in range(metadata.num_row_groups)]
+
+
+BYTE_ORDER_MARKS = (  # longest first: UTF-32's little-endian mark starts with UTF-16's
+    (b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xef\xbb\xbf", "UTF-8"),
+    (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"),
+)
+
+
+def _refuse_byte_order_mark(path: Path) -> None:
+    """A text or JSON Lines input that starts with a byte order mark is refused before any work: a
+    UTF-16 or UTF-32 file is not UTF-8, and a UTF-8 mark would be tokenized as the character U+FEFF
+    at the start of its first document.
+    """
+    with open(path, "rb") as file:
+        head = file.read(4)
+    for mark, encoding in BYTE_ORDER_MARKS:
+        if head.startswith(mark):
+            spelled = " ".join(f"{byte:02X}" for byte in mark)
+            if encoding == "UTF-8":
+                raise ValueError(f"{path}: starts with a UTF-8 byte order mark ({spelled}), which would be tokenized "
+                                 "as the character U+FEFF; remove it first (sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)")
+            raise ValueError(f"{path}: a {encoding} file (it starts with the byte order mark {spelled}), not UTF-8; "
+                             f"convert it first (iconv -f {encoding} -t UTF-8 FILE > FILE.utf8)")
 
 
 def _kind_of(path: Path) -> str:
@@ -507,6 +590,9 @@ def _shard_failure(ray: Any, job: ShardJob, error: Exception) -> ShardError:
     elif isinstance(error, (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.ActorDiedError,
                             exceptions.LocalRayletDiedError)):
         problem = f"its worker process died ({type(error).__name__}: killed, or out of memory)"
+        if job.memory_limit is not None:
+            problem += (f"; with task_memory_limit={job.memory_limit:,} bytes, most likely an allocation past it "
+                        "(give the task more memory or use a smaller shard_size)")
     else:
         problem = f"{type(cause or error).__name__}: {cause or error}"
     return ShardError(f"{job.name} ({_describe(job.parts)}) failed: {problem}. The finished shards are kept: run "
