@@ -396,3 +396,7 @@ def test_cli_tokenize_writes_what_the_api_writes(mixed_inputs: tuple[list[Path],
     status = cli.main(["tokenize", str(tmp_path / "bad.txt"), "--tokenizer", "gpt2", "--out", str(tmp_path / "b")])
     assert status == 1
     assert "shard-00000" in capsys.readouterr().err
+    status = cli.main(["tokenize", str(paths[0]), "--tokenizer", "gpt2", "--out", str(tmp_path / "c"),
+                       "--task-memory-limit", "1G"])
+    assert status == 1
+    assert "task_memory_limit caps a Ray task's memory" in capsys.readouterr().err

@@ -60,6 +60,9 @@ def register(subparsers: Any) -> None:
     tokenize.add_argument("--num-workers", type=int, metavar="N", help="shards at once (default: every CPU)")
     tokenize.add_argument("--max-retries", type=int, default=3, metavar="N",
                           help="on Ray, how often a shard whose worker died is retried (default: 3)")
+    tokenize.add_argument("--task-memory-limit", type=parse_size, metavar="BYTES",
+                          help="with --ray: the memory a shard task may map beyond its worker's, e.g. 4G; a shard "
+                          "past it fails naming it and writes nothing (default: no limit)")
     ray_option(tokenize, "tokenize on Ray")
     tokenize.set_defaults(run=run, parser=tokenize)
 
@@ -88,6 +91,7 @@ def run(arguments: argparse.Namespace) -> int:
                 num_workers=arguments.num_workers,
                 ray_address=address,
                 max_retries=arguments.max_retries,
+                task_memory_limit=arguments.task_memory_limit,
             )
     except distributed.ShardError as error:
         print(f"hf-bpe tokenize: error: {error}", file=sys.stderr)
