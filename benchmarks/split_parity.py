@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import random
 import sys
 import tempfile
@@ -38,19 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from _common import textgen  # first: sets RAYON_NUM_THREADS and the tests' path
-
-
-@contextlib.contextmanager
-def quiet_stderr() -> Any:
-    """Silence the panic messages `tokenizers` prints when Oniguruma gives up on a text."""
-    saved = os.dup(2)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
 
 
 def trained_document() -> dict[str, Any]:
@@ -117,7 +103,7 @@ def main() -> None:
     uncompiled: Counter[str] = Counter()
     uncompiled_loaded: Counter[str] = Counter()
     examples: list[str] = []
-    with tempfile.TemporaryDirectory() as folder, quiet_stderr():
+    with tempfile.TemporaryDirectory() as folder, oniguruma_patterns.quiet_stderr():
         path = Path(folder) / "tokenizer.json"
         for pattern in family:
             kind = pattern.construct_class

@@ -23,6 +23,10 @@
 SentencePiece models are written by :mod:`conversion._hf_sentencepiece` (byte fallback, merges by
 piece score, SentencePiece's whitespace handling as normalizer steps), exactly where
 `tokenizers` can reproduce them and otherwise only with ``lossy=True``.
+
+About 530 lines: building, saving and loading one file format, whose two directions must agree on
+ids, added tokens and normalizers, read best side by side; the pre-tokenizer and SentencePiece parts
+already live in their own modules.
 """
 
 from __future__ import annotations

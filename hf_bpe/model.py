@@ -8,6 +8,10 @@ Three kinds of model share this class and its API; they differ in which adjacent
   merges, in list order; whole pieces only with ``ignore_merges``.
 - ``"sentencepiece"`` (:meth:`BPE.from_sentencepiece`): SentencePiece's BPE on characters, merged
   by piece score, with its normalizer and no split pattern.
+
+This module is longer than the others (about 800 lines) on purpose: :class:`BPE` is the one class
+users meet, its methods are thin calls into the core grouped by task (build, encode, decode, inspect,
+save), and splitting one class's API across files would make it harder to read, not easier.
 """
 
 from __future__ import annotations

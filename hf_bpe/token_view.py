@@ -10,6 +10,9 @@ Whitespace is drawn as symbols (space ``·``, tab ``→``, newline ``↵``, carr
 other control characters as their Control Pictures, other spaces ``␣``). A token that holds part of
 a UTF-8 character is drawn as its bytes, ``<0xE3 0x81>``, never as a replacement character.
 
+About 520 lines: the spans and their three renderings (terminal colors, plain brackets, HTML) share
+the drawing of whitespace, special tokens and partial characters, so they stay in one module.
+
 This module sits at the model layer: it reads models only through their public methods
 (``encode_with_offsets``, ``decode_tokens_bytes``, ``special_tokens``) and imports nothing else
 of hf_bpe, so the model can build a view without depending on anything above it.

@@ -17,7 +17,10 @@ No pytest here: the benchmarks import this module too.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import textgen
@@ -179,3 +182,19 @@ def texts(rng: random.Random, count: int) -> list[str]:
         else:
             out.append("".join(rng.choices(ascii_heavy, k=rng.randint(1, 24))))
     return out
+
+
+@contextlib.contextmanager
+def quiet_stderr() -> Iterator[None]:
+    """Silence the messages `tokenizers` prints (a Rust panic) when Oniguruma gives up on a text.
+
+    The process's file descriptor 2 is pointed at /dev/null and restored after, so Rust's writes go too.
+    """
+    saved = os.dup(2)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)

@@ -5,11 +5,8 @@ sequences, plain strings) and their load-time check, and the files we refuse."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import oniguruma_patterns
@@ -25,19 +22,6 @@ from hf_bpe.errors import TokenizerFileError
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is the oracle; pip install -e '.[test]'")
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-
-@contextlib.contextmanager
-def quiet_stderr() -> Iterator[None]:
-    """Silence the messages `tokenizers` prints when Oniguruma gives up on a text (a Rust panic)."""
-    saved = os.dup(2)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-
 
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -319,7 +303,7 @@ def check_generated_split_files(tmp_path: Path, seed: int, trained: int, swapped
         document = trained_with_split(own, seed + index)
         for number, split in enumerate([own, *others]):
             path = with_pre_tokenizer(document, splits_then_byte_level(split), tmp_path / f"{index}-{number}" / "t.json")
-            with quiet_stderr():
+            with oniguruma_patterns.quiet_stderr():
                 model = check_split_parity(path, texts)
             assert model.pattern == split
 
@@ -437,7 +421,7 @@ def test_a_split_that_backtracks_catastrophically_on_short_text_is_refused_at_lo
     would take minutes; it stops and refuses the file instead."""
     split = patterns.Split(r"(?:\p{L}|\p{L}\p{L})+!|.")
     path = with_pre_tokenizer(minimal_document(), splits_then_byte_level(split), tmp_path / "tokenizer.json")
-    with quiet_stderr(), pytest.raises(TokenizerFileError, match="splitting the probe texts takes too long"):
+    with oniguruma_patterns.quiet_stderr(), pytest.raises(TokenizerFileError, match="splitting the probe texts takes too long"):
         hf_load.load(path)
 
 

@@ -27,6 +27,7 @@ MODULES = [
     "conversion.sentencepiece",
     "conversion.hf",
     "conversion._hf_pretokenizers",
+    "conversion._unicode_probe",
     "hf_bpe.sentencepiece_bpe",
     "hf_bpe.train",
     "hf_bpe._corpus",

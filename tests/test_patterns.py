@@ -5,8 +5,6 @@ point; and the ``Split`` value in models (persisted, pickled, trained with)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import pickle
 import random
 from collections import Counter
@@ -24,22 +22,11 @@ from hf_bpe import BPE, patterns
 from hf_bpe.patterns import Split
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is the oracle; pip install -e '.[test]'")
-from tokenizers import Regex, pre_tokenizers  # noqa: E402
+from tokenizers import Regex, pre_tokenizers
 
 BYTES = {bytes([byte]): byte for byte in range(256)}
 
 
-@contextlib.contextmanager
-def quiet_stderr() -> Iterator[None]:
-    """Silence the messages `tokenizers` prints when Oniguruma gives up on a text (a Rust panic)."""
-    saved = os.dup(2)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
 
 
 def their_pieces(splitter: Any, text: str) -> list[str] | str:
@@ -81,7 +68,7 @@ def generated_splits(seed: int, count: int) -> Iterator[tuple[oniguruma_patterns
 def assert_same_pieces(model: BPE, splitter: Any, texts: list[str], what: str) -> int:
     """Every text is cut as tokenizers cuts it, or refused as too slow; returns how many were."""
     too_slow = 0
-    with quiet_stderr():
+    with oniguruma_patterns.quiet_stderr():
         for text in texts:
             ours = our_pieces(model, text)
             if ours == TOO_SLOW:

@@ -4,6 +4,7 @@ matchers, token strings, continuation flags)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from transformers import PreTrainedTokenizer
@@ -82,112 +83,77 @@ class CoreEncoding(PreTrainedTokenizer):
             spans.append((start, end))
         return ids, spans
 
-    def _encode_texts_batch(
-        self,
-        texts: list[str],
-        *,
-        add_special_tokens: bool,
-        padding_strategy: PaddingStrategy,
-        max_length: int | None,
-        pad_to_multiple_of: int | None,
-        padding_side: str | None,
-        return_tensors: Any,
-        return_attention_mask: bool,
-        split_special_tokens: bool,
-        verbose: bool,
-    ) -> BatchEncoding:
+    def _encode_texts_batch(self, texts: list[str], request: BatchRequest) -> BatchEncoding:
         """The common case, a batch of texts with at most padding, without the per-text Python of
         the general path; the result is the same (the tests hold the two side by side)."""
         if (
-            return_tensors == TensorType.NUMPY
-            and padding_strategy != PaddingStrategy.DO_NOT_PAD
+            request.return_tensors == TensorType.NUMPY
+            and request.padding_strategy != PaddingStrategy.DO_NOT_PAD
             and texts
         ):
-            arrays = self._padded_arrays(
-                texts,
-                add_special_tokens=add_special_tokens,
-                padding_strategy=padding_strategy,
-                max_length=max_length,
-                pad_to_multiple_of=pad_to_multiple_of,
-                padding_side=padding_side,
-                return_attention_mask=return_attention_mask,
-                split_special_tokens=split_special_tokens,
-                verbose=verbose,
-            )
+            arrays = self._padded_arrays(texts, request)
             if arrays is not None:
-                return BatchEncoding(arrays, tensor_type=return_tensors)
-        rows = self._encode_texts(texts, split_special_tokens)
-        if add_special_tokens and (self._add_bos or self._add_eos):
+                return BatchEncoding(arrays, tensor_type=request.return_tensors)
+        rows = self._encode_texts(texts, request.split_special_tokens)
+        if request.add_special_tokens and (self._add_bos or self._add_eos):
             bos = [self.bos_token_id] if self._add_bos else []
             eos = [self.eos_token_id] if self._add_eos else []
             rows = [bos + row + eos for row in rows]
         lengths = [len(row) for row in rows]
-        if max_length is None and verbose and lengths and max(lengths) > self.model_max_length:
+        if request.max_length is None and request.verbose and lengths and max(lengths) > self.model_max_length:
             self._eventual_warn_about_too_long_sequence(
-                rows[lengths.index(max(lengths))], max_length, verbose
+                rows[lengths.index(max(lengths))], request.max_length, request.verbose
             )
-        target = _padding_target(padding_strategy, max(lengths, default=None), max_length, pad_to_multiple_of)
+        target = request.padded_length(max(lengths, default=None))
         outputs: dict[str, Any] = {}
         if target is None:
             outputs["input_ids"] = rows
-            if return_attention_mask:
+            if request.return_attention_mask:
                 outputs["attention_mask"] = [[1] * length for length in lengths]
         else:
             pad = self.pad_token_id
-            left = (padding_side if padding_side is not None else self.padding_side) == "left"
+            left = request.pads_left(self.padding_side)
             missing = [max(0, target - length) for length in lengths]
             if left:
                 outputs["input_ids"] = [[pad] * gap + row for gap, row in zip(missing, rows)]
             else:
                 outputs["input_ids"] = [row + [pad] * gap for gap, row in zip(missing, rows)]
-            if return_attention_mask:
+            if request.return_attention_mask:
                 outputs["attention_mask"] = [
                     [0] * gap + [1] * length if left else [1] * length + [0] * gap
                     for gap, length in zip(missing, lengths)
                 ]
-        return BatchEncoding(outputs, tensor_type=return_tensors)
+        return BatchEncoding(outputs, tensor_type=request.return_tensors)
 
-    def _padded_arrays(
-        self,
-        texts: list[str],
-        *,
-        add_special_tokens: bool,
-        padding_strategy: PaddingStrategy,
-        max_length: int | None,
-        pad_to_multiple_of: int | None,
-        padding_side: str | None,
-        return_attention_mask: bool,
-        split_special_tokens: bool,
-        verbose: bool,
-    ) -> dict[str, Any] | None:
+    def _padded_arrays(self, texts: list[str], request: BatchRequest) -> dict[str, Any] | None:
         """``_encode_texts_batch`` for padded NumPy output, built as arrays from the core's flat
         buffer instead of as lists of Python ints; None where the rows would not all fit the padded
         length (then the list path gives transformers' own result or error)."""
         import numpy as np
 
-        encoder = self._core_encoder(split_special_tokens)
+        encoder = self._core_encoder(request.split_special_tokens)
         if encoder is None:
-            rows = self._encode_texts(texts, split_special_tokens)
+            rows = self._encode_texts(texts, request.split_special_tokens)
             flat = np.fromiter((token for row in rows for token in row), dtype=np.int64)
             lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
         else:
             ids, counts = encoder.encode_batch_flat(texts)
             flat = np.frombuffer(ids, dtype=np.uint32).astype(np.int64)
             lengths = np.frombuffer(counts, dtype=np.uint64).astype(np.int64)
-        bos = int(add_special_tokens and self._add_bos)
-        eos = int(add_special_tokens and self._add_eos)
+        bos = int(request.add_special_tokens and self._add_bos)
+        eos = int(request.add_special_tokens and self._add_eos)
         totals = lengths + (bos + eos)
         longest = int(totals.max())
-        if max_length is None and verbose and longest > self.model_max_length:
+        if request.max_length is None and request.verbose and longest > self.model_max_length:
             row = int(totals.argmax())
             start = int(lengths[:row].sum())
             ids_of_row = flat[start : start + int(lengths[row])].tolist()
             sequence = [self.bos_token_id] * bos + ids_of_row + [self.eos_token_id] * eos
-            self._eventual_warn_about_too_long_sequence(sequence, max_length, verbose)
-        target = _padding_target(padding_strategy, longest, max_length, pad_to_multiple_of)
+            self._eventual_warn_about_too_long_sequence(sequence, request.max_length, request.verbose)
+        target = request.padded_length(longest)
         if target is None or longest > target:
             return None
-        left = (padding_side if padding_side is not None else self.padding_side) == "left"
+        left = request.pads_left(self.padding_side)
         starts = target - totals if left else np.zeros_like(totals)  # where each row's tokens begin
         columns = np.arange(target)
         content = (columns >= (starts + bos)[:, None]) & (columns < (starts + bos + lengths)[:, None])
@@ -199,7 +165,7 @@ class CoreEncoding(PreTrainedTokenizer):
         if eos:
             input_ids[rows_index, starts + bos + lengths] = self.eos_token_id
         arrays: dict[str, Any] = {"input_ids": input_ids}
-        if return_attention_mask:
+        if request.return_attention_mask:
             attention = (columns >= starts[:, None]) & (columns < (starts + totals)[:, None])
             arrays["attention_mask"] = attention.astype(np.int64)
         return arrays
@@ -221,12 +187,32 @@ class Tables:
         self.vocab = {token: token_id for token_id, token in enumerate(spelled) if token is not None}
 
 
-def _padding_target(
-    strategy: PaddingStrategy, longest: int | None, max_length: int | None, pad_to_multiple_of: int | None
-) -> int | None:
-    """The length a batch's rows are padded to (the longest row, or ``max_length``), rounded up to a
-    multiple of ``pad_to_multiple_of``; None when nothing is padded."""
-    target = {PaddingStrategy.LONGEST: longest, PaddingStrategy.MAX_LENGTH: max_length}.get(strategy)
-    if target is not None and pad_to_multiple_of is not None and target % pad_to_multiple_of:
-        target = (target // pad_to_multiple_of + 1) * pad_to_multiple_of
-    return target
+@dataclass(frozen=True)
+class BatchRequest:
+    """What a caller of ``tokenizer(texts, ...)`` asked for, as the batch path needs it (transformers'
+    argument names)."""
+
+    add_special_tokens: bool
+    padding_strategy: PaddingStrategy
+    max_length: int | None
+    pad_to_multiple_of: int | None
+    padding_side: str | None
+    return_tensors: Any
+    return_attention_mask: bool
+    split_special_tokens: bool
+    verbose: bool
+
+    def padded_length(self, longest: int | None) -> int | None:
+        """The length a batch's rows are padded to (the longest row, or ``max_length``), rounded up
+        to a multiple of ``pad_to_multiple_of``; None when nothing is padded."""
+        target = {PaddingStrategy.LONGEST: longest, PaddingStrategy.MAX_LENGTH: self.max_length}.get(
+            self.padding_strategy
+        )
+        multiple = self.pad_to_multiple_of
+        if target is not None and multiple is not None and target % multiple:
+            target = (target // multiple + 1) * multiple
+        return target
+
+    def pads_left(self, tokenizer_side: str) -> bool:
+        """Whether padding goes before the tokens: the call's ``padding_side``, else the tokenizer's."""
+        return (self.padding_side if self.padding_side is not None else tokenizer_side) == "left"

@@ -9,7 +9,7 @@ from typing import Any, cast
 from transformers.tokenization_utils_base import BatchEncoding, PaddingStrategy, TruncationStrategy
 
 from hf_bpe._rwlock import reading
-from hf_bpe.transformers.encode import CoreEncoding, Encoded
+from hf_bpe.transformers.encode import BatchRequest, CoreEncoding, Encoded
 
 
 class EncodingPipeline(CoreEncoding):
@@ -97,8 +97,7 @@ class EncodingPipeline(CoreEncoding):
             in (PaddingStrategy.DO_NOT_PAD, PaddingStrategy.LONGEST, PaddingStrategy.MAX_LENGTH)
             and all(isinstance(item, str) for item in text)
         ):
-            return self._encode_texts_batch(
-                list(text),
+            request = BatchRequest(
                 add_special_tokens=add_special_tokens,
                 padding_strategy=padding_strategy,
                 max_length=max_length,
@@ -109,6 +108,7 @@ class EncodingPipeline(CoreEncoding):
                 split_special_tokens=split_special_tokens,
                 verbose=verbose,
             )
+            return self._encode_texts_batch(list(text), request)
         items = _items(text, text_pair, batched, is_split_into_words)
         encoder = _SequenceEncoder(self, split_special_tokens, return_offsets_mapping, is_split_into_words)
         for first, second in items:
