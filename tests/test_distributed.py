@@ -181,6 +181,10 @@ def test_train_refuses_bad_options_before_any_work(corpus: list[Path], tmp_path:
         hf_bpe.distributed.train([str(tmp_path / "*.nothing")], 300)
     with pytest.raises(ValueError, match="num_workers"):
         hf_bpe.distributed.train(corpus, 300, num_workers=0)
+    with pytest.raises(ValueError, match="task_memory_limit caps a Ray task's memory"):
+        hf_bpe.distributed.train(corpus, 300, task_memory_limit=1 << 30)
+    with pytest.raises(ValueError, match="max_retries must be an int >= 0"):
+        hf_bpe.distributed.train(corpus, 300, max_retries=-1)
 
 
 # ----------------------------------------------------------------------------------------- tokenizing
@@ -400,3 +404,6 @@ def test_cli_tokenize_writes_what_the_api_writes(mixed_inputs: tuple[list[Path],
                        "--task-memory-limit", "1G"])
     assert status == 1
     assert "task_memory_limit caps a Ray task's memory" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["train", str(paths[0]), "--vocab-size", "300", "--out", str(tmp_path / "t"), "--prune-below", "2"])
+    assert "--prune-below work with --ray only" in capsys.readouterr().err

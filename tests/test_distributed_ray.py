@@ -7,6 +7,7 @@ cluster in ``test_distributed_cluster.py``.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -197,3 +198,18 @@ def test_cli_train_with_ray_saves_the_model_train_saves(ray_session: Any, corpus
     with pytest.raises(SystemExit):
         cli.main(["train", "--ray", "--dataset", "x.jsonl", "--vocab-size", "500", "--out", str(tmp_path / "d")])
     assert "--ray trains on FILES" in capsys.readouterr().err
+
+
+@pytest.mark.ray
+def test_a_count_task_past_its_memory_limit_fails_naming_its_files(ray_session: Any, tmp_path: Path) -> None:
+    # A real allocation failure in the Rust counter: 2 million distinct 8-letter words (a table of tens
+    # of MB) counted under a cap of 20 MB past what the worker maps. The counter aborts the worker (or
+    # Python raises MemoryError); the error names the group's file and the limit.
+    pytest.importorskip("resource", reason="task_memory_limit needs RLIMIT_AS (Unix)")
+    letters = base64.b32encode(random.Random(7).randbytes(5 * 2_000_000)).lower()  # 8 letters per 5 bytes
+    (tmp_path / "small.txt").write_text("a small document", encoding="utf-8")
+    (tmp_path / "words.txt").write_bytes(b" ".join(letters[i:i + 8] for i in range(0, len(letters), 8)))
+    with pytest.raises(RuntimeError, match=r"counting the group of \S*words.txt failed: .*task_memory_limit="
+                                           r"20,000,000 bytes.* Nothing was trained"):
+        hf_bpe.distributed.train([tmp_path / "small.txt", tmp_path / "words.txt"], 300, group_bytes=1,
+                                 task_memory_limit=20_000_000, max_retries=0)

@@ -35,6 +35,7 @@ MODULES = [
     "hf_bpe.transformers.tokenizer",
     "hf_bpe.token_view",
     "hf_bpe.view.server",
+    "hf_bpe.cli.common",
     "hf_bpe.distributed.training",
     "hf_bpe.distributed.tokenizing",
     "hf_bpe.distributed._inputs",

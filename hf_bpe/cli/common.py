@@ -124,3 +124,18 @@ def ray_session(option: str | None) -> Iterator[str | None]:
         yield None
     finally:
         ray.shutdown()
+
+
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """``--shard-size``, ``--task-memory-limit``: bytes, with an optional K, M or G (powers of 1024).
+
+    >>> parse_size("128M"), parse_size("4096"), parse_size("1GiB")
+    (134217728, 4096, 1073741824)
+    """
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text, flags=re.IGNORECASE)
+    if match is None or int(match.group(1)) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: give bytes, e.g. 134217728, 128M or 1G")
+    return int(match.group(1)) * SIZE_UNITS[match.group(2).upper()]

@@ -13,7 +13,6 @@ command resumes: only shards whose files are missing or do not match the manifes
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
@@ -21,14 +20,13 @@ from typing import Any
 
 from hf_bpe.cli.common import (
     format_option,
+    parse_size,
     ray_option,
     ray_session,
     read_source_argument,
     reclaim_files,
     source_options,
 )
-
-SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 def register(subparsers: Any) -> None:
@@ -102,15 +100,3 @@ def run(arguments: argparse.Namespace) -> int:
           f"documents, {manifest['num_tokens']:,} tokens ({manifest['dtype']}) in {elapsed:.1f} s; "
           f"{arguments.out / 'manifest.json'} lists them")
     return 0
-
-
-def parse_size(text: str) -> int:
-    """``--shard-size``: bytes, with an optional K, M or G (powers of 1024).
-
-    >>> parse_size("128M"), parse_size("4096"), parse_size("1GiB")
-    (134217728, 4096, 1073741824)
-    """
-    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text, flags=re.IGNORECASE)
-    if match is None or int(match.group(1)) == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size: give bytes, e.g. 134217728, 128M or 1G")
-    return int(match.group(1)) * SIZE_UNITS[match.group(2).upper()]

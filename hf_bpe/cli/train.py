@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe import patterns
-from hf_bpe.cli.common import DATASET_ON_RAY, UsageError, ray_option, ray_session, reclaim_files
+from hf_bpe.cli.common import (
+    DATASET_ON_RAY,
+    UsageError,
+    parse_size,
+    ray_option,
+    ray_session,
+    reclaim_files,
+)
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.train import train
 
@@ -82,12 +89,20 @@ def register(subparsers: Any) -> None:
     train.add_argument("--prune-below", type=int, metavar="C",
                        help="with --ray: drop pieces seen fewer than C times per group of files (bounded memory, "
                        "no longer exact; see docs/scale.md)")
+    train.add_argument("--task-memory-limit", type=parse_size, metavar="BYTES",
+                       help="with --ray: the memory a count task may map beyond its worker's, e.g. 4G; a group of "
+                       "files past it fails naming them (default: no limit)")
     train.set_defaults(run=run, parser=train)
 
 
 def run(arguments: argparse.Namespace) -> int:
     """Train, write the folder, print what was written."""
     reclaim_files(arguments, "files")
+    if arguments.ray is None:
+        given = [option for option, value in (("--num-workers", arguments.num_workers), ("--prune-below",
+                 arguments.prune_below), ("--task-memory-limit", arguments.task_memory_limit)) if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} work with --ray only (hf-bpe train --ray ...)")
     if arguments.files and arguments.dataset:
         raise UsageError("give FILES or --dataset, not both")
     if arguments.out.exists() and not arguments.out.is_dir():
@@ -149,7 +164,8 @@ def _train_on_ray(arguments: argparse.Namespace) -> Callable[..., Any]:
             return distributed.train([str(path) for path in files], vocab_size, pattern=pattern,
                                      special_tokens=special_tokens, text_column=text_column,
                                      num_workers=arguments.num_workers, ray_address=address,
-                                     prune_below=arguments.prune_below, name=name)
+                                     prune_below=arguments.prune_below, name=name,
+                                     task_memory_limit=arguments.task_memory_limit)
 
     return train_files
 

@@ -115,3 +115,36 @@ def run_local(
         finally:
             for future in pending:
                 future.cancel()
+
+
+@contextmanager
+def memory_capped(limit: int | None) -> Iterator[None]:
+    """Within the block, this process may map at most ``limit`` more bytes of address space
+    (``RLIMIT_AS``'s soft limit, restored afterwards): an allocation past it raises ``MemoryError``
+    (numpy, pyarrow) or ends the process (Rust), instead of the machine running out of memory."""
+    if limit is None:
+        yield
+        return
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    capped = address_space() + limit
+    if hard != resource.RLIM_INFINITY:
+        capped = min(capped, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (capped, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def address_space() -> int:
+    """This process's mapped bytes now (``VmSize``; Linux, else 0 so the limit counts from zero)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0

@@ -38,7 +38,6 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -236,7 +235,7 @@ def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:
     """Encode one shard and write its files, then its record (a task). Every file is written whole
     under a temporary name and renamed; a failure raises :class:`ShardError` naming the shard."""
     try:
-        with _memory_capped(job.memory_limit):
+        with _cluster.memory_capped(job.memory_limit):
             ids, lengths = _encode_shard(model, job)
             if len(lengths) == 0:
                 raise ShardError(f"{job.name} ({_describe(job.parts)}): holds no documents (only empty lines or "
@@ -280,39 +279,6 @@ def _payloads(job: ShardJob, ids: np.ndarray, offsets: np.ndarray) -> dict[str, 
     if "parquet" in job.formats:
         payloads[f"{job.name}.parquet"] = _parquet(ids, offsets)
     return payloads
-
-
-@contextmanager
-def _memory_capped(limit: int | None) -> Iterator[None]:
-    """Within the block, this process may map at most ``limit`` more bytes of address space
-    (``RLIMIT_AS``'s soft limit, restored afterwards): an allocation past it raises ``MemoryError``
-    (numpy, pyarrow) or ends the process (Rust), instead of the machine running out of memory."""
-    if limit is None:
-        yield
-        return
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    capped = _address_space() + limit
-    if hard != resource.RLIM_INFINITY:
-        capped = min(capped, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (capped, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
-def _address_space() -> int:
-    """This process's mapped bytes now (``VmSize``; Linux, else 0 so the limit counts from zero)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 def finished_record(job: ShardJob) -> dict[str, Any] | None:

@@ -49,6 +49,8 @@ def train(
     prune_below: int | None = None,
     group_bytes: int = GROUP_BYTES,
     name: str | None = None,
+    task_memory_limit: int | None = None,
+    max_retries: int = 3,
 ) -> BPE:
     """Learn a model from ``inputs`` on Ray (or this machine's cores), identical to :func:`hf_bpe.train`.
 
@@ -58,6 +60,10 @@ def train(
     (``ray.init``) or ``ray_address`` is given (``"auto"``, ``"local"``, ``"host:port"``...),
     otherwise on local threads; ``num_workers`` caps the tasks running at once (default: every
     CPU). ``prune_below``: see the module's documentation (the result is then no longer exact).
+    ``task_memory_limit``: on Ray, the bytes of address space a group's count task may map beyond
+    what its worker holds (``RLIMIT_AS``); a group past it fails with an error naming its files.
+    A count task whose worker dies (killed, out of memory) is retried ``max_retries`` times by Ray,
+    then raises an error naming the group's files.
 
     >>> import pathlib, tempfile, hf_bpe, hf_bpe.distributed
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -72,6 +78,11 @@ def train(
         raise ValueError(f"prune_below must be a positive int or None (exact), got {prune_below!r}")
     if isinstance(group_bytes, bool) or not isinstance(group_bytes, int) or group_bytes < 1:
         raise ValueError(f"group_bytes must be a positive int, got {group_bytes!r}")
+    if task_memory_limit is not None and (isinstance(task_memory_limit, bool) or not isinstance(task_memory_limit, int)
+                                          or task_memory_limit < 1):
+        raise ValueError(f"task_memory_limit must be a positive int (bytes) or None, got {task_memory_limit!r}")
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
     split = patterns.resolve(pattern)
     specials = list(special_tokens) if not isinstance(special_tokens, str) else [special_tokens]
     # Check the options the way hf_bpe.train does, before any task starts.
@@ -86,6 +97,9 @@ def train(
         groups = _inputs.group_by_size(_inputs.expand(inputs), group_bytes)
         job = (split, specials, prune_below)
         if cluster.ray is None:
+            if task_memory_limit is not None:
+                raise ValueError("task_memory_limit caps a Ray task's memory; on local cores the groups are counted "
+                                 "in this process's threads: pass ray_address, or leave it None")
             total: list[Any] = []  # each table is added in place as it comes, then dropped
 
             def add(_index: int, table: PieceCounts) -> None:
@@ -97,15 +111,21 @@ def train(
             _cluster.run_local(lambda group: count_files(group, *job), groups, cluster.workers, add)
             return _learn(vocab_size, name, *total)
         ray = cluster.ray
-        count = ray.remote(num_cpus=1)(count_files)
-        pending = [count.remote(group, *job) for group in groups]
-        return _combine_tree(ray, pending, vocab_size, name)
+        count = ray.remote(num_cpus=1, max_retries=max_retries)(count_files)
+        counted = [count.remote(group, *job, task_memory_limit) for group in groups]
+        try:
+            return _combine_tree(ray, list(counted), vocab_size, name)
+        except ray.exceptions.RayError as error:
+            raise _group_failure(ray, groups, counted, error, task_memory_limit) from None
 
 
-def count_files(paths: list[Path], split: Any, specials: list[str], prune_below: int | None) -> PieceCounts:
-    """One group's table (a task): the files counted streaming, pruned if asked."""
-    counts = count_pieces(files=paths, pattern=split, special_tokens=specials, show_progress=False,
-                          num_threads=1, allow_empty=True)
+def count_files(paths: list[Path], split: Any, specials: list[str], prune_below: int | None,
+                memory_limit: int | None = None) -> PieceCounts:
+    """One group's table (a task): the files counted streaming, pruned if asked; with
+    ``memory_limit``, under that cap (:func:`hf_bpe.distributed._cluster.memory_capped`)."""
+    with _cluster.memory_capped(memory_limit):
+        counts = count_pieces(files=paths, pattern=split, special_tokens=specials, show_progress=False,
+                              num_threads=1, allow_empty=True)
     return prune(counts, prune_below) if prune_below else counts
 
 
@@ -149,6 +169,33 @@ def _unpack_blocks(*blocks: Any) -> PieceCounts:
     """The sum of the tables in Ray Data output blocks (pyarrow tables with a column of tables)."""
     tables = [table for block in blocks for table in block.column(COUNTS_COLUMN).to_pylist()]
     return combine(*tables)
+
+
+def _group_failure(ray: Any, groups: list[list[Path]], counted: list[Any], error: Exception,
+                   memory_limit: int | None) -> Exception:
+    """The error of a failed training on Ray, naming the group of files whose count task failed
+    (found by handing each group's table to a task that does nothing: only a failed one raises)."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, (ValueError, OSError)):  # bad input: the counter's message names the file
+        return cause
+    probe = ray.remote(num_cpus=0)(_received)
+    for group, table in zip(groups, counted):
+        try:
+            ray.get(probe.remote(table))
+        except ray.exceptions.RayError as failed:
+            what = (f"its worker ran out of memory ({type(failed).__name__})"
+                    if isinstance(failed, (ray.exceptions.OutOfMemoryError, MemoryError))
+                    else f"its worker process died ({type(failed).__name__}: killed, or out of memory)")
+            if memory_limit is not None:
+                what += f"; with task_memory_limit={memory_limit:,} bytes, most likely an allocation past it"
+            files = ", ".join(map(str, group[:3])) + (f" and {len(group) - 3} more" if len(group) > 3 else "")
+            return RuntimeError(f"counting the group of {files} failed: {what}. Nothing was trained: give the "
+                                "tasks more memory, use a smaller group_bytes or prune_below, and run again")
+    return error
+
+
+def _received(_table: Any) -> None:
+    """A task that only receives a table (see :func:`_group_failure`)."""
 
 
 def _learn(vocab_size: int, name: str | None, *tables: PieceCounts) -> BPE:
