@@ -213,3 +213,18 @@ def test_a_count_task_past_its_memory_limit_fails_naming_its_files(ray_session: 
                                            r"20,000,000 bytes.* Nothing was trained"):
         hf_bpe.distributed.train([tmp_path / "small.txt", tmp_path / "words.txt"], 300, group_bytes=1,
                                  task_memory_limit=20_000_000, max_retries=0)
+
+
+@pytest.mark.ray
+def test_cli_tokenize_with_ray_writes_what_local_cores_write(
+    ray_session: Any, mixed_inputs: tuple[list[Path], list[str]], local_tokenized: Path, tmp_path: Path
+) -> None:
+    from hf_bpe import cli
+
+    paths, _ = mixed_inputs
+    # --ray followed by the first input: argparse takes it for the address; it is given back.
+    status = cli.main(["tokenize", "--ray", *map(str, paths), "--tokenizer", "gpt2", "--eot", SPECIAL,
+                       "--out", str(tmp_path / "out"), "--shard-size", str(scaled(20_000)),
+                       "--task-memory-limit", "1G"])
+    assert status == 0
+    assert file_bytes(tmp_path / "out") == file_bytes(local_tokenized)
