@@ -6,8 +6,8 @@
 'hello world'
 
 ``__all__`` holds what a user needs: the model (:class:`BPE`), the transformers tokenizer
-(:class:`BPETokenizer`), :func:`train`, the named encodings, :func:`load` for any tokenizer file and
-:mod:`~hf_bpe.errors`. The names earlier versions exported stay importable from here too (the error
+(:class:`BPETokenizer`), :func:`train`, the named encodings, :func:`load` for any tokenizer file, :func:`audit` (the
+vocabulary audit) and :mod:`~hf_bpe.errors`. The names earlier versions exported stay importable from here too (the error
 classes, ``PieceCounts``, ``count_pieces``, ``train_from_counts``, ``patterns``,
 ``save_tokenizer_folder``). How the code is laid out: README, "How the code is laid out".
 """
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BPE",
     "BPETokenizer",
+    "audit",
     "errors",
     "get_encoding",
     "list_encoding_names",
@@ -52,7 +53,12 @@ _IMPORTABLE = (
 
 def __getattr__(name: str) -> Any:
     # The transformers tokenizer loads transformers, and load() the converters (tokenizers, protobuf):
-    # each is imported on first use.
+    # each is imported on first use; so is the audit (hf_bpe.audit(model) calls it, hf_bpe.audit.reachability
+    # is its module).
+    if name == "audit":
+        import hf_bpe.audit
+
+        return hf_bpe.audit
     if name in ("BPETokenizer", "save_tokenizer_folder"):
         from hf_bpe import transformers
 

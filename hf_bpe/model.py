@@ -31,6 +31,7 @@ from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
 if TYPE_CHECKING:
     from hf_bpe.token_view import TokenView
+    from hf_bpe.train import PieceCounts
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
@@ -251,6 +252,22 @@ class BPE:
         [31373]
         """
         return self._core.encode_batch(texts, None, num_threads)
+
+    def token_counts(self, texts: Iterable[str], *, num_threads: int | None = None) -> Any:
+        """How often each id occurs in the ordinary encodings of ``texts``: a NumPy array of
+        ``n_vocab`` counts (index = id), encoded in parallel without building per-text lists.
+
+        >>> import hf_bpe
+        >>> counts = hf_bpe.get_encoding("gpt2").token_counts(["hello world", "hello"])
+        >>> int(counts[31373]), int(counts.sum())
+        (2, 3)
+        """
+        import numpy as np
+
+        if isinstance(texts, str):
+            raise TypeError("token_counts expects an iterable of str, got a single str")
+        ids, _ = self._core.encode_batch_flat(texts, None, num_threads)
+        return np.bincount(np.frombuffer(ids, dtype=np.uint32), minlength=self.n_vocab)
 
     def encode_iterable(
         self,
@@ -500,6 +517,44 @@ class BPE:
         (995, None)
         """
         return self._core.token_id(token)  # type: ignore[no-any-return]
+
+    def merge_pieces(self, pieces: Iterable[bytes], *, num_threads: int | None = None) -> list[list[int] | None]:
+        """What the merge loop alone makes of each piece, in parallel: no split pattern, no
+        whole-piece rule, no special tokens. For a SentencePiece model a piece is normalized text
+        as UTF-8 (spaces as ``▁``, no dummy prefix added) and bytes that are not UTF-8 give ``None``.
+
+        A token that the loop forms inside a longer piece, it forms from its own bytes alone, so
+        whether a token can appear in any encoding follows from this loop (see :mod:`hf_bpe.audit`).
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256, b"abcd": 257}, "gpt2")
+        >>> enc.encode_ordinary("abcd"), enc.merge_pieces([b"abcd", b"ab ab"])
+        ([257], [[256, 99, 100], [256, 32, 256]])
+        """
+        if isinstance(pieces, (bytes, str)):
+            raise TypeError("merge_pieces expects a list of bytes, got a single piece")
+        return self._core.merge_pieces([bytes(piece) for piece in pieces], num_threads)
+
+    def piece_token_counts(self, counts: PieceCounts) -> Any:
+        """How often encoding the counted corpus produces each id, from its piece counts alone (a
+        :class:`~hf_bpe.PieceCounts` from :func:`hf_bpe.count_pieces`): each distinct piece is encoded
+        once, as encoding a text that splits into it does (the whole-piece rule included), and its ids
+        count as often as the piece occurred. A NumPy array of ``n_vocab`` counts (index = id), the
+        same as :meth:`token_counts` of the corpus when the table was counted with this model's
+        pattern and special tokens; memory is the array, never a copy of the table.
+
+        >>> import hf_bpe
+        >>> texts = ["the cat", "the hat"]
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> counts = hf_bpe.count_pieces(texts, show_progress=False)
+        >>> bool((enc.piece_token_counts(counts) == enc.token_counts(texts)).all())
+        True
+        """
+        import numpy as np
+
+        if not isinstance(counts, _core.PieceCounts):
+            raise TypeError(f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}")
+        return np.array(self._core.piece_token_counts(counts), dtype=np.int64)
 
     def clear_cache(self) -> None:
         """Empty the caches of merged pieces (one per encoding thread, a few MB each), freeing their

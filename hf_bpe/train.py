@@ -153,10 +153,14 @@ def train_from_counts(
     *,
     show_progress: bool = True,
     name: str | None = None,
+    consume: bool = False,
 ) -> BPE:
     """Run the merge loop on a count table (from :func:`count_pieces`, possibly summed over shards).
 
-    The model's pattern and special tokens are the ones the table was counted with.
+    The model's pattern and special tokens are the ones the table was counted with. ``consume=True``
+    empties the table as soon as the merge loop has its own copy, so the two never share the memory
+    (what :func:`train` does); the table is empty afterwards (``pickle.dumps`` it first to keep it:
+    its serialized form is compact).
 
     >>> import hf_bpe
     >>> counts = hf_bpe.PieceCounts({"hug": 10, "pug": 5, "pun": 12, "bun": 4}, pattern=r"\\w+")
@@ -168,7 +172,7 @@ def train_from_counts(
         raise TypeError(
             f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}"
         )
-    return _merge(counts, vocab_size, show_progress, name, consume=False, warn_stacklevel=3)
+    return _merge(counts, vocab_size, show_progress, name, consume=consume, warn_stacklevel=3)
 
 
 def _merge(

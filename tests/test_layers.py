@@ -1,5 +1,5 @@
 """The import contract (``[tool.importlinter]`` in pyproject.toml, DESIGN.md §7): imports run one way,
-command line > transformers layer and sources > conversion > model layer > base."""
+command line > transformers layer and sources > the vocabulary audit > conversion > model layer > base."""
 
 from __future__ import annotations
 
@@ -75,8 +75,8 @@ def test_the_old_sentencepiece_module_warns_and_names_the_model_kind() -> None:
 def test_the_top_level_exports_what_a_user_needs_and_keeps_the_old_names() -> None:
     import hf_bpe
 
-    assert sorted(hf_bpe.__all__) == ["BPE", "BPETokenizer", "errors", "get_encoding", "list_encoding_names",
-                                      "load", "train"]
+    assert sorted(hf_bpe.__all__) == ["BPE", "BPETokenizer", "audit", "errors", "get_encoding",
+                                      "list_encoding_names", "load", "train"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for name in ("ConversionError", "DisallowedSpecialTokenError", "InternalError", "InvalidVocabularyError",

@@ -383,6 +383,18 @@ def test_shards_counted_apart_and_summed_train_the_same_model() -> None:
     assert summed.mergeable_ranks == direct.mergeable_ranks
 
 
+def test_a_consumed_table_trains_the_same_model_and_is_left_empty() -> None:
+    from pydoc_data.topics import topics
+
+    documents = [topics[name] for name in sorted(topics)[:40]]
+    counts = hf_bpe.count_pieces(documents, show_progress=False)
+    kept = pickle.dumps(counts)
+    consumed = hf_bpe.train_from_counts(counts, 500, show_progress=False, consume=True)
+    assert len(counts) == 0
+    assert consumed.mergeable_ranks == hf_bpe.train(documents, 500, show_progress=False).mergeable_ranks
+    assert pickle.loads(kept) == hf_bpe.count_pieces(documents, show_progress=False)
+
+
 def test_counting_in_dataset_map_worker_processes_and_summing_gives_the_same_model() -> None:
     from pydoc_data.topics import topics
 

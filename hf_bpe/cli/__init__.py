@@ -7,6 +7,7 @@ import and one line in :data:`COMMANDS`::
     hf-bpe convert gpt2-folder/ --to tiktoken gpt2.tiktoken
     hf-bpe view gpt2 cl100k_base my-tokenizer/
     hf-bpe tokenize 'data/*.jsonl' --tokenizer my-tokenizer --eot '<|endoftext|>' --out tokens
+    hf-bpe audit my-tokenizer/ --corpus data/*.txt --compare gpt2 o200k_base --out audit/
 
 Exit status: 0 done, 1 failed (the error is printed), 2 bad usage (argparse's message), 130
 interrupted.
@@ -18,7 +19,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hf_bpe.cli import convert, inspect, tokenize, train, view
+from hf_bpe.cli import audit, convert, inspect, tokenize, train, view
 from hf_bpe.cli.common import UsageError
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.sources import SourceError
@@ -30,6 +31,7 @@ COMMANDS = (
     convert,
     inspect,
     view,
+    audit,
     tokenize,
 )
 """The command modules, in the order ``--help`` lists them."""

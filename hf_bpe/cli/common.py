@@ -1,4 +1,5 @@
-"""What the commands share: the usage error and the options that say how to read a tokenizer source."""
+"""What the commands share: the usage error, the options that say how to read a tokenizer source, and
+reading a ``--dataset``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from hf_bpe.encodings import ENCODINGS
 from hf_bpe.errors import ConversionError
@@ -74,6 +76,34 @@ def naming_lossy(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse
             return 1
 
     return reporting
+
+
+DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
+"""The ``datasets`` builder that reads a ``--dataset`` data file, by extension."""
+
+
+def load_dataset(name_or_path: str, config: str | None, split: str) -> Any:
+    """``--dataset NAME_OR_PATH`` (``--dataset-config``, ``--split``) as a ``datasets`` dataset: a folder
+    saved with ``save_to_disk``, a data file (:data:`DATA_FILE_BUILDERS`), or a name on the Hub."""
+    import datasets  # type: ignore[import-untyped]
+
+    path = Path(name_or_path)
+    if path.is_dir() and any((path / marker).exists() for marker in ("state.json", "dataset_dict.json")):
+        loaded = datasets.load_from_disk(str(path))
+        if isinstance(loaded, datasets.DatasetDict):
+            if split not in loaded:
+                raise UsageError(f"--split {split}: {path} has splits {sorted(loaded)}")
+            return loaded[split]
+        return loaded
+    if path.is_file():
+        builder = DATA_FILE_BUILDERS.get(path.suffix.lower())
+        if builder is None:
+            raise UsageError(
+                f"--dataset {path}: cannot read {path.suffix or 'extension-less'} files; "
+                f"use one of {sorted(DATA_FILE_BUILDERS)}"
+            )
+        return datasets.load_dataset(builder, data_files=str(path), split=split)
+    return datasets.load_dataset(name_or_path, config, split=split)
 
 
 DATASET_ON_RAY = ("--ray trains on FILES (text files or quoted glob patterns); for a dataset, call "

@@ -14,8 +14,8 @@ model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``t
 from __future__ import annotations
 
 import argparse
+import pickle
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +23,14 @@ from hf_bpe import patterns
 from hf_bpe.cli.common import (
     DATASET_ON_RAY,
     UsageError,
+    load_dataset,
     parse_size,
     ray_option,
     ray_session,
     reclaim_files,
 )
 from hf_bpe.model import MODEL_FILE
-from hf_bpe.train import train
-
-DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
+from hf_bpe.train import count_pieces, train_from_counts
 
 
 def register(subparsers: Any) -> None:
@@ -113,30 +112,42 @@ def run(arguments: argparse.Namespace) -> int:
         files = list(arguments.files)
         described = f"{len(files)} file{'s' if len(files) != 1 else ''}"
     elif arguments.dataset:
-        corpus = _load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
+        corpus = load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
         described = f"dataset {arguments.dataset} ({arguments.split})"
     else:
         corpus = _default_corpus()
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
 
     started = time.perf_counter()
-    trainer = train if arguments.ray is None else _train_on_ray(arguments)
-    model = trainer(
-        corpus,
-        arguments.vocab_size,
-        files=files,
-        pattern=arguments.pattern,
-        special_tokens=arguments.special_tokens,
-        show_progress=not arguments.quiet,
-        num_threads=arguments.num_threads,
-        text_column=arguments.text_column,
-        name=arguments.name or arguments.out.resolve().name,
-    )
+    name = arguments.name or arguments.out.resolve().name
+    counts = None
+    if arguments.ray is not None:  # the table stays on the cluster: the card has no usage section
+        model = _train_on_ray(arguments, files, name)
+    else:
+        # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's usage:
+        # kept serialized (a fraction of the table's memory) while the merge loop empties the table.
+        counts = count_pieces(
+            corpus,
+            files=files,
+            pattern=arguments.pattern,
+            special_tokens=arguments.special_tokens,
+            show_progress=not arguments.quiet,
+            num_threads=arguments.num_threads,
+            text_column=arguments.text_column,
+        )
+        kept = pickle.dumps(counts)
+        model = train_from_counts(counts, arguments.vocab_size, show_progress=not arguments.quiet, name=name,
+                                  consume=True)
+        counts = pickle.loads(kept)
+        del kept
     elapsed = time.perf_counter() - started
+    from hf_bpe.audit import training_usage
     from hf_bpe.transformers import save_tokenizer_folder  # imports transformers: only once trained
 
     eos = "<|endoftext|>" if "<|endoftext|>" in model.special_tokens else None
-    training = {"corpus": described, "vocab_size": arguments.vocab_size}
+    training: dict[str, Any] = {"corpus": described, "vocab_size": arguments.vocab_size}
+    if counts is not None:
+        training["usage"] = training_usage(model, counts)
     save_tokenizer_folder(model, arguments.out, eos_token=eos, card={"training": training})
     path = arguments.out / MODEL_FILE
 
@@ -151,23 +162,18 @@ def run(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def _train_on_ray(arguments: argparse.Namespace) -> Callable[..., Any]:
-    """``hf-bpe train --ray``: a stand-in for :func:`hf_bpe.train` (same call) that runs
-    :func:`hf_bpe.distributed.train` on FILES (text files or glob patterns)."""
+def _train_on_ray(arguments: argparse.Namespace, files: list[Path] | None, name: str) -> Any:
+    """``hf-bpe train --ray``: :func:`hf_bpe.distributed.train` on FILES (text files or glob patterns)."""
     from hf_bpe import distributed
 
-    def train_files(corpus: Any, vocab_size: int, *, files: list[Path] | None, pattern: str,
-                    special_tokens: list[str], text_column: str, name: str, **_: Any) -> Any:
-        if not files:
-            raise UsageError(DATASET_ON_RAY)
-        with ray_session(arguments.ray) as address:
-            return distributed.train([str(path) for path in files], vocab_size, pattern=pattern,
-                                     special_tokens=special_tokens, text_column=text_column,
-                                     num_workers=arguments.num_workers, ray_address=address,
-                                     prune_below=arguments.prune_below, name=name,
-                                     task_memory_limit=arguments.task_memory_limit)
-
-    return train_files
+    if not files:
+        raise UsageError(DATASET_ON_RAY)
+    with ray_session(arguments.ray) as address:
+        return distributed.train([str(path) for path in files], arguments.vocab_size, pattern=arguments.pattern,
+                                 special_tokens=arguments.special_tokens, text_column=arguments.text_column,
+                                 num_workers=arguments.num_workers, ray_address=address,
+                                 prune_below=arguments.prune_below, name=name,
+                                 task_memory_limit=arguments.task_memory_limit)
 
 
 def _default_corpus() -> list[str]:
@@ -179,25 +185,3 @@ def _default_corpus() -> list[str]:
             "pass FILES or --dataset"
         ) from None
     return [topics[name] for name in sorted(topics)]
-
-
-def _load_dataset(name_or_path: str, config: str | None, split: str) -> Any:
-    import datasets  # type: ignore[import-untyped]
-
-    path = Path(name_or_path)
-    if path.is_dir() and any((path / marker).exists() for marker in ("state.json", "dataset_dict.json")):
-        loaded = datasets.load_from_disk(str(path))
-        if isinstance(loaded, datasets.DatasetDict):
-            if split not in loaded:
-                raise UsageError(f"--split {split}: {path} has splits {sorted(loaded)}")
-            return loaded[split]
-        return loaded
-    if path.is_file():
-        builder = DATA_FILE_BUILDERS.get(path.suffix.lower())
-        if builder is None:
-            raise UsageError(
-                f"--dataset {path}: cannot read {path.suffix or 'extension-less'} files; "
-                f"use one of {sorted(DATA_FILE_BUILDERS)}"
-            )
-        return datasets.load_dataset(builder, data_files=str(path), split=split)
-    return datasets.load_dataset(name_or_path, config, split=split)

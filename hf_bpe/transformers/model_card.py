@@ -42,8 +42,9 @@ def token_length_counts(tokenizer: BPETokenizer) -> Counter[int]:
     return Counter(len(token) for token in tokenizer.model.mergeable_ranks)
 
 
-def render(tokenizer: BPETokenizer, *, histogram: str | None = None) -> str:
-    """The card's Markdown; ``histogram`` is the image file to show, if one was drawn."""
+def render(tokenizer: BPETokenizer, *, histogram: str | None = None, audit: str | None = None) -> str:
+    """The card's Markdown; ``histogram`` is the image file to show, if one was drawn; ``audit`` the
+    vocabulary audit's section (:func:`audit_section`, computed when not given)."""
     model = tokenizer.model
     card: dict[str, Any] = tokenizer._card
     pattern_name = patterns.name_of(model.pattern)
@@ -63,6 +64,7 @@ def render(tokenizer: BPETokenizer, *, histogram: str | None = None) -> str:
         "training": _training(card.get("training")),
         "compression": _compression(tokenizer, card.get("training")),
         "lengths": _lengths(token_length_counts(tokenizer), histogram),
+        "audit": audit if audit is not None else audit_section(tokenizer),
     }
     return Template(template_path().read_text(encoding="utf-8")).substitute(fields)
 
@@ -77,10 +79,67 @@ def _splits(pattern: patterns.Split | tuple[patterns.Split, ...]) -> str:
 
 
 def write_model_card(tokenizer: BPETokenizer, directory: str | os.PathLike[str]) -> Path:
-    """Write ``README.md`` (and ``token_lengths.png`` when matplotlib is installed) into ``directory``."""
+    """Write ``README.md`` (and, when matplotlib is installed, ``token_lengths.png`` and the audit's
+    charts) into ``directory``."""
     directory = Path(directory)
     histogram = _draw_histogram(token_length_counts(tokenizer), directory / HISTOGRAM_FILE)
-    return atomic_write(directory / CARD_FILE, render(tokenizer, histogram=histogram))
+    audit = audit_section(tokenizer, directory)
+    return atomic_write(directory / CARD_FILE, render(tokenizer, histogram=histogram, audit=audit))
+
+
+def audit_section(tokenizer: BPETokenizer, directory: Path | None = None) -> str:
+    """The card's summary of :func:`hf_bpe.audit` on the model (its vocabulary alone: about a second
+    for 32,000 tokens) and, when the card records it (``card["training"]["usage"]``, from
+    :func:`hf_bpe.audit.training_usage`), of the training corpus; with ``directory``, its charts are
+    drawn there when matplotlib is installed."""
+    from hf_bpe.audit import audit, plots
+
+    report = audit(tokenizer.model)
+    summary = report.summary()
+    kinds = summary["partial_utf8_by_kind"]
+    examples = ", ".join(f"`{_escape(report.show(id))}`" for id in report.unreachable[:4])
+    rows = [
+        "| finding | tokens |",
+        "|---|---|",
+        f"| unreachable: no text encodes to them | {summary['unreachable']:,}{f' (e.g. {examples})' if examples else ''} |",
+        f"| of those, formed only on the way to other tokens | {summary['intermediate_only']:,} |",
+        (f"| partial UTF-8: lead / continuation / mixed / invalid | {kinds['lead']:,} / {kinds['continuation']:,} / "
+        f"{kinds['mixed']:,} / {kinds['invalid']:,} |"),
+        f"| ids spent on variants (case, leading space, trailing punctuation) | {summary['ids_spent_on_variants']:,} |",
+        (f"| special tokens that are also one ordinary token / overlapping ones | {summary['specials_also_ordinary']:,} / "
+        f"{summary['special_overlaps']:,} |"),
+    ]
+    parts = [
+        ("What `hf_bpe.audit` finds in the vocabulary alone (`hf-bpe audit` on this folder prints the full report, "
+        "`--corpus FILES` adds usage and compression on your text):"),
+        "\n".join(rows),
+    ]
+    usage = (tokenizer._card.get("training") or {}).get("usage")
+    images: dict[str, str] = {}
+    if directory is not None:
+        try:
+            images = {name: path.name for name, path in report.plots(directory, ["findings"]).items()}
+            if usage:
+                title = "Reachable tokens by times produced on the training corpus"
+                path = plots.usage_histogram(usage["histogram"], directory / plots.FILES["training_usage"], title)
+                images["training_usage"] = path.name
+        except ImportError:
+            pass
+    if "findings" in images:
+        parts.append(f"![Audit findings]({images['findings']})")
+    if usage:
+        magikarps = ", ".join(f"`{_escape(shown)}` ({count:,})" for _, shown, _, count in usage["magikarps"][:10])
+        parts.append(
+            f"On the training corpus ({usage['tokens']:,} tokens, counted from its pieces): {usage['never']:,} "
+            f"reachable tokens were never produced and {usage['rare']:,} fewer than {usage['rare_below']} times; a "
+            "model trained on this corpus barely trains their embeddings. Merged early but rare there (highest "
+            f"magikarp scores, with counts): {magikarps or 'none'}."
+        )
+        if "training_usage" in images:
+            parts.append(f"![Reachable tokens by times produced on the training corpus]({images['training_usage']})")
+    else:
+        parts.append("The training corpus is not recorded in this folder, so usage on it is not shown.")
+    return "\n\n".join(parts)
 
 
 def _bos_eos(tokenizer: BPETokenizer) -> str:

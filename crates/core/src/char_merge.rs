@@ -327,6 +327,15 @@ impl SentencePiece {
         self.encode_segment(&normalized, done, normalized.len(), &mut state);
     }
 
+    /// The merge step alone on `normalized` (text as the normalizer leaves it: spaces as `▁`):
+    /// its characters merged by score, then characters that are not pieces as byte pieces or
+    /// `<unk>`. No normalizer, dummy prefix or user-defined pieces: what the merge loop makes of
+    /// one stretch of normalized text between user-defined pieces.
+    pub fn merge_normalized(&self, normalized: &str, out: &mut Vec<Rank>) {
+        let mut state = Output { out, starts: None, origins: &[], base: 0, previous_unknown: false };
+        self.encode_segment(normalized, 0, normalized.len(), &mut state);
+    }
+
     fn encode_segment(&self, normalized: &str, start: usize, end: usize, state: &mut Output<'_>) {
         if start == end {
             return;
@@ -521,6 +530,22 @@ mod tests {
         let mut decoded = Vec::new();
         with_bytes.decode(&ids, &mut decoded).unwrap();
         assert_eq!(decoded, "aé".as_bytes());
+    }
+
+    #[test]
+    fn the_merge_step_alone_adds_no_dummy_prefix_and_cuts_out_nothing() {
+        let merged = |model: &SentencePiece, normalized: &str| {
+            let mut out = Vec::new();
+            model.merge_normalized(normalized, &mut out);
+            out
+        };
+        let model = small(false);
+        // encode("ab") normalizes to "▁ab"; the merge step on "ab" itself makes the piece "ab".
+        assert_eq!(merged(&model, "ab"), vec![6]);
+        assert_eq!(merged(&model, "▁ab"), encode(&model, "ab"));
+        // "[U]" is not cut out: its characters are not pieces, one <unk> for the run.
+        assert_eq!(merged(&model, "a[U]"), vec![3, 0]);
+        assert_eq!(merged(&small(true), "é").len(), 2);
     }
 
     #[test]

@@ -742,6 +742,37 @@ impl Model {
         }
     }
 
+    /// What the merge loop alone makes of one piece, with no split pattern and no whole-piece
+    /// rule: for a byte-level model the ids `piece`'s bytes merge to; for a SentencePiece model
+    /// `piece` is normalized text (spaces as `▁`, no dummy prefix added) whose characters merge by
+    /// score, those left that are not pieces becoming byte pieces or `<unk>`
+    /// ([`SentencePiece::merge_normalized`]). `None` when a SentencePiece model is given bytes that
+    /// are not UTF-8.
+    ///
+    /// Whether a token can appear in any encoding follows from this loop (see `hf_bpe.audit`): a
+    /// token formed inside a longer piece is formed the same way from its own bytes alone.
+    pub fn merge_piece(&self, piece: &[u8], out: &mut Vec<Rank>) -> Option<()> {
+        match &self.rule {
+            Rule::ByteLevel(byte_level) => byte_level.merges.encode_piece(piece, out),
+            Rule::SentencePiece(model) => model.merge_normalized(std::str::from_utf8(piece).ok()?, out),
+        }
+        Some(())
+    }
+
+    /// The ids of one piece as encoding a text whose split gives that piece makes them: for a
+    /// byte-level model the piece itself when it is a token and the whole-piece rule applies, else
+    /// the merge loop; for a SentencePiece model what [`Model::merge_piece`] makes of it. `None` as
+    /// for [`Model::merge_piece`].
+    pub fn encode_lone_piece(&self, piece: &[u8], out: &mut Vec<Rank>) -> Option<()> {
+        match &self.rule {
+            Rule::ByteLevel(byte_level) => {
+                self.encode_piece(&byte_level.merges, byte_level.whole_piece, piece, None, out);
+                Some(())
+            }
+            Rule::SentencePiece(_) => self.merge_piece(piece, out),
+        }
+    }
+
     /// The ids the merge loop alone makes of `bytes` (no whole-piece rule).
     fn merge_only(&self, bytes: &[u8]) -> Vec<Rank> {
         let mut parts = Vec::new();
@@ -1061,6 +1092,39 @@ mod tests {
         let ranks = Model::from_ranks(vocab, GPT2, vec![]).unwrap();
         assert_eq!(ids(&ranks, "xpqbc"), vec![b'x' as Rank, 259]);
         assert!(matches!(model.rank_rule_difference(), Some(RuleDifference::UnlistedPair { .. })));
+    }
+
+    #[test]
+    fn the_merge_loop_alone_ignores_the_pattern_and_the_whole_piece_rule() {
+        // No split of "abcd" is two tokens: a piece "abcd" is emitted whole, its bytes merge to ab + c + d.
+        let mut ranks = byte_ranks();
+        ranks.push((b"ab".to_vec(), 300));
+        ranks.push((b"abcd".to_vec(), 301));
+        let model = Model::from_ranks(ranks, GPT2, vec![]).unwrap();
+        let merged = |piece: &[u8]| {
+            let mut out = Vec::new();
+            model.merge_piece(piece, &mut out).unwrap();
+            out
+        };
+        assert_eq!(ids(&model, "abcd"), vec![301]);
+        assert_eq!(merged(b"abcd"), vec![300, b'c' as Rank, b'd' as Rank]);
+        // No split pattern: the space stays inside, and bytes that are not UTF-8 merge too.
+        assert_eq!(merged(b"ab ab\xff"), vec![300, b' ' as Rank, 300, 0xff]);
+    }
+
+    #[test]
+    fn a_lone_piece_follows_the_whole_piece_rule() {
+        let mut ranks = byte_ranks();
+        ranks.push((b"ab".to_vec(), 300));
+        ranks.push((b"abcd".to_vec(), 301));
+        let model = Model::from_ranks(ranks, GPT2, vec![]).unwrap();
+        let lone = |piece: &[u8]| {
+            let mut out = Vec::new();
+            model.encode_lone_piece(piece, &mut out).unwrap();
+            out
+        };
+        assert_eq!(lone(b"abcd"), ids(&model, "abcd"));
+        assert_eq!(lone(b"abc"), vec![300, b'c' as Rank]);
     }
 
     #[test]

@@ -739,6 +739,55 @@ impl CoreBPE {
         })
     }
 
+    /// What the merge loop alone makes of each piece (bytes; for a SentencePiece model normalized
+    /// UTF-8 text), in parallel without the GIL: its ids, or None for a SentencePiece model given
+    /// bytes that are not UTF-8.
+    #[pyo3(signature = (pieces, num_threads=None))]
+    fn merge_pieces<'py>(
+        &self,
+        py: Python<'py>,
+        pieces: Vec<Vec<u8>>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        guarded(py, || {
+            let pool = thread_pool(num_threads)?;
+            let merged = py.detach(|| {
+                parallel_map(&pool, &pieces, |piece| {
+                    let mut out = Vec::new();
+                    self.model.merge_piece(piece, &mut out).map(|()| out)
+                })
+            });
+            let list = PyList::empty(py);
+            for ids in merged {
+                match ids {
+                    Some(ids) => list.append(self.ints.list(py, &ids)?)?,
+                    None => list.append(py.None())?,
+                }
+            }
+            Ok(list)
+        })
+    }
+
+    /// How often encoding the counted corpus produces each id: each distinct piece of ``counts``
+    /// encoded once (as a split that gives it makes it), its ids counted as often as the piece
+    /// occurred. A list of ``n_vocab`` ints; pieces a SentencePiece model cannot read (not UTF-8)
+    /// count nothing.
+    fn piece_token_counts(&self, py: Python<'_>, counts: PyRef<'_, train::PyPieceCounts>) -> PyResult<Vec<u64>> {
+        guarded(py, || {
+            let mut produced = vec![0u64; self.model.n_vocab()];
+            let mut ids = Vec::new();
+            for (piece, count) in counts.counts().iter() {
+                ids.clear();
+                if self.model.encode_lone_piece(piece, &mut ids).is_some() {
+                    for &id in &ids {
+                        produced[id as usize] += count;
+                    }
+                }
+            }
+            Ok(produced)
+        })
+    }
+
     /// Why tiktoken's rank rule would encode differently from this merges-list model, or None.
     fn rank_rule_difference(&self, py: Python<'_>) -> PyResult<Option<String>> {
         guarded(py, || {

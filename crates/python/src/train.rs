@@ -184,6 +184,13 @@ impl PyPieceCounts {
     }
 }
 
+impl PyPieceCounts {
+    /// The table itself, for the model's methods that read it.
+    pub(crate) fn counts(&self) -> &PieceCounts {
+        &self.counts
+    }
+}
+
 #[pymethods]
 impl PyPieceCounts {
     /// ``PieceCounts(counts={}, *, pattern="gpt2", special_tokens=())``: a table from a mapping
