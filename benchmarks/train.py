@@ -8,6 +8,12 @@ process: interpreter, imports and training). Also timed: CS336's bar (``corpus.e
 
     python benchmarks/train.py                      # all trainers, vocab 8192 and 32768
     python benchmarks/train.py --trainers hf_bpe tokenizers --vocab 8192 --size-mb 5
+    python benchmarks/train.py --trainers hf_bpe rustbpe --vocab 65536 131072 --pattern cl100k --mix-mb 100
+
+``--mix-mb`` trains on a larger mix instead: the lines of all the shared corpora, shuffled (seeded) and
+repeated until the mix holds that many MB, written into ``$TMPDIR`` in five files and deleted after.
+The table gives each trainer's time and peak memory as multiples of hf_bpe's at the same vocabulary
+(``rustbpe 2.40x`` = rustbpe took 2.4 times as long as hf_bpe).
 """
 
 from __future__ import annotations
@@ -49,25 +55,55 @@ def build_corpus(folder: Path, size_mb: float) -> list[Path]:
     return paths
 
 
+def build_mix(folder: Path, size_mb: float, seed: int = 0) -> list[Path]:
+    """The lines of every shared corpus, shuffled and repeated (each round shuffled anew) until the mix
+    holds ``size_mb`` MB, in five files of about equal size."""
+    import random
+
+    lines = [line for source in SOURCES
+             for line in (SHARED / "corpora" / source).read_bytes().splitlines(keepends=True)]
+    rng = random.Random(seed)
+    budget = int(size_mb * 1_000_000)
+    per_file = budget // 5 + 1
+    paths = [folder / f"mix_{index}.txt" for index in range(5)]
+    written = 0
+    files = [path.open("wb") for path in paths]
+    try:
+        current = 0
+        while written < budget:
+            rng.shuffle(lines)
+            for line in lines:
+                if written >= budget:
+                    break
+                files[current].write(line)
+                written += len(line)
+                if written >= per_file * (current + 1) and current < 4:
+                    current += 1
+    finally:
+        for file in files:
+            file.close()
+    return paths
+
+
 # ----------------------------------------------------------------------- one trainer, in a child
 
 
-def run_hf_bpe(files: list[Path], vocab_size: int, threads: int) -> None:
+def run_hf_bpe(files: list[Path], vocab_size: int, threads: int, pattern: str) -> None:
     import hf_bpe
 
-    hf_bpe.train(files, vocab_size, pattern="gpt2", show_progress=False, num_threads=threads)
+    hf_bpe.train(files, vocab_size, pattern=pattern, show_progress=False, num_threads=threads)
 
 
-def hf_bpe_counting(files: list[Path], threads: int) -> str:
+def hf_bpe_counting(files: list[Path], threads: int, pattern: str) -> str:
     """Counting alone (timed after the measured run), to split its time into the two stages."""
     import hf_bpe
 
     started = time.perf_counter()
-    counts = hf_bpe.count_pieces(files, pattern="gpt2", show_progress=False, num_threads=threads)
+    counts = hf_bpe.count_pieces(files, pattern=pattern, show_progress=False, num_threads=threads)
     return f"counting {time.perf_counter() - started:.2f} s ({len(counts):,} distinct pieces)"
 
 
-def run_tokenizers(files: list[Path], vocab_size: int, threads: int) -> None:
+def run_tokenizers(files: list[Path], vocab_size: int, threads: int, pattern: str) -> None:
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
     from hf_bpe import patterns
@@ -75,7 +111,7 @@ def run_tokenizers(files: list[Path], vocab_size: int, threads: int) -> None:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(patterns.GPT2), behavior="isolated"),
+            pre_tokenizers.Split(Regex(patterns.NAMED[pattern]), behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )
@@ -85,7 +121,7 @@ def run_tokenizers(files: list[Path], vocab_size: int, threads: int) -> None:
     tokenizer.train([str(path) for path in files], trainer)
 
 
-def run_rustbpe(files: list[Path], vocab_size: int, threads: int) -> None:
+def run_rustbpe(files: list[Path], vocab_size: int, threads: int, pattern: str) -> None:
     import rustbpe
 
     from hf_bpe import patterns
@@ -95,10 +131,10 @@ def run_rustbpe(files: list[Path], vocab_size: int, threads: int) -> None:
             with open(path, encoding="utf-8", newline="") as file:
                 yield from file
 
-    rustbpe.Tokenizer().train_from_iterator(lines(), vocab_size, pattern=patterns.GPT2)
+    rustbpe.Tokenizer().train_from_iterator(lines(), vocab_size, pattern=patterns.NAMED[pattern])
 
 
-def run_sentencepiece(files: list[Path], vocab_size: int, threads: int) -> None:
+def run_sentencepiece(files: list[Path], vocab_size: int, threads: int, pattern: str) -> None:
     import sentencepiece
 
     with tempfile.TemporaryDirectory() as folder:
@@ -117,19 +153,19 @@ def run_sentencepiece(files: list[Path], vocab_size: int, threads: int) -> None:
         )
 
 
-def child(trainer: str, files: list[Path], vocab_size: int, threads: int) -> None:
+def child(trainer: str, files: list[Path], vocab_size: int, threads: int, pattern: str) -> None:
     os.environ["RAYON_NUM_THREADS"] = str(threads)
     run = globals()[f"run_{trainer}"]
     started = time.perf_counter()
-    run(files, vocab_size, threads)
+    run(files, vocab_size, threads, pattern)
     seconds = time.perf_counter() - started
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    detail = hf_bpe_counting(files, threads) if trainer == "hf_bpe" else None
+    detail = hf_bpe_counting(files, threads, pattern) if trainer == "hf_bpe" else None
     print(json.dumps({"seconds": seconds, "peak_mib": peak_kib / 1024, "detail": detail}))
 
 
 def measure(
-    trainer: str, files: list[Path], vocab_size: int, threads: int, timeout: float
+    trainer: str, files: list[Path], vocab_size: int, threads: int, timeout: float, pattern: str
 ) -> dict[str, float] | None:
     command = [
         sys.executable,
@@ -140,6 +176,8 @@ def measure(
         str(vocab_size),
         "--threads",
         str(threads),
+        "--pattern",
+        pattern,
         "--files",
         *map(str, files),
     ]
@@ -175,41 +213,56 @@ def main() -> None:
     parser.add_argument("--trainers", nargs="+", default=TRAINERS, choices=TRAINERS)
     parser.add_argument("--vocab", nargs="+", type=int, default=[8192, 32768])
     parser.add_argument("--size-mb", type=float, default=25.0, help="corpus size (default 25)")
+    parser.add_argument("--mix-mb", type=float, help="train on a shuffled, repeated mix of this many MB instead")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is shown")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before a run is given up")
+    parser.add_argument("--pattern", choices=["gpt2", "cl100k", "o200k"], default="gpt2",
+                        help="split pattern of every trainer but SentencePiece (default gpt2)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--files", nargs="+", type=Path, help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.child:
-        child(arguments.child, arguments.files, arguments.vocab[0], arguments.threads)
+        child(arguments.child, arguments.files, arguments.vocab[0], arguments.threads, arguments.pattern)
         return
     if not (SHARED / "corpora").is_dir():
         sys.exit(f"{SHARED / 'corpora'} is absent: the benchmark needs the shared corpora")
 
     with tempfile.TemporaryDirectory() as folder:
-        files = build_corpus(Path(folder), arguments.size_mb)
+        if arguments.mix_mb:
+            files = build_mix(Path(folder), arguments.mix_mb)
+            what = "a shuffled, repeated mix of the shared corpora's lines"
+        else:
+            files = build_corpus(Path(folder), arguments.size_mb)
+            what = "the shared corpora"
         size = sum(path.stat().st_size for path in files)
         print(
-            f"Best of {arguments.repeat} run(s) per cell. Corpus: {size / 1e6:.1f} MB in {len(files)} files "
-            f"({', '.join(path.name for path in files)}); {arguments.threads} threads; GPT-2 split pattern\n"
+            f"Best of {arguments.repeat} run(s) per cell. Corpus: {what}, {size / 1e6:.1f} MB in {len(files)} files "
+            f"({', '.join(path.name for path in files)}); {arguments.threads} threads; split pattern {arguments.pattern}; "
+            f"{size / 1e6:.1f} MB\n"
         )
-        print("| trainer | vocab | wall time (s) | peak memory (MiB) | fed with |")
-        print("|---|---:|---:|---:|---|")
+        print("| trainer | vocab | wall time (s) | peak memory (MiB) | time / hf_bpe's | memory / hf_bpe's | fed with |")
+        print("|---|---:|---:|---:|---:|---:|---|")
         details = []
         for vocab_size in arguments.vocab:
-            for trainer in arguments.trainers:
+            ours: dict[str, float] | None = None
+            trainers = sorted(arguments.trainers, key=lambda name: name != "hf_bpe")  # hf_bpe first
+            for trainer in trainers:
                 runs = [
-                    measure(trainer, files, vocab_size, arguments.threads, arguments.timeout)
+                    measure(trainer, files, vocab_size, arguments.threads, arguments.timeout, arguments.pattern)
                     for _ in range(arguments.repeat)
                 ]
                 result = min(runs, key=lambda run: run["seconds"] if run else float("inf"))
                 if result is None:
-                    cells = f"> {arguments.timeout:.0f} (stopped) | – "
+                    cells = f"> {arguments.timeout:.0f} (stopped) | – | – | – "
                 elif not result:
-                    cells = "failed | – "
+                    cells = "failed | – | – | – "
                 else:
-                    cells = f"{result['seconds']:.2f} | {result['peak_mib']:.0f} "
+                    if trainer == "hf_bpe":
+                        ours = result
+                    ratios = (f"{result['seconds'] / ours['seconds']:.2f}x | {result['peak_mib'] / ours['peak_mib']:.2f}x"
+                              if ours else "– | –")
+                    cells = f"{result['seconds']:.2f} | {result['peak_mib']:.0f} | {ratios} "
                     if result.get("detail"):
                         details.append(
                             f"{trainer} at {vocab_size}: {result['detail']} of the {result['seconds']:.2f} s"

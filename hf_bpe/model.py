@@ -9,7 +9,7 @@ Three kinds of model share this class and its API; they differ in which adjacent
 - ``"sentencepiece"`` (:meth:`BPE.from_sentencepiece`): SentencePiece's BPE on characters, merged
   by piece score, with its normalizer and no split pattern.
 
-This module is longer than the others (about 800 lines) on purpose: :class:`BPE` is the one class
+This module is longer than the others (about 1,000 lines) on purpose: :class:`BPE` is the one class
 users meet, its methods are thin calls into the core grouped by task (build, encode, decode, inspect,
 save), and splitting one class's API across files would make it harder to read, not easier.
 """
@@ -35,6 +35,12 @@ if TYPE_CHECKING:
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
+IdType = Literal["uint32", "uint16", "int32", "int64", "auto"]
+"""The integer type of ids in Arrow output (:meth:`BPE.encode_arrow`); ``"auto"``: ``uint16`` when every id
+of the vocabulary fits it, else ``uint32`` (fixed by the vocabulary, never by the text, so every batch of a
+column gets the same type)."""
+Nulls = Literal["raise", "empty", "null"]
+"""What a null string of an Arrow column becomes (:meth:`BPE.encode_arrow`)."""
 
 _NOTHING: frozenset[str] = frozenset()
 
@@ -268,6 +274,58 @@ class BPE:
             raise TypeError("token_counts expects an iterable of str, got a single str")
         ids, _ = self._core.encode_batch_flat(texts, None, num_threads)
         return np.bincount(np.frombuffer(ids, dtype=np.uint32), minlength=self.n_vocab)
+
+    def encode_arrow(
+        self,
+        texts: Any,
+        *,
+        num_threads: int | None = None,
+        dtype: IdType = "uint32",
+        nulls: Nulls = "raise",
+        allowed_special: AllowedSpecial = _NOTHING,
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> Any:
+        """Encode a column of strings to a column of id lists, Arrow in and Arrow out.
+
+        ``texts`` is a pyarrow ``string``, ``large_string`` or ``string_view`` array (sliced or not),
+        a ``ChunkedArray`` of them (the result is chunked the same way: a ``ChunkedArray``), anything
+        else with ``__arrow_c_array__`` or ``__arrow_c_stream__`` (read in place, without a copy), or a
+        list of str (converted with ``pyarrow.array`` first). The result is a ``pyarrow.ListArray``
+        whose offsets and values were built by the core on ``num_threads`` threads with the GIL
+        released; row ``i`` holds ``encode(texts[i])``'s ids, as ``dtype`` (``"uint16"`` halves the
+        memory of a vocabulary of at most 65,536 ids and is refused for a larger one; ``"auto"`` takes
+        it exactly then, else ``"uint32"``).
+        ``nulls``: a null row raises ``ValueError`` (``"raise"``), encodes as ``""`` (``"empty"``) or
+        stays null (``"null"``). Lengths are ``pyarrow.compute.list_value_length(ids)``.
+
+        >>> import pyarrow as pa, hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> ids = enc.encode_arrow(pa.array(["hello world", "", None]), nulls="null")
+        >>> ids.to_pylist()
+        [[31373, 995], [], None]
+        >>> ids.type
+        ListType(list<item: uint32 not null>)
+        >>> enc.encode_arrow(["hello <|endoftext|>"], allowed_special="all", dtype="uint16").to_pylist()
+        [[31373, 220, 50256]]
+        >>> enc.encode_arrow(["hi"], dtype="auto").type, hf_bpe.get_encoding("o200k_base").encode_arrow(["hi"], dtype="auto").type
+        (ListType(list<item: uint16 not null>), ListType(list<item: uint32 not null>))
+        """
+        policy = self._policy(allowed_special, disallowed_special)
+        dtype = id_type_for(dtype, self.n_vocab - 1)
+        return self._core.encode_arrow(_arrow_strings(texts), policy, num_threads, dtype, nulls)
+
+    def encode_ordinary_arrow(
+        self, texts: Any, *, num_threads: int | None = None, dtype: IdType = "uint32", nulls: Nulls = "raise"
+    ) -> Any:
+        """Like :meth:`encode_arrow`, treating special tokens as ordinary text (:meth:`encode_ordinary`).
+
+        >>> import pyarrow as pa, hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> enc.encode_ordinary_arrow(pa.chunked_array([["hello"], ["<|endoftext|>", "world"]]))[1:].to_pylist()
+        [[27, 91, 437, 1659, 5239, 91, 29], [6894]]
+        """
+        dtype = id_type_for(dtype, self.n_vocab - 1)
+        return self._core.encode_arrow(_arrow_strings(texts), None, num_threads, dtype, nulls)
 
     def encode_iterable(
         self,
@@ -505,7 +563,9 @@ class BPE:
         >>> encoder.encode("hello<|pad|>"), encoder.encode_with_offsets("hi <|pad|>")
         ([31373, 50257], ([5303, 220, 50257], [0, 2, 3]))
         """
-        return AddedTokensEncoder(self._core, self._core.added_tokens_policy(list(tokens)))
+        tokens = list(tokens)
+        largest_id = max([self.n_vocab - 1, *(token_id for _, token_id in tokens)])
+        return AddedTokensEncoder(self._core, self._core.added_tokens_policy(tokens), largest_id)
 
     def ordinary_token_id(self, token: bytes) -> int | None:
         """The id of the ordinary (mergeable) token ``token``, or ``None`` when it is not one (special
@@ -766,15 +826,44 @@ class BPE:
         return policy
 
 
+def id_type_for(dtype: str, largest_id: int) -> str:
+    """``dtype`` with ``"auto"`` resolved for ids up to ``largest_id``: ``"uint16"`` when they all fit
+    it, else ``"uint32"``; any other name as it is.
+
+    >>> id_type_for("auto", 50_256), id_type_for("auto", 100_276), id_type_for("int64", 5)
+    ('uint16', 'uint32', 'int64')
+    """
+    if dtype != "auto":
+        return dtype
+    return "uint16" if largest_id < 1 << 16 else "uint32"
+
+
+def _arrow_strings(texts: Any) -> Any:
+    """``texts`` as the core's Arrow reader takes it: Arrow objects as they are, a list of str as a
+    pyarrow ``large_string`` array (which holds more than 2 GB)."""
+    if hasattr(texts, "__arrow_c_array__") or hasattr(texts, "__arrow_c_stream__"):
+        return texts
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("encode_arrow expects a column of strings (an Arrow array or a list of str), got a single "
+                        f"{type(texts).__name__}; wrap it in a list")
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    try:
+        return pa.array(texts if isinstance(texts, (list, tuple)) else list(texts), type=pa.large_string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as error:
+        raise TypeError(f"encode_arrow expects an Arrow array of strings or a list of str: {error}") from None
+
+
 class AddedTokensEncoder:
     """A model's encoder with extra tokens cut out of the text first (see
     :meth:`BPE.added_tokens_encoder`). Immutable, and safe to share between threads."""
 
-    __slots__ = ("_core", "_policy")
+    __slots__ = ("_core", "_largest_id", "_policy")
 
-    def __init__(self, core: Any, policy: Any) -> None:
+    def __init__(self, core: Any, policy: Any, largest_id: int) -> None:
         self._core = core
         self._policy = policy
+        self._largest_id = largest_id
 
     def encode(self, text: str) -> list[int]:
         """The ids of ``text``: the added tokens' where they match, the model's in between."""
@@ -794,6 +883,30 @@ class AddedTokensEncoder:
         other (native-endian ``uint32``), and each text's number of ids (native-endian ``uint64``),
         for ``numpy.frombuffer``."""
         return self._core.encode_batch_flat(texts, self._policy, num_threads)  # type: ignore[no-any-return]
+
+    def encode_arrow(
+        self,
+        texts: Any,
+        *,
+        num_threads: int | None = None,
+        dtype: IdType = "uint32",
+        nulls: Nulls = "raise",
+        prefix: Sequence[int] = (),
+        suffix: Sequence[int] = (),
+    ) -> Any:
+        """:meth:`encode` on each string of an Arrow column, Arrow in and Arrow out as
+        :meth:`BPE.encode_arrow` (``texts``, ``num_threads``, ``dtype``, ``nulls``), with the ids
+        ``prefix`` before and ``suffix`` after every row that is not null (a BOS or EOS token).
+        ``dtype="auto"`` counts the added tokens' and the framing ids with the vocabulary's.
+
+        >>> import hf_bpe, pyarrow as pa
+        >>> encoder = hf_bpe.get_encoding("gpt2").added_tokens_encoder([("<x>", 50257)])
+        >>> encoder.encode_arrow(pa.array(["a<x>b", ""]), suffix=[50256]).to_pylist()
+        [[64, 50257, 65, 50256], [50256]]
+        """
+        dtype = id_type_for(dtype, max([self._largest_id, *prefix, *suffix]))
+        return self._core.encode_arrow(_arrow_strings(texts), self._policy, num_threads, dtype, nulls,
+                                       list(prefix), list(suffix))
 
 
 def _deprecated(old: str, new: str) -> None:

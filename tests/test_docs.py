@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = [
     "hf_bpe",
     "hf_bpe.model",
+    "hf_bpe.datasets",
     "hf_bpe.streaming",
     "hf_bpe.patterns",
     "hf_bpe.byte_level",
@@ -33,6 +34,7 @@ MODULES = [
     "hf_bpe._corpus",
     "hf_bpe.transformers",
     "hf_bpe.transformers.tokenizer",
+    "hf_bpe.transformers.encode",
     "hf_bpe.token_view",
     "hf_bpe.view.server",
     "hf_bpe.audit",

@@ -788,6 +788,16 @@ def test_train_new_from_iterator_reads_names_of_files_as_text(tmp_path: Path, mo
     assert learned == [b"xt", b"txt"]
 
 
+def test_a_large_batch_with_added_tokens_gives_their_ids() -> None:
+    """A batch of over 65,536 ids becomes lists on the pool's threads, where the ids of added tokens
+    (past the model's vocabulary) once indexed past the shared ints: an InternalError."""
+    tokenizer = BPETokenizer.from_model(hf_bpe.get_encoding("cl100k_base"), eos_token="<|end|>")
+    tokenizer.add_tokens(["added words", "ça"])
+    rng = random.Random(7)
+    texts = [" added words ça <|end|>" * 20 + textgen.document(rng, 3_000) for _ in range(scaled(150, minimum=150))]
+    assert tokenizer(texts)["input_ids"] == [tokenizer(text)["input_ids"] for text in texts]
+
+
 # ------------------------------------------------------------------------------ old import paths
 
 

@@ -1,6 +1,7 @@
 """Ids from the core for :class:`~hf_bpe.BPETokenizer`: single texts, batches (on threads), character
-offsets, and padded NumPy arrays built from the core's flat buffer; the lookups they need (added-token
-matchers, token strings, continuation flags)."""
+offsets, padded NumPy arrays built from the core's flat buffer, and Arrow list columns (built by the
+core, or from the tokenizer's own call where the core cannot match the added tokens alone); the lookups
+they need (added-token matchers, token strings, continuation flags)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from transformers import PreTrainedTokenizer
 from transformers.tokenization_utils_base import AddedToken, BatchEncoding, PaddingStrategy, TensorType
 
 from hf_bpe.byte_level import token_to_str
-from hf_bpe.model import BPE, AddedTokensEncoder
+from hf_bpe.model import BPE, AddedTokensEncoder, IdType, Nulls, _arrow_strings, id_type_for
 from hf_bpe.transformers.added_tokens import AddedTokens
 
 Encoded = tuple[list[int], list[tuple[int, int]] | None]
@@ -59,6 +60,33 @@ class CoreEncoding(PreTrainedTokenizer):
         if len(texts) == 1:
             return [encoder.encode(texts[0])]
         return encoder.encode_batch(texts)
+
+    def _encode_arrow(
+        self,
+        texts: Any,
+        *,
+        add_special_tokens: bool,
+        split_special_tokens: bool,
+        num_threads: int | None,
+        dtype: IdType,
+        nulls: Nulls,
+    ) -> Any:
+        """``self(texts)["input_ids"]`` as an Arrow list column: built by the core when it matches the
+        added tokens alone (no stripping or single-word tokens, no two-phase matching), otherwise from
+        ``self`` called on the rows (:func:`encode_by_calling`)."""
+        texts = _arrow_strings(texts)
+        if dtype == "auto":  # every id the tokenizer can give: the vocabulary's and the added tokens'
+            dtype = id_type_for(dtype, max([self._model.n_vocab - 1, *self._added_tokens_decoder]))  # type: ignore[assignment]
+        encoder = self._core_encoder(split_special_tokens) if self._added_tokens().plain else None
+        if encoder is None:
+            def call(rows: list[str]) -> Any:
+                return self(rows, add_special_tokens=add_special_tokens, split_special_tokens=split_special_tokens)
+
+            return encode_by_calling(call, texts, dtype=dtype, nulls=nulls)
+        prefix = [self.bos_token_id] if add_special_tokens and self._add_bos else []
+        suffix = [self.eos_token_id] if add_special_tokens and self._add_eos else []
+        return encoder.encode_arrow(texts, num_threads=num_threads, dtype=dtype, nulls=nulls,
+                                    prefix=prefix, suffix=suffix)
 
     def _encode_with_offsets(
         self, text: str, split_special_tokens: bool
@@ -216,3 +244,31 @@ class BatchRequest:
     def pads_left(self, tokenizer_side: str) -> bool:
         """Whether padding goes before the tokens: the call's ``padding_side``, else the tokenizer's."""
         return (self.padding_side if self.padding_side is not None else tokenizer_side) == "left"
+
+
+def encode_by_calling(tokenizer: Any, texts: Any, *, dtype: IdType = "uint32", nulls: Nulls = "raise") -> Any:
+    """``tokenizer(rows)["input_ids"]`` of the rows of an Arrow string column, as an Arrow list column
+    like :meth:`~hf_bpe.BPE.encode_arrow`'s (a chunked array for a chunked array): the slow path, for
+    tokenizers the core cannot run alone.
+
+    >>> import pyarrow as pa, hf_bpe
+    >>> enc = hf_bpe.get_encoding("gpt2")
+    >>> encode_by_calling(lambda rows: {"input_ids": enc.encode_batch(rows)}, pa.array(["hi", None]),
+    ...                   nulls="null").to_pylist()
+    [[5303], None]
+    """
+    import numpy as np
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    if dtype == "auto":  # a transformers tokenizer: its ids lie below len(tokenizer)
+        dtype = id_type_for(dtype, len(tokenizer) - 1) if hasattr(tokenizer, "__len__") else "uint32"  # type: ignore[assignment]
+    rows = texts.to_pylist()
+    missing = [index for index, text in enumerate(rows) if text is None]
+    if missing and nulls == "raise":
+        raise ValueError(f"row {missing[0]} of the array is null (None), not a string; pass nulls='empty' to "
+                         "encode null rows as \"\", nulls='null' to keep them null, or drop them first")
+    # transformers refuses an empty batch; an empty column has no ids to ask for
+    ids = tokenizer([text if text is not None else "" for text in rows])["input_ids"] if rows else []
+    mask = np.array([text is None for text in rows]) if missing and nulls == "null" else None
+    array = pa.array(ids, type=pa.list_(pa.from_numpy_dtype(np.dtype(dtype))), mask=mask)
+    return pa.chunked_array([array]) if isinstance(texts, pa.ChunkedArray) else array

@@ -17,7 +17,7 @@ from hf_bpe._io import read_json
 from hf_bpe._rwlock import ReadWriteLock, reading
 from hf_bpe.byte_level import token_to_str, try_str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError
-from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE
+from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls
 from hf_bpe.transformers.added_tokens import AddedTokens
 from hf_bpe.transformers.encode import Tables
 from hf_bpe.transformers.folder import CONFIG_KEY, FolderFormat, check_settings, config_path, load_model
@@ -382,6 +382,29 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         else:
             ids = self.encode(text, pair, add_special_tokens=add_special_tokens, **kwargs)
         return self.convert_ids_to_tokens(ids)
+
+    @reading
+    def encode_arrow(
+        self,
+        texts: Any,
+        *,
+        add_special_tokens: bool = True,
+        split_special_tokens: bool | None = None,
+        num_threads: int | None = None,
+        dtype: IdType = "uint32",
+        nulls: Nulls = "raise",
+    ) -> Any:
+        """``self(texts)["input_ids"]`` as an Arrow list array, Arrow in and Arrow out as
+        :meth:`hf_bpe.BPE.encode_arrow` (``texts``, ``num_threads``, ``dtype``, ``nulls``); added
+        tokens that strip spaces or match single words take the slow path (``self`` on a list).
+
+        >>> import hf_bpe, pyarrow as pa
+        >>> BPETokenizer.from_model(hf_bpe.get_encoding("gpt2")).encode_arrow(pa.array(["hello world"])).to_pylist()
+        [[31373, 995]]
+        """
+        split = self.split_special_tokens if split_special_tokens is None else split_special_tokens
+        return self._encode_arrow(texts, add_special_tokens=add_special_tokens, split_special_tokens=split,
+                                  num_threads=num_threads, dtype=dtype, nulls=nulls)
 
     def _tokenize(self, text: str, **kwargs: Any) -> list[str]:
         spelled = self._get_tables().spelled  # ordinary ids are never holes

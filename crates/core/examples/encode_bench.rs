@@ -31,6 +31,49 @@ fn read_ranks(path: &str) -> Vec<(Vec<u8>, u32)> {
         .collect()
 }
 
+/// BENCH_HELD_OUT=SHARE: what `benchmarks/encode.py` measures, text the caches have not seen. Each
+/// file's first SHARE (a fraction) warms the piece caches (emptied first); the rest is then encoded
+/// once per run, in [`measure_held_out`] (for `valgrind --tool=callgrind
+/// --toggle-collect='*measure_held_out*'` with BENCH_SECONDS=0).
+fn held_out(model: &Model, files: &[String], share: f64, seconds: f64, name: &str) {
+    let (mut warm, mut measured) = (String::new(), String::new());
+    for path in files {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut cut = (text.len() as f64 * share) as usize;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        cut += text[cut..].find('\n').map_or(text.len() - cut, |at| at + 1);
+        warm.push_str(&text[..cut]);
+        measured.push_str(&text[cut..]);
+    }
+    let mut out = Vec::with_capacity(measured.len());
+    let (mut encode, mut tokens) = (f64::MAX, 0);
+    let start = std::time::Instant::now();
+    while encode == f64::MAX || start.elapsed().as_secs_f64() < seconds {
+        model.clear_cache();
+        out.clear();
+        model.encode_ordinary(&warm, &mut out).unwrap();
+        let before = timing::thread_cpu_time();
+        tokens = measure_held_out(model, &measured, &mut out);
+        encode = encode.min((timing::thread_cpu_time() - before).as_secs_f64());
+    }
+    println!(
+        "{name:<7} held out: warmed on {:.1} MB, encode {:>6.1} MB/s ({tokens} tokens of {:.1} MB)",
+        warm.len() as f64 / 1e6,
+        measured.len() as f64 / 1e6 / encode,
+        measured.len() as f64 / 1e6
+    );
+}
+
+/// Encodes `text` (the held-out part); the CPU time counted is this call's alone.
+#[inline(never)]
+fn measure_held_out(model: &Model, text: &str, out: &mut Vec<u32>) -> usize {
+    out.clear();
+    model.encode_ordinary(text, out).unwrap();
+    out.len()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (models, files) = match args.iter().position(|arg| arg == "--") {
@@ -59,6 +102,10 @@ fn main() {
             pieces
         });
         let mut out = Vec::with_capacity(text.len());
+        if let Some(share) = std::env::var("BENCH_HELD_OUT").ok().and_then(|share| share.parse::<f64>().ok()) {
+            held_out(&model, &files, share, seconds, name);
+            continue;
+        }
         let (encode, tokens) = best_seconds(seconds, || {
             out.clear();
             model.encode_ordinary(&text, &mut out).unwrap();

@@ -172,19 +172,35 @@ impl IntTable {
         rows: &[Vec<Rank>],
         pool: &rayon::ThreadPool,
     ) -> PyResult<Bound<'py, PyList>> {
+        self.lists_panicking_at(py, rows, pool, None)
+    }
+
+    /// [`IntTable::lists`]; for tests (`_panic_for_tests("lists")`), the worker filling row `row`
+    /// panics on purpose at its id `index` when `panic_at` is `Some((row, index))` and the lists are
+    /// filled on the pool's threads, leaving half-filled lists behind.
+    pub(crate) fn lists_panicking_at<'py>(
+        &self,
+        py: Python<'py>,
+        rows: &[Vec<Rank>],
+        pool: &rayon::ThreadPool,
+        panic_at: Option<(usize, usize)>,
+    ) -> PyResult<Bound<'py, PyList>> {
         #[cfg(not(Py_GIL_DISABLED))]
         {
             let total: usize = rows.iter().map(Vec::len).sum();
-            // Counts are u32; every id must have a shared int.
+            // Counts are u32; every id must have a shared int (added tokens can lie past the
+            // vocabulary: a batch holding one is filled on the calling thread).
+            let shared = self.table(py).len();
             if pool.current_num_threads() >= 2
                 && (PARALLEL_FROM..=u32::MAX as usize).contains(&total)
-                && self.table(py).len() >= self.n_vocab
+                && shared >= self.n_vocab
+                && rows.iter().flatten().all(|&id| (id as usize) < shared)
             {
-                return self.lists_in_parallel(py, rows, pool);
+                return self.lists_in_parallel(py, rows, pool, panic_at);
             }
         }
         #[cfg(Py_GIL_DISABLED)]
-        let _ = pool;
+        let _ = (pool, panic_at);
         let lists = rows.iter().map(|ids| self.list(py, ids)).collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, lists)
     }
@@ -197,6 +213,7 @@ impl IntTable {
         py: Python<'py>,
         rows: &[Vec<Rank>],
         pool: &rayon::ThreadPool,
+        panic_at: Option<(usize, usize)>,
     ) -> PyResult<Bound<'py, PyList>> {
         let ints = self.table(py);
         let threads = pool.current_num_threads();
@@ -214,13 +231,17 @@ impl IntTable {
         let counts: Vec<Mutex<Vec<u32>>> = (0..threads).map(|_| Mutex::new(Vec::new())).collect();
         py.detach(|| {
             pool.install(|| {
-                rows.par_iter().zip(unfilled.0.par_iter()).for_each(|(ids, &Unshared(list))| {
+                rows.par_iter().zip(unfilled.0.par_iter()).enumerate().for_each(|(row, (ids, &Unshared(list)))| {
                     let worker = rayon::current_thread_index().unwrap_or(0) % threads;
                     let mut counts = counts[worker].lock().unwrap_or_else(|poison| poison.into_inner());
                     if counts.is_empty() {
                         counts.resize(ints.len(), 0);
                     }
+                    let panic_index = panic_at.filter(|&(panic_row, _)| panic_row == row).map(|(_, index)| index);
                     for (index, &id) in ids.iter().enumerate() {
+                        if panic_index == Some(index) {
+                            panic!("deliberate panic for tests (lists)");
+                        }
                         // SAFETY: `list` has exactly `ids.len()` slots and this worker alone writes
                         // it; `ints` outlives the call (the model owns it). The reference the slot
                         // needs is taken below, by the count.

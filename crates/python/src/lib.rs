@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex, OnceLock};
 
+mod arrow;
 mod guard;
 mod ints;
 mod train;
@@ -603,6 +604,67 @@ impl CoreBPE {
                 Ok(())
             })?;
             Ok((ids, lengths))
+        })
+    }
+
+    /// Ids of every string of an Arrow array as an Arrow list array (a chunked array or stream
+    /// gives a chunked array, chunk for chunk): `prefix` and `suffix` ids frame every row, `nulls`
+    /// says what a null row becomes, `dtype` is the ids' type. Encoded on the pool, GIL released.
+    #[pyo3(signature = (texts, policy=None, num_threads=None, dtype="uint32", nulls="raise", prefix=Vec::new(), suffix=Vec::new()))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        policy: Option<&SpecialPolicy>,
+        num_threads: Option<usize>,
+        dtype: &str,
+        nulls: &str,
+        prefix: Vec<Rank>,
+        suffix: Vec<Rank>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guarded(py, || {
+            let id_type = arrow::IdType::from_name(dtype, self.model.n_vocab())?;
+            let nulls = arrow::Nulls::from_name(nulls)?;
+            let pool = thread_pool(num_threads)?;
+            let (chunks, single) = arrow::string_chunks(texts)?;
+            let (rows, starts) = arrow::rows_of(&chunks)?;
+            if nulls == arrow::Nulls::Raise {
+                if let Some(row) = rows.iter().position(Option::is_none) {
+                    return Err(PyValueError::new_err(format!(
+                        "encode_arrow: row {row} of the array is null (None), not a string; pass nulls='empty' \
+                         to encode null rows as \"\", nulls='null' to keep them null, or drop them first \
+                         (datasets: `dataset.filter(lambda row: row[column] is not None)`)"
+                    )));
+                }
+            }
+            let policy = policy.unwrap_or(&self.ordinary);
+            let encode = |text: &str, out: &mut Vec<Rank>| -> Result<(), EncodeFailure> {
+                if let Some((token, _)) = policy.disallowed.find(text) {
+                    return Err(EncodeFailure::Disallowed(token.to_owned()));
+                }
+                self.model.encode(text, &policy.allowed, out).map_err(EncodeFailure::Split)
+            };
+            let framing = arrow::Framing { prefix: &prefix, suffix: &suffix, nulls };
+            let arrays = py.detach(|| {
+                let encoded = arrow::encode_chunks(&pool, &rows, &starts, encode)?;
+                Ok(pool.install(|| {
+                    encoded
+                        .par_iter()
+                        .zip(starts.par_windows(2))
+                        .map(|(units, bounds)| arrow::ids_array(&rows[bounds[0]..bounds[1]], units, &framing, id_type))
+                        .collect::<Vec<PyResult<_>>>()
+                }))
+            });
+            let arrays = match arrays {
+                Ok(arrays) => arrays.into_iter().collect::<PyResult<Vec<_>>>()?,
+                Err(arrow::RowFailure { row, failure }) => {
+                    let error = failure.into_py(py);
+                    error.add_note(py, format!("in row {row} of the array"))?;
+                    return Err(error);
+                }
+            };
+            arrow::to_pyarrow(py, arrays, single)
         })
     }
 

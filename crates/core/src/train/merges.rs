@@ -190,13 +190,48 @@ impl PairHeap {
     }
 }
 
+/// The bytes of every token, and each token's first eight bytes as a big-endian number (zeros after
+/// a shorter token's end): tie-breaking compares pairs of tokens by their bytes, and most such
+/// comparisons are settled by the prefixes, read from one array instead of from each token's own
+/// allocation.
+struct TokenBytes {
+    bytes: Vec<Vec<u8>>,
+    prefixes: Vec<u64>,
+}
+
+impl TokenBytes {
+    fn push(&mut self, token: Vec<u8>) {
+        let mut prefix = [0u8; 8];
+        let len = token.len().min(8);
+        prefix[..len].copy_from_slice(&token[..len]);
+        self.prefixes.push(u64::from_be_bytes(prefix));
+        self.bytes.push(token);
+    }
+
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Compares two tokens' bytes. Prefixes that differ order the tokens as their bytes do: at the
+    /// first byte where they differ, either both tokens have a byte there, or the shorter token
+    /// has ended (a zero after its end, against a byte of the longer token that is not zero), and
+    /// a token that is a prefix of another comes first. Equal prefixes compare the bytes.
+    #[inline]
+    fn compare(&self, a: Rank, b: Rank) -> Ordering {
+        let (a, b) = (a as usize, b as usize);
+        self.prefixes[a]
+            .cmp(&self.prefixes[b])
+            .then_with(|| self.bytes[a].cmp(&self.bytes[b]))
+    }
+}
+
 /// Compares two pairs by `(bytes of left, bytes of right)`.
-fn compare_pairs(tokens: &[Vec<u8>], a: PackedPair, b: PackedPair) -> Ordering {
+fn compare_pairs(tokens: &TokenBytes, a: PackedPair, b: PackedPair) -> Ordering {
     let (a_left, a_right) = unpack(a);
     let (b_left, b_right) = unpack(b);
-    tokens[a_left as usize]
-        .cmp(&tokens[b_left as usize])
-        .then_with(|| tokens[a_right as usize].cmp(&tokens[b_right as usize]))
+    tokens
+        .compare(a_left, b_left)
+        .then_with(|| tokens.compare(a_right, b_right))
 }
 
 /// Learns up to `num_tokens` new tokens from `counts` by merging; returns their bytes in id order
@@ -232,7 +267,10 @@ fn learn(
     num_tokens: usize,
     mut on_token: impl FnMut(usize) -> bool,
 ) -> Vec<Vec<u8>> {
-    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|byte| vec![byte]).collect();
+    let mut tokens = TokenBytes { bytes: Vec::new(), prefixes: Vec::new() };
+    for byte in 0..=255u8 {
+        tokens.push(vec![byte]);
+    }
     let mut token_ids: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
 
     // Two passes, so that each pair's word list is allocated once at its exact size.
@@ -292,7 +330,7 @@ fn learn(
         }
 
         let (left, right) = unpack(pair);
-        let bytes = [&tokens[left as usize][..], &tokens[right as usize][..]].concat();
+        let bytes = [&tokens.bytes[left as usize][..], &tokens.bytes[right as usize][..]].concat();
         let merged = match token_ids.get(&bytes) {
             Some(&existing) => existing,
             None => {
@@ -337,7 +375,7 @@ fn learn(
             break;
         }
     }
-    tokens.split_off(256)
+    tokens.bytes.split_off(256)
 }
 
 #[cfg(test)]
@@ -388,6 +426,23 @@ mod tests {
             }
         }
         learned
+    }
+
+    #[test]
+    fn token_prefixes_order_tokens_as_their_bytes() {
+        let words: Vec<&[u8]> = vec![
+            b"", b"\0", b"\0\0", b"a", b"a\0", b"a\0\0", b"a\0b", b"ab", b"abcdefgh", b"abcdefgh\0",
+            b"abcdefghi", b"abcdefgi", b"\xff", b"\xff\xff\xff\xff\xff\xff\xff\xff\x01", b"b",
+        ];
+        let mut tokens = TokenBytes { bytes: Vec::new(), prefixes: Vec::new() };
+        for word in &words {
+            tokens.push(word.to_vec());
+        }
+        for (a, first) in words.iter().enumerate() {
+            for (b, second) in words.iter().enumerate() {
+                assert_eq!(tokens.compare(a as Rank, b as Rank), first.cmp(second), "{first:?} {second:?}");
+            }
+        }
     }
 
     #[test]
