@@ -159,9 +159,9 @@ def test_a_killed_worker_fails_the_shard_and_the_rerun_finishes_only_the_rest(
 
 @pytest.mark.ray
 def test_a_shard_past_its_memory_limit_fails_naming_it_and_writes_nothing(ray_session: Any, tmp_path: Path) -> None:
-    # A real allocation failure: the shard task caps its own address space (RLIMIT_AS) at 150 MB past
-    # what its worker maps when the shard starts. One 62 MB document is one encode batch: its 12 million
-    # ids as Python ints (~36 bytes each) need ~450 MB, more than a worker keeps mapped from earlier
+    # A real allocation failure: the shard task caps its own address space (RLIMIT_AS) at 20 MB past
+    # what its worker maps when the shard starts. One 62 MB document is one encode batch: its bytes, its
+    # text and its Arrow copy alone take three times that, more than a worker keeps mapped from earlier
     # tasks, so the shard fails, in Python (MemoryError) or in native code (the worker aborts); either
     # way the error names the shard and the limit.
     resource = pytest.importorskip("resource", reason="task_memory_limit needs RLIMIT_AS (Unix)")
@@ -170,9 +170,9 @@ def test_a_shard_past_its_memory_limit_fails_naming_it_and_writes_nothing(ray_se
                                       encoding="utf-8")
     inputs = [tmp_path / "small.txt", tmp_path / "big.txt"]
     out = tmp_path / "out"
-    with pytest.raises(ShardError, match=r"shard-00001 \(.*big.txt\).*task_memory_limit=150,000,000 bytes"):
+    with pytest.raises(ShardError, match=r"shard-00001 \(.*big.txt\).*task_memory_limit=20,000,000 bytes"):
         hf_bpe.distributed.tokenize(inputs, "gpt2", out, shard_size=10, num_workers=1, max_retries=0,
-                                    task_memory_limit=150_000_000)
+                                    task_memory_limit=20_000_000)
     assert final_names(out) == {"hf_bpe.json", "plan.json"} | {f"shard-00000.{suffix}"
                                                              for suffix in ("bin", "idx", "parquet", "json")}
     # The limit is lifted when a shard ends: the workers Ray reuses have no cap left.

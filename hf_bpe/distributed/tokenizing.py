@@ -234,6 +234,10 @@ def _write_shard_in_process(job: ShardJob) -> dict[str, Any]:
 def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:
     """Encode one shard and write its files, then its record (a task). Every file is written whole
     under a temporary name and renamed; a failure raises :class:`ShardError` naming the shard."""
+    if job.memory_limit is not None:  # what every shard pays once (pyarrow's allocator) is paid outside the cap
+        import pyarrow as pa  # type: ignore[import-untyped]
+
+        encode_documents(model, pa.array(["warm"], type=pa.large_string()), job.dtype, job.eot)
     try:
         with _cluster.memory_capped(job.memory_limit):
             ids, lengths = _encode_shard(model, job)
@@ -303,21 +307,25 @@ def finished_record(job: ShardJob) -> dict[str, Any] | None:
     return record
 
 
-def encode_documents(model: BPE, texts: list[str], dtype: str, eot: int | None) -> tuple[np.ndarray, np.ndarray]:
+def encode_documents(model: BPE, texts: Any, dtype: str, eot: int | None) -> tuple[np.ndarray, np.ndarray]:
     """Every text's ids one after another (``eot`` after each, when given) as ``dtype``, and each
-    text's number of ids. The one place that turns texts into flat ids.
+    text's number of ids. The one place that turns texts (a list of str or an Arrow string array)
+    into flat ids: :meth:`BPE.encode_ordinary_arrow` builds them in the core as an Arrow list array
+    (no Python lists), read here without a copy.
 
     >>> import hf_bpe
     >>> ids, lengths = encode_documents(hf_bpe.get_encoding("gpt2"), ["hello", "world"], "uint16", 50256)
     >>> ids.tolist(), lengths.tolist()
     ([31373, 50256, 6894, 50256], [2, 2])
     """
-    rows = model.encode_ordinary_batch(texts, num_threads=1)
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+    lists = model.encode_ordinary_arrow(texts, num_threads=1, dtype=dtype)
+    lengths = pc.list_value_length(lists).to_numpy().astype(np.int64)
+    ids = lists.flatten().to_numpy()
     if eot is not None:
-        for row in rows:
-            row.append(eot)
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    ids = np.fromiter(itertools.chain.from_iterable(rows), dtype=dtype, count=int(lengths.sum()))
+        ids = np.insert(ids, np.cumsum(lengths), np.array(eot, dtype=dtype))
+        lengths += 1
     return ids, lengths
 
 
