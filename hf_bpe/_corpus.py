@@ -58,9 +58,10 @@ MAX_PATH_CHARS = 4096
 
 
 def open_source(
-    corpus: Corpus | None, files: Paths | None, *, text_column: str = "text"
+    corpus: Corpus | None, files: Paths | None, *, text_column: str = "text", allow_empty: bool = False
 ) -> Files | Documents:
-    """The corpus of a training call that takes either ``corpus`` or ``files`` (exactly one).
+    """The corpus of a training call that takes either ``corpus`` or ``files`` (exactly one);
+    ``allow_empty`` lets files that hold no text through (one shard of a larger corpus).
 
     >>> open_source(None, None)
     Traceback (most recent call last):
@@ -73,7 +74,7 @@ def open_source(
             "read the files into documents, e.g. corpus=[*texts, *(open(f).read() for f in files)]"
         )
     if files is not None:
-        return open_files(files)
+        return open_files(files, allow_empty=allow_empty)
     if corpus is None:
         raise TypeError(
             "nothing to train on: pass documents as corpus (a list of str, any iterable of str, a datasets "
@@ -82,7 +83,7 @@ def open_source(
     return open_corpus(corpus, text_column=text_column)
 
 
-def open_files(files: Paths) -> Files:
+def open_files(files: Paths, *, allow_empty: bool = False) -> Files:
     """Text files given explicitly (``files=``): one path or an iterable of paths, each a file that
     exists; each file is one document.
 
@@ -92,7 +93,7 @@ def open_files(files: Paths) -> Files:
     FileNotFoundError: no/such/file.txt: no such corpus file
     """
     if isinstance(files, (str, os.PathLike)):
-        return _files([files])
+        return _files([files], allow_empty=allow_empty)
     if isinstance(files, (bytes, bytearray, memoryview, Mapping)):
         raise TypeError(f"files must be a path or a list of paths, got {type(files).__name__}")
     try:
@@ -101,7 +102,7 @@ def open_files(files: Paths) -> Files:
         raise TypeError(f"files must be a path or a list of paths, got {type(files).__name__}") from None
     if not paths:
         raise ValueError("files is empty: pass at least one text file")
-    return _files(paths)
+    return _files(paths, allow_empty=allow_empty)
 
 
 def open_corpus(corpus: Corpus, *, text_column: str = "text") -> Files | Documents:
@@ -225,7 +226,7 @@ def _names(items: list[str]) -> str:
     return ", ".join(repr(item) for item in items[:3]) + (", ..." if len(items) > 3 else "")
 
 
-def _files(paths: list[Any]) -> Files:
+def _files(paths: list[Any], *, allow_empty: bool = False) -> Files:
     for path in paths:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"a list of paths may hold only paths, got {type(path).__name__}: {path!r}")
@@ -241,7 +242,7 @@ def _files(paths: list[Any]) -> Files:
                 hint = " (a str corpus is a path; to train on the text itself, pass [text])"
             raise FileNotFoundError(f"{str(path)[:100]}: no such corpus file{hint}")
     size = _core.check_utf8_files([os.fspath(path) for path in resolved])
-    if size == 0:
+    if size == 0 and not allow_empty:
         names = ", ".join(str(path) for path in resolved[:3]) + (", ..." if len(resolved) > 3 else "")
         held = "holds" if len(resolved) == 1 else "hold"
         raise ValueError(f"the corpus is empty: {names} {held} no text")

@@ -128,10 +128,13 @@ def count_pieces(
     show_progress: bool = True,
     num_threads: int | None = None,
     text_column: str = "text",
+    allow_empty: bool = False,
 ) -> PieceCounts:
     """Count the distinct pieces of a corpus (``corpus`` or ``files=``, as for :func:`train`).
 
     Tables add up: counting shards separately and summing gives the table of the whole corpus.
+    An empty corpus raises ``ValueError``; ``allow_empty=True`` (for one shard of a larger corpus,
+    whose sum is checked instead) gives an empty table.
     Files are read as raw UTF-8 (no newline translation) and, with the named patterns (``gpt2``,
     ``cl100k``, ``o200k``), streamed in chunks cut where the pieces provably do not change; a custom
     regex gives no such guarantee, so then each file is read whole.
@@ -144,19 +147,21 @@ def count_pieces(
     True
     >>> total.most_common(2)
     [(b'the', 2), (b' cat', 1)]
+    >>> len(hf_bpe.count_pieces(["<|end|>"], special_tokens=["<|end|>"], allow_empty=True))
+    0
     """
     specials = _special_tokens(special_tokens)
     if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
         raise ValueError(f"num_threads must be a positive int or None (every core), got {num_threads!r}")
     counter = _core.PieceCounter(patterns.to_core(patterns.resolve(pattern)), specials, num_threads)
-    source = open_source(corpus, files, text_column=text_column)
+    source = open_source(corpus, files, text_column=text_column, allow_empty=allow_empty)
     if isinstance(source, Files):
         with _progress(show_progress, total=source.size, unit="B", unit_scale=True, unit_divisor=1024) as bar:
             counter.add_files([os.fspath(path) for path in source.paths], bar.update if bar is not None else None)
     else:
         _count_documents(counter, source, show_progress)
     counts = counter.take()
-    if counts.total == 0:
+    if counts.total == 0 and not allow_empty:
         raise ValueError("the corpus is empty: its documents hold no text between the special tokens")
     return counts
 

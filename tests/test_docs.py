@@ -54,6 +54,10 @@ MODULES = [
     "hf_bpe.audit.vocabulary",
     "hf_bpe.audit.specials",
     "hf_bpe.audit.corpus",
+    "hf_bpe.cli.common",
+    "hf_bpe.distributed.training",
+    "hf_bpe.distributed.tokenizing",
+    "hf_bpe.distributed._inputs",
 ]
 
 

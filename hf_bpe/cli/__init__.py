@@ -7,6 +7,7 @@ import and one line in :data:`COMMANDS`::
     hf-bpe convert gpt2-folder/ --to tiktoken gpt2.tiktoken
     hf-bpe encode cl100k_base "hello world"
     hf-bpe view gpt2 cl100k_base my-tokenizer/
+    hf-bpe tokenize 'data/*.jsonl' --tokenizer my-tokenizer --eot '<|endoftext|>' --out tokens
     hf-bpe audit my-tokenizer/ --corpus data/*.txt --compare gpt2 o200k_base --out audit/
 
 Exit status: 0 done, 1 failed (the error is printed), 2 bad usage (argparse's message), 130
@@ -19,7 +20,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hf_bpe.cli import audit, convert, count, decode, encode, inspect, train, view
+from hf_bpe.cli import audit, convert, count, decode, encode, inspect, tokenize, train, view
 from hf_bpe.cli.common import UsageError
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.sources import SourceError
@@ -35,6 +36,7 @@ COMMANDS = (
     decode,
     view,
     audit,
+    tokenize,
 )
 """The command modules, in the order ``--help`` lists them."""
 

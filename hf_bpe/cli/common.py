@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +128,68 @@ def load_dataset(name_or_path: str, config: str | None, split: str) -> Any:
             )
         return datasets.load_dataset(builder, data_files=str(path), split=split)
     return datasets.load_dataset(name_or_path, config, split=split)
+
+
+DATASET_ON_RAY = ("--ray trains on FILES (text files or quoted glob patterns); for a dataset, call "
+                  "hf_bpe.distributed.train(ray.data.read_parquet(...), ...) from Python")
+RAY_ADDRESS = re.compile(r"(ray://)?[\w.\-\[\]:]+:\d+|auto|local")
+"""What ``--ray ADDRESS`` accepts as an address; anything else after ``--ray`` is the first input."""
+
+
+def ray_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--ray [ADDRESS]`` (``hf-bpe train``, ``hf-bpe tokenize``): run on Ray; ``what`` starts the help."""
+    parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                        help=f"{what}: alone, the cluster this machine knows (RAY_ADDRESS, ray start) or a new "
+                        "local one; or the cluster at ADDRESS (host:port, ray://host:port)")
+
+
+def reclaim_files(arguments: argparse.Namespace, name: str) -> None:
+    """``--ray data/*.txt``: argparse took the first input for the address; put it back in front of
+    ``arguments.<name>`` (the command's inputs). ``--ray`` with ``--dataset`` is refused.
+
+    >>> arguments = argparse.Namespace(ray="a.txt", files=[Path("b.txt")])
+    >>> reclaim_files(arguments, "files")
+    >>> arguments.ray, arguments.files
+    ('', [PosixPath('a.txt'), PosixPath('b.txt')])
+    """
+    if arguments.ray is not None and getattr(arguments, "dataset", None):
+        raise UsageError(DATASET_ON_RAY)
+    if arguments.ray and not RAY_ADDRESS.fullmatch(arguments.ray):
+        inputs = getattr(arguments, name) or []
+        setattr(arguments, name, [Path(arguments.ray) if name == "files" else arguments.ray, *inputs])
+        arguments.ray = ""
+
+
+@contextmanager
+def ray_session(option: str | None) -> Iterator[str | None]:
+    """The ``ray_address`` for a :mod:`hf_bpe.distributed` call from ``--ray``: None without it; with a
+    bare ``--ray``, Ray's own choice (``ray.init()``, shut down afterwards); else the address given."""
+    if option != "":
+        yield option
+        return
+    from hf_bpe.distributed import import_ray
+
+    ray = import_ray()
+    if ray.is_initialized():  # called from Python that is connected already: use that session
+        yield None
+        return
+    ray.init(log_to_driver=False)
+    try:
+        yield None
+    finally:
+        ray.shutdown()
+
+
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """``--shard-size``, ``--task-memory-limit``: bytes, with an optional K, M or G (powers of 1024).
+
+    >>> parse_size("128M"), parse_size("4096"), parse_size("1GiB")
+    (134217728, 4096, 1073741824)
+    """
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text, flags=re.IGNORECASE)
+    if match is None or int(match.group(1)) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: give bytes, e.g. 134217728, 128M or 1G")
+    return int(match.group(1)) * SIZE_UNITS[match.group(2).upper()]

@@ -24,7 +24,17 @@ from typing import Any
 
 from hf_bpe import patterns
 from hf_bpe.cli import train_sentencepiece
-from hf_bpe.cli.common import UsageError, load_dataset, missing_folder, report_created
+from hf_bpe.cli.common import (
+    DATASET_ON_RAY,
+    UsageError,
+    load_dataset,
+    missing_folder,
+    parse_size,
+    ray_option,
+    ray_session,
+    reclaim_files,
+    report_created,
+)
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.train import count_pieces, train_from_counts
 
@@ -84,11 +94,25 @@ def register(subparsers: Any) -> None:
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
     train_sentencepiece.add_arguments(train)
+    ray_option(train, "train on Ray")
+    train.add_argument("--num-workers", type=int, metavar="N", help="with --ray: tasks at once (default: every CPU)")
+    train.add_argument("--prune-below", type=int, metavar="C",
+                       help="with --ray: drop pieces seen fewer than C times per group of files (bounded memory, "
+                       "no longer exact; see docs/scale.md)")
+    train.add_argument("--task-memory-limit", type=parse_size, metavar="BYTES",
+                       help="with --ray: the memory a count task may map beyond its worker's, e.g. 4G; a group of "
+                       "files past it fails naming them (default: no limit)")
     train.set_defaults(run=run, parser=train)
 
 
 def run(arguments: argparse.Namespace) -> int:
     """Train, write the folder, print what was written."""
+    reclaim_files(arguments, "files")
+    if arguments.ray is None:
+        given = [option for option, value in (("--num-workers", arguments.num_workers), ("--prune-below",
+                 arguments.prune_below), ("--task-memory-limit", arguments.task_memory_limit)) if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} work with --ray only (hf-bpe train --ray ...)")
     if arguments.files and arguments.dataset:
         raise UsageError("give FILES or --dataset, not both")
     if arguments.out.exists() and not arguments.out.is_dir():
@@ -105,33 +129,42 @@ def run(arguments: argparse.Namespace) -> int:
         corpus = _default_corpus()
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
     if arguments.sentencepiece:
+        if arguments.ray is not None:
+            raise UsageError("--sentencepiece trains on this machine only; --ray trains byte-level BPE (drop one)")
         return train_sentencepiece.run(arguments, corpus, files, described)
     if arguments.llama2 or arguments.sp_options:
         raise UsageError("--llama2 and --sp-option go with --sentencepiece")
 
     started = time.perf_counter()
-    # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's usage:
-    # kept serialized (a fraction of the table's memory) while the merge loop empties the table.
-    counts = count_pieces(
-        corpus,
-        files=files,
-        pattern=arguments.pattern,
-        special_tokens=arguments.special_tokens,
-        show_progress=not arguments.quiet,
-        num_threads=arguments.num_threads,
-        text_column=arguments.text_column,
-    )
-    kept = pickle.dumps(counts)
-    model = train_from_counts(counts, arguments.vocab_size, show_progress=not arguments.quiet,
-                              name=arguments.name or arguments.out.resolve().name, consume=True)
-    counts = pickle.loads(kept)
-    del kept
+    name = arguments.name or arguments.out.resolve().name
+    counts = None
+    if arguments.ray is not None:  # the table stays on the cluster: the card has no usage section
+        model = _train_on_ray(arguments, files, name)
+    else:
+        # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's usage:
+        # kept serialized (a fraction of the table's memory) while the merge loop empties the table.
+        counts = count_pieces(
+            corpus,
+            files=files,
+            pattern=arguments.pattern,
+            special_tokens=arguments.special_tokens,
+            show_progress=not arguments.quiet,
+            num_threads=arguments.num_threads,
+            text_column=arguments.text_column,
+        )
+        kept = pickle.dumps(counts)
+        model = train_from_counts(counts, arguments.vocab_size, show_progress=not arguments.quiet, name=name,
+                                  consume=True)
+        counts = pickle.loads(kept)
+        del kept
     elapsed = time.perf_counter() - started
     from hf_bpe.audit import training_usage
     from hf_bpe.transformers import save_tokenizer_folder  # imports transformers: only once trained
 
     eos = "<|endoftext|>" if "<|endoftext|>" in model.special_tokens else None
-    training = {"corpus": described, "vocab_size": arguments.vocab_size, "usage": training_usage(model, counts)}
+    training: dict[str, Any] = {"corpus": described, "vocab_size": arguments.vocab_size}
+    if counts is not None:
+        training["usage"] = training_usage(model, counts)
     created = missing_folder(arguments.out)
     save_tokenizer_folder(model, arguments.out, eos_token=eos, card={"training": training})
     path = arguments.out / MODEL_FILE
@@ -146,6 +179,20 @@ def run(arguments: argparse.Namespace) -> int:
     )
     report_created(created)
     return 0
+
+
+def _train_on_ray(arguments: argparse.Namespace, files: list[Path] | None, name: str) -> Any:
+    """``hf-bpe train --ray``: :func:`hf_bpe.distributed.train` on FILES (text files or glob patterns)."""
+    from hf_bpe import distributed
+
+    if not files:
+        raise UsageError(DATASET_ON_RAY)
+    with ray_session(arguments.ray) as address:
+        return distributed.train([str(path) for path in files], arguments.vocab_size, pattern=arguments.pattern,
+                                 special_tokens=arguments.special_tokens, text_column=arguments.text_column,
+                                 num_workers=arguments.num_workers, ray_address=address,
+                                 prune_below=arguments.prune_below, name=name,
+                                 task_memory_limit=arguments.task_memory_limit)
 
 
 def _default_corpus() -> list[str]:
