@@ -17,7 +17,6 @@ model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``t
 from __future__ import annotations
 
 import argparse
-import pickle
 import time
 from pathlib import Path
 from typing import Any
@@ -142,7 +141,8 @@ def run(arguments: argparse.Namespace) -> int:
         model = _train_on_ray(arguments, files, name)
     else:
         # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's usage:
-        # kept serialized (a fraction of the table's memory) while the merge loop empties the table.
+        # kept serialized (a fraction of the table's memory) while the merge loop empties the table. The
+        # table's own serialization (what pickling it stores), without pickle: no module of hf_bpe imports it.
         counts = count_pieces(
             corpus,
             files=files,
@@ -152,10 +152,10 @@ def run(arguments: argparse.Namespace) -> int:
             num_threads=arguments.num_threads,
             text_column=arguments.text_column,
         )
-        kept = pickle.dumps(counts)
+        rebuild, kept = counts.__reduce__()
         model = train_from_counts(counts, arguments.vocab_size, show_progress=not arguments.quiet, name=name,
                                   consume=True)
-        counts = pickle.loads(kept)
+        counts = rebuild(*kept)
         del kept
     elapsed = time.perf_counter() - started
     from hf_bpe.audit import training_usage
