@@ -38,6 +38,9 @@ def register(subparsers: Any) -> None:
         help="tokenize a corpus into shards of ids (.bin/.idx and Parquet), on local cores or Ray",
         description="Tokenize text files (.txt: one document each), JSON Lines (.jsonl) and Parquet files into "
         "shards of ids under --out, with a manifest.json; rerun the same command to resume after a failure.",
+        epilog="examples:\n  hf-bpe tokenize 'data/*.jsonl' --tokenizer my-tokenizer/ --eot '<|endoftext|>' --out tokens\n"
+        "  hf-bpe tokenize 'data/*.txt' --tokenizer gpt2 --out tokens --ray",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     tokenize.add_argument("inputs", nargs="+", metavar="FILES_OR_GLOBS",
                           help="input files or quoted glob patterns ('data/*.jsonl'), read in this order")
