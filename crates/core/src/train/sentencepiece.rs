@@ -550,39 +550,35 @@ pub struct WordTable {
 }
 
 impl WordTable {
-    /// Lays out `words` (in any order: the order decides nothing).
+    /// Lays out `words` (in any order: the order decides nothing), counting the characters as
+    /// they are laid out; each word is freed once copied.
     pub fn new(words: impl IntoIterator<Item = (Box<str>, u64)>) -> Self {
-        let words: Vec<(Box<str>, u64)> = words.into_iter().collect();
-        let bytes: usize = words.iter().map(|(word, _)| word.len()).sum();
+        let words = words.into_iter();
+        let distinct = words.size_hint().0;
         let mut table = Self {
-            slots: Vec::with_capacity(bytes),
-            word_starts: Vec::with_capacity(words.len() + 1),
-            counts: Vec::with_capacity(words.len()),
+            slots: Vec::new(),
+            word_starts: Vec::with_capacity(distinct + 1),
+            counts: Vec::with_capacity(distinct),
             basic_counts: vec![0; 0x10000],
             other_counts: FxHashMap::default(),
             all_chars: 0,
         };
-        for (word, count) in &words {
+        for (word, count) in words {
             table.word_starts.push(table.slots.len());
-            table.slots.extend(word.chars().map(|c| Slot {
-                symbol: u32::from(c),
-                pair: NONE,
-            }));
-            table.counts.push(*count);
-        }
-        table.word_starts.push(table.slots.len());
-        drop(words);
-        for (word, &count) in table.counts.iter().enumerate() {
-            for slot in &table.slots[table.word_starts[word]..table.word_starts[word + 1]] {
-                match slot.symbol {
-                    code if code < 0x10000 => table.basic_counts[code as usize] += count,
-                    code => {
-                        let c = char::from_u32(code).expect("a character");
-                        *table.other_counts.entry(c).or_insert(0) += count;
-                    }
+            table.counts.push(count);
+            for c in word.chars() {
+                let code = u32::from(c);
+                table.slots.push(Slot {
+                    symbol: code,
+                    pair: NONE,
+                });
+                match table.basic_counts.get_mut(code as usize) {
+                    Some(total) => *total += count,
+                    None => *table.other_counts.entry(c).or_insert(0) += count,
                 }
             }
         }
+        table.word_starts.push(table.slots.len());
         table.all_chars =
             table.basic_counts[1..].iter().sum::<u64>() + table.other_counts.values().sum::<u64>();
         table
