@@ -147,6 +147,17 @@ pub(crate) struct Framing<'a> {
     pub(crate) nulls: Nulls,
 }
 
+impl Framing<'_> {
+    /// How many ids the rows of `encoded` hold with their framing: the array's value count.
+    fn total_ids(&self, encoded: &[Encoded]) -> usize {
+        let framed = self.prefix.len() + self.suffix.len();
+        encoded
+            .iter()
+            .map(|unit| unit.ids.len() + framed * unit.lengths.len())
+            .sum()
+    }
+}
+
 /// The list array of `encoded` (the units of `texts`, in order), ids as `T`.
 fn list_array<T: ArrowPrimitiveType, O: OffsetSizeTrait>(
     texts: &[Option<&str>],
@@ -154,11 +165,7 @@ fn list_array<T: ArrowPrimitiveType, O: OffsetSizeTrait>(
     framing: &Framing<'_>,
     convert: impl Fn(Rank) -> T::Native,
 ) -> PyResult<ArrayRef> {
-    let framed = framing.prefix.len() + framing.suffix.len();
-    let total = encoded
-        .iter()
-        .map(|unit| unit.ids.len() + framed * unit.lengths.len())
-        .sum::<usize>();
+    let total = framing.total_ids(encoded);
     let mut values: Vec<T::Native> = Vec::with_capacity(total);
     let mut offsets: Vec<O> = Vec::with_capacity(texts.len() + 1);
     offsets.push(O::usize_as(0));
@@ -198,11 +205,7 @@ pub(crate) fn ids_array(
     framing: &Framing<'_>,
     id_type: IdType,
 ) -> PyResult<ArrayRef> {
-    let framed = framing.prefix.len() + framing.suffix.len();
-    let total = encoded
-        .iter()
-        .map(|unit| unit.ids.len() + framed * unit.lengths.len())
-        .sum::<usize>();
+    let total = framing.total_ids(encoded);
     if id_type == IdType::UInt16 {
         let every_id = encoded
             .iter()
