@@ -57,7 +57,7 @@ def ray_session(local_tokenized: Path) -> Iterator[Any]:
 
 @pytest.mark.ray
 def test_train_on_ray_is_train_on_the_same_files(ray_session: Any, corpus: list[Path]) -> None:
-    # Groups of about one file each: 10 count tasks, combined 4 at a time in a tree of 3 levels.
+    # Groups of about one file each: 10 groups handed to 2 counting workers, their tables then added.
     size = max(path.stat().st_size for path in corpus)
     ours = hf_bpe.distributed.train([str(corpus[0].parent / "*.txt")], 1000, special_tokens=[SPECIAL],
                                     group_bytes=size)
@@ -179,6 +179,53 @@ def test_a_shard_past_its_memory_limit_fails_naming_it_and_writes_nothing(ray_se
     limits = ray_session.get([ray_session.remote(lambda: resource.getrlimit(resource.RLIMIT_AS)[0]).remote()
                               for _ in range(4)])
     assert limits == [resource.RLIM_INFINITY] * 4
+
+
+@pytest.mark.ray
+def test_a_killed_counting_worker_loses_nothing(ray_session: Any, tmp_path: Path) -> None:
+    # Six small files, then a large one. Two counting workers take the small ones first, so whichever
+    # counts the large file has counted small ones before: killing it while it is busy for long (only
+    # the large file keeps a worker busy for a tenth of a second) loses its table, and its groups are counted
+    # again by a new worker. The model is still the single-process one.
+    paths = write_corpus(tmp_path / "corpus", 5, 6, 12_000)
+    large = tmp_path / "corpus" / "part-999.txt"
+    block = SPECIAL.join(textgen.documents(random.Random(6), 1_000_000))
+    large.write_text(SPECIAL.join([block] * scaled(30, 12)), encoding="utf-8", newline="")
+    paths.append(large)
+    result: list[Any] = []
+
+    def run() -> None:
+        try:
+            result.append(hf_bpe.distributed.train(paths, 600, special_tokens=[SPECIAL], group_bytes=1, max_retries=1))
+        except BaseException as error:  # noqa: BLE001 - handed to the test thread
+            result.append(error)
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    killed, busy_since = None, {}
+    deadline = time.monotonic() + 120
+    while killed is None and runner.is_alive() and time.monotonic() < deadline:
+        busy = set(counting_processes())
+        busy_since = {pid: busy_since.get(pid, time.monotonic()) for pid in busy}
+        for pid, since in busy_since.items():
+            if time.monotonic() - since > 0.1:
+                os.kill(pid, signal.SIGKILL)
+                killed = pid
+                break
+        time.sleep(0.01)
+    runner.join(300)
+    assert killed is not None, "no worker counted the large file for 0.1 s: the file is too small here"
+    assert len(result) == 1 and isinstance(result[0], hf_bpe.BPE), result
+    reference = hf_bpe.train(files=paths, vocab_size=600, special_tokens=[SPECIAL], show_progress=False)
+    same_model(result[0], reference, [path.read_text(encoding="utf-8")[:20_000] for path in paths])
+
+
+def counting_processes() -> list[int]:
+    """The pids of Ray workers counting a group of files now (titled ``ray::GroupCounter.count``)."""
+    import psutil
+
+    return [process.info["pid"] for process in psutil.process_iter(["pid", "cmdline"])
+            if " ".join(process.info["cmdline"] or []).startswith("ray::GroupCounter.count")]
 
 
 @pytest.mark.ray

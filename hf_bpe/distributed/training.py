@@ -5,9 +5,13 @@ so the work splits by whole documents: groups of files (each file one document, 
 the Rust counter as ``hf_bpe.count_pieces(files=...)`` does) or blocks of a Ray Dataset's rows (each
 row one document, as ``hf_bpe.train(dataset)`` takes a ``datasets`` dataset). Splitting a document
 would change the counts (GPT-2's ``\\s+(?!\\S)`` joins spaces across line breaks, so even lines are
-not safe to cut at). The tables are combined in a tree of Ray tasks, :data:`FAN_IN` at a time, as
-they finish; the last task adds the last few tables and runs the merge loop itself, where the
-combined table is, so it never travels again (only the model, a few MB, comes back).
+not safe to cut at). On Ray, one counting actor per worker slot takes groups of files as it frees up
+and adds each group's table into its own (a table costs time to serialize and add: sending one per
+group cost more than the counting it spread); then the workers' tables are added in a tree of actors,
+:data:`FAN_IN` at a time, and the merge loop runs in the actor that holds the sum, so the combined
+table never travels (only the model, a few MB, comes back). A Ray Dataset's blocks are counted by Ray
+Data and their tables added in a tree of tasks. On local cores the counter spreads the files over
+the cores itself, as ``hf_bpe.train(files=...)`` does.
 
 ``prune_below=c`` bounds memory for corpora whose table does not fit one node: each group's table
 drops the pieces seen fewer than ``c`` times in that group before it is sent. A piece's total is
@@ -62,8 +66,9 @@ def train(
     CPU). ``prune_below``: see the module's documentation (the result is then no longer exact).
     ``task_memory_limit``: on Ray, the bytes of address space a group's count task may map beyond
     what its worker holds (``RLIMIT_AS``); a group past it fails with an error naming its files.
-    A count task whose worker dies (killed, out of memory) is retried ``max_retries`` times by Ray,
-    then raises an error naming the group's files.
+    A worker that dies (killed, out of memory) loses the groups it had counted: they are counted again
+    by a new worker, each group at most ``max_retries`` more times, then an error names the group's
+    files.
 
     >>> import pathlib, tempfile, hf_bpe, hf_bpe.distributed
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -94,12 +99,17 @@ def train(
             if cluster.ray is None:  # pragma: no cover - a Dataset means Ray is connected
                 raise RuntimeError("a ray.data.Dataset needs a Ray connection")
             return _train_dataset(cluster, dataset, vocab_size, split, specials, text_column, prune_below, name)
-        groups = _inputs.group_by_size(_inputs.expand(inputs), group_bytes)
-        job = (split, specials, prune_below)
+        paths = _inputs.expand(inputs)
         if cluster.ray is None:
             if task_memory_limit is not None:
                 raise ValueError("task_memory_limit caps a Ray task's memory; on local cores the groups are counted "
                                  "in this process's threads: pass ray_address, or leave it None")
+            if prune_below is None:
+                # On one machine the counter spreads the files over the cores itself: no tables to add.
+                counts = count_pieces(files=paths, pattern=split, special_tokens=specials, show_progress=False,
+                                      num_threads=cluster.workers, allow_empty=True)
+                return _learn(vocab_size, name, counts)
+            groups = _inputs.group_by_size(paths, group_bytes)
             total: list[Any] = []  # each table is added in place as it comes, then dropped
 
             def add(_index: int, table: PieceCounts) -> None:
@@ -108,15 +118,104 @@ def train(
                 else:
                     total.append(table)
 
-            _cluster.run_local(lambda group: count_files(group, *job), groups, cluster.workers, add)
+            _cluster.run_local(lambda group: count_files(group, split, specials, prune_below), groups,
+                               cluster.workers, add)
             return _learn(vocab_size, name, *total)
-        ray = cluster.ray
-        count = ray.remote(num_cpus=1, max_retries=max_retries)(count_files)
-        counted = [count.remote(group, *job, task_memory_limit) for group in groups]
-        try:
-            return _combine_tree(ray, list(counted), vocab_size, name)
-        except ray.exceptions.RayError as error:
-            raise _group_failure(ray, groups, counted, error, task_memory_limit) from None
+        groups = _inputs.group_by_size(paths, group_bytes)
+        return _train_groups(cluster, groups, (split, specials, prune_below), vocab_size, name, task_memory_limit,
+                             max_retries)
+
+
+class GroupCounter:
+    """A Ray actor (one per worker slot): counts the groups of files it is handed and adds each
+    group's table into its own, so a table travels only once per worker, not once per group; at the
+    end the workers' tables are added in a tree of actors and the merge loop runs in the actor that
+    holds the sum."""
+
+    def __init__(self, split: Any, specials: list[str], prune_below: int | None) -> None:
+        self.job = (split, specials, prune_below)
+        self.total = PieceCounts(pattern=split, special_tokens=specials)
+
+    def count(self, paths: list[Path], memory_limit: int | None) -> int:
+        """Count one group (pruned if asked) into this worker's table; returns its distinct pieces."""
+        table = count_files(paths, *self.job, memory_limit)
+        if len(self.total):
+            self.total += table
+        else:
+            self.total = table
+        return len(table)
+
+    def table(self) -> PieceCounts:
+        return self.total
+
+    def absorb(self, *tables: PieceCounts) -> int:
+        """Add other workers' tables (a step of the combine tree)."""
+        for table in tables:
+            self.total += table
+        return len(self.total)
+
+    def learn(self, vocab_size: int, name: str | None) -> BPE:
+        table, self.total = self.total, PieceCounts(pattern=self.job[0], special_tokens=self.job[1])
+        return _learn(vocab_size, name, table)
+
+
+def _train_groups(cluster: _cluster.Cluster, groups: list[list[Path]], job: tuple[Any, list[str], int | None],
+                  vocab_size: int, name: str | None, memory_limit: int | None, max_retries: int) -> BPE:
+    """Groups of files counted by one :class:`GroupCounter` per worker, handed out as workers free
+    up; a worker that dies loses its table, so its groups are counted again by a new one (each group
+    at most ``max_retries`` times more). Then the tables are added :data:`FAN_IN` at a time, and the
+    merge loop runs in the worker holding the sum."""
+    ray = cluster.ray
+    actor = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(GroupCounter)
+    workers = [actor.remote(*job) for _ in range(min(cluster.workers, len(groups)))]
+    counted: dict[Any, list[int]] = {worker: [] for worker in workers}  # each worker's groups so far
+    failures = [0] * len(groups)
+    waiting = list(range(len(groups)))
+    running: dict[Any, tuple[Any, int]] = {}
+
+    def hand_out(worker: Any) -> None:
+        if waiting:
+            index = waiting.pop(0)
+            running[worker.count.remote(groups[index], memory_limit)] = (worker, index)
+
+    try:
+        for worker in workers:
+            hand_out(worker)
+        while running:
+            [done], _ = ray.wait(list(running), num_returns=1)
+            worker, index = running.pop(done)
+            try:
+                ray.get(done)
+            except (ray.exceptions.RayActorError, ray.exceptions.OutOfMemoryError) as error:
+                failures[index] += 1
+                if failures[index] > max_retries:
+                    raise _group_failure(ray, groups[index], error, memory_limit) from None
+                lost = counted.pop(worker)
+                waiting[:0] = [index, *lost]  # counted again, first
+                workers.remove(worker)
+                worker = actor.remote(*job)
+                workers.append(worker)
+                counted[worker] = []
+                hand_out(worker)
+                continue
+            except ray.exceptions.RayTaskError as error:
+                cause = getattr(error, "cause", None)
+                if isinstance(cause, (ValueError, OSError, MemoryError)):
+                    if isinstance(cause, MemoryError):
+                        raise _group_failure(ray, groups[index], cause, memory_limit) from None
+                    raise cause from None  # bad input: the counter's message names the file
+                raise
+            counted[worker].append(index)
+            hand_out(worker)
+        busy = [worker for worker in workers if counted[worker]]
+        while len(busy) > 1:  # each step adds FAN_IN - 1 workers' tables into one, all steps in parallel
+            steps = [busy[start:start + FAN_IN] for start in range(0, len(busy), FAN_IN)]
+            ray.get([first.absorb.remote(*(other.table.remote() for other in rest)) for first, *rest in steps])
+            busy = [first for first, *_ in steps]
+        return ray.get(busy[0].learn.remote(vocab_size, name))  # type: ignore[no-any-return]
+    finally:
+        for worker in workers:
+            ray.kill(worker)
 
 
 def count_files(paths: list[Path], split: Any, specials: list[str], prune_below: int | None,
@@ -171,31 +270,17 @@ def _unpack_blocks(*blocks: Any) -> PieceCounts:
     return combine(*tables)
 
 
-def _group_failure(ray: Any, groups: list[list[Path]], counted: list[Any], error: Exception,
-                   memory_limit: int | None) -> Exception:
-    """The error of a failed training on Ray, naming the group of files whose count task failed
-    (found by handing each group's table to a task that does nothing: only a failed one raises)."""
-    cause = getattr(error, "cause", None)
-    if isinstance(cause, (ValueError, OSError)):  # bad input: the counter's message names the file
-        return cause
-    probe = ray.remote(num_cpus=0)(_received)
-    for group, table in zip(groups, counted):
-        try:
-            ray.get(probe.remote(table))
-        except ray.exceptions.RayError as failed:
-            what = (f"its worker ran out of memory ({type(failed).__name__})"
-                    if isinstance(failed, (ray.exceptions.OutOfMemoryError, MemoryError))
-                    else f"its worker process died ({type(failed).__name__}: killed, or out of memory)")
-            if memory_limit is not None:
-                what += f"; with task_memory_limit={memory_limit:,} bytes, most likely an allocation past it"
-            files = ", ".join(map(str, group[:3])) + (f" and {len(group) - 3} more" if len(group) > 3 else "")
-            return RuntimeError(f"counting the group of {files} failed: {what}. Nothing was trained: give the "
-                                "tasks more memory, use a smaller group_bytes or prune_below, and run again")
-    return error
-
-
-def _received(_table: Any) -> None:
-    """A task that only receives a table (see :func:`_group_failure`)."""
+def _group_failure(ray: Any, group: list[Path], error: BaseException, memory_limit: int | None) -> Exception:
+    """The error of a group of files whose counting worker died or ran out of memory."""
+    if isinstance(error, (ray.exceptions.OutOfMemoryError, MemoryError)):
+        what = f"its worker ran out of memory ({type(error).__name__})"
+    else:
+        what = f"its worker process died ({type(error).__name__}: killed, or out of memory)"
+    if memory_limit is not None:
+        what += f"; with task_memory_limit={memory_limit:,} bytes, most likely an allocation past it"
+    files = ", ".join(map(str, group[:3])) + (f" and {len(group) - 3} more" if len(group) > 3 else "")
+    return RuntimeError(f"counting the group of {files} failed: {what}. Nothing was trained: give the "
+                        "tasks more memory, use a smaller group_bytes or prune_below, and run again")
 
 
 def _learn(vocab_size: int, name: str | None, *tables: PieceCounts) -> BPE:

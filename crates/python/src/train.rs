@@ -298,8 +298,14 @@ impl PyPieceCounts {
             };
             let other = other.borrow();
             self.check_compatible(&other)?;
-            let mut sum = self.clone();
-            sum.counts.absorb(other.counts.clone());
+            // Copy the larger table and add the smaller one into the copy.
+            let (larger, smaller) = if other.counts.len() > self.counts.len() {
+                (&*other, self)
+            } else {
+                (self, &*other)
+            };
+            let mut sum = larger.clone();
+            sum.counts.add_all(&smaller.counts);
             Ok(Bound::new(py, sum)?.into_any())
         })
     }
@@ -321,7 +327,7 @@ impl PyPieceCounts {
             })?;
             let other = other.borrow();
             self.check_compatible(&other)?;
-            self.counts.absorb(other.counts.clone());
+            self.counts.add_all(&other.counts);
             Ok(())
         })
     }

@@ -55,6 +55,14 @@ impl PieceCounts {
         }
     }
 
+    /// Adds every count of `other` into `self`, leaving `other` as it is (no copy of its table).
+    pub fn add_all(&mut self, other: &PieceCounts) {
+        self.counts.reserve(other.counts.len() / 4);
+        for (piece, &count) in &other.counts {
+            self.add(piece, count);
+        }
+    }
+
     /// How often `piece` occurred (0 if never).
     pub fn get(&self, piece: &[u8]) -> u64 {
         self.counts.get(piece).copied().unwrap_or(0)
@@ -215,6 +223,18 @@ pub(crate) mod tests {
         left.absorb(table(&[("b", 3), ("c", 4), ("d", 1)]));
         assert_eq!(left, table(&[("a", 1), ("b", 5), ("c", 4), ("d", 1)]));
         assert_eq!(left.total(), 11);
+    }
+
+    #[test]
+    fn adding_a_borrowed_table_is_absorbing_a_copy() {
+        let (a, b) = (table(&[("ab", 2), ("c", 1)]), table(&[("ab", 3), ("de", 4)]));
+        let mut absorbed = a.clone();
+        absorbed.absorb(b.clone());
+        let mut added = a.clone();
+        added.add_all(&b);
+        assert_eq!(added, absorbed);
+        assert_eq!(added.get(b"ab"), 5);
+        assert_eq!(b, table(&[("ab", 3), ("de", 4)]));
     }
 
     #[test]
