@@ -7,8 +7,9 @@ what the merge phase costs, measured on ``../shared/data/corpora`` and extrapola
 2. Counting rate of one core (``count_pieces(files=..., num_threads=1)``), MB/s.
 3. The merge phase on the full table: seconds and peak resident memory (a child process) for each
    ``--vocab``, per distinct piece.
-4. The plan for ``--tb`` TB on ``--nodes`` nodes of ``--cores`` cores: groups of 64 MB, the tables of
-   each level of the combine tree (fan-in 4) from the fit, the bytes each level moves, and the time.
+4. The plan for ``--tb`` TB on ``--nodes`` nodes of ``--cores`` cores: groups of 64 MB counted by one
+   actor per core into its own table, the tables of each level of the combine tree over the actors
+   (fan-in 4) from the fit, the bytes each level moves, and the time.
 
     python benchmarks/scale.py
 """
@@ -105,16 +106,19 @@ def main() -> None:
 
     corpus_bytes = arguments.tb * 1e12
     groups = math.ceil(corpus_bytes / GROUP_BYTES)
+    actors = arguments.nodes * arguments.cores
     print(f"\nplan: {arguments.tb} TB, {arguments.nodes} nodes x {arguments.cores} cores, groups of "
-          f"{GROUP_BYTES / MB:.0f} MB: {groups:,} count tasks")
-    level, tables, covered, moved_total = 0, groups, GROUP_BYTES, 0.0
+          f"{GROUP_BYTES / MB:.0f} MB: {groups:,} groups for {actors:,} counting actors "
+          f"({groups / actors:.1f} groups, {corpus_bytes / actors / MB:,.0f} MB each)")
+    level, tables, covered, moved_total = 0, actors, corpus_bytes / actors, 0.0
     while tables > 1:
         entries = min(distinct(covered), distinct(corpus_bytes))
-        moved = tables * entries * per_piece
+        after = math.ceil(tables / FAN_IN)
+        moved = (tables - after) * entries * per_piece  # the first actor of each step keeps its table
         moved_total += moved
         print(f"  level {level}: {tables:>6,} tables of {entries:>13,.0f} pieces ({entries * per_piece / MB:>9,.1f} MB "
               f"each): {moved / 1e9:,.1f} GB moved")
-        tables = math.ceil(tables / FAN_IN)
+        tables = after
         covered *= FAN_IN
         level += 1
     final = distinct(corpus_bytes)
