@@ -648,10 +648,9 @@ impl WordTable {
 
 const NONE: u32 = u32::MAX;
 
-/// A character or a pair of symbols (`bpe::Trainer::Symbol`).
+/// A character or a pair of symbols (`bpe::Trainer::Symbol`); what the merge loop reads on
+/// every occurrence is apart, in [`Tally`].
 struct Symbol {
-    /// Occurrences, weighted by the counts of their words: exact at all times.
-    freq: u64,
     /// The first 8 bytes of the text, big-endian, zero-padded: compares as the text does (texts
     /// hold no NUL).
     prefix: u64,
@@ -662,10 +661,28 @@ struct Symbol {
     /// Characters of the left part (the last tie-break between pairs of the same text).
     left_chars: u32,
     is_unknown: bool,
-    /// Not yet merged nor dropped as a duplicate.
-    active: bool,
+}
+
+/// A symbol's frequency and state in one word, 8 bytes a symbol: the merge loop updates the
+/// tallies of pairs all over the table, so they are kept apart from the rest of [`Symbol`], packed.
+#[derive(Clone, Copy)]
+struct Tally(u64);
+
+impl Tally {
+    /// Merged, dropped as a duplicate, or not a pair at all.
+    const INACTIVE: u64 = 1 << 63;
     /// Formed again since the last step: its frequency goes into the queue after this one.
-    pending: bool,
+    const PENDING: u64 = 1 << 62;
+    const FREQ: u64 = Self::PENDING - 1;
+
+    /// Occurrences, weighted by the counts of their words: exact at all times.
+    fn freq(self) -> u64 {
+        self.0 & Self::FREQ
+    }
+
+    fn is_active(self) -> bool {
+        self.0 & Self::INACTIVE == 0
+    }
 }
 
 /// How many occurrences ahead [`Trainer::merge`] asks for slots.
@@ -787,6 +804,8 @@ struct Slot {
     /// The symbol that starts here (`NONE` once merged into the one before it).
     symbol: u32,
     /// The pair it forms with the next symbol of the word (`NONE`: none, or no valid piece).
+    /// In the last slot of a symbol of several characters (`symbol` is `NONE` there): how many
+    /// slots back that symbol starts.
     /// SentencePiece looks pairs up by their two parts in `symbols_cache_`; a pair formed in a
     /// word stays the one found there until a merge changes one of its parts, so the lookup is
     /// read from here.
@@ -796,6 +815,8 @@ struct Slot {
 struct Trainer<'r> {
     rules: &'r PieceRules,
     symbols: Vec<Symbol>,
+    /// Each symbol's [`Tally`], by id.
+    tallies: Vec<Tally>,
     /// Where each pair was formed, in the order formed (`Position`s), packed by [`Trainer::position`].
     /// Entries whose symbols changed since are skipped.
     positions: Vec<Vec<u64>>,
@@ -805,6 +826,10 @@ struct Trainer<'r> {
     scripts: FxHashMap<char, Script>,
     queue: Queue,
     pending: Vec<u32>,
+    /// [`Trainer::merge`]'s tables of the pairs it forms, kept for their room: `x·best` by `x`,
+    /// `best·y` by `y`.
+    before_best: FxHashMap<u32, u32>,
+    after_best: FxHashMap<u32, u32>,
     /// The words, one after the other, where each word starts, and each word's count.
     slots: Vec<Slot>,
     word_starts: Vec<usize>,
@@ -831,9 +856,10 @@ impl Trainer<'_> {
         )
     }
 
-    fn push_symbol(&mut self, symbol: Symbol) -> u32 {
+    fn push_symbol(&mut self, symbol: Symbol, tally: Tally) -> u32 {
         let id = self.symbols.len() as u32;
         self.symbols.push(symbol);
+        self.tallies.push(tally);
         self.positions.push(Vec::new());
         id
     }
@@ -841,17 +867,17 @@ impl Trainer<'_> {
     fn char_symbol(&mut self, c: char, is_unknown: bool) -> u32 {
         let text_start = self.texts.len();
         self.texts.push(c);
-        self.push_symbol(Symbol {
-            freq: 0,
-            prefix: text_prefix(&self.texts[text_start..]),
-            text_start,
-            text_len: c.len_utf8() as u32,
-            chars: 1,
-            left_chars: 0,
-            is_unknown,
-            active: false,
-            pending: false,
-        })
+        self.push_symbol(
+            Symbol {
+                prefix: text_prefix(&self.texts[text_start..]),
+                text_start,
+                text_len: c.len_utf8() as u32,
+                chars: 1,
+                left_chars: 0,
+                is_unknown,
+            },
+            Tally(Tally::INACTIVE),
+        )
     }
 
     /// The body of `GetPairSymbol` for a pair not seen before: the symbol of `left` then `right`,
@@ -885,33 +911,37 @@ impl Trainer<'_> {
             .extend_from_within(left_start..left_start + left_len);
         self.texts
             .extend_from_within(right_start..right_start + right_len);
-        self.push_symbol(Symbol {
-            freq: 0,
-            prefix: text_prefix(&self.texts[text_start..]),
-            text_start,
-            text_len: (left_len + right_len) as u32,
-            chars,
-            left_chars,
-            is_unknown: false,
-            active: true,
-            pending: false,
-        })
+        self.push_symbol(
+            Symbol {
+                prefix: text_prefix(&self.texts[text_start..]),
+                text_start,
+                text_len: (left_len + right_len) as u32,
+                chars,
+                left_chars,
+                is_unknown: false,
+            },
+            Tally(0),
+        )
     }
 
     /// `symbols_cache_.erase(fp)`: the pair is neither found nor ranked again.
     fn drop_pair(&mut self, id: u32) {
-        self.symbols[id as usize].active = false;
+        self.tallies[id as usize].0 |= Tally::INACTIVE;
         self.positions[id as usize] = Vec::new();
     }
 
-    fn next_slot(&self, word: usize, slot: usize) -> Option<usize> {
-        let end = self.word_starts[word + 1];
-        (slot + 1..end).find(|&i| self.slots[i].symbol != NONE)
-    }
-
+    /// Where the symbol before the one at `slot` starts, found from the last slot of that symbol.
     fn previous_slot(&self, word: usize, slot: usize) -> Option<usize> {
-        let start = self.word_starts[word];
-        (start..slot).rev().find(|&i| self.slots[i].symbol != NONE)
+        if slot == self.word_starts[word] {
+            return None;
+        }
+        let last = slot - 1;
+        let before = self.slots[last];
+        Some(if before.symbol == NONE {
+            last - before.pair as usize
+        } else {
+            last
+        })
     }
 
     /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in `word`.
@@ -922,10 +952,10 @@ impl Trainer<'_> {
         }
         let position = self.position(slot, word);
         self.positions[id as usize].push(position);
-        let symbol = &mut self.symbols[id as usize];
-        symbol.freq += self.counts[word];
-        if !symbol.pending {
-            symbol.pending = true;
+        let tally = &mut self.tallies[id as usize];
+        tally.0 += self.counts[word];
+        if tally.0 & Tally::PENDING == 0 {
+            tally.0 |= Tally::PENDING;
             self.pending.push(id);
         }
     }
@@ -935,35 +965,36 @@ impl Trainer<'_> {
     fn break_pair(&mut self, word: usize, slot: usize, best: u32) {
         let id = self.slots[slot].pair;
         if id != NONE && id != best {
-            let symbol = &mut self.symbols[id as usize];
-            if symbol.active {
-                symbol.freq -= self.counts[word];
+            let tally = &mut self.tallies[id as usize];
+            if tally.is_active() {
+                tally.0 -= self.counts[word];
             }
         }
     }
 
     /// Queues the pairs formed since the last step with their new frequencies.
     fn queue_pending(&mut self) {
-        for id in std::mem::take(&mut self.pending) {
-            let symbol = &mut self.symbols[id as usize];
-            symbol.pending = false;
-            if symbol.active {
-                let freq = symbol.freq;
+        for &id in &self.pending {
+            let tally = &mut self.tallies[id as usize];
+            tally.0 &= !Tally::PENDING;
+            if tally.is_active() {
+                let freq = tally.freq();
                 self.queue.push(freq, id, &self.symbols, &self.texts);
             }
         }
+        self.pending.clear();
     }
 
     /// The best live pair. An entry whose frequency fell since it was queued goes back in with the
     /// frequency it has now; one whose frequency rose has a newer entry.
     fn best(&mut self) -> Option<u32> {
         while let Some((freq, id)) = self.queue.pop(&self.symbols, &self.texts) {
-            let symbol = &self.symbols[id as usize];
-            if !symbol.active || freq < symbol.freq {
+            let tally = self.tallies[id as usize];
+            if !tally.is_active() || freq < tally.freq() {
                 continue;
             }
-            if freq > symbol.freq {
-                let freq = symbol.freq;
+            if freq > tally.freq() {
+                let freq = tally.freq();
                 self.queue.push(freq, id, &self.symbols, &self.texts);
                 continue;
             }
@@ -977,8 +1008,15 @@ impl Trainer<'_> {
     /// merge only.
     fn merge(&mut self, best: u32) {
         let positions = std::mem::take(&mut self.positions[best as usize]);
-        let mut before_best: FxHashMap<u32, u32> = FxHashMap::default();
-        let mut after_best: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut before_best = std::mem::take(&mut self.before_best);
+        let mut after_best = std::mem::take(&mut self.after_best);
+        before_best.clear();
+        after_best.clear();
+        // A symbol covers one slot per character: the parts of `best` are found without a scan.
+        let (chars, left_chars) = {
+            let symbol = &self.symbols[best as usize];
+            (symbol.chars as usize, symbol.left_chars as usize)
+        };
         for (index, &packed) in positions.iter().enumerate() {
             // The occurrences lie all over the words: ask for a later one's slot, word end and
             // count ahead of time.
@@ -990,13 +1028,13 @@ impl Trainer<'_> {
             }
             let (left, word) = self.unpack(packed);
             // Still `best`'s parts, next to each other (SentencePiece compares both parts).
-            if self.slots[left].pair != best {
+            let slot = self.slots[left];
+            if slot.symbol == NONE || slot.pair != best {
                 continue;
             }
-            let right = self
-                .next_slot(word, left)
-                .expect("a formed pair has a right part");
-            let next = self.next_slot(word, right);
+            let right = left + left_chars;
+            let end = left + chars;
+            let next = (end < self.word_starts[word + 1]).then_some(end);
             let previous = self.previous_slot(word, left);
             if let Some(previous) = previous {
                 self.break_pair(word, previous, best);
@@ -1009,6 +1047,7 @@ impl Trainer<'_> {
                 symbol: NONE,
                 pair: NONE,
             };
+            self.slots[end - 1].pair = (end - 1 - left) as u32;
             if let Some(previous) = previous {
                 let before = self.slots[previous].symbol;
                 let id = match before_best.get(&before) {
@@ -1043,6 +1082,7 @@ impl Trainer<'_> {
             };
             self.form_pair(word, left, id);
         }
+        (self.before_best, self.after_best) = (before_best, after_best);
     }
 }
 
@@ -1068,11 +1108,14 @@ pub fn learn_pieces(
     let mut trainer = Trainer {
         rules,
         symbols: Vec::new(),
+        tallies: Vec::new(),
         positions: Vec::new(),
         texts: String::new(),
         scripts: FxHashMap::default(),
         queue: Queue::default(),
         pending: Vec::new(),
+        before_best: FxHashMap::default(),
+        after_best: FxHashMap::default(),
         slots: Vec::new(),
         word_starts: Vec::new(),
         counts: Vec::new(),
