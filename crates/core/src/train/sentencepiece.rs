@@ -537,6 +537,116 @@ impl PieceRules {
     }
 }
 
+/// What [`PieceRules::is_valid`] needs to know of a piece to judge it joined to another piece:
+/// a pair of symbols is judged from the shapes of its two parts ([`PieceRules::join`]), without
+/// reading its characters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    flags: u8,
+    /// The script class the first character that sets one gives (`Some(None)`: a digit without
+    /// `split_by_number`, which matches anything); `None`: no such character (spaces and
+    /// combining marks only, which take the class before them).
+    lead: Option<ScriptClass>,
+    /// The script class after the last character, when `lead` is set.
+    tail: ScriptClass,
+}
+
+impl Shape {
+    const FORBIDDEN: u8 = 1;
+    const ALL_SPACE: u8 = 1 << 1;
+    const HAS_SPACE: u8 = 1 << 2;
+    /// A space after the first character.
+    const LATE_SPACE: u8 = 1 << 3;
+    const LAST_SPACE: u8 = 1 << 4;
+    const DIGIT: u8 = 1 << 5;
+}
+
+impl PieceRules {
+    /// The shape of the one-character piece `c`, whose SentencePiece script is `script`.
+    pub fn char_shape(&self, c: char, script: Script) -> Shape {
+        if c == UNKNOWN_CHAR || c == '\0' || c == BOUNDARY_CHAR || c == ' ' {
+            return Shape {
+                flags: Shape::FORBIDDEN,
+                lead: None,
+                tail: None,
+            };
+        }
+        if c == SPACE_CHAR {
+            return Shape {
+                flags: Shape::ALL_SPACE | Shape::HAS_SPACE | Shape::LAST_SPACE,
+                lead: None,
+                tail: None,
+            };
+        }
+        let digit = is_decimal_digit(c);
+        let lead: Option<ScriptClass> = if !self.split_by_number && digit {
+            Some(None)
+        } else {
+            match script {
+                Script::Hiragana | Script::Katakana => Some(Some(Script::Han)),
+                _ if c == '\u{30FC}' => Some(Some(Script::Han)),
+                Script::Inherited => None,
+                other => Some(Some(other)),
+            }
+        };
+        Shape {
+            flags: if digit { Shape::DIGIT } else { 0 },
+            lead,
+            tail: lead.flatten(),
+        }
+    }
+
+    /// The shape of the piece `left` then `right` (`length` characters in all, at least 2), or
+    /// `None` when it is not a valid piece: [`PieceRules::is_valid`] of the joined characters,
+    /// when `left` and `right` are each valid or one character.
+    pub fn join(&self, left: Shape, right: Shape, length: usize) -> Option<Shape> {
+        if length > self.max_sentencepiece_length
+            || (left.flags | right.flags) & Shape::FORBIDDEN != 0
+        {
+            return None;
+        }
+        let all_space = left.flags & right.flags & Shape::ALL_SPACE != 0;
+        if !(self.allow_whitespace_only_pieces && all_space) {
+            let misplaced = if self.split_by_whitespace {
+                left.flags & Shape::LATE_SPACE != 0 || right.flags & Shape::HAS_SPACE != 0
+            } else {
+                right.flags & Shape::LAST_SPACE != 0
+            };
+            if misplaced {
+                return None;
+            }
+        }
+        if self.split_digits && (left.flags | right.flags) & Shape::DIGIT != 0 {
+            return None;
+        }
+        let left_tail = if left.lead.is_some() { left.tail } else { None };
+        if let (true, Some(Some(first)), Some(before)) =
+            (self.split_by_unicode_script, right.lead, left_tail)
+        {
+            if first != before {
+                return None;
+            }
+        }
+        let mut flags = (left.flags | right.flags) & (Shape::HAS_SPACE | Shape::DIGIT);
+        if all_space {
+            flags |= Shape::ALL_SPACE;
+        }
+        if left.flags & Shape::LATE_SPACE != 0 || right.flags & Shape::HAS_SPACE != 0 {
+            flags |= Shape::LATE_SPACE;
+        }
+        flags |= right.flags & Shape::LAST_SPACE;
+        Some(Shape {
+            flags,
+            lead: left.lead.or(right.lead),
+            tail: if right.lead.is_some() {
+                right.tail
+            } else {
+                left_tail
+            },
+        })
+    }
+}
+
 /// The counted words laid out for the merge loop: their characters one word after the other,
 /// where each word starts, each word's count, and how often each character occurs (weighted).
 pub struct WordTable {
@@ -661,6 +771,8 @@ struct Symbol {
     /// Characters of the left part (the last tie-break between pairs of the same text).
     left_chars: u32,
     is_unknown: bool,
+    /// What judging a pair with this symbol as a part needs.
+    shape: Shape,
 }
 
 /// A symbol's frequency and state in one word, 8 bytes a symbol: the merge loop updates the
@@ -822,8 +934,6 @@ struct Trainer<'r> {
     positions: Vec<Vec<u64>>,
     /// Every symbol's text, one after the other.
     texts: String,
-    /// SentencePiece's script class of each character met, for [`PieceRules::is_valid_with`].
-    scripts: FxHashMap<char, Script>,
     queue: Queue,
     pending: Vec<u32>,
     /// [`Trainer::merge`]'s tables of the pairs it forms, kept for their room: `x·best` by `x`,
@@ -875,6 +985,7 @@ impl Trainer<'_> {
                 chars: 1,
                 left_chars: 0,
                 is_unknown,
+                shape: self.rules.char_shape(c, script_of(c)),
             },
             Tally(Tally::INACTIVE),
         )
@@ -892,20 +1003,12 @@ impl Trainer<'_> {
         let left_chars = left_symbol.chars;
         let (left_start, left_len) = (left_symbol.text_start, left_symbol.text_len as usize);
         let (right_start, right_len) = (right_symbol.text_start, right_symbol.text_len as usize);
-        if chars as usize > self.rules.max_sentencepiece_length {
+        let Some(shape) = self
+            .rules
+            .join(left_symbol.shape, right_symbol.shape, chars as usize)
+        else {
             return NONE;
-        }
-        let texts = &self.texts;
-        let piece = texts[left_start..left_start + left_len]
-            .chars()
-            .chain(texts[right_start..right_start + right_len].chars());
-        let scripts = &mut self.scripts;
-        let valid = self.rules.is_valid_with(piece, chars as usize, |c| {
-            *scripts.entry(c).or_insert_with(|| script_of(c))
-        });
-        if !valid {
-            return NONE;
-        }
+        };
         let text_start = self.texts.len();
         self.texts
             .extend_from_within(left_start..left_start + left_len);
@@ -919,6 +1022,7 @@ impl Trainer<'_> {
                 chars,
                 left_chars,
                 is_unknown: false,
+                shape,
             },
             Tally(0),
         )
@@ -1111,7 +1215,6 @@ pub fn learn_pieces(
         tallies: Vec::new(),
         positions: Vec::new(),
         texts: String::new(),
-        scripts: FxHashMap::default(),
         queue: Queue::default(),
         pending: Vec::new(),
         before_best: FxHashMap::default(),
@@ -1314,6 +1417,91 @@ mod tests {
             ..rules
         };
         assert!(numbers.is_valid(&chars("a1")));
+    }
+
+    /// The shape of `piece` by its definition, character by character.
+    fn shape_of(rules: &PieceRules, piece: &[char]) -> Shape {
+        let shapes: Vec<Shape> = piece
+            .iter()
+            .map(|&c| rules.char_shape(c, script_of(c)))
+            .collect();
+        let any = |flag: u8| shapes.iter().any(|shape| shape.flags & flag != 0);
+        let mut flags = 0;
+        for (flag, set) in [
+            (Shape::FORBIDDEN, any(Shape::FORBIDDEN)),
+            (Shape::ALL_SPACE, piece.iter().all(|&c| c == SPACE_CHAR)),
+            (Shape::HAS_SPACE, any(Shape::HAS_SPACE)),
+            (Shape::LATE_SPACE, piece[1..].contains(&SPACE_CHAR)),
+            (Shape::LAST_SPACE, piece.last() == Some(&SPACE_CHAR)),
+            (Shape::DIGIT, any(Shape::DIGIT)),
+        ] {
+            if set {
+                flags |= flag;
+            }
+        }
+        let lead = shapes.iter().find_map(|shape| shape.lead);
+        let tail = shapes
+            .iter()
+            .filter_map(|shape| shape.lead)
+            .last()
+            .flatten();
+        Shape { flags, lead, tail }
+    }
+
+    #[test]
+    fn pairs_judged_by_their_parts_shapes_are_judged_as_their_characters() {
+        let alphabet = [
+            'a', 'b', 'б', '1', '\u{FF12}', '▁', ' ', '\u{301}', 'ひ', 'カ', 'ー', '漢', ',',
+            '\u{1F}', '\u{2585}',
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        let mut judged = 0;
+        for options in 0..64u32 {
+            let flag = |bit: u32| options & (1 << bit) != 0;
+            let rules = PieceRules {
+                max_sentencepiece_length: if flag(5) { 4 } else { 16 },
+                split_by_whitespace: flag(0),
+                allow_whitespace_only_pieces: flag(1),
+                split_by_unicode_script: flag(2),
+                split_by_number: flag(3),
+                split_digits: flag(4),
+            };
+            let part = |piece: &[char]| piece.len() == 1 || rules.is_valid(piece);
+            for _ in 0..400 {
+                let length = 2 + next(5) as usize;
+                let piece: Vec<char> = (0..length)
+                    .map(|_| alphabet[next(alphabet.len() as u64) as usize])
+                    .collect();
+                for cut in 1..length {
+                    let (left, right) = piece.split_at(cut);
+                    if !part(left) || !part(right) {
+                        continue;
+                    }
+                    judged += 1;
+                    let joined =
+                        rules.join(shape_of(&rules, left), shape_of(&rules, right), length);
+                    assert_eq!(
+                        joined.is_some(),
+                        rules.is_valid(&piece),
+                        "{piece:?} at {cut}, {rules:?}"
+                    );
+                    if let Some(shape) = joined {
+                        assert_eq!(
+                            shape,
+                            shape_of(&rules, &piece),
+                            "{piece:?} at {cut}, {rules:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(judged > 10_000, "{judged}");
     }
 
     #[test]
