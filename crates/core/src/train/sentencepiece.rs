@@ -1440,11 +1440,7 @@ mod tests {
             }
         }
         let lead = shapes.iter().find_map(|shape| shape.lead);
-        let tail = shapes
-            .iter()
-            .filter_map(|shape| shape.lead)
-            .last()
-            .flatten();
+        let tail = shapes.iter().rev().find_map(|shape| shape.lead).flatten();
         Shape { flags, lead, tail }
     }
 
