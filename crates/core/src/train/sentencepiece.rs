@@ -65,6 +65,8 @@ pub struct WordCounter {
     /// Sentences kept so far (the ones SentencePiece loads; the sampler counts these).
     sentences: u64,
     too_long: u64,
+    /// Where [`WordCounter::add_file`] reads.
+    read_buffer: Vec<u8>,
 }
 
 impl WordCounter {
@@ -90,6 +92,7 @@ impl WordCounter {
             shards: Vec::new(),
             sentences: 0,
             too_long: 0,
+            read_buffer: Vec::new(),
         })
     }
 
@@ -237,7 +240,21 @@ impl WordCounter {
     pub fn add_file(
         &mut self,
         path: &std::path::Path,
+        on_bytes: impl FnMut(u64) -> bool,
+    ) -> Result<(), FileError> {
+        // One buffer for every file: its pages are touched once.
+        let mut buffer = std::mem::take(&mut self.read_buffer);
+        buffer.clear();
+        let result = self.add_file_with(path, on_bytes, &mut buffer);
+        self.read_buffer = buffer;
+        result
+    }
+
+    fn add_file_with(
+        &mut self,
+        path: &std::path::Path,
         mut on_bytes: impl FnMut(u64) -> bool,
+        buffer: &mut Vec<u8>,
     ) -> Result<(), FileError> {
         use std::io::Read;
         const BLOCK: usize = 8 << 20;
@@ -246,7 +263,7 @@ impl WordCounter {
             error,
         };
         let mut file = std::fs::File::open(path).map_err(io_error)?;
-        let mut buffer: Vec<u8> = Vec::with_capacity(BLOCK * 2);
+        buffer.reserve(BLOCK * 2);
         let mut offset = 0u64;
         let mut at_end = false;
         while !at_end && !self.is_full() {
@@ -414,9 +431,13 @@ pub fn for_each_word<'t>(
         return;
     }
     const SPACE: &[u8] = "\u{2581}".as_bytes();
+    let bytes = text.as_bytes();
     let mut start = 0;
     let mut last_space_end = usize::MAX;
-    for at in memchr::memmem::find_iter(text.as_bytes(), SPACE) {
+    // `▁` is E2 96 81: its first byte, then the other two (a lead byte starts no other match).
+    let spaces =
+        memchr::memchr_iter(SPACE[0], bytes).filter(|&at| bytes[at + 1..].starts_with(&SPACE[1..]));
+    for at in spaces {
         if at > 0 && !(allow_whitespace_only_pieces && last_space_end == at) {
             word(&text[start..at]);
             start = at;
@@ -797,6 +818,9 @@ impl Tally {
     }
 }
 
+/// The most entries a table of [`Trainer::merge`] keeps room for from one merge to the next.
+const KEPT_TABLE_ROOM: usize = 1 << 10;
+
 /// How many occurrences ahead [`Trainer::merge`] asks for slots.
 const PREFETCH_AHEAD: usize = 16;
 
@@ -940,6 +964,8 @@ struct Trainer<'r> {
     /// `best·y` by `y`.
     before_best: FxHashMap<u32, u32>,
     after_best: FxHashMap<u32, u32>,
+    /// [`Trainer::merge`]'s pairs formed and where, kept for its room.
+    formed: Vec<(u32, u64)>,
     /// The words, one after the other, where each word starts, and each word's count.
     slots: Vec<Slot>,
     word_starts: Vec<usize>,
@@ -1048,14 +1074,13 @@ impl Trainer<'_> {
         })
     }
 
-    /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in `word`.
+    /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in `word`. The
+    /// caller stores the position.
     fn form_pair(&mut self, word: usize, slot: usize, id: u32) {
         self.slots[slot].pair = id;
         if id == NONE {
             return;
         }
-        let position = self.position(slot, word);
-        self.positions[id as usize].push(position);
         let tally = &mut self.tallies[id as usize];
         tally.0 += self.counts[word];
         if tally.0 & Tally::PENDING == 0 {
@@ -1121,6 +1146,10 @@ impl Trainer<'_> {
             let symbol = &self.symbols[best as usize];
             (symbol.chars as usize, symbol.left_chars as usize)
         };
+        // Every pair formed here is new: its positions are gathered, then stored in lists of the
+        // right size.
+        let first_new = self.symbols.len();
+        let mut formed = std::mem::take(&mut self.formed);
         for (index, &packed) in positions.iter().enumerate() {
             // The occurrences lie all over the words: ask for a later one's slot, word end and
             // count ahead of time.
@@ -1163,6 +1192,9 @@ impl Trainer<'_> {
                     }
                 };
                 self.form_pair(word, previous, id);
+                if id != NONE {
+                    formed.push((id, self.position(previous, word)));
+                }
             }
             let id = match next {
                 None => NONE,
@@ -1185,8 +1217,29 @@ impl Trainer<'_> {
                 }
             };
             self.form_pair(word, left, id);
+            if id != NONE {
+                formed.push((id, packed));
+            }
+        }
+        // Clearing a table costs its room: the few large ones of the first merges are not kept.
+        for table in [&mut before_best, &mut after_best] {
+            if table.capacity() > KEPT_TABLE_ROOM {
+                *table = FxHashMap::default();
+            }
         }
         (self.before_best, self.after_best) = (before_best, after_best);
+        let mut sizes = vec![0u32; self.symbols.len() - first_new];
+        for &(id, _) in &formed {
+            sizes[id as usize - first_new] += 1;
+        }
+        for (list, &size) in self.positions[first_new..].iter_mut().zip(&sizes) {
+            list.reserve_exact(size as usize);
+        }
+        for &(id, position) in &formed {
+            self.positions[id as usize].push(position);
+        }
+        formed.clear();
+        self.formed = formed;
     }
 }
 
@@ -1219,6 +1272,7 @@ pub fn learn_pieces(
         pending: Vec::new(),
         before_best: FxHashMap::default(),
         after_best: FxHashMap::default(),
+        formed: Vec::new(),
         slots: Vec::new(),
         word_starts: Vec::new(),
         counts: Vec::new(),
@@ -1294,6 +1348,10 @@ pub fn learn_pieces(
         for left in trainer.word_starts[word]..trainer.word_starts[word + 1] {
             let id = trainer.slots[left].pair;
             trainer.form_pair(word, left, id);
+            if id != NONE {
+                let position = trainer.position(left, word);
+                trainer.positions[id as usize].push(position);
+            }
         }
     }
     trainer.queue_pending();
