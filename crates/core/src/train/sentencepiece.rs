@@ -876,7 +876,12 @@ fn ranks_before(symbols: &[Symbol], texts: &str, a: &Entry, b: &Entry) -> bool {
     }
 }
 
-/// A binary max-heap of queued pairs under [`ranks_before`].
+/// Children of a node of [`Queue`]: four 24-byte entries span two cache lines, and the heap is
+/// half as deep as a binary one (the queue holds every pair ever formed, far more than fit in cache).
+const QUEUE_ARITY: usize = 4;
+
+/// A 4-ary max-heap of queued pairs under [`ranks_before`] (a total order: the pops do not
+/// depend on the heap's shape).
 #[derive(Default)]
 struct Queue {
     entries: Vec<Entry>,
@@ -894,7 +899,7 @@ impl Queue {
         });
         let mut child = self.entries.len() - 1;
         while child > 0 {
-            let parent = (child - 1) / 2;
+            let parent = (child - 1) / QUEUE_ARITY;
             if !ranks_before(symbols, texts, &self.entries[child], &self.entries[parent]) {
                 break;
             }
@@ -912,18 +917,17 @@ impl Queue {
         let top = std::mem::replace(&mut self.entries[0], last);
         let mut parent = 0;
         loop {
-            let left = 2 * parent + 1;
-            if left >= self.entries.len() {
+            let first = QUEUE_ARITY * parent + 1;
+            if first >= self.entries.len() {
                 break;
             }
-            let right = left + 1;
-            let child = if right < self.entries.len()
-                && ranks_before(symbols, texts, &self.entries[right], &self.entries[left])
-            {
-                right
-            } else {
-                left
-            };
+            let last = (first + QUEUE_ARITY).min(self.entries.len());
+            let mut child = first;
+            for other in first + 1..last {
+                if ranks_before(symbols, texts, &self.entries[other], &self.entries[child]) {
+                    child = other;
+                }
+            }
             if !ranks_before(symbols, texts, &self.entries[child], &self.entries[parent]) {
                 break;
             }
