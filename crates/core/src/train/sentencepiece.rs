@@ -65,6 +65,8 @@ pub struct WordCounter {
     /// Sentences kept so far (the ones SentencePiece loads; the sampler counts these).
     sentences: u64,
     too_long: u64,
+    /// Where [`WordCounter::add_file`] reads.
+    read_buffer: Vec<u8>,
 }
 
 impl WordCounter {
@@ -90,6 +92,7 @@ impl WordCounter {
             shards: Vec::new(),
             sentences: 0,
             too_long: 0,
+            read_buffer: Vec::new(),
         })
     }
 
@@ -237,7 +240,21 @@ impl WordCounter {
     pub fn add_file(
         &mut self,
         path: &std::path::Path,
+        on_bytes: impl FnMut(u64) -> bool,
+    ) -> Result<(), FileError> {
+        // One buffer for every file: its pages are touched once.
+        let mut buffer = std::mem::take(&mut self.read_buffer);
+        buffer.clear();
+        let result = self.add_file_with(path, on_bytes, &mut buffer);
+        self.read_buffer = buffer;
+        result
+    }
+
+    fn add_file_with(
+        &mut self,
+        path: &std::path::Path,
         mut on_bytes: impl FnMut(u64) -> bool,
+        buffer: &mut Vec<u8>,
     ) -> Result<(), FileError> {
         use std::io::Read;
         const BLOCK: usize = 8 << 20;
@@ -246,7 +263,7 @@ impl WordCounter {
             error,
         };
         let mut file = std::fs::File::open(path).map_err(io_error)?;
-        let mut buffer: Vec<u8> = Vec::with_capacity(BLOCK * 2);
+        buffer.reserve(BLOCK * 2);
         let mut offset = 0u64;
         let mut at_end = false;
         while !at_end && !self.is_full() {
@@ -414,9 +431,13 @@ pub fn for_each_word<'t>(
         return;
     }
     const SPACE: &[u8] = "\u{2581}".as_bytes();
+    let bytes = text.as_bytes();
     let mut start = 0;
     let mut last_space_end = usize::MAX;
-    for at in memchr::memmem::find_iter(text.as_bytes(), SPACE) {
+    // `▁` is E2 96 81: its first byte, then the other two (a lead byte starts no other match).
+    let spaces =
+        memchr::memchr_iter(SPACE[0], bytes).filter(|&at| bytes[at + 1..].starts_with(&SPACE[1..]));
+    for at in spaces {
         if at > 0 && !(allow_whitespace_only_pieces && last_space_end == at) {
             word(&text[start..at]);
             start = at;
@@ -537,6 +558,116 @@ impl PieceRules {
     }
 }
 
+/// What [`PieceRules::is_valid`] needs to know of a piece to judge it joined to another piece:
+/// a pair of symbols is judged from the shapes of its two parts ([`PieceRules::join`]), without
+/// reading its characters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    flags: u8,
+    /// The script class the first character that sets one gives (`Some(None)`: a digit without
+    /// `split_by_number`, which matches anything); `None`: no such character (spaces and
+    /// combining marks only, which take the class before them).
+    lead: Option<ScriptClass>,
+    /// The script class after the last character, when `lead` is set.
+    tail: ScriptClass,
+}
+
+impl Shape {
+    const FORBIDDEN: u8 = 1;
+    const ALL_SPACE: u8 = 1 << 1;
+    const HAS_SPACE: u8 = 1 << 2;
+    /// A space after the first character.
+    const LATE_SPACE: u8 = 1 << 3;
+    const LAST_SPACE: u8 = 1 << 4;
+    const DIGIT: u8 = 1 << 5;
+}
+
+impl PieceRules {
+    /// The shape of the one-character piece `c`, whose SentencePiece script is `script`.
+    pub fn char_shape(&self, c: char, script: Script) -> Shape {
+        if c == UNKNOWN_CHAR || c == '\0' || c == BOUNDARY_CHAR || c == ' ' {
+            return Shape {
+                flags: Shape::FORBIDDEN,
+                lead: None,
+                tail: None,
+            };
+        }
+        if c == SPACE_CHAR {
+            return Shape {
+                flags: Shape::ALL_SPACE | Shape::HAS_SPACE | Shape::LAST_SPACE,
+                lead: None,
+                tail: None,
+            };
+        }
+        let digit = is_decimal_digit(c);
+        let lead: Option<ScriptClass> = if !self.split_by_number && digit {
+            Some(None)
+        } else {
+            match script {
+                Script::Hiragana | Script::Katakana => Some(Some(Script::Han)),
+                _ if c == '\u{30FC}' => Some(Some(Script::Han)),
+                Script::Inherited => None,
+                other => Some(Some(other)),
+            }
+        };
+        Shape {
+            flags: if digit { Shape::DIGIT } else { 0 },
+            lead,
+            tail: lead.flatten(),
+        }
+    }
+
+    /// The shape of the piece `left` then `right` (`length` characters in all, at least 2), or
+    /// `None` when it is not a valid piece: [`PieceRules::is_valid`] of the joined characters,
+    /// when `left` and `right` are each valid or one character.
+    pub fn join(&self, left: Shape, right: Shape, length: usize) -> Option<Shape> {
+        if length > self.max_sentencepiece_length
+            || (left.flags | right.flags) & Shape::FORBIDDEN != 0
+        {
+            return None;
+        }
+        let all_space = left.flags & right.flags & Shape::ALL_SPACE != 0;
+        if !(self.allow_whitespace_only_pieces && all_space) {
+            let misplaced = if self.split_by_whitespace {
+                left.flags & Shape::LATE_SPACE != 0 || right.flags & Shape::HAS_SPACE != 0
+            } else {
+                right.flags & Shape::LAST_SPACE != 0
+            };
+            if misplaced {
+                return None;
+            }
+        }
+        if self.split_digits && (left.flags | right.flags) & Shape::DIGIT != 0 {
+            return None;
+        }
+        let left_tail = if left.lead.is_some() { left.tail } else { None };
+        if let (true, Some(Some(first)), Some(before)) =
+            (self.split_by_unicode_script, right.lead, left_tail)
+        {
+            if first != before {
+                return None;
+            }
+        }
+        let mut flags = (left.flags | right.flags) & (Shape::HAS_SPACE | Shape::DIGIT);
+        if all_space {
+            flags |= Shape::ALL_SPACE;
+        }
+        if left.flags & Shape::LATE_SPACE != 0 || right.flags & Shape::HAS_SPACE != 0 {
+            flags |= Shape::LATE_SPACE;
+        }
+        flags |= right.flags & Shape::LAST_SPACE;
+        Some(Shape {
+            flags,
+            lead: left.lead.or(right.lead),
+            tail: if right.lead.is_some() {
+                right.tail
+            } else {
+                left_tail
+            },
+        })
+    }
+}
+
 /// The counted words laid out for the merge loop: their characters one word after the other,
 /// where each word starts, each word's count, and how often each character occurs (weighted).
 pub struct WordTable {
@@ -648,10 +779,9 @@ impl WordTable {
 
 const NONE: u32 = u32::MAX;
 
-/// A character or a pair of symbols (`bpe::Trainer::Symbol`).
+/// A character or a pair of symbols (`bpe::Trainer::Symbol`); what the merge loop reads on
+/// every occurrence is apart, in [`Tally`].
 struct Symbol {
-    /// Occurrences, weighted by the counts of their words: exact at all times.
-    freq: u64,
     /// The first 8 bytes of the text, big-endian, zero-padded: compares as the text does (texts
     /// hold no NUL).
     prefix: u64,
@@ -662,11 +792,34 @@ struct Symbol {
     /// Characters of the left part (the last tie-break between pairs of the same text).
     left_chars: u32,
     is_unknown: bool,
-    /// Not yet merged nor dropped as a duplicate.
-    active: bool,
-    /// Formed again since the last step: its frequency goes into the queue after this one.
-    pending: bool,
+    /// What judging a pair with this symbol as a part needs.
+    shape: Shape,
 }
+
+/// A symbol's frequency and state in one word, 8 bytes a symbol: the merge loop updates the
+/// tallies of pairs all over the table, so they are kept apart from the rest of [`Symbol`], packed.
+#[derive(Clone, Copy)]
+struct Tally(u64);
+
+impl Tally {
+    /// Merged, dropped as a duplicate, or not a pair at all.
+    const INACTIVE: u64 = 1 << 63;
+    /// Formed again since the last step: its frequency goes into the queue after this one.
+    const PENDING: u64 = 1 << 62;
+    const FREQ: u64 = Self::PENDING - 1;
+
+    /// Occurrences, weighted by the counts of their words: exact at all times.
+    fn freq(self) -> u64 {
+        self.0 & Self::FREQ
+    }
+
+    fn is_active(self) -> bool {
+        self.0 & Self::INACTIVE == 0
+    }
+}
+
+/// The most entries a table of [`Trainer::merge`] keeps room for from one merge to the next.
+const KEPT_TABLE_ROOM: usize = 1 << 10;
 
 /// How many occurrences ahead [`Trainer::merge`] asks for slots.
 const PREFETCH_AHEAD: usize = 16;
@@ -723,7 +876,12 @@ fn ranks_before(symbols: &[Symbol], texts: &str, a: &Entry, b: &Entry) -> bool {
     }
 }
 
-/// A binary max-heap of queued pairs under [`ranks_before`].
+/// Children of a node of [`Queue`]: four 24-byte entries span two cache lines, and the heap is
+/// half as deep as a binary one (the queue holds every pair ever formed, far more than fit in cache).
+const QUEUE_ARITY: usize = 4;
+
+/// A 4-ary max-heap of queued pairs under [`ranks_before`] (a total order: the pops do not
+/// depend on the heap's shape).
 #[derive(Default)]
 struct Queue {
     entries: Vec<Entry>,
@@ -741,7 +899,7 @@ impl Queue {
         });
         let mut child = self.entries.len() - 1;
         while child > 0 {
-            let parent = (child - 1) / 2;
+            let parent = (child - 1) / QUEUE_ARITY;
             if !ranks_before(symbols, texts, &self.entries[child], &self.entries[parent]) {
                 break;
             }
@@ -759,18 +917,17 @@ impl Queue {
         let top = std::mem::replace(&mut self.entries[0], last);
         let mut parent = 0;
         loop {
-            let left = 2 * parent + 1;
-            if left >= self.entries.len() {
+            let first = QUEUE_ARITY * parent + 1;
+            if first >= self.entries.len() {
                 break;
             }
-            let right = left + 1;
-            let child = if right < self.entries.len()
-                && ranks_before(symbols, texts, &self.entries[right], &self.entries[left])
-            {
-                right
-            } else {
-                left
-            };
+            let last = (first + QUEUE_ARITY).min(self.entries.len());
+            let mut child = first;
+            for other in first + 1..last {
+                if ranks_before(symbols, texts, &self.entries[other], &self.entries[child]) {
+                    child = other;
+                }
+            }
             if !ranks_before(symbols, texts, &self.entries[child], &self.entries[parent]) {
                 break;
             }
@@ -787,6 +944,8 @@ struct Slot {
     /// The symbol that starts here (`NONE` once merged into the one before it).
     symbol: u32,
     /// The pair it forms with the next symbol of the word (`NONE`: none, or no valid piece).
+    /// In the last slot of a symbol of several characters (`symbol` is `NONE` there): how many
+    /// slots back that symbol starts.
     /// SentencePiece looks pairs up by their two parts in `symbols_cache_`; a pair formed in a
     /// word stays the one found there until a merge changes one of its parts, so the lookup is
     /// read from here.
@@ -796,15 +955,21 @@ struct Slot {
 struct Trainer<'r> {
     rules: &'r PieceRules,
     symbols: Vec<Symbol>,
+    /// Each symbol's [`Tally`], by id.
+    tallies: Vec<Tally>,
     /// Where each pair was formed, in the order formed (`Position`s), packed by [`Trainer::position`].
     /// Entries whose symbols changed since are skipped.
     positions: Vec<Vec<u64>>,
     /// Every symbol's text, one after the other.
     texts: String,
-    /// SentencePiece's script class of each character met, for [`PieceRules::is_valid_with`].
-    scripts: FxHashMap<char, Script>,
     queue: Queue,
     pending: Vec<u32>,
+    /// [`Trainer::merge`]'s tables of the pairs it forms, kept for their room: `x·best` by `x`,
+    /// `best·y` by `y`.
+    before_best: FxHashMap<u32, u32>,
+    after_best: FxHashMap<u32, u32>,
+    /// [`Trainer::merge`]'s pairs formed and where, kept for its room.
+    formed: Vec<(u32, u64)>,
     /// The words, one after the other, where each word starts, and each word's count.
     slots: Vec<Slot>,
     word_starts: Vec<usize>,
@@ -831,9 +996,10 @@ impl Trainer<'_> {
         )
     }
 
-    fn push_symbol(&mut self, symbol: Symbol) -> u32 {
+    fn push_symbol(&mut self, symbol: Symbol, tally: Tally) -> u32 {
         let id = self.symbols.len() as u32;
         self.symbols.push(symbol);
+        self.tallies.push(tally);
         self.positions.push(Vec::new());
         id
     }
@@ -841,17 +1007,18 @@ impl Trainer<'_> {
     fn char_symbol(&mut self, c: char, is_unknown: bool) -> u32 {
         let text_start = self.texts.len();
         self.texts.push(c);
-        self.push_symbol(Symbol {
-            freq: 0,
-            prefix: text_prefix(&self.texts[text_start..]),
-            text_start,
-            text_len: c.len_utf8() as u32,
-            chars: 1,
-            left_chars: 0,
-            is_unknown,
-            active: false,
-            pending: false,
-        })
+        self.push_symbol(
+            Symbol {
+                prefix: text_prefix(&self.texts[text_start..]),
+                text_start,
+                text_len: c.len_utf8() as u32,
+                chars: 1,
+                left_chars: 0,
+                is_unknown,
+                shape: self.rules.char_shape(c, script_of(c)),
+            },
+            Tally(Tally::INACTIVE),
+        )
     }
 
     /// The body of `GetPairSymbol` for a pair not seen before: the symbol of `left` then `right`,
@@ -866,66 +1033,62 @@ impl Trainer<'_> {
         let left_chars = left_symbol.chars;
         let (left_start, left_len) = (left_symbol.text_start, left_symbol.text_len as usize);
         let (right_start, right_len) = (right_symbol.text_start, right_symbol.text_len as usize);
-        if chars as usize > self.rules.max_sentencepiece_length {
+        let Some(shape) = self
+            .rules
+            .join(left_symbol.shape, right_symbol.shape, chars as usize)
+        else {
             return NONE;
-        }
-        let texts = &self.texts;
-        let piece = texts[left_start..left_start + left_len]
-            .chars()
-            .chain(texts[right_start..right_start + right_len].chars());
-        let scripts = &mut self.scripts;
-        let valid = self.rules.is_valid_with(piece, chars as usize, |c| {
-            *scripts.entry(c).or_insert_with(|| script_of(c))
-        });
-        if !valid {
-            return NONE;
-        }
+        };
         let text_start = self.texts.len();
         self.texts
             .extend_from_within(left_start..left_start + left_len);
         self.texts
             .extend_from_within(right_start..right_start + right_len);
-        self.push_symbol(Symbol {
-            freq: 0,
-            prefix: text_prefix(&self.texts[text_start..]),
-            text_start,
-            text_len: (left_len + right_len) as u32,
-            chars,
-            left_chars,
-            is_unknown: false,
-            active: true,
-            pending: false,
-        })
+        self.push_symbol(
+            Symbol {
+                prefix: text_prefix(&self.texts[text_start..]),
+                text_start,
+                text_len: (left_len + right_len) as u32,
+                chars,
+                left_chars,
+                is_unknown: false,
+                shape,
+            },
+            Tally(0),
+        )
     }
 
     /// `symbols_cache_.erase(fp)`: the pair is neither found nor ranked again.
     fn drop_pair(&mut self, id: u32) {
-        self.symbols[id as usize].active = false;
+        self.tallies[id as usize].0 |= Tally::INACTIVE;
         self.positions[id as usize] = Vec::new();
     }
 
-    fn next_slot(&self, word: usize, slot: usize) -> Option<usize> {
-        let end = self.word_starts[word + 1];
-        (slot + 1..end).find(|&i| self.slots[i].symbol != NONE)
-    }
-
+    /// Where the symbol before the one at `slot` starts, found from the last slot of that symbol.
     fn previous_slot(&self, word: usize, slot: usize) -> Option<usize> {
-        let start = self.word_starts[word];
-        (start..slot).rev().find(|&i| self.slots[i].symbol != NONE)
+        if slot == self.word_starts[word] {
+            return None;
+        }
+        let last = slot - 1;
+        let before = self.slots[last];
+        Some(if before.symbol == NONE {
+            last - before.pair as usize
+        } else {
+            last
+        })
     }
 
-    /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in `word`.
+    /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in `word`. The
+    /// caller stores the position.
     fn form_pair(&mut self, word: usize, slot: usize, id: u32) {
         self.slots[slot].pair = id;
         if id == NONE {
             return;
         }
-        let position = self.position(slot, word);
-        self.positions[id as usize].push(position);
-        let symbol = &mut self.symbols[id as usize];
-        symbol.freq += self.counts[word];
-        if !symbol.pending {
-            symbol.pending = true;
+        let tally = &mut self.tallies[id as usize];
+        tally.0 += self.counts[word];
+        if tally.0 & Tally::PENDING == 0 {
+            tally.0 |= Tally::PENDING;
             self.pending.push(id);
         }
     }
@@ -935,35 +1098,36 @@ impl Trainer<'_> {
     fn break_pair(&mut self, word: usize, slot: usize, best: u32) {
         let id = self.slots[slot].pair;
         if id != NONE && id != best {
-            let symbol = &mut self.symbols[id as usize];
-            if symbol.active {
-                symbol.freq -= self.counts[word];
+            let tally = &mut self.tallies[id as usize];
+            if tally.is_active() {
+                tally.0 -= self.counts[word];
             }
         }
     }
 
     /// Queues the pairs formed since the last step with their new frequencies.
     fn queue_pending(&mut self) {
-        for id in std::mem::take(&mut self.pending) {
-            let symbol = &mut self.symbols[id as usize];
-            symbol.pending = false;
-            if symbol.active {
-                let freq = symbol.freq;
+        for &id in &self.pending {
+            let tally = &mut self.tallies[id as usize];
+            tally.0 &= !Tally::PENDING;
+            if tally.is_active() {
+                let freq = tally.freq();
                 self.queue.push(freq, id, &self.symbols, &self.texts);
             }
         }
+        self.pending.clear();
     }
 
     /// The best live pair. An entry whose frequency fell since it was queued goes back in with the
     /// frequency it has now; one whose frequency rose has a newer entry.
     fn best(&mut self) -> Option<u32> {
         while let Some((freq, id)) = self.queue.pop(&self.symbols, &self.texts) {
-            let symbol = &self.symbols[id as usize];
-            if !symbol.active || freq < symbol.freq {
+            let tally = self.tallies[id as usize];
+            if !tally.is_active() || freq < tally.freq() {
                 continue;
             }
-            if freq > symbol.freq {
-                let freq = symbol.freq;
+            if freq > tally.freq() {
+                let freq = tally.freq();
                 self.queue.push(freq, id, &self.symbols, &self.texts);
                 continue;
             }
@@ -977,8 +1141,19 @@ impl Trainer<'_> {
     /// merge only.
     fn merge(&mut self, best: u32) {
         let positions = std::mem::take(&mut self.positions[best as usize]);
-        let mut before_best: FxHashMap<u32, u32> = FxHashMap::default();
-        let mut after_best: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut before_best = std::mem::take(&mut self.before_best);
+        let mut after_best = std::mem::take(&mut self.after_best);
+        before_best.clear();
+        after_best.clear();
+        // A symbol covers one slot per character: the parts of `best` are found without a scan.
+        let (chars, left_chars) = {
+            let symbol = &self.symbols[best as usize];
+            (symbol.chars as usize, symbol.left_chars as usize)
+        };
+        // Every pair formed here is new: its positions are gathered, then stored in lists of the
+        // right size.
+        let first_new = self.symbols.len();
+        let mut formed = std::mem::take(&mut self.formed);
         for (index, &packed) in positions.iter().enumerate() {
             // The occurrences lie all over the words: ask for a later one's slot, word end and
             // count ahead of time.
@@ -990,13 +1165,13 @@ impl Trainer<'_> {
             }
             let (left, word) = self.unpack(packed);
             // Still `best`'s parts, next to each other (SentencePiece compares both parts).
-            if self.slots[left].pair != best {
+            let slot = self.slots[left];
+            if slot.symbol == NONE || slot.pair != best {
                 continue;
             }
-            let right = self
-                .next_slot(word, left)
-                .expect("a formed pair has a right part");
-            let next = self.next_slot(word, right);
+            let right = left + left_chars;
+            let end = left + chars;
+            let next = (end < self.word_starts[word + 1]).then_some(end);
             let previous = self.previous_slot(word, left);
             if let Some(previous) = previous {
                 self.break_pair(word, previous, best);
@@ -1009,6 +1184,7 @@ impl Trainer<'_> {
                 symbol: NONE,
                 pair: NONE,
             };
+            self.slots[end - 1].pair = (end - 1 - left) as u32;
             if let Some(previous) = previous {
                 let before = self.slots[previous].symbol;
                 let id = match before_best.get(&before) {
@@ -1020,6 +1196,9 @@ impl Trainer<'_> {
                     }
                 };
                 self.form_pair(word, previous, id);
+                if id != NONE {
+                    formed.push((id, self.position(previous, word)));
+                }
             }
             let id = match next {
                 None => NONE,
@@ -1042,7 +1221,29 @@ impl Trainer<'_> {
                 }
             };
             self.form_pair(word, left, id);
+            if id != NONE {
+                formed.push((id, packed));
+            }
         }
+        // Clearing a table costs its room: the few large ones of the first merges are not kept.
+        for table in [&mut before_best, &mut after_best] {
+            if table.capacity() > KEPT_TABLE_ROOM {
+                *table = FxHashMap::default();
+            }
+        }
+        (self.before_best, self.after_best) = (before_best, after_best);
+        let mut sizes = vec![0u32; self.symbols.len() - first_new];
+        for &(id, _) in &formed {
+            sizes[id as usize - first_new] += 1;
+        }
+        for (list, &size) in self.positions[first_new..].iter_mut().zip(&sizes) {
+            list.reserve_exact(size as usize);
+        }
+        for &(id, position) in &formed {
+            self.positions[id as usize].push(position);
+        }
+        formed.clear();
+        self.formed = formed;
     }
 }
 
@@ -1068,11 +1269,14 @@ pub fn learn_pieces(
     let mut trainer = Trainer {
         rules,
         symbols: Vec::new(),
+        tallies: Vec::new(),
         positions: Vec::new(),
         texts: String::new(),
-        scripts: FxHashMap::default(),
         queue: Queue::default(),
         pending: Vec::new(),
+        before_best: FxHashMap::default(),
+        after_best: FxHashMap::default(),
+        formed: Vec::new(),
         slots: Vec::new(),
         word_starts: Vec::new(),
         counts: Vec::new(),
@@ -1148,6 +1352,10 @@ pub fn learn_pieces(
         for left in trainer.word_starts[word]..trainer.word_starts[word + 1] {
             let id = trainer.slots[left].pair;
             trainer.form_pair(word, left, id);
+            if id != NONE {
+                let position = trainer.position(left, word);
+                trainer.positions[id as usize].push(position);
+            }
         }
     }
     trainer.queue_pending();
@@ -1271,6 +1479,87 @@ mod tests {
             ..rules
         };
         assert!(numbers.is_valid(&chars("a1")));
+    }
+
+    /// The shape of `piece` by its definition, character by character.
+    fn shape_of(rules: &PieceRules, piece: &[char]) -> Shape {
+        let shapes: Vec<Shape> = piece
+            .iter()
+            .map(|&c| rules.char_shape(c, script_of(c)))
+            .collect();
+        let any = |flag: u8| shapes.iter().any(|shape| shape.flags & flag != 0);
+        let mut flags = 0;
+        for (flag, set) in [
+            (Shape::FORBIDDEN, any(Shape::FORBIDDEN)),
+            (Shape::ALL_SPACE, piece.iter().all(|&c| c == SPACE_CHAR)),
+            (Shape::HAS_SPACE, any(Shape::HAS_SPACE)),
+            (Shape::LATE_SPACE, piece[1..].contains(&SPACE_CHAR)),
+            (Shape::LAST_SPACE, piece.last() == Some(&SPACE_CHAR)),
+            (Shape::DIGIT, any(Shape::DIGIT)),
+        ] {
+            if set {
+                flags |= flag;
+            }
+        }
+        let lead = shapes.iter().find_map(|shape| shape.lead);
+        let tail = shapes.iter().rev().find_map(|shape| shape.lead).flatten();
+        Shape { flags, lead, tail }
+    }
+
+    #[test]
+    fn pairs_judged_by_their_parts_shapes_are_judged_as_their_characters() {
+        let alphabet = [
+            'a', 'b', 'б', '1', '\u{FF12}', '▁', ' ', '\u{301}', 'ひ', 'カ', 'ー', '漢', ',',
+            '\u{1F}', '\u{2585}',
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        let mut judged = 0;
+        for options in 0..64u32 {
+            let flag = |bit: u32| options & (1 << bit) != 0;
+            let rules = PieceRules {
+                max_sentencepiece_length: if flag(5) { 4 } else { 16 },
+                split_by_whitespace: flag(0),
+                allow_whitespace_only_pieces: flag(1),
+                split_by_unicode_script: flag(2),
+                split_by_number: flag(3),
+                split_digits: flag(4),
+            };
+            let part = |piece: &[char]| piece.len() == 1 || rules.is_valid(piece);
+            for _ in 0..400 {
+                let length = 2 + next(5) as usize;
+                let piece: Vec<char> = (0..length)
+                    .map(|_| alphabet[next(alphabet.len() as u64) as usize])
+                    .collect();
+                for cut in 1..length {
+                    let (left, right) = piece.split_at(cut);
+                    if !part(left) || !part(right) {
+                        continue;
+                    }
+                    judged += 1;
+                    let joined =
+                        rules.join(shape_of(&rules, left), shape_of(&rules, right), length);
+                    assert_eq!(
+                        joined.is_some(),
+                        rules.is_valid(&piece),
+                        "{piece:?} at {cut}, {rules:?}"
+                    );
+                    if let Some(shape) = joined {
+                        assert_eq!(
+                            shape,
+                            shape_of(&rules, &piece),
+                            "{piece:?} at {cut}, {rules:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(judged > 10_000, "{judged}");
     }
 
     #[test]
