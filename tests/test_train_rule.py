@@ -154,7 +154,7 @@ def test_one_thread_and_two_threads_learn_the_same_model(tmp_path: Path) -> None
         assert one.mergeable_ranks == two.mergeable_ranks and one.special_tokens == two.special_tokens
 
 
-PARALLEL_MERGE_WORDS = 4096
+PARALLEL_MERGE_WORDS = 1024
 """crates/core/src/tuning.rs: a merge whose pair is in at least this many pieces runs on several threads."""
 
 
@@ -173,7 +173,7 @@ def test_merges_on_several_threads_are_the_merges_of_one_thread() -> None:
     those of one thread: on tie-heavy text with pairs in thousands of pieces (checked, so that the threaded
     merges really run), and on the shared corpora at a large vocabulary."""
     tables = []  # (table, vocabulary size, numbers of threads)
-    documents = textgen.tie_documents(random.Random(23), words=scaled(60_000), documents=16,
+    documents = textgen.tie_documents(random.Random(22), words=scaled(12_000), documents=16,
                                       special_tokens=["<|endoftext|>"])
     tables.append((hf_bpe.count_pieces(documents, pattern="cl100k", special_tokens=["<|endoftext|>"],
                                        show_progress=False), 256 + 4000, (1, 2, 3)))
