@@ -116,7 +116,7 @@ def train(
         text_column=text_column,
     )
     # The table is ours alone: let the merge loop free it as soon as it has its own copy.
-    return _merge(counts, vocab_size, show_progress, name, consume=True, warn_stacklevel=3)
+    return _merge(counts, vocab_size, show_progress, name, consume=True, num_threads=num_threads, warn_stacklevel=3)
 
 
 def count_pieces(
@@ -151,8 +151,7 @@ def count_pieces(
     0
     """
     specials = _special_tokens(special_tokens)
-    if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
-        raise ValueError(f"num_threads must be a positive int or None (every core), got {num_threads!r}")
+    _check_num_threads(num_threads)
     counter = _core.PieceCounter(patterns.to_core(patterns.resolve(pattern)), specials, num_threads)
     source = open_source(corpus, files, text_column=text_column, allow_empty=allow_empty)
     if isinstance(source, Files):
@@ -217,13 +216,15 @@ def train_from_counts(
     show_progress: bool = True,
     name: str | None = None,
     consume: bool = False,
+    num_threads: int | None = None,
 ) -> BPE:
     """Run the merge loop on a count table (from :func:`count_pieces`, possibly summed over shards).
 
     The model's pattern and special tokens are the ones the table was counted with. ``consume=True``
     empties the table as soon as the merge loop has its own copy, so the two never share the memory
     (what :func:`train` does); the table is empty afterwards (``pickle.dumps`` it first to keep it:
-    its serialized form is compact).
+    its serialized form is compact). The merges of pairs found in many pieces run on
+    ``num_threads`` threads (every core by default); the model is the same for every number.
 
     >>> import hf_bpe
     >>> counts = hf_bpe.PieceCounts({"hug": 10, "pug": 5, "pun": 12, "bun": 4}, pattern=r"\\w+")
@@ -235,7 +236,8 @@ def train_from_counts(
         raise TypeError(
             f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}"
         )
-    return _merge(counts, vocab_size, show_progress, name, consume=consume, warn_stacklevel=3)
+    return _merge(counts, vocab_size, show_progress, name, consume=consume, num_threads=num_threads,
+                  warn_stacklevel=3)
 
 
 def _merge(
@@ -245,15 +247,17 @@ def _merge(
     name: str | None,
     *,
     consume: bool,
+    num_threads: int | None,
     warn_stacklevel: int,
 ) -> BPE:
+    _check_num_threads(num_threads)
     specials = list(counts.special_tokens)
     num_merges = _num_merges(vocab_size, len(specials))
     if counts.total == 0:
         raise ValueError("the piece counts are empty: there is nothing to learn merges from")
     pattern = counts.pattern
     with _progress(show_progress, total=num_merges, unit=" merges", desc="Merging") as bar:
-        tokens = counts._learn_merges(num_merges, bar.update if bar is not None else None, consume)
+        tokens = counts._learn_merges(num_merges, bar.update if bar is not None else None, consume, num_threads)
     return _model(tokens, num_merges, vocab_size, pattern, specials, name, warn_stacklevel=warn_stacklevel + 1)
 
 
@@ -279,6 +283,11 @@ def _model(
         ranks[token] = len(ranks)
     special_ids = {token: len(ranks) + i for i, token in enumerate(specials)}
     return BPE(ranks, pattern, special_ids, name=name)
+
+
+def _check_num_threads(num_threads: int | None) -> None:
+    if num_threads is not None and (not isinstance(num_threads, int) or num_threads < 1):
+        raise ValueError(f"num_threads must be a positive int or None (every core), got {num_threads!r}")
 
 
 def _special_tokens(special_tokens: Iterable[str]) -> list[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,41 @@ def test_one_thread_and_two_threads_learn_the_same_model(tmp_path: Path) -> None
         one, two = (hf_bpe.train(corpus, 1500, special_tokens=["<|endoftext|>"], num_threads=threads,
                                  show_progress=False) for threads in (1, 2))
         assert one.mergeable_ranks == two.mergeable_ranks and one.special_tokens == two.special_tokens
+
+
+PARALLEL_MERGE_WORDS = 1024
+"""crates/core/src/tuning.rs: a merge whose pair is in at least this many pieces runs on several threads."""
+
+
+def pieces_per_byte_pair(counts: hf_bpe.PieceCounts) -> Counter[bytes]:
+    """How many distinct pieces hold each pair of adjacent bytes (what the first merges' word lists hold)."""
+    held: Counter[bytes] = Counter()
+    for piece in counts.to_dict():
+        data = piece if isinstance(piece, bytes) else piece.encode("utf-8")
+        held.update({data[i:i + 2] for i in range(len(data) - 1)})
+    return held
+
+
+@pytest.mark.slow
+def test_merges_on_several_threads_are_the_merges_of_one_thread() -> None:
+    """The merges of pairs found in many pieces run on ``num_threads`` threads; the merges, in order, are
+    those of one thread: on tie-heavy text with pairs in thousands of pieces (checked, so that the threaded
+    merges really run), and on the shared corpora at a large vocabulary."""
+    tables = []  # (table, vocabulary size, numbers of threads)
+    documents = textgen.tie_documents(random.Random(22), words=scaled(12_000), documents=16,
+                                      special_tokens=["<|endoftext|>"])
+    tables.append((hf_bpe.count_pieces(documents, pattern="cl100k", special_tokens=["<|endoftext|>"],
+                                       show_progress=False), 256 + 4000, (1, 2, 3)))
+    corpora = sorted(path for path in require_shared("corpora").glob("*.txt") if "COPYING" not in path.name)
+    tables.append((hf_bpe.count_pieces(files=corpora, pattern="cl100k", show_progress=False),
+                   min(131_072, 256 + scaled(20_000)), (1, 2)))
+    for counts, vocab_size, threads in tables:
+        assert pieces_per_byte_pair(counts).most_common(1)[0][1] >= PARALLEL_MERGE_WORDS
+        one, *others = (hf_bpe.train_from_counts(counts, vocab_size, show_progress=False, num_threads=number)
+                        for number in threads)
+        assert len(one.merges) == vocab_size - 256 - len(counts.special_tokens)
+        for number, other in zip(threads[1:], others):
+            assert other.merges == one.merges, f"{number} threads"
 
 
 # --------------------------------------------------------------------- newer Unicode than tiktoken's

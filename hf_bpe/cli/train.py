@@ -154,7 +154,7 @@ def run(arguments: argparse.Namespace) -> int:
         )
         rebuild, kept = counts.__reduce__()
         model = train_from_counts(counts, arguments.vocab_size, show_progress=not arguments.quiet, name=name,
-                                  consume=True)
+                                  consume=True, num_threads=arguments.num_threads)
         counts = rebuild(*kept)
         del kept
     elapsed = time.perf_counter() - started

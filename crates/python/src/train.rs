@@ -393,25 +393,30 @@ impl PyPieceCounts {
     /// Learns up to ``num_merges`` merges; returns the new tokens' bytes in id order (ids 256 on).
     /// ``progress(n)`` is called now and then with the number of merges done since the last call.
     /// With ``consume=True`` the table is emptied (its memory freed) once the merge loop has its
-    /// own copy of the pieces.
-    #[pyo3(signature = (num_merges, progress=None, consume=false))]
+    /// own copy of the pieces. Merges of pairs found in many words run on ``num_threads`` threads
+    /// (every core when None); the merges are the same for every number of threads.
+    #[pyo3(signature = (num_merges, progress=None, consume=false, num_threads=None))]
     fn _learn_merges<'py>(
         &mut self,
         py: Python<'py>,
         num_merges: usize,
         progress: Option<Py<PyAny>>,
         consume: bool,
+        num_threads: Option<usize>,
     ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         guarded(py, || {
+            let pool = crate::thread_pool(num_threads)?;
             let counts = if consume {
                 std::mem::take(&mut self.counts)
             } else {
                 self.counts.clone()
             };
             let tokens = watched(py, progress.as_ref(), |watch| {
-                train::learn_merges_consuming(counts, num_merges, |done| {
-                    watch.done.store(done as u64, Ordering::Relaxed);
-                    !watch.stopped()
+                run(&pool, || {
+                    train::learn_merges_consuming(counts, num_merges, |done| {
+                        watch.done.store(done as u64, Ordering::Relaxed);
+                        !watch.stopped()
+                    })
                 })
             })?;
             Ok(tokens.iter().map(|token| PyBytes::new(py, token)).collect())

@@ -15,10 +15,21 @@
 //!
 //! Order: the most frequent pair wins; ties go to the lexicographically greatest pair compared as
 //! `(bytes of left token, bytes of right token)`.
+//!
+//! Threads: a merge whose pair is in many words (the first merges, of pairs inside multi-byte
+//! characters, touch most words) splits the words into one part per thread of the current rayon
+//! pool; each thread merges the listed words of its part and collects its own changes, which are
+//! then summed. The result does not depend on the number of threads: pair counts are sums, the heap
+//! pops the greatest entry whatever the order entries were pushed in (two entries that compare equal
+//! are the same pair and count), and the order of the words in a pair's list only decides the order
+//! a later merge visits them in (each word's rewrite depends on that word alone).
 
 use super::counts::PieceCounts;
+use crate::tuning::PARALLEL_MERGE_WORDS;
 use crate::Rank;
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::cmp::Ordering;
 
 /// Two adjacent token ids, packed as `left << 32 | right` for cheap hashing.
@@ -33,6 +44,10 @@ fn pack(left: Rank, right: Rank) -> PackedPair {
 fn unpack(pair: PackedPair) -> (Rank, Rank) {
     ((pair >> 32) as Rank, pair as Rank)
 }
+
+/// The words a pair was seen in (see `pair_words` in [`learn`]): most pairs are in a few words,
+/// which are kept inline.
+type WordList = SmallVec<[u32; 4]>;
 
 /// The words (distinct pieces of two or more bytes) in one flat array of symbols.
 struct Words {
@@ -80,46 +95,127 @@ impl Words {
         &self.symbols[self.start[word]..self.start[word] + self.len[word] as usize]
     }
 
-    /// Replaces every occurrence of `(left, right)` in `word` (left to right, non-overlapping) by
-    /// `merged`, reporting each adjacent pair that disappears (`-1`) or appears (`+1`).
-    fn merge(
-        &mut self,
-        word: usize,
-        left: Rank,
-        right: Rank,
-        merged: Rank,
-        mut change: impl FnMut(PackedPair, i64),
-    ) {
-        let start = self.start[word];
-        let len = self.len[word] as usize;
-        let symbols = &mut self.symbols[start..start + len];
-        let (mut read, mut write) = (0, 0);
-        while read < len {
-            if read + 1 < len && symbols[read] == left && symbols[read + 1] == right {
-                // The symbol before is already written (it may be a `merged` from just before);
-                // the one after is not yet read.
-                if write > 0 {
-                    let before = symbols[write - 1];
-                    change(pack(before, left), -1);
-                    change(pack(before, merged), 1);
-                }
-                change(pack(left, right), -1);
-                if read + 2 < len {
-                    let after = symbols[read + 2];
-                    change(pack(right, after), -1);
-                    change(pack(merged, after), 1);
-                }
-                symbols[write] = merged;
-                read += 2;
-            } else {
-                symbols[write] = symbols[read];
-                read += 1;
-            }
-            write += 1;
+    /// All the words as one part.
+    fn whole(&mut self) -> WordsPart<'_> {
+        WordsPart {
+            first: 0,
+            offset: 0,
+            symbols: &mut self.symbols,
+            len: &mut self.len,
+            start: &self.start,
+            count: &self.count,
         }
-        self.len[word] = write as u32;
+    }
+
+    /// The words cut into `n` parts of consecutive ids, each with its own symbols, so that threads
+    /// can merge them at once (every word belongs to exactly one part).
+    fn parts(&mut self, n: usize) -> Vec<WordsPart<'_>> {
+        let Words { symbols, start, len, count } = self;
+        let n_words = count.len();
+        let (mut symbols, mut len) = (&mut symbols[..], &mut len[..]);
+        let (mut first, mut offset) = (0, 0);
+        let mut parts = Vec::with_capacity(n);
+        for part in 1..=n {
+            let end = n_words * part / n;
+            let end_symbol = if end == n_words { offset + symbols.len() } else { start[end] };
+            let (part_symbols, rest_symbols) = std::mem::take(&mut symbols).split_at_mut(end_symbol - offset);
+            let (part_len, rest_len) = std::mem::take(&mut len).split_at_mut(end - first);
+            parts.push(WordsPart {
+                first,
+                offset,
+                symbols: part_symbols,
+                len: part_len,
+                start,
+                count,
+            });
+            (symbols, len) = (rest_symbols, rest_len);
+            (first, offset) = (end, end_symbol);
+        }
+        parts
     }
 }
+
+/// Replaces every occurrence of `(left, right)` in `symbols` (left to right, non-overlapping) by
+/// `merged`, reporting each adjacent pair that disappears (`-1`) or appears (`+1`); returns the new
+/// number of symbols.
+fn merge_symbols(
+    symbols: &mut [Rank],
+    left: Rank,
+    right: Rank,
+    merged: Rank,
+    mut change: impl FnMut(PackedPair, i64),
+) -> usize {
+    let len = symbols.len();
+    // The symbols before the first occurrence stay where they are.
+    let Some(first) = symbols.windows(2).position(|pair| pair[0] == left && pair[1] == right) else {
+        return len;
+    };
+    let (mut read, mut write) = (first, first);
+    while read < len {
+        if read + 1 < len && symbols[read] == left && symbols[read + 1] == right {
+            // The symbol before is already written (it may be a `merged` from just before); the
+            // one after is not yet read.
+            if write > 0 {
+                let before = symbols[write - 1];
+                change(pack(before, left), -1);
+                change(pack(before, merged), 1);
+            }
+            change(pack(left, right), -1);
+            if read + 2 < len {
+                let after = symbols[read + 2];
+                change(pack(right, after), -1);
+                change(pack(merged, after), 1);
+            }
+            symbols[write] = merged;
+            read += 2;
+        } else {
+            symbols[write] = symbols[read];
+            read += 1;
+        }
+        write += 1;
+    }
+    write
+}
+
+/// The words `first..first + len.len()` of [`Words`], with their symbols: one thread's share of a
+/// merge.
+struct WordsPart<'a> {
+    first: usize,
+    /// Where the part's first word starts in `Words::symbols`.
+    offset: usize,
+    symbols: &'a mut [Rank],
+    len: &'a mut [u32],
+    start: &'a [usize],
+    count: &'a [u64],
+}
+
+impl WordsPart<'_> {
+    /// Merges `(left, right)` into `merged` in those of the `listed` words that belong to this
+    /// part, in list order, adding to `changed` the change in each pair's count and, for each pair
+    /// that appears, the words it appears in.
+    fn merge(&mut self, listed: &[u32], left: Rank, right: Rank, merged: Rank, changed: &mut PairChanges) {
+        for &word in listed {
+            let Some(local) = (word as usize).checked_sub(self.first).filter(|&local| local < self.len.len()) else {
+                continue;
+            };
+            let start = self.start[word as usize] - self.offset;
+            let symbols = &mut self.symbols[start..start + self.len[local] as usize];
+            let word_count = self.count[word as usize] as i64;
+            let len = merge_symbols(symbols, left, right, merged, |pair, delta| {
+                let (count, words) = changed.entry(pair).or_default();
+                *count += delta * word_count;
+                if delta > 0 && words.last() != Some(&word) {
+                    words.push(word);
+                }
+            });
+            self.len[local] = len as u32;
+        }
+    }
+}
+
+/// What (part of) a merge changed: for each pair, the change in its count (weighted by the words'
+/// counts) and the words it appeared in, in the order they were merged.
+type PairChanges = FxHashMap<PackedPair, (i64, WordList)>;
 
 /// A max-heap of `(count, pair)` whose order needs the vocabulary (ties compare token bytes), so it
 /// takes the comparison as an argument instead of implementing `Ord`.
@@ -234,6 +330,16 @@ fn compare_pairs(tokens: &TokenBytes, a: PackedPair, b: PackedPair) -> Ordering 
         .then_with(|| tokens.compare(a_right, b_right))
 }
 
+/// Appends `new_words` to the word list `words`, leaving out a first word that is already its last.
+fn append(words: &mut WordList, new_words: WordList) {
+    if words.is_empty() {
+        *words = new_words;
+    } else {
+        let repeated = usize::from(words.last() == new_words.first());
+        words.extend_from_slice(&new_words[repeated..]);
+    }
+}
+
 /// Learns up to `num_tokens` new tokens from `counts` by merging; returns their bytes in id order
 /// (ids `256..`). Fewer come back when no adjacent pair is left (every piece has become a single
 /// token). `on_token(done)` is called after each new token; when it returns `false` (the caller
@@ -242,12 +348,16 @@ fn compare_pairs(tokens: &TokenBytes, a: PackedPair, b: PackedPair) -> Ordering 
 /// A merge whose bytes equal an existing token (possible in principle: the same bytes reached by
 /// two different splits) reuses that token's id and adds nothing to the vocabulary, so equal bytes
 /// are always one symbol, as in a trainer that works on byte strings.
+///
+/// Merges of pairs found in many pieces run on the threads of the current rayon pool (the global
+/// pool, or the one whose `install` calls this); the tokens are the same for every number of
+/// threads.
 pub fn learn_merges(
     counts: &PieceCounts,
     num_tokens: usize,
     on_token: impl FnMut(usize) -> bool,
 ) -> Vec<Vec<u8>> {
-    learn(Words::from_counts(counts), num_tokens, on_token)
+    learn(Words::from_counts(counts), num_tokens, PARALLEL_MERGE_WORDS, on_token)
 }
 
 /// [`learn_merges`], dropping the count table as soon as the merge loop has its own copy of the
@@ -259,12 +369,15 @@ pub fn learn_merges_consuming(
 ) -> Vec<Vec<u8>> {
     let words = Words::from_counts(&counts);
     drop(counts);
-    learn(words, num_tokens, on_token)
+    learn(words, num_tokens, PARALLEL_MERGE_WORDS, on_token)
 }
 
+/// The merge loop; a merge whose pair is listed in at least `parallel_from` words runs on the
+/// current rayon pool's threads.
 fn learn(
     mut words: Words,
     num_tokens: usize,
+    parallel_from: usize,
     mut on_token: impl FnMut(usize) -> bool,
 ) -> Vec<Vec<u8>> {
     let mut tokens = TokenBytes { bytes: Vec::new(), prefixes: Vec::new() };
@@ -288,9 +401,9 @@ fn learn(
             }
         }
     }
-    let mut pair_words: FxHashMap<PackedPair, Vec<u32>> = incidences
+    let mut pair_words: FxHashMap<PackedPair, WordList> = incidences
         .into_iter()
-        .map(|(pair, (listed, _))| (pair, Vec::with_capacity(listed as usize)))
+        .map(|(pair, (listed, _))| (pair, WordList::with_capacity(listed as usize)))
         .collect();
     for word in 0..words.count.len() {
         for window in words.symbols(word).windows(2) {
@@ -312,7 +425,8 @@ fn learn(
     heap.heapify(&|a: &(u64, PackedPair), b: &(u64, PackedPair)| {
         a.0.cmp(&b.0).then_with(|| compare_pairs(&tokens, a.1, b.1)) == Ordering::Greater
     });
-    let mut changes: FxHashMap<PackedPair, i64> = FxHashMap::default();
+    let threads = rayon::current_num_threads();
+    let mut part_changes: Vec<PairChanges> = (0..threads).map(|_| PairChanges::default()).collect();
 
     while tokens.len() - 256 < num_tokens {
         let greater = |a: &(u64, PackedPair), b: &(u64, PackedPair)| {
@@ -342,22 +456,36 @@ fn learn(
         };
         pair_counts.remove(&pair);
 
-        for word in pair_words.remove(&pair).unwrap_or_default() {
-            let word_count = words.count[word as usize] as i64;
-            words.merge(word as usize, left, right, merged, |changed, delta| {
-                *changes.entry(changed).or_insert(0) += delta * word_count;
-                if delta > 0 {
-                    let listed = pair_words.entry(changed).or_default();
-                    if listed.last() != Some(&word) {
-                        listed.push(word);
-                    }
-                }
-            });
+        // The listed words are merged into `part_changes` (on several threads when they are many,
+        // each thread merging the words of its own part), then the changes are summed into the
+        // first part's, and the new pairs' word lists appended to `pair_words` part by part: the
+        // words of a list come in another order than one thread would give, which changes
+        // nothing but the order later merges visit them in.
+        let listed = pair_words.remove(&pair).unwrap_or_default();
+        if threads > 1 && listed.len() >= parallel_from {
+            words
+                .parts(threads)
+                .into_par_iter()
+                .zip(part_changes.par_iter_mut())
+                .for_each(|(mut part, changed)| part.merge(&listed, left, right, merged, changed));
+        } else {
+            words.whole().merge(&listed, left, right, merged, &mut part_changes[0]);
+        }
+        let (changed, others) = part_changes.split_first_mut().expect("one part at least");
+        for other in others {
+            for (pair, (delta, new_words)) in other.drain() {
+                let (sum, words) = changed.entry(pair).or_default();
+                *sum += delta;
+                append(words, new_words);
+            }
         }
         let greater = |a: &(u64, PackedPair), b: &(u64, PackedPair)| {
             a.0.cmp(&b.0).then_with(|| compare_pairs(&tokens, a.1, b.1)) == Ordering::Greater
         };
-        for (changed, delta) in changes.drain() {
+        for (changed, (delta, new_words)) in changed.drain() {
+            if !new_words.is_empty() {
+                append(pair_words.entry(changed).or_default(), new_words);
+            }
             if changed == pair || delta == 0 {
                 continue;
             }
@@ -426,6 +554,90 @@ mod tests {
             }
         }
         learned
+    }
+
+    /// Issue 15's shape of tables (see the test below): UTF-8 text full of ties.
+    fn tie_heavy_table(next: &mut impl FnMut() -> u64) -> PieceCounts {
+        let family = "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}";
+        let alphabet: Vec<String> = (0..2 + next() % 3)
+            .map(|_| {
+                let syllable = match next() % 3 {
+                    0 => 0xAC38 + 0x40 * (next() % 0x20) as u32,
+                    1 => 0xC000 + (next() % 0x1000) as u32,
+                    _ => 0xAC00 + (next() % 11172) as u32,
+                };
+                char::from_u32(syllable).unwrap().to_string()
+            })
+            .chain(["\u{966}", "\u{96D}", family, "\u{1F3FD}", "a", "b"].map(String::from))
+            .collect();
+        let mut counts = PieceCounts::new();
+        for _ in 0..(5 + next() % 200) {
+            let word: String = (0..1 + next() % 8)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize].as_str())
+                .collect();
+            counts.add(word.as_bytes(), [2, 4][(next() % 2) as usize]);
+        }
+        counts
+    }
+
+    /// Every merge on several threads (`parallel_from` 1: even a pair in one word) learns the
+    /// tokens one thread learns, in order, on tables full of ties and on random ones, with more
+    /// threads than some tables have words.
+    #[test]
+    fn several_threads_learn_what_one_thread_learns() {
+        let mut seed = 0x5851_f42d_4c95_7f2du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let pools: Vec<rayon::ThreadPool> = [2, 3]
+            .map(|threads| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap())
+            .into();
+        for round in 0..80 {
+            let counts = if round % 2 == 0 {
+                tie_heavy_table(&mut next)
+            } else {
+                let mut counts = PieceCounts::new();
+                for _ in 0..(next() % 60) {
+                    let len = 1 + next() % 12;
+                    let piece: Vec<u8> = (0..len).map(|_| b"abcd"[(next() % 4) as usize]).collect();
+                    counts.add(&piece, 1 + next() % 4);
+                }
+                counts
+            };
+            let one = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap()
+                .install(|| learn(Words::from_counts(&counts), 2000, 1, |_| true));
+            assert_eq!(one, naive_merges(&counts, 2000));
+            for pool in &pools {
+                let many = pool.install(|| learn(Words::from_counts(&counts), 2000, 1, |_| true));
+                assert_eq!(many, one, "{} threads", pool.current_num_threads());
+            }
+        }
+    }
+
+    #[test]
+    fn words_cut_into_parts_cover_every_word_once() {
+        let counts = table(&[("ab", 1), ("cde", 2), ("fg", 3), ("hijk", 4), ("lm", 5)]);
+        let mut words = Words::from_counts(&counts);
+        let expected: Vec<Vec<Rank>> = (0..5).map(|word| words.symbols(word).to_vec()).collect();
+        for n in 1..8 {
+            let parts = words.parts(n);
+            assert_eq!(parts.len(), n);
+            let mut seen = Vec::new();
+            for part in &parts {
+                for local in 0..part.len.len() {
+                    let word = part.first + local;
+                    let start = part.start[word] - part.offset;
+                    seen.push(part.symbols[start..start + part.len[local] as usize].to_vec());
+                }
+            }
+            assert_eq!(seen, expected, "{n} parts");
+        }
     }
 
     #[test]
