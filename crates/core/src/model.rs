@@ -14,6 +14,7 @@
 
 use std::fmt;
 
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cache::{CacheGuard, PieceCache, ShardedCache};
@@ -346,17 +347,28 @@ impl Model {
             .keys()
             .any(|token| token.len() > LONG_TOKEN)
             .then(|| Halves::new(encoder.keys().map(|token| &token[..])));
-        for (token, &rank) in &encoder {
-            let splits: Vec<usize> = match &halves {
-                Some(halves) if token.len() > LONG_TOKEN => halves.candidates(token),
-                _ => (1..token.len()).collect(),
-            };
-            for split in splits {
-                if let (Some(&left), Some(&right)) = (encoder.get(&token[..split]), encoder.get(&token[split..])) {
-                    let merge = Merge { priority: rank, merged: rank };
-                    merges.insert(left, right, merge, token[split - 1], token[split]);
-                }
-            }
+        // Every split of every token into two tokens, found on the current rayon pool (two hash
+        // lookups per split; the right half is looked up only when the left is a token), then
+        // inserted in the encoder's order.
+        let tokens: Vec<(&[u8], Rank)> = encoder.iter().map(|(token, &rank)| (&token[..], rank)).collect();
+        let joins: Vec<(Rank, Rank, Rank, u8, u8)> = tokens
+            .par_iter()
+            .with_min_len(1024)
+            .flat_map_iter(|&(token, rank)| {
+                let splits: Vec<usize> = match &halves {
+                    Some(halves) if token.len() > LONG_TOKEN => halves.candidates(token),
+                    _ => (1..token.len()).collect(),
+                };
+                let encoder = &encoder;
+                splits.into_iter().filter_map(move |split| {
+                    let left = *encoder.get(&token[..split])?;
+                    let right = *encoder.get(&token[split..])?;
+                    Some((left, right, rank, token[split - 1], token[split]))
+                })
+            })
+            .collect();
+        for (left, right, rank, last_of_left, first_of_right) in joins {
+            merges.insert(left, right, Merge { priority: rank, merged: rank }, last_of_left, first_of_right);
         }
         let empty_matches = encoder.contains_key(&[][..]) && splitter.may_match_empty();
         let rule = Rule::ByteLevel(ByteLevel {
