@@ -165,6 +165,38 @@ def count_pieces(
     return counts
 
 
+class FileCounter:
+    """Counts groups of files into one table, call after call, on ``num_threads`` threads: what a
+    worker that counts many groups keeps (on one thread each group is counted straight into the
+    table, so nothing is copied or added per group). Each file is one document, as in
+    ``count_pieces(files=...)``; a failed call leaves the counter empty.
+
+    >>> import pathlib, tempfile, hf_bpe
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a.txt").write_text("low lower"), (folder / "b.txt").write_text("lowest low")
+    >>> counter = FileCounter("gpt2", num_threads=1)
+    >>> counter.add_files([folder / "a.txt"]); counter.add_files([folder / "b.txt"])
+    >>> counter.take() == hf_bpe.count_pieces(files=[folder / "a.txt", folder / "b.txt"], show_progress=False)
+    True
+    """
+
+    def __init__(self, pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
+                 special_tokens: Iterable[str] = (), *, num_threads: int | None = None) -> None:
+        _check_num_threads(num_threads)
+        self._counter = _core.PieceCounter(patterns.to_core(patterns.resolve(pattern)),
+                                           _special_tokens(special_tokens), num_threads)
+
+    def add_files(self, paths: Paths) -> None:
+        """Count ``paths`` (checked first: missing or not UTF-8 raises naming the file) into the table."""
+        source = open_source(None, paths, allow_empty=True)
+        assert isinstance(source, Files)
+        self._counter.add_files([os.fspath(path) for path in source.paths], None)
+
+    def take(self) -> PieceCounts:
+        """The table so far, leaving the counter empty."""
+        return self._counter.take()  # type: ignore[no-any-return]
+
+
 TIE_BREAKS = ("cs336", "minbpe")
 """The tie rules :func:`train` knows (see its ``tie_break``)."""
 

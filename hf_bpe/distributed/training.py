@@ -30,7 +30,7 @@ from typing import Any
 from hf_bpe import patterns
 from hf_bpe.distributed import _cluster, _inputs
 from hf_bpe.model import BPE
-from hf_bpe.train import PieceCounts, count_pieces, train_from_counts
+from hf_bpe.train import FileCounter, PieceCounts, count_pieces, train_from_counts
 
 FAN_IN = 4
 """How many count tables one combine task adds."""
@@ -135,27 +135,39 @@ class GroupCounter:
     def __init__(self, split: Any, specials: list[str], prune_below: int | None) -> None:
         self.job = (split, specials, prune_below)
         self.total = PieceCounts(pattern=split, special_tokens=specials)
+        # Exact counting goes straight into one table; pruning needs each group's table apart.
+        self.counter = None if prune_below else FileCounter(split, specials, num_threads=1)
 
-    def count(self, paths: list[Path], memory_limit: int | None) -> int:
-        """Count one group (pruned if asked) into this worker's table; returns its distinct pieces."""
+    def count(self, paths: list[Path], memory_limit: int | None) -> None:
+        """Count one group (pruned if asked) into this worker's table."""
+        if self.counter is not None:
+            with _cluster.memory_capped(memory_limit):
+                self.counter.add_files(paths)
+            return
         table = count_files(paths, *self.job, memory_limit)
         if len(self.total):
             self.total += table
         else:
             self.total = table
-        return len(table)
 
     def table(self) -> PieceCounts:
+        if self.counter is not None:
+            counted = self.counter.take()
+            if len(self.total):
+                self.total += counted
+            else:
+                self.total = counted
         return self.total
 
     def absorb(self, *tables: PieceCounts) -> int:
         """Add other workers' tables (a step of the combine tree)."""
+        total = self.table()
         for table in tables:
-            self.total += table
-        return len(self.total)
+            total += table
+        return len(total)
 
     def learn(self, vocab_size: int, name: str | None) -> BPE:
-        table, self.total = self.total, PieceCounts(pattern=self.job[0], special_tokens=self.job[1])
+        table, self.total = self.table(), PieceCounts(pattern=self.job[0], special_tokens=self.job[1])
         return _learn(vocab_size, name, table)
 
 

@@ -493,7 +493,9 @@ impl PyPieceCounter {
     }
 
     /// Counts files (each one document), streamed in chunks and in parallel, with the GIL
-    /// released. ``progress(n)`` is called now and then with the bytes counted since the last call.
+    /// released, into the counts so far (on one thread without copying them; on failure they are
+    /// dropped, leaving the counter empty). ``progress(n)`` is called now and then with the bytes
+    /// counted since the last call.
     #[pyo3(signature = (paths, progress=None))]
     fn add_files(
         &mut self,
@@ -503,15 +505,16 @@ impl PyPieceCounter {
     ) -> PyResult<()> {
         guarded(py, || {
             let (counter, pool) = (&self.counter, &self.pool);
+            let counts = std::mem::take(&mut self.counts);
             let counted = watched(py, progress.as_ref(), |watch| {
                 run(pool, || {
-                    counter.count_files(&paths, |bytes| {
+                    counter.count_files_into(counts, &paths, |bytes| {
                         watch.done.fetch_add(bytes, Ordering::Relaxed);
                         !watch.stopped()
                     })
                 })
             })?;
-            self.counts.absorb(counted.map_err(count_error)?);
+            self.counts = counted.map_err(count_error)?;
             Ok(())
         })
     }

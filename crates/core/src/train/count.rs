@@ -313,6 +313,18 @@ impl Counter {
         paths: &[PathBuf],
         on_bytes: impl Fn(u64) -> bool + Sync,
     ) -> Result<PieceCounts, CountError> {
+        self.count_files_into(PieceCounts::new(), paths, on_bytes)
+    }
+
+    /// [`Counter::count_files`] adding to `counts` (one thread counts into it directly, so on one
+    /// thread nothing is copied or added). On failure `counts` is dropped with the rest.
+    pub fn count_files_into(
+        &self,
+        counts: PieceCounts,
+        paths: &[PathBuf],
+        on_bytes: impl Fn(u64) -> bool + Sync,
+    ) -> Result<PieceCounts, CountError> {
+        let start = Mutex::new(Some(counts));
         // One table per thread, each thread taking the next chunk as it frees up, then the
         // threads' tables added. (A parallel fold over a bridged iterator made a table per
         // stolen job: dozens of partial tables of most of the distinct pieces, whose adding
@@ -320,7 +332,8 @@ impl Counter {
         let chunks = Mutex::new(paths.iter().flat_map(|path| FileChunks::new(self, path)));
         let failed = AtomicBool::new(false);
         let count_some = || -> Result<PieceCounts, CountError> {
-            let mut counts = PieceCounts::new();
+            let taken = start.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+            let mut counts = taken.unwrap_or_default();
             while !failed.load(Ordering::Relaxed) {
                 let next = chunks.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).next();
                 let Some(chunk) = next else { break };
@@ -344,7 +357,7 @@ impl Counter {
             .into_par_iter()
             .map(|_| count_some())
             .collect();
-        let mut total = PieceCounts::new();
+        let mut total = start.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()).unwrap_or_default();
         let mut first_error = None;
         for table in tables {
             match table {
@@ -584,6 +597,13 @@ mod tests {
                 let small = counter.clone().with_chunk_bytes(chunk_bytes);
                 let counted = small.count_files(std::slice::from_ref(&path), |_| true).unwrap();
                 assert_eq!(counted, expected, "chunk {chunk_bytes}");
+                // Counting into a table adds to it: the file counted twice, once into the other.
+                let twice = small
+                    .count_files_into(counted.clone(), std::slice::from_ref(&path), |_| true)
+                    .unwrap();
+                let mut doubled = expected.clone();
+                doubled.absorb(expected.clone());
+                assert_eq!(twice, doubled, "chunk {chunk_bytes}");
             }
         }
         std::fs::write(&path, b"ok text\n\xff bad").unwrap();
