@@ -97,7 +97,9 @@ fn main() {
     phases.report("required");
     let words = table.words();
     let merges = vocab - meta.len() - required.len();
-    let pieces = learn_pieces(table, &required, merges, &rules, |_| true).unwrap();
+    let pieces = pool
+        .install(|| learn_pieces(table, &required, merges, &rules, |_| true))
+        .unwrap();
     phases.report("merge loop");
     println!(
         "{sentences} sentences, {words} distinct words, {} required characters, {} pieces",
