@@ -232,8 +232,16 @@ def train_sentencepiece(
             split_digits=settings["split_digits"],
             progress=bar.update if bar is not None else None,
         )
-    normal = iter(learned)
-    pieces = tuple(meta[index] if index in meta else Piece(*next(normal), NORMAL) for index in range(vocab_size))
+    # The meta pieces at their ids, the learned ones in order around them.
+    normal = [Piece(text, score, NORMAL) for text, score in learned]
+    placed: list[Piece] = []
+    taken = 0
+    for index in sorted(meta):
+        gap = index - len(placed)
+        placed += normal[taken:taken + gap]
+        taken += gap
+        placed.append(meta[index])
+    pieces = (*placed, *normal[taken:])
     texts = [piece.text for piece in pieces]
     if len(set(texts)) != len(texts):
         clash = next(text for text in texts if texts.count(text) > 1)
