@@ -190,7 +190,8 @@ def train_sentencepiece(
         meta_pieces=[piece.text for piece in meta.values()],
         num_threads=settings["num_threads"],
     )
-    source = open_source(corpus, files, text_column=text_column)
+    # The counter checks the files are UTF-8 as it reads them.
+    source = open_source(corpus, files, text_column=text_column, check_utf8=False)
     if isinstance(source, Files):
         with _progress(show_progress, "Reading sentences", total=source.size, unit="B", unit_scale=True,
                        unit_divisor=1024) as bar:

@@ -200,6 +200,14 @@ def test_bad_input_is_refused(tmp_path: Path) -> None:
     broken.write_bytes(b"good line\nbad \xff byte\n")
     with pytest.raises(ValueError, match="not UTF-8"):
         hf_bpe.train_sentencepiece(files=[broken], vocab_size=100, show_progress=False)
+    # The files are checked as they are read (not before): a later file, a last line without a newline.
+    good = tmp_path / "good.txt"
+    good.write_text("good line\n" * 100, encoding="utf-8")
+    broken_end = tmp_path / "broken_end.txt"
+    broken_end.write_bytes(b"good line\nbad byte at the end \xe2\x96")
+    for files in ([good, broken], [good, broken_end]):
+        with pytest.raises(ValueError, match=f"{files[1].name} is not UTF-8"):
+            hf_bpe.train_sentencepiece(files=files, vocab_size=100, show_progress=False)
 
 
 def test_sampling_is_refused_when_the_corpus_is_larger_than_input_sentence_size() -> None:
