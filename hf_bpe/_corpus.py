@@ -58,10 +58,13 @@ MAX_PATH_CHARS = 4096
 
 
 def open_source(
-    corpus: Corpus | None, files: Paths | None, *, text_column: str = "text", allow_empty: bool = False
+    corpus: Corpus | None, files: Paths | None, *, text_column: str = "text", allow_empty: bool = False,
+    check_utf8: bool = True,
 ) -> Files | Documents:
     """The corpus of a training call that takes either ``corpus`` or ``files`` (exactly one);
     ``allow_empty`` lets files that hold no text through (one shard of a larger corpus).
+    ``check_utf8=False`` leaves the UTF-8 check of files to a reader that makes it as it reads
+    (one pass over the files less).
 
     >>> open_source(None, None)
     Traceback (most recent call last):
@@ -74,16 +77,16 @@ def open_source(
             "read the files into documents, e.g. corpus=[*texts, *(open(f).read() for f in files)]"
         )
     if files is not None:
-        return open_files(files, allow_empty=allow_empty)
+        return open_files(files, allow_empty=allow_empty, check_utf8=check_utf8)
     if corpus is None:
         raise TypeError(
             "nothing to train on: pass documents as corpus (a list of str, any iterable of str, a datasets "
             "Dataset) or text files as files=[...]"
         )
-    return open_corpus(corpus, text_column=text_column)
+    return open_corpus(corpus, text_column=text_column, check_utf8=check_utf8)
 
 
-def open_files(files: Paths, *, allow_empty: bool = False) -> Files:
+def open_files(files: Paths, *, allow_empty: bool = False, check_utf8: bool = True) -> Files:
     """Text files given explicitly (``files=``): one path or an iterable of paths, each a file that
     exists; each file is one document.
 
@@ -93,7 +96,7 @@ def open_files(files: Paths, *, allow_empty: bool = False) -> Files:
     FileNotFoundError: no/such/file.txt: no such corpus file
     """
     if isinstance(files, (str, os.PathLike)):
-        return _files([files], allow_empty=allow_empty)
+        return _files([files], allow_empty=allow_empty, check_utf8=check_utf8)
     if isinstance(files, (bytes, bytearray, memoryview, Mapping)):
         raise TypeError(f"files must be a path or a list of paths, got {type(files).__name__}")
     try:
@@ -102,10 +105,10 @@ def open_files(files: Paths, *, allow_empty: bool = False) -> Files:
         raise TypeError(f"files must be a path or a list of paths, got {type(files).__name__}") from None
     if not paths:
         raise ValueError("files is empty: pass at least one text file")
-    return _files(paths, allow_empty=allow_empty)
+    return _files(paths, allow_empty=allow_empty, check_utf8=check_utf8)
 
 
-def open_corpus(corpus: Corpus, *, text_column: str = "text") -> Files | Documents:
+def open_corpus(corpus: Corpus, *, text_column: str = "text", check_utf8: bool = True) -> Files | Documents:
     """Classify ``corpus`` and check it without reading it through: a path (``str`` or
     ``os.PathLike``) or a list of ``pathlib.Path`` is files, a ``datasets`` dataset its text column,
     any other iterable of ``str`` documents (unless it looks like file names: :func:`refuse_file_names`).
@@ -114,7 +117,7 @@ def open_corpus(corpus: Corpus, *, text_column: str = "text") -> Files | Documen
     2
     """
     if isinstance(corpus, (str, os.PathLike)):
-        return _files([corpus])
+        return _files([corpus], check_utf8=check_utf8)
     if isinstance(corpus, (bytes, bytearray, memoryview)):
         raise TypeError(
             "corpus is bytes: pass a path, a list of paths, an iterable of str documents or a "
@@ -140,7 +143,7 @@ def open_corpus(corpus: Corpus, *, text_column: str = "text") -> Files | Documen
         raise ValueError("the corpus is empty: it yielded no documents")
     rest = itertools.chain([first], items)
     if isinstance(first, os.PathLike):
-        return _files(list(rest))
+        return _files(list(rest), check_utf8=check_utf8)
     if not isinstance(first, str):
         raise TypeError(
             f"the corpus must yield str documents (or be a list of paths), got {type(first).__name__}"
@@ -226,7 +229,7 @@ def _names(items: list[str]) -> str:
     return ", ".join(repr(item) for item in items[:3]) + (", ..." if len(items) > 3 else "")
 
 
-def _files(paths: list[Any], *, allow_empty: bool = False) -> Files:
+def _files(paths: list[Any], *, allow_empty: bool = False, check_utf8: bool = True) -> Files:
     for path in paths:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"a list of paths may hold only paths, got {type(path).__name__}: {path!r}")
@@ -241,7 +244,10 @@ def _files(paths: list[Any], *, allow_empty: bool = False) -> Files:
             if len(paths) == 1 and isinstance(paths[0], str) and (len(paths[0]) > 200 or "\n" in paths[0]):
                 hint = " (a str corpus is a path; to train on the text itself, pass [text])"
             raise FileNotFoundError(f"{str(path)[:100]}: no such corpus file{hint}")
-    size = _core.check_utf8_files([os.fspath(path) for path in resolved])
+    if check_utf8:
+        size = _core.check_utf8_files([os.fspath(path) for path in resolved])
+    else:
+        size = sum(path.stat().st_size for path in resolved)
     if size == 0 and not allow_empty:
         names = ", ".join(str(path) for path in resolved[:3]) + (", ..." if len(resolved) > 3 else "")
         held = "holds" if len(resolved) == 1 else "hold"

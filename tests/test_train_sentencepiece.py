@@ -146,6 +146,33 @@ def test_pairs_run_out_as_in_sentencepiece(tmp_path: Path) -> None:
         hf_bpe.train_sentencepiece(files=[corpus], vocab_size=vocab_size, show_progress=False)
 
 
+@pytest.mark.parametrize("mix", OPTION_MIXES)
+def test_the_trainer_spec_is_written_as_protobuf_writes_it(mix: str) -> None:
+    """The ``TrainerSpec`` bytes a trained model carries (written without protobuf) equal protobuf's own
+    serialization of the same settings, and read back to them."""
+    import sys
+
+    trainer = sys.modules["hf_bpe.train_sentencepiece"]
+    options = {**OPTION_MIXES[mix], "unk_id": 1, "bos_id": -1, "eos_id": 0, "num_threads": 3,
+               "control_symbols": ["<ctrl>", "<ω>"], "unk_surface": "\u2047?"} if mix == "symbols" else OPTION_MIXES[mix]
+    settings = trainer._settings(dict(options))
+    expected = pb2.TrainerSpec()
+    for key, value in settings.items():
+        if key in ("normalization_rule_name", "add_dummy_prefix", "remove_extra_whitespaces", "model_type"):
+            continue
+        if isinstance(value, list):
+            getattr(expected, key).extend(value)
+        else:
+            setattr(expected, key, value)
+    expected.model_type = pb2.TrainerSpec.BPE
+    expected.vocab_size = 32000
+    written = trainer._trainer_spec(settings, 32000)
+    assert written == expected.SerializeToString()
+    parsed = pb2.TrainerSpec()
+    parsed.ParseFromString(written)
+    assert parsed == expected
+
+
 def test_unsupported_options_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match="treat_whitespace_as_suffix"):
         hf_bpe.train_sentencepiece(["a b"], 100, treat_whitespace_as_suffix=True, show_progress=False)
@@ -173,6 +200,14 @@ def test_bad_input_is_refused(tmp_path: Path) -> None:
     broken.write_bytes(b"good line\nbad \xff byte\n")
     with pytest.raises(ValueError, match="not UTF-8"):
         hf_bpe.train_sentencepiece(files=[broken], vocab_size=100, show_progress=False)
+    # The files are checked as they are read (not before): a later file, a last line without a newline.
+    good = tmp_path / "good.txt"
+    good.write_text("good line\n" * 100, encoding="utf-8")
+    broken_end = tmp_path / "broken_end.txt"
+    broken_end.write_bytes(b"good line\nbad byte at the end \xe2\x96")
+    for files in ([good, broken], [good, broken_end]):
+        with pytest.raises(ValueError, match=f"{files[1].name} is not UTF-8"):
+            hf_bpe.train_sentencepiece(files=files, vocab_size=100, show_progress=False)
 
 
 def test_sampling_is_refused_when_the_corpus_is_larger_than_input_sentence_size() -> None:

@@ -4,22 +4,30 @@
 //! trains as `hf_bpe.train_sentencepiece(files=..., vocab_size=VOCAB, num_threads=THREADS,
 //! **LLAMA2_OPTIONS)` does (identity normalizer, byte fallback's 256 byte pieces and `<unk>`,
 //! `<s>`, `</s>` as meta pieces) and prints each phase's time: reading and counting words,
-//! laying out the word table, the required characters, the merge loop. Wall time and this
-//! thread's CPU time (the counting and the table run on the pool's threads too). The default
+//! laying out the word table, the required characters, the merge loop. Wall time and the
+//! process's CPU time (every phase runs on the pool's threads). The default
 //! corpus is `../shared/data/corpora`.
 
 #[path = "common/corpora.rs"]
 mod corpora;
-#[path = "common/timing.rs"]
-#[allow(dead_code)] // best_cpu_seconds serves encode_bench
-mod timing;
-
 use std::time::Instant;
 
 use hf_bpe_core::normalize::SentencePieceNormalizer;
 use hf_bpe_core::train::sentencepiece::{learn_pieces, PieceRules, SentenceOptions, WordCounter};
 
-/// Reports a phase: wall seconds, this thread's CPU seconds.
+/// CPU time used by this process so far (every thread: the phases run on the pool's threads).
+fn process_cpu_time() -> std::time::Duration {
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `time` is a valid, writable timespec.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut time) };
+    assert_eq!(status, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID) failed");
+    std::time::Duration::new(time.tv_sec as u64, time.tv_nsec as u32)
+}
+
+/// Reports a phase: wall seconds, the process's CPU seconds.
 struct Phases {
     wall: Instant,
     cpu: std::time::Duration,
@@ -29,14 +37,14 @@ impl Phases {
     fn start() -> Self {
         Self {
             wall: Instant::now(),
-            cpu: timing::thread_cpu_time(),
+            cpu: process_cpu_time(),
         }
     }
 
     fn report(&mut self, phase: &str) {
-        let (wall, cpu) = (self.wall.elapsed(), timing::thread_cpu_time() - self.cpu);
+        let (wall, cpu) = (self.wall.elapsed(), process_cpu_time() - self.cpu);
         println!(
-            "{phase:<12} wall {:.3} s, this thread's CPU {:.3} s",
+            "{phase:<12} wall {:.3} s, the process's CPU {:.3} s",
             wall.as_secs_f64(),
             cpu.as_secs_f64()
         );
@@ -97,7 +105,9 @@ fn main() {
     phases.report("required");
     let words = table.words();
     let merges = vocab - meta.len() - required.len();
-    let pieces = learn_pieces(table, &required, merges, &rules, |_| true).unwrap();
+    let pieces = pool
+        .install(|| learn_pieces(table, &required, merges, &rules, |_| true))
+        .unwrap();
     phases.report("merge loop");
     println!(
         "{sentences} sentences, {words} distinct words, {} required characters, {} pieces",

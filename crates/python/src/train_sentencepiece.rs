@@ -215,19 +215,21 @@ impl PyWordCounter {
                 }
                 let pieces_wanted = vocab_size - meta_pieces;
                 let mut reported = 0;
-                learn_pieces(
-                    table,
-                    &required,
-                    pieces_wanted - required.len(),
-                    &rules,
-                    |done| {
-                        watch
-                            .done
-                            .fetch_add((done - reported) as u64, Ordering::Relaxed);
-                        reported = done;
-                        !watch.stopped()
-                    },
-                )
+                pool.install(|| {
+                    learn_pieces(
+                        table,
+                        &required,
+                        pieces_wanted - required.len(),
+                        &rules,
+                        |done| {
+                            watch
+                                .done
+                                .fetch_add((done - reported) as u64, Ordering::Relaxed);
+                            reported = done;
+                            !watch.stopped()
+                        },
+                    )
+                })
                 .map_err(Ok)
             })?;
             match result {
