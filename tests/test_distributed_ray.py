@@ -136,15 +136,8 @@ def test_a_killed_worker_fails_the_shard_and_the_rerun_finishes_only_the_rest(
 
     runner = threading.Thread(target=run)
     runner.start()
-    killed = None
-    deadline = time.monotonic() + 60
-    while killed is None and runner.is_alive() and time.monotonic() < deadline:
-        if len(list(out.glob("shard-*.json"))) >= 2:
-            for pid in shard_processes(ray_session):
-                os.kill(pid, signal.SIGKILL)
-                killed = pid
-                break
-        time.sleep(0.005)
+    killed = kill_one(runner, lambda: shard_processes(ray_session) if len(list(out.glob("shard-*.json"))) >= 2 else [],
+                      seconds=60)
     runner.join(120)
     assert killed is not None, "no shard was running to kill: the corpus is too small for this machine"
     assert len(failure) == 1 and isinstance(failure[0], ShardError), failure
@@ -202,22 +195,34 @@ def test_a_killed_counting_worker_loses_nothing(ray_session: Any, tmp_path: Path
 
     runner = threading.Thread(target=run)
     runner.start()
-    killed, busy_since = None, {}
-    deadline = time.monotonic() + 120
-    while killed is None and runner.is_alive() and time.monotonic() < deadline:
-        busy = set(counting_processes())
-        busy_since = {pid: busy_since.get(pid, time.monotonic()) for pid in busy}
-        for pid, since in busy_since.items():
-            if time.monotonic() - since > 0.1:
-                os.kill(pid, signal.SIGKILL)
-                killed = pid
-                break
-        time.sleep(0.01)
+    busy_since: dict[int, float] = {}
+
+    def busy_for_long() -> list[int]:
+        now, busy = time.monotonic(), counting_processes()
+        for pid in set(busy_since) - set(busy):  # idle again: its next group starts a new clock
+            del busy_since[pid]
+        for pid in busy:
+            busy_since.setdefault(pid, now)
+        return [pid for pid, since in busy_since.items() if now - since > 0.1]
+
+    killed = kill_one(runner, busy_for_long, seconds=120)
     runner.join(300)
     assert killed is not None, "no worker counted the large file for 0.1 s: the file is too small here"
     assert len(result) == 1 and isinstance(result[0], hf_bpe.BPE), result
     reference = hf_bpe.train(files=paths, vocab_size=600, special_tokens=[SPECIAL], show_progress=False)
     same_model(result[0], reference, [path.read_text(encoding="utf-8")[:20_000] for path in paths])
+
+
+def kill_one(runner: threading.Thread, victims: Any, seconds: float) -> int | None:
+    """While ``runner`` runs (at most ``seconds``), poll ``victims()`` (pids) and SIGKILL the first
+    one it names; its pid, or None if it named none."""
+    deadline = time.monotonic() + seconds
+    while runner.is_alive() and time.monotonic() < deadline:
+        for pid in victims():
+            os.kill(pid, signal.SIGKILL)
+            return pid  # type: ignore[no-any-return]
+        time.sleep(0.005)
+    return None
 
 
 def counting_processes() -> list[int]:

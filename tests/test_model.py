@@ -407,6 +407,29 @@ def test_encode_batch_works_in_a_forked_child_after_the_parent_used_threads() ->
     assert queue.get(timeout=5) == [model.encode_ordinary(text) for text in FORK_TEXTS]
 
 
+def _build_in_child(queue, ranks) -> None:  # runs in a forked process
+    queue.put(BPE(ranks, "gpt2").encode_ordinary(FORK_TEXTS[2]))
+
+
+def test_a_model_builds_in_a_forked_child_after_the_parent_built_one() -> None:
+    """Building a model finds the tokens' splits on a thread pool; a child forked after the parent
+    built one (a datasets.map(num_proc=...) worker loading a tokenizer) must not wait for the
+    parent's threads. It hung when the splits ran on rayon's global pool."""
+    import multiprocessing
+
+    ranks = hf_bpe.get_encoding("gpt2").mergeable_ranks  # enough tokens to be split among threads
+    BPE(ranks, "gpt2")
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_build_in_child, args=(queue, ranks))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("building a model hung in a forked child")
+    assert queue.get(timeout=5) == BPE(ranks, "gpt2").encode_ordinary(FORK_TEXTS[2])
+
+
 def test_large_batches_return_ordinary_lists_sharing_ints() -> None:
     """A batch this large has its lists filled on the pool's threads, which store shared ints and
     leave the reference counting to the calling thread: the lists must still equal the serial

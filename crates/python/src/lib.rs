@@ -421,8 +421,11 @@ impl CoreBPE {
             let rank_list = token_ids_of(ranks, "ranks")?;
             let specials = specials_of(special_tokens)?;
             let split = split_rule_of(split)?;
+            // On this process's pool (rayon's global pool does not survive a fork: a child that
+            // used it would wait forever for threads that were not forked with it).
+            let pool = thread_pool(None)?;
             let model = py
-                .detach(|| Model::from_ranks(rank_list, split, specials))
+                .detach(|| pool.install(|| Model::from_ranks(rank_list, split, specials)))
                 .map_err(|error| build_error(py, error))?;
             Ok(Self::with_model(model))
         })

@@ -1477,26 +1477,16 @@ pub fn learn_pieces(
     }
     // Freeing the trainer (a position list per pair: ~50 ms at vocab 32,000 on 25 MB) is not the
     // caller's wait.
-    let Trainer {
-        symbols,
-        tallies,
-        positions,
-        texts,
-        queue,
-        slots,
-        word_starts,
-        counts,
-        ..
-    } = trainer;
+    // (Its fields are moved out one by one: the trainer itself borrows the rules.)
     drop_in_background((
-        symbols,
-        tallies,
-        positions,
-        texts,
-        queue,
-        slots,
-        word_starts,
-        counts,
+        trainer.symbols,
+        trainer.tallies,
+        trainer.positions,
+        trainer.texts,
+        trainer.queue,
+        trainer.slots,
+        trainer.word_starts,
+        trainer.counts,
     ));
     Ok(pieces)
 }
