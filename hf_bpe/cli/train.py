@@ -120,7 +120,12 @@ def run(arguments: argparse.Namespace) -> int:
     files: list[Path] | None = None
     if arguments.files:
         files = list(arguments.files)
-        described = f"{len(files)} file{'s' if len(files) != 1 else ''}"
+        count = len(files)
+        if arguments.ray is not None:  # FILES may be glob patterns there: count the files they name
+            from hf_bpe.distributed import _inputs
+
+            count = len(_inputs.expand([str(path) for path in files]))
+        described = f"{count} file{'s' if count != 1 else ''}"
     elif arguments.dataset:
         corpus = load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
         described = f"dataset {arguments.dataset} ({arguments.split})"
