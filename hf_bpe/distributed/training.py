@@ -179,8 +179,8 @@ def _train_groups(cluster: _cluster.Cluster, groups: list[list[Path]], job: tupl
     merge loop runs in the worker holding the sum."""
     ray = cluster.ray
     actor = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(GroupCounter)
-    workers = [actor.remote(*job) for _ in range(min(cluster.workers, len(groups)))]
-    counted: dict[Any, list[int]] = {worker: [] for worker in workers}  # each worker's groups so far
+    # The live workers, each with the groups it has counted so far.
+    counted: dict[Any, list[int]] = {actor.remote(*job): [] for _ in range(min(cluster.workers, len(groups)))}
     failures = [0] * len(groups)
     waiting = list(range(len(groups)))
     running: dict[Any, tuple[Any, int]] = {}
@@ -191,7 +191,7 @@ def _train_groups(cluster: _cluster.Cluster, groups: list[list[Path]], job: tupl
             running[worker.count.remote(groups[index], memory_limit)] = (worker, index)
 
     try:
-        for worker in workers:
+        for worker in list(counted):
             hand_out(worker)
         while running:
             [done], _ = ray.wait(list(running), num_returns=1)
@@ -202,31 +202,28 @@ def _train_groups(cluster: _cluster.Cluster, groups: list[list[Path]], job: tupl
                 failures[index] += 1
                 if failures[index] > max_retries:
                     raise _group_failure(ray, groups[index], error, memory_limit) from None
-                lost = counted.pop(worker)
-                waiting[:0] = [index, *lost]  # counted again, first
-                workers.remove(worker)
+                waiting[:0] = [index, *counted.pop(worker)]  # counted again, first, by a new worker
                 worker = actor.remote(*job)
-                workers.append(worker)
                 counted[worker] = []
                 hand_out(worker)
                 continue
             except ray.exceptions.RayTaskError as error:
                 cause = getattr(error, "cause", None)
-                if isinstance(cause, (ValueError, OSError, MemoryError)):
-                    if isinstance(cause, MemoryError):
-                        raise _group_failure(ray, groups[index], cause, memory_limit) from None
+                if isinstance(cause, MemoryError):
+                    raise _group_failure(ray, groups[index], cause, memory_limit) from None
+                if isinstance(cause, (ValueError, OSError)):
                     raise cause from None  # bad input: the counter's message names the file
                 raise
             counted[worker].append(index)
             hand_out(worker)
-        busy = [worker for worker in workers if counted[worker]]
+        busy = [worker for worker, done in counted.items() if done]
         while len(busy) > 1:  # each step adds FAN_IN - 1 workers' tables into one, all steps in parallel
             steps = [busy[start:start + FAN_IN] for start in range(0, len(busy), FAN_IN)]
             ray.get([first.absorb.remote(*(other.table.remote() for other in rest)) for first, *rest in steps])
             busy = [first for first, *_ in steps]
         return ray.get(busy[0].learn.remote(vocab_size, name))  # type: ignore[no-any-return]
     finally:
-        for worker in workers:
+        for worker in counted:
             ray.kill(worker)
 
 
