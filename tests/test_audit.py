@@ -126,6 +126,31 @@ def test_special_tokens_that_are_ordinary_text_or_overlap_are_reported() -> None
     }
 
 
+
+def overlaps_by_definition(texts: list[str]) -> list[tuple[str, str, str]]:
+    """Every ordered pair of distinct tokens, compared as the audit documents it."""
+    found = []
+    for first in sorted(texts):
+        for second in sorted(texts):
+            if first == second:
+                continue
+            if first in second:
+                found.append((first, second, "inside"))
+            elif second not in first and any(first.endswith(second[:size]) for size in range(1, len(second))):
+                found.append((first, second, "end-start"))
+    return found
+
+
+@pytest.mark.parametrize("alphabet", ["ab", "ab<|>", "xyz\u00e9\u2581"])
+def test_overlaps_of_random_special_tokens_follow_the_definition(alphabet: str) -> None:
+    """Tokens over a small alphabet (so most pairs overlap, at every length), several sets."""
+    rng = random.Random(alphabet)
+    ranks = {bytes([byte]): byte for byte in range(256)}
+    for _ in range(scaled(40, 10)):
+        texts = {"".join(rng.choices(alphabet, k=rng.randint(1, 9))) for _ in range(rng.randint(1, 60))}
+        model = BPE(ranks, "gpt2", special_tokens={text: 256 + index for index, text in enumerate(sorted(texts))})
+        assert specials_module.overlaps(model) == overlaps_by_definition(sorted(texts))
+
 def test_sentencepiece_unknown_piece_is_produced_by_text_only_without_byte_fallback() -> None:
     from hf_bpe.sentencepiece_bpe import CONTROL, UNKNOWN, Piece, SentencePieceSpec
 

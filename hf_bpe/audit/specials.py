@@ -55,18 +55,34 @@ def special_tokens(model: BPE) -> list[SpecialToken]:
 
 def overlaps(model: BPE) -> list[tuple[str, str, str]]:
     """Pairs of special tokens that overlap in text: ``(a, b, "inside")`` when ``a`` occurs inside
-    ``b``, ``(a, b, "end-start")`` when an end of ``a`` is a start of ``b``."""
-    texts = sorted(model.special_tokens)
-    found = []
+    ``b``, ``(a, b, "end-start")`` when an end of ``a`` is a start of ``b`` (and neither is inside the
+    other), sorted.
+
+    Each token's windows of the lengths the special tokens have, and its ends, are looked up in
+    tables, so Whisper's 1,608 special tokens take milliseconds, not the seconds of comparing every
+    pair of tokens."""
+    texts = set(model.special_tokens)
+    lengths = sorted({len(text) for text in texts})
+    # Every proper start of each token (its first 1 .. len - 1 characters) -> the tokens starting so.
+    starting: dict[str, list[str]] = {}
+    for text in texts:
+        for size in range(1, len(text)):
+            starting.setdefault(text[:size], []).append(text)
+    inside: set[tuple[str, str]] = set()
+    for outer in texts:
+        for size in lengths:
+            if size >= len(outer):
+                break
+            inside.update((outer[start:start + size], outer) for start in range(len(outer) - size + 1)
+                          if outer[start:start + size] in texts)
+    found = [(first, second, "inside") for first, second in inside]
+    longest_start = lengths[-1] - 1 if lengths else 0
     for first in texts:
-        for second in texts:
-            if first == second:
-                continue
-            if first in second:
-                found.append((first, second, "inside"))
-            elif second not in first and any(first.endswith(second[:size]) for size in range(1, len(second))):
-                found.append((first, second, "end-start"))
-    return found
+        seconds = {second for size in range(1, min(len(first), longest_start) + 1)
+                   for second in starting.get(first[-size:], ())}
+        found.extend((first, second, "end-start") for second in seconds
+                     if second != first and (first, second) not in inside and (second, first) not in inside)
+    return sorted(found)
 
 
 def _unknown_from_text(model: BPE) -> int | None:
