@@ -654,6 +654,26 @@ def test_model_card_describes_the_tokenizer(tmp_path: Path) -> None:
         assert "![Histogram of token lengths in bytes](token_lengths.png)" in card
 
 
+def test_each_card_audits_its_own_vocabulary_when_models_are_saved_in_turn(tmp_path: Path) -> None:
+    """The card keeps the last model's audit for the next save of an equal model: a different model
+    saved in between, or the same vocabulary with other special tokens, gets its own findings."""
+    ranks = encoding("gpt2").mergeable_ranks
+    plain = BPE(ranks, "gpt2", special_tokens={"<|endoftext|>": 50256})
+    overlapping = BPE(ranks, "gpt2", special_tokens={"<|endoftext|>": 50256, "<|endoftext|>!": 50257})
+    row = "| special tokens that are also one ordinary token / overlapping ones |"
+
+    def card(model: BPE, folder: str) -> str:
+        BPETokenizer.from_model(model).save_pretrained(tmp_path / folder)
+        text = (tmp_path / folder / "README.md").read_text()
+        return next(line for line in text.splitlines() if line.startswith(row))
+
+    first = card(plain, "plain")
+    assert first == f"{row} 0 / 0 |"
+    assert card(overlapping, "overlapping") == f"{row} 0 / 1 |"
+    assert card(BPE(ranks, "gpt2", special_tokens={"<|endoftext|>": 50256}), "plain again") == first
+    assert card(overlapping, "overlapping again") == f"{row} 0 / 1 |"
+
+
 def test_remote_code_is_opt_in(tmp_path: Path) -> None:
     tokenizer = tokenizer_for("gpt2")
     tokenizer.save_pretrained(tmp_path, remote_code=True)

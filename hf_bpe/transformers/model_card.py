@@ -17,6 +17,8 @@ from hf_bpe import patterns
 from hf_bpe._io import atomic_write
 
 if TYPE_CHECKING:
+    from hf_bpe.audit import AuditReport
+    from hf_bpe.model import BPE
     from hf_bpe.transformers.tokenizer import BPETokenizer
 
 CARD_FILE = "README.md"
@@ -87,14 +89,30 @@ def write_model_card(tokenizer: BPETokenizer, directory: str | os.PathLike[str])
     return atomic_write(directory / CARD_FILE, render(tokenizer, histogram=histogram, audit=audit))
 
 
+# The last model audited for a card and its report: saving the same vocabulary again (a checkpoint
+# every few steps, or a folder loaded and saved back) does not audit it again. Found by equality of
+# the models (models are immutable) and their names, so the card is always the model's own.
+_last_audit: list[tuple[BPE, AuditReport]] = []
+
+
+def _vocabulary_audit(model: BPE) -> AuditReport:
+    from hf_bpe.audit import audit
+
+    if _last_audit and _last_audit[0][0].name == model.name and _last_audit[0][0] == model:
+        return _last_audit[0][1]
+    report = audit(model)
+    _last_audit[:] = [(model, report)]
+    return report
+
+
 def audit_section(tokenizer: BPETokenizer, directory: Path | None = None) -> str:
     """The card's summary of :func:`hf_bpe.audit` on the model (its vocabulary alone: about a second
     for 32,000 tokens) and, when the card records it (``card["training"]["usage"]``, from
     :func:`hf_bpe.audit.training_usage`), of the training corpus; with ``directory``, its charts are
     drawn there when matplotlib is installed."""
-    from hf_bpe.audit import audit, plots
+    from hf_bpe.audit import plots
 
-    report = audit(tokenizer.model)
+    report = _vocabulary_audit(tokenizer.model)
     summary = report.summary()
     kinds = summary["partial_utf8_by_kind"]
     examples = ", ".join(f"`{_escape(report.show(id))}`" for id in report.unreachable[:4])
