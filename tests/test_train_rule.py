@@ -131,13 +131,13 @@ def test_training_follows_the_rule_on_the_shared_corpora(path: str) -> None:
 @pytest.mark.slow
 def test_training_follows_the_rule_at_full_size() -> None:
     rng = random.Random(2015)
-    for _ in range(scaled(4)):
+    for _ in range(scaled(2)):  # 2 tie-heavy corpora in CI, 2 N at HF_BPE_TEST_SCALE=N
         seed, special_tokens = rng.randrange(2**32), rng.choice(SPECIAL_TOKENS)
         documents = tie_corpus(seed, 3000, special_tokens)
         assert_trains_by_the_rule(documents, 2000, rng.choice(PATTERNS), special_tokens)
     for path in CORPUS_FILES:
         if (SHARED_DATA / path).exists():
-            [(_, documents)] = textgen.corpus_documents([SHARED_DATA / path], rng, limit_bytes=scaled(100_000))
+            [(_, documents)] = textgen.corpus_documents([SHARED_DATA / path], rng, limit_bytes=scaled(60_000))
             assert_trains_by_the_rule(documents, 2000, rng.choice(PATTERNS), ["<|endoftext|>"])
 
 
