@@ -239,11 +239,28 @@ BYTE_LEVEL_REGEX = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N
 _BYTES_ONLY = {bytes([byte]): byte for byte in range(256)}
 
 
+_PATTERN_BYTES_LIMIT = 1 << 16
+"""Our core refuses split regexes longer than this (``MAX_PATTERN_BYTES`` in ``pretokenize.rs``)."""
+
+
+def _may_be_too_long(pattern: patterns.Pattern) -> bool:
+    """Whether a regex of ``pattern`` is over :data:`_PATTERN_BYTES_LIMIT` (then our core refuses it)."""
+    steps = (pattern,) if isinstance(pattern, (str, patterns.Split)) else pattern
+    regexes = [step if isinstance(step, str) else step.pattern for step in steps]
+    return any(len(regex.encode("utf-8")) > _PATTERN_BYTES_LIMIT for regex in regexes)
+
+
 def checked_pattern(pre_tokenizer: Any, refuse: Any) -> patterns.Pattern:
     """Our split pattern for the file's pre-tokenizer, checked to cut :func:`split_probe_texts` into
     the same pieces as `tokenizers` running that pre-tokenizer: a named pattern the file spells
     (faster) when it passes, else the file's own Split steps on Oniguruma; refused when neither does."""
     candidates = _split_rules(pre_tokenizer, refuse)
+    for pattern in candidates:
+        if _may_be_too_long(pattern):  # refused by our core at once; Oniguruma would spend a second compiling it
+            try:
+                BPE(_BYTES_ONLY, pattern)
+            except ValueError as error:
+                raise refuse(f"the split pattern cannot be used: {error}") from None
     try:
         _TheirSplitter(pre_tokenizer)
     except Exception as error:  # noqa: BLE001 - whatever tokenizers raises, the file is refused with it

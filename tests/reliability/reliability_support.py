@@ -587,3 +587,46 @@ def check_load(form: Format, folder: Path, corrupted: str) -> str:
 
 def iter_formats() -> Iterator[Format]:
     yield from FORMATS.values()
+
+
+# ------------------------------------------------------------------------------ cost, not clock time
+
+LINEAR_SLACK = 2.0  # a cost ratio may be this many times the size ratio (a quadratic cost gives the size ratio again)
+
+
+def median_seconds(action: Callable[[], object], runs: int = 3) -> float:
+    """The median wall time of ``runs`` calls of ``action``."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return sorted(times)[len(times) // 2]
+
+
+def cost_grows_linearly(prepare: Callable[[int], Callable[[], object]], small: int, large: int) -> tuple[bool, str]:
+    """Whether ``prepare(size)()`` costs at most :data:`LINEAR_SLACK` times ``large / small`` more at
+    ``large`` than at ``small`` (``prepare`` does the untimed set-up, such as writing the file), and a
+    report of the two costs. Two attempts: a shared machine can stall one measurement, a real
+    super-linear cost fails both. A ratio, never a duration: the machine may be slow."""
+    allowed = LINEAR_SLACK * large / small
+    reports = []
+    for _attempt in range(2):
+        small_seconds = median_seconds(prepare(small))
+        large_seconds = median_seconds(prepare(large))
+        ratio = large_seconds / max(small_seconds, 1e-9)
+        reports.append(f"{small:,}: {small_seconds * 1000:.1f} ms, {large:,}: {large_seconds * 1000:.1f} ms "
+                       f"({ratio:.1f}x, at most {allowed:.0f}x allowed)")
+        if ratio <= allowed:
+            return True, reports[-1]
+    return False, "; ".join(reports)
+
+
+def bytes_read_by_this_process() -> int | None:
+    """Bytes this process has read so far (``rchar`` of ``/proc/self/io``), or ``None`` where the
+    system does not say."""
+    try:
+        lines = Path("/proc/self/io").read_text().splitlines()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) for line in lines if line.startswith("rchar:")), None)
