@@ -8,6 +8,7 @@ of token lengths, with a histogram image when matplotlib is installed.
 from __future__ import annotations
 
 import os
+import weakref
 from collections import Counter
 from pathlib import Path
 from string import Template
@@ -89,19 +90,21 @@ def write_model_card(tokenizer: BPETokenizer, directory: str | os.PathLike[str])
     return atomic_write(directory / CARD_FILE, render(tokenizer, histogram=histogram, audit=audit))
 
 
-# The last model audited for a card and its report: saving the same vocabulary again (a checkpoint
-# every few steps, or a folder loaded and saved back) does not audit it again. Found by equality of
-# the models (models are immutable) and their names, so the card is always the model's own.
-_last_audit: list[tuple[BPE, AuditReport]] = []
+# The last model audited for a card (held weakly: the cache never keeps a vocabulary alive) and its
+# report: saving the same vocabulary again (a checkpoint every few steps, or a folder loaded and saved
+# back while the first is still in use) does not audit it again. Found by equality of the models
+# (models are immutable) and their names, so the card is always the model's own.
+_last_audit: list[tuple[weakref.ref[BPE], AuditReport]] = []
 
 
 def _vocabulary_audit(model: BPE) -> AuditReport:
     from hf_bpe.audit import audit
 
-    if _last_audit and _last_audit[0][0].name == model.name and _last_audit[0][0] == model:
+    audited = _last_audit[0][0]() if _last_audit else None
+    if audited is not None and audited.name == model.name and audited == model:
         return _last_audit[0][1]
     report = audit(model)
-    _last_audit[:] = [(model, report)]
+    _last_audit[:] = [(weakref.ref(model), report)]
     return report
 
 
