@@ -671,6 +671,8 @@ impl PieceRules {
 /// The counted words laid out for the merge loop: their characters one word after the other,
 /// where each word starts, each word's count, and how often each character occurs (weighted).
 pub struct WordTable {
+    /// A [`SEPARATOR`] slot, then each word's characters followed by a [`SEPARATOR`]: word `w`
+    /// is `slots[word_starts[w]..word_starts[w + 1] - 1]`.
     slots: Vec<Slot>,
     word_starts: Vec<usize>,
     counts: Vec<u64>,
@@ -687,7 +689,7 @@ impl WordTable {
         let words = words.into_iter();
         let distinct = words.size_hint().0;
         let mut table = Self {
-            slots: Vec::new(),
+            slots: vec![SEPARATOR_SLOT],
             word_starts: Vec::with_capacity(distinct + 1),
             counts: Vec::with_capacity(distinct),
             basic_counts: vec![0; 0x10000],
@@ -708,6 +710,7 @@ impl WordTable {
                     None => *table.other_counts.entry(c).or_insert(0) += count,
                 }
             }
+            table.slots.push(SEPARATOR_SLOT);
         }
         table.word_starts.push(table.slots.len());
         table.all_chars =
@@ -720,12 +723,13 @@ impl WordTable {
         let mut tables = tables.into_iter();
         let mut table = tables.next().unwrap_or_else(|| WordTable::new(Vec::new()));
         for part in tables {
+            // The part's first separator is the table's last.
             table.word_starts.pop();
-            let offset = table.slots.len();
+            let offset = table.slots.len() - 1;
             table
                 .word_starts
                 .extend(part.word_starts.iter().map(|start| start + offset));
-            table.slots.extend_from_slice(&part.slots);
+            table.slots.extend_from_slice(&part.slots[1..]);
             table.counts.extend_from_slice(&part.counts);
             for (total, count) in table.basic_counts.iter_mut().zip(&part.basic_counts) {
                 *total += count;
@@ -779,6 +783,15 @@ impl WordTable {
 
 const NONE: u32 = u32::MAX;
 
+/// The symbol of the slot between two words: where a word starts and ends is read next to the
+/// slot the merge loop reads anyway.
+const SEPARATOR: u32 = u32::MAX - 1;
+
+const SEPARATOR_SLOT: Slot = Slot {
+    symbol: SEPARATOR,
+    pair: NONE,
+};
+
 /// A character or a pair of symbols (`bpe::Trainer::Symbol`); what the merge loop reads on
 /// every occurrence is apart, in [`Tally`].
 struct Symbol {
@@ -821,7 +834,10 @@ impl Tally {
 /// The most entries a table of [`Trainer::merge`] keeps room for from one merge to the next.
 const KEPT_TABLE_ROOM: usize = 1 << 10;
 
-/// How many occurrences ahead [`Trainer::merge`] asks for slots.
+/// The count of a packed position whose word's count takes more than 32 bits.
+const COUNT_ELSEWHERE: u64 = u32::MAX as u64;
+
+/// How many occurrences ahead [`Trainer::merge`] asks for their slots.
 const PREFETCH_AHEAD: usize = 16;
 
 /// Asks the processor to bring `value` into the cache (a hint; no effect off x86-64).
@@ -938,7 +954,7 @@ impl Queue {
     }
 }
 
-/// One character position of a word.
+/// One character position of a word, or the [`SEPARATOR`] between two words.
 #[derive(Clone, Copy)]
 struct Slot {
     /// The symbol that starts here (`NONE` once merged into the one before it).
@@ -957,8 +973,9 @@ struct Trainer<'r> {
     symbols: Vec<Symbol>,
     /// Each symbol's [`Tally`], by id.
     tallies: Vec<Tally>,
-    /// Where each pair was formed, in the order formed (`Position`s), packed by [`Trainer::position`].
-    /// Entries whose symbols changed since are skipped.
+    /// Where each pair was formed, in the order formed, packed by [`Trainer::position`] with its
+    /// word's count (the merge loop reads nothing else of the word). Entries whose symbols
+    /// changed since are skipped.
     positions: Vec<Vec<u64>>,
     /// Every symbol's text, one after the other.
     texts: String,
@@ -970,12 +987,11 @@ struct Trainer<'r> {
     after_best: FxHashMap<u32, u32>,
     /// [`Trainer::merge`]'s pairs formed and where, kept for its room.
     formed: Vec<(u32, u64)>,
-    /// The words, one after the other, where each word starts, and each word's count.
+    /// The words, one after the other, where each word starts, and each word's count (laid out
+    /// as in [`WordTable`]).
     slots: Vec<Slot>,
     word_starts: Vec<usize>,
     counts: Vec<u64>,
-    /// Bits of a packed position that hold the word.
-    word_bits: u32,
 }
 
 impl Trainer<'_> {
@@ -984,20 +1000,27 @@ impl Trainer<'_> {
         &self.texts[symbol.text_start..symbol.text_start + symbol.text_len as usize]
     }
 
-    /// A position packed: the slot, then the word (to find its count and its end).
-    fn position(&self, slot: usize, word: usize) -> u64 {
-        ((slot as u64) << self.word_bits) | word as u64
+    /// A position packed: the slot, then its word's count (`COUNT_ELSEWHERE` when it does not
+    /// fit; [`Trainer::unpack`] then finds the word).
+    fn position(slot: usize, count: u64) -> u64 {
+        ((slot as u64) << 32) | count.min(COUNT_ELSEWHERE)
     }
 
-    fn unpack(&self, position: u64) -> (usize, usize) {
-        (
-            (position >> self.word_bits) as usize,
-            (position & ((1u64 << self.word_bits) - 1)) as usize,
-        )
+    /// The slot and its word's count.
+    fn unpack(&self, position: u64) -> (usize, u64) {
+        let slot = (position >> 32) as usize;
+        let count = match position & COUNT_ELSEWHERE {
+            COUNT_ELSEWHERE => {
+                self.counts[self.word_starts.partition_point(|&start| start <= slot) - 1]
+            }
+            count => count,
+        };
+        (slot, count)
     }
 
     fn push_symbol(&mut self, symbol: Symbol, tally: Tally) -> u32 {
         let id = self.symbols.len() as u32;
+        debug_assert!(id < SEPARATOR, "symbol ids stay below NONE and SEPARATOR");
         self.symbols.push(symbol);
         self.tallies.push(tally);
         self.positions.push(Vec::new());
@@ -1064,43 +1087,41 @@ impl Trainer<'_> {
         self.positions[id as usize] = Vec::new();
     }
 
-    /// Where the symbol before the one at `slot` starts, found from the last slot of that symbol.
-    fn previous_slot(&self, word: usize, slot: usize) -> Option<usize> {
-        if slot == self.word_starts[word] {
-            return None;
-        }
+    /// Where the symbol before the one at `slot` starts, found from the last slot of that symbol
+    /// (none at the start of a word).
+    fn previous_slot(&self, slot: usize) -> Option<usize> {
         let last = slot - 1;
         let before = self.slots[last];
-        Some(if before.symbol == NONE {
-            last - before.pair as usize
-        } else {
-            last
-        })
+        match before.symbol {
+            SEPARATOR => None,
+            NONE => Some(last - before.pair as usize),
+            _ => Some(last),
+        }
     }
 
-    /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in `word`. The
-    /// caller stores the position.
-    fn form_pair(&mut self, word: usize, slot: usize, id: u32) {
+    /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in a word counted
+    /// `count` times. The caller stores the position.
+    fn form_pair(&mut self, count: u64, slot: usize, id: u32) {
         self.slots[slot].pair = id;
         if id == NONE {
             return;
         }
         let tally = &mut self.tallies[id as usize];
-        tally.0 += self.counts[word];
+        tally.0 += count;
         if tally.0 & Tally::PENDING == 0 {
             tally.0 |= Tally::PENDING;
             self.pending.push(id);
         }
     }
 
-    /// `ResetFreq`: the pair formed at `slot` in `word` is broken. A pair already merged or
-    /// dropped is no longer SentencePiece's to count.
-    fn break_pair(&mut self, word: usize, slot: usize, best: u32) {
+    /// `ResetFreq`: the pair formed at `slot` in a word counted `count` times is broken. A pair
+    /// already merged or dropped is no longer SentencePiece's to count.
+    fn break_pair(&mut self, count: u64, slot: usize, best: u32) {
         let id = self.slots[slot].pair;
         if id != NONE && id != best {
             let tally = &mut self.tallies[id as usize];
             if tally.is_active() {
-                tally.0 -= self.counts[word];
+                tally.0 -= count;
             }
         }
     }
@@ -1132,9 +1153,10 @@ impl Trainer<'_> {
             bounds.push(word.max(*bounds.last().unwrap_or(&0)));
         }
         bounds.push(words);
+        // Each part holds its words and the separator after each (the first separator is in none).
         let mut chunks: Vec<(&mut [Slot], &[usize])> = Vec::with_capacity(parts);
-        let mut rest = self.slots.as_mut_slice();
-        let mut taken = 0;
+        let mut taken = self.word_starts[0];
+        let mut rest = &mut self.slots[taken..];
         for window in bounds.windows(2) {
             let end = self.word_starts[window[1]];
             let (chunk, tail) = rest.split_at_mut(end - taken);
@@ -1149,7 +1171,7 @@ impl Trainer<'_> {
                 let mut part = Part::default();
                 let mut numbers: FxHashMap<u64, u32> = FxHashMap::default();
                 for word in starts.windows(2) {
-                    for right in word[0] + 1 - offset..word[1] - offset {
+                    for right in word[0] + 1 - offset..word[1] - 1 - offset {
                         let key = key(slots, right);
                         let number = *numbers.entry(key).or_insert_with(|| {
                             part.keys.push(key);
@@ -1194,8 +1216,8 @@ impl Trainer<'_> {
         drop(pairs);
         drop(found);
         // The slots' numbers as pair ids.
-        let mut rest = self.slots.as_mut_slice();
-        let mut taken = 0;
+        let mut taken = self.word_starts[0];
+        let mut rest = &mut self.slots[taken..];
         let mut chunks: Vec<(&mut [Slot], &[usize], &[u32])> = Vec::with_capacity(parts);
         for (window, part_ids) in bounds.windows(2).zip(&ids) {
             let end = self.word_starts[window[1]];
@@ -1206,7 +1228,7 @@ impl Trainer<'_> {
         chunks.par_iter_mut().for_each(|(slots, starts, part_ids)| {
             let offset = starts[0];
             for word in starts.windows(2) {
-                for left in word[0] - offset..(word[1] - offset).saturating_sub(1) {
+                for left in word[0] - offset..(word[1] - 1 - offset).saturating_sub(1) {
                     slots[left].pair = part_ids[slots[left].pair as usize];
                 }
             }
@@ -1267,12 +1289,9 @@ impl Trainer<'_> {
             // The occurrences lie all over the words: ask for a later one's slot, word end and
             // count ahead of time.
             if let Some(&ahead) = positions.get(index + PREFETCH_AHEAD) {
-                let (slot, word) = self.unpack(ahead);
-                prefetch(&self.slots[slot]);
-                prefetch(&self.word_starts[word + 1]);
-                prefetch(&self.counts[word]);
+                prefetch(&self.slots[(ahead >> 32) as usize]);
             }
-            let (left, word) = self.unpack(packed);
+            let (left, count) = self.unpack(packed);
             // Still `best`'s parts, next to each other (SentencePiece compares both parts).
             let slot = self.slots[left];
             if slot.symbol == NONE || slot.pair != best {
@@ -1280,13 +1299,13 @@ impl Trainer<'_> {
             }
             let right = left + left_chars;
             let end = left + chars;
-            let next = (end < self.word_starts[word + 1]).then_some(end);
-            let previous = self.previous_slot(word, left);
+            let next = (self.slots[end].symbol != SEPARATOR).then_some(end);
+            let previous = self.previous_slot(left);
             if let Some(previous) = previous {
-                self.break_pair(word, previous, best);
+                self.break_pair(count, previous, best);
             }
             if next.is_some() {
-                self.break_pair(word, right, best);
+                self.break_pair(count, right, best);
             }
             self.slots[left].symbol = best;
             self.slots[right] = Slot {
@@ -1304,9 +1323,9 @@ impl Trainer<'_> {
                         id
                     }
                 };
-                self.form_pair(word, previous, id);
+                self.form_pair(count, previous, id);
                 if id != NONE {
-                    formed.push((id, self.position(previous, word)));
+                    formed.push((id, Self::position(previous, count)));
                 }
             }
             let id = match next {
@@ -1329,7 +1348,7 @@ impl Trainer<'_> {
                     }
                 }
             };
-            self.form_pair(word, left, id);
+            self.form_pair(count, left, id);
             if id != NONE {
                 formed.push((id, packed));
             }
@@ -1390,7 +1409,6 @@ pub fn learn_pieces(
         slots: Vec::new(),
         word_starts: Vec::new(),
         counts: Vec::new(),
-        word_bits: 0,
     };
     // Characters outside the required set become U+2585, which pairs with nothing. The words are
     // taken in no particular order (SentencePiece sorts them): the order numbers the symbols and
@@ -1416,18 +1434,18 @@ pub fn learn_pieces(
     } = table;
     for slot in &mut slots {
         slot.symbol = match slot.symbol {
+            SEPARATOR => SEPARATOR,
             code if code < 0x10000 => basic[code as usize],
             code => beyond.get(&code).copied().unwrap_or(unknown),
         };
     }
     (trainer.slots, trainer.word_starts, trainer.counts) = (slots, word_starts, counts);
-    let bits = |count: usize| usize::BITS - count.leading_zeros();
-    trainer.word_bits = bits(trainer.counts.len());
-    if trainer.word_bits + bits(trainer.slots.len()) > 64 {
+    // A packed position holds a slot in 32 bits.
+    if trainer.slots.len() as u64 > 1 << 32 {
         return Err(format!(
             "{} distinct words of {} characters in all are more than this trainer holds",
             trainer.counts.len(),
-            trainer.slots.len()
+            trainer.slots.len() - trainer.counts.len() - 1
         ));
     }
     // The pairs of neighbouring characters, then each pair's occurrences stored in a list of the
@@ -1441,12 +1459,12 @@ pub fn learn_pieces(
     }
     drop(occurrences);
     for word in 0..trainer.counts.len() {
-        for left in trainer.word_starts[word]..trainer.word_starts[word + 1] {
+        let count = trainer.counts[word];
+        for left in trainer.word_starts[word]..trainer.word_starts[word + 1] - 1 {
             let id = trainer.slots[left].pair;
-            trainer.form_pair(word, left, id);
+            trainer.form_pair(count, left, id);
             if id != NONE {
-                let position = trainer.position(left, word);
-                trainer.positions[id as usize].push(position);
+                trainer.positions[id as usize].push(Trainer::position(left, count));
             }
         }
     }
@@ -1862,7 +1880,10 @@ mod tests {
             for _ in 0..1 + next(12) {
                 let length = 1 + next(9) as usize;
                 let word: String = (0..length).map(|_| alphabet[next(6) as usize]).collect();
-                words.push((word, 1 + next(5)));
+                // Every fourth round, counts from 2^31 (which a packed position holds) to 5 * 2^31
+                // (which it does not).
+                let scale = if round % 4 == 3 { 1 << 31 } else { 1 };
+                words.push((word, (1 + next(5)) * scale));
             }
             let rules = PieceRules {
                 allow_whitespace_only_pieces: round % 2 == 0,
