@@ -50,9 +50,6 @@ pub struct SentenceOptions {
 /// Distinct words (sentences without `split_by_whitespace`) and how often each occurs.
 pub type WordCounts = FxHashMap<Box<str>, u64>;
 
-/// Words with their counts, in a list.
-type WordList = Vec<(Box<str>, u64)>;
-
 /// Counts the words of a stream of sentences as SentencePiece's trainer sees them.
 ///
 /// Each worker thread counts into its own table, kept across blocks of text; the tables are
@@ -320,53 +317,29 @@ impl WordCounter {
     }
 
     /// The distinct words laid out for the merge loop, built on the current rayon pool: each
-    /// worker's words are dealt into parts by hash, each part is added up and laid out by one
-    /// thread, and the parts are put one after the other.
+    /// worker's table lays out, on a thread of its own, the words that no earlier table holds,
+    /// each with its count added up over the tables (looked up, never moved into a new table),
+    /// and the parts are put one after the other. The words are freed once every part is laid
+    /// out.
     pub fn into_table(self) -> WordTable {
         use rayon::prelude::*;
-        use std::hash::BuildHasher;
-        let parts = rayon::current_num_threads().max(1);
-        if parts == 1 || self.shards.len() <= 1 {
-            return WordTable::new(self.into_words());
-        }
-        let hasher = rustc_hash::FxBuildHasher;
-        let dealt: Vec<Vec<WordList>> = self
-            .shards
+        let shards = self.shards;
+        let tables: Vec<WordTable> = (0..shards.len())
             .into_par_iter()
-            .map(|shard| {
-                let mut hands: Vec<WordList> = (0..parts)
-                    .map(|_| Vec::with_capacity(shard.len() / parts + 1))
-                    .collect();
-                for (word, count) in shard {
-                    let hand = (hasher.hash_one(&*word) % parts as u64) as usize;
-                    hands[hand].push((word, count));
-                }
-                hands
-            })
-            .collect();
-        let mut by_part: Vec<Vec<WordList>> = (0..parts).map(|_| Vec::new()).collect();
-        for hands in dealt {
-            for (part, hand) in hands.into_iter().enumerate() {
-                by_part[part].push(hand);
-            }
-        }
-        let tables: Vec<WordTable> = by_part
-            .into_par_iter()
-            .map(|hands| {
-                let mut words = WordCounts::default();
-                words.reserve(hands.iter().map(Vec::len).max().unwrap_or(0));
-                for hand in hands {
-                    for (word, count) in hand {
-                        if let Some(total) = words.get_mut(&word) {
-                            *total += count;
-                        } else {
-                            words.insert(word, count);
-                        }
-                    }
-                }
+            .map(|index| {
+                let (earlier, rest) = shards.split_at(index);
+                let (own, later) = rest.split_first().expect("an index of a table");
+                let words = own
+                    .iter()
+                    .filter(|(word, _)| !earlier.iter().any(|shard| shard.contains_key(*word)))
+                    .map(|(word, &count)| {
+                        let others: u64 = later.iter().filter_map(|shard| shard.get(word)).sum();
+                        (word, count + others)
+                    });
                 WordTable::new(words)
             })
             .collect();
+        shards.into_par_iter().for_each(drop);
         WordTable::concat(tables)
     }
 }
@@ -684,10 +657,13 @@ pub struct WordTable {
 
 impl WordTable {
     /// Lays out `words` (in any order: the order decides nothing), counting the characters as
-    /// they are laid out; each word is freed once copied.
-    pub fn new(words: impl IntoIterator<Item = (Box<str>, u64)>) -> Self {
+    /// they are laid out.
+    pub fn new<W: AsRef<str>>(words: impl IntoIterator<Item = (W, u64)>) -> Self {
         let words = words.into_iter();
-        let distinct = words.size_hint().0;
+        let distinct = match words.size_hint() {
+            (_, Some(most)) => most,
+            (least, None) => least,
+        };
         let mut table = Self {
             slots: vec![SEPARATOR_SLOT],
             word_starts: Vec::with_capacity(distinct + 1),
@@ -699,7 +675,7 @@ impl WordTable {
         for (word, count) in words {
             table.word_starts.push(table.slots.len());
             table.counts.push(count);
-            for c in word.chars() {
+            for c in word.as_ref().chars() {
                 let code = u32::from(c);
                 table.slots.push(Slot {
                     symbol: code,
@@ -721,7 +697,9 @@ impl WordTable {
     /// The tables one after the other.
     pub fn concat(tables: Vec<WordTable>) -> Self {
         let mut tables = tables.into_iter();
-        let mut table = tables.next().unwrap_or_else(|| WordTable::new(Vec::new()));
+        let mut table = tables
+            .next()
+            .unwrap_or_else(|| WordTable::new(Vec::<(&str, u64)>::new()));
         for part in tables {
             // The part's first separator is the table's last.
             table.word_starts.pop();
