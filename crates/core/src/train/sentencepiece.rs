@@ -317,30 +317,31 @@ impl WordCounter {
     }
 
     /// The distinct words laid out for the merge loop, built on the current rayon pool: each
-    /// worker's table lays out, on a thread of its own, the words that no earlier table holds,
-    /// each with its count added up over the tables (looked up, never moved into a new table),
-    /// and the parts are put one after the other. The words are freed once every part is laid
-    /// out.
+    /// worker's table gives, on a thread of its own, the words that no earlier table holds, each
+    /// with its count added up over the tables (looked up, never moved into a new table); the
+    /// parts are laid out in parallel, one after the other, into one table made at its final
+    /// size. The words are freed once every part is laid out.
     pub fn into_table(self) -> WordTable {
         use rayon::prelude::*;
         let shards = self.shards;
-        let tables: Vec<WordTable> = (0..shards.len())
+        let parts: Vec<Vec<(&str, u64)>> = (0..shards.len())
             .into_par_iter()
             .map(|index| {
                 let (earlier, rest) = shards.split_at(index);
                 let (own, later) = rest.split_first().expect("an index of a table");
-                let words = own
-                    .iter()
+                own.iter()
                     .filter(|(word, _)| !earlier.iter().any(|shard| shard.contains_key(*word)))
                     .map(|(word, &count)| {
                         let others: u64 = later.iter().filter_map(|shard| shard.get(word)).sum();
-                        (word, count + others)
-                    });
-                WordTable::new(words)
+                        (&**word, count + others)
+                    })
+                    .collect()
             })
             .collect();
+        let table = WordTable::lay_out(&parts);
+        drop(parts);
         shards.into_par_iter().for_each(drop);
-        WordTable::concat(tables)
+        table
     }
 }
 
@@ -658,66 +659,97 @@ pub struct WordTable {
 impl WordTable {
     /// Lays out `words` (in any order: the order decides nothing), counting the characters as
     /// they are laid out.
-    pub fn new<W: AsRef<str>>(words: impl IntoIterator<Item = (W, u64)>) -> Self {
-        let words = words.into_iter();
-        let distinct = match words.size_hint() {
-            (_, Some(most)) => most,
-            (least, None) => least,
-        };
-        let mut table = Self {
-            slots: vec![SEPARATOR_SLOT],
-            word_starts: Vec::with_capacity(distinct + 1),
-            counts: Vec::with_capacity(distinct),
-            basic_counts: vec![0; 0x10000],
-            other_counts: FxHashMap::default(),
-            all_chars: 0,
-        };
-        for (word, count) in words {
-            table.word_starts.push(table.slots.len());
-            table.counts.push(count);
-            for c in word.as_ref().chars() {
-                let code = u32::from(c);
-                table.slots.push(Slot {
-                    symbol: code,
-                    pair: NONE,
-                });
-                match table.basic_counts.get_mut(code as usize) {
-                    Some(total) => *total += count,
-                    None => *table.other_counts.entry(c).or_insert(0) += count,
-                }
-            }
-            table.slots.push(SEPARATOR_SLOT);
-        }
-        table.word_starts.push(table.slots.len());
-        table.all_chars =
-            table.basic_counts[1..].iter().sum::<u64>() + table.other_counts.values().sum::<u64>();
-        table
+    pub fn new<W: AsRef<str> + Sync>(words: impl IntoIterator<Item = (W, u64)>) -> Self {
+        Self::lay_out(&[words.into_iter().collect()])
     }
 
-    /// The tables one after the other.
-    pub fn concat(tables: Vec<WordTable>) -> Self {
-        let mut tables = tables.into_iter();
-        let mut table = tables
+    /// Lays out the words of `parts` one part after the other, each part on a thread of the
+    /// current rayon pool, into one table made at its final size.
+    fn lay_out<W: AsRef<str> + Sync>(parts: &[Vec<(W, u64)>]) -> Self {
+        use rayon::prelude::*;
+        // Each part's slots: a character each, and the separator after each word. One part gets
+        // a slot per byte, the rest cut off after (counting the characters first would read
+        // every word twice).
+        let slots_of = |word: &W| match parts.len() {
+            1 => word.as_ref().len() + 1,
+            _ => word.as_ref().chars().count() + 1,
+        };
+        let sizes: Vec<usize> = parts
+            .par_iter()
+            .map(|words| words.iter().map(|(word, _)| slots_of(word)).sum())
+            .collect();
+        let words = parts.iter().map(Vec::len).sum::<usize>();
+        let mut slots = vec![SEPARATOR_SLOT; 1 + sizes.iter().sum::<usize>()];
+        let mut word_starts = vec![0; words + 1];
+        let mut counts = vec![0; words];
+        // Each part's share of the three lists, and where its slots start.
+        let mut shares = Vec::with_capacity(parts.len());
+        let (mut slots_left, mut starts_left, mut counts_left) = (
+            &mut slots[1..],
+            &mut word_starts[..words],
+            counts.as_mut_slice(),
+        );
+        let mut offset = 1;
+        for (part, &size) in parts.iter().zip(&sizes) {
+            let (part_slots, rest) = std::mem::take(&mut slots_left).split_at_mut(size);
+            slots_left = rest;
+            let (part_starts, rest) = std::mem::take(&mut starts_left).split_at_mut(part.len());
+            starts_left = rest;
+            let (part_counts, rest) = std::mem::take(&mut counts_left).split_at_mut(part.len());
+            counts_left = rest;
+            shares.push((part, part_slots, part_starts, part_counts, offset));
+            offset += size;
+        }
+        // Each part fills its share and counts its characters.
+        let tallies: Vec<(usize, Vec<u64>, FxHashMap<char, u64>)> = shares
+            .into_par_iter()
+            .map(|(part, slots, starts, counts, offset)| {
+                let mut basic_counts = vec![0u64; 0x10000];
+                let mut other_counts: FxHashMap<char, u64> = FxHashMap::default();
+                let mut at = 0;
+                for (index, (word, count)) in part.iter().enumerate() {
+                    starts[index] = offset + at;
+                    counts[index] = *count;
+                    for c in word.as_ref().chars() {
+                        let code = u32::from(c);
+                        slots[at].symbol = code;
+                        at += 1;
+                        match basic_counts.get_mut(code as usize) {
+                            Some(total) => *total += count,
+                            None => *other_counts.entry(c).or_insert(0) += count,
+                        }
+                    }
+                    // The separator is in place.
+                    at += 1;
+                }
+                (at, basic_counts, other_counts)
+            })
+            .collect();
+        if let [(filled, _, _)] = tallies[..] {
+            slots.truncate(1 + filled);
+        }
+        word_starts[words] = slots.len();
+        let mut tallies = tallies.into_iter();
+        let (_, mut basic_counts, mut other_counts) = tallies
             .next()
-            .unwrap_or_else(|| WordTable::new(Vec::<(&str, u64)>::new()));
-        for part in tables {
-            // The part's first separator is the table's last.
-            table.word_starts.pop();
-            let offset = table.slots.len() - 1;
-            table
-                .word_starts
-                .extend(part.word_starts.iter().map(|start| start + offset));
-            table.slots.extend_from_slice(&part.slots[1..]);
-            table.counts.extend_from_slice(&part.counts);
-            for (total, count) in table.basic_counts.iter_mut().zip(&part.basic_counts) {
+            .unwrap_or_else(|| (0, vec![0; 0x10000], FxHashMap::default()));
+        for (_, basic, other) in tallies {
+            for (total, count) in basic_counts.iter_mut().zip(&basic) {
                 *total += count;
             }
-            for (c, count) in part.other_counts {
-                *table.other_counts.entry(c).or_insert(0) += count;
+            for (c, count) in other {
+                *other_counts.entry(c).or_insert(0) += count;
             }
-            table.all_chars += part.all_chars;
         }
-        table
+        let all_chars = basic_counts[1..].iter().sum::<u64>() + other_counts.values().sum::<u64>();
+        Self {
+            slots,
+            word_starts,
+            counts,
+            basic_counts,
+            other_counts,
+            all_chars,
+        }
     }
 
     /// Distinct words.
