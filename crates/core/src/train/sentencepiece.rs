@@ -909,23 +909,47 @@ fn ranks_before(symbols: &[Symbol], texts: &str, a: &Entry, b: &Entry) -> bool {
 /// half as deep as a binary one (the queue holds every pair ever formed, far more than fit in cache).
 const QUEUE_ARITY: usize = 4;
 
-/// A 4-ary max-heap of queued pairs under [`ranks_before`] (a total order: the pops do not
-/// depend on the heap's shape).
-#[derive(Default)]
+/// The queued pairs, popped in the order of [`ranks_before`] (a total order: the pops do not
+/// depend on how the entries are kept). The entries of frequency `floor` or more are in a 4-ary
+/// max-heap; the others, which cannot be the best while the heap holds any entry, wait in lists
+/// by the power of two below their frequency (`below[k]`: 2^k to 2^(k + 1) - 1; `below[0]`
+/// also 0) until the heap runs out: most pairs formed never come near the top, and the heap they
+/// stay out of is small.
 struct Queue {
     entries: Vec<Entry>,
+    below: Vec<Vec<Entry>>,
+    floor: u64,
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            below: (0..u64::BITS).map(|_| Vec::new()).collect(),
+            floor: u64::MAX,
+        }
+    }
 }
 
 impl Queue {
     /// Queues the pair `id` with the frequency `freq`.
     fn push(&mut self, freq: u64, id: u32, symbols: &[Symbol], texts: &str) {
         let symbol = &symbols[id as usize];
-        self.entries.push(Entry {
+        let entry = Entry {
             freq,
             prefix: symbol.prefix,
             chars: symbol.chars,
             id,
-        });
+        };
+        if freq < self.floor {
+            self.below[freq.max(1).ilog2() as usize].push(entry);
+        } else {
+            self.push_on_heap(entry, symbols, texts);
+        }
+    }
+
+    fn push_on_heap(&mut self, entry: Entry, symbols: &[Symbol], texts: &str) {
+        self.entries.push(entry);
         let mut child = self.entries.len() - 1;
         while child > 0 {
             let parent = (child - 1) / QUEUE_ARITY;
@@ -937,8 +961,16 @@ impl Queue {
         }
     }
 
-    /// The best entry: (frequency when queued, pair).
+    /// The best entry: (frequency when queued, pair). When the heap is empty, the highest list
+    /// waiting goes onto it, and the floor falls to that list's lowest frequency.
     fn pop(&mut self, symbols: &[Symbol], texts: &str) -> Option<(u64, u32)> {
+        if self.entries.is_empty() {
+            let power = self.below.iter().rposition(|list| !list.is_empty())?;
+            self.floor = if power == 0 { 0 } else { 1 << power };
+            for entry in std::mem::take(&mut self.below[power]) {
+                self.push_on_heap(entry, symbols, texts);
+            }
+        }
         let last = self.entries.pop()?;
         if self.entries.is_empty() {
             return Some((last.freq, last.id));
@@ -1819,6 +1851,71 @@ mod tests {
 
     /// The merge loop recomputed from scratch at every step: every pair of neighbouring symbols
     /// counted anew, the best taken, its occurrences replaced left to right.
+    #[test]
+    fn the_queue_pops_in_rank_order_whatever_it_waits_in() {
+        // Symbols of 1 to 3 characters with texts that tie often, and a left part of 0 to 2.
+        let rules = rules();
+        let (mut texts, mut symbols) = (String::new(), Vec::new());
+        for id in 0..60u32 {
+            let chars = 1 + id % 3;
+            let text: String = (0..chars)
+                .map(|k| ['a', 'b', 'c'][((id + k) % 3) as usize])
+                .collect();
+            let text_start = texts.len();
+            texts.push_str(&text);
+            symbols.push(Symbol {
+                prefix: text_prefix(&text),
+                text_start,
+                text_len: text.len() as u32,
+                chars,
+                left_chars: id % chars,
+                is_unknown: false,
+                shape: rules.char_shape('a', script_of('a')),
+            });
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        for _ in 0..50 {
+            let mut queue = Queue::default();
+            let mut queued: Vec<Entry> = Vec::new();
+            for _ in 0..300 {
+                if next(3) == 0 {
+                    // The best queued entry, by a sort under `ranks_before`.
+                    queued.sort_by(|a, b| {
+                        if ranks_before(&symbols, &texts, a, b) {
+                            std::cmp::Ordering::Less
+                        } else if ranks_before(&symbols, &texts, b, a) {
+                            std::cmp::Ordering::Greater
+                        } else {
+                            std::cmp::Ordering::Equal
+                        }
+                    });
+                    let expected = (!queued.is_empty()).then(|| queued.remove(0));
+                    let popped = queue.pop(&symbols, &texts);
+                    assert_eq!(popped, expected.map(|entry| (entry.freq, entry.id)));
+                } else {
+                    // Frequencies from 0 to about 2^20, most of them small.
+                    let bits = next(21);
+                    let freq = next(1 << bits);
+                    let id = next(60) as u32;
+                    queue.push(freq, id, &symbols, &texts);
+                    let symbol = &symbols[id as usize];
+                    queued.push(Entry {
+                        freq,
+                        prefix: symbol.prefix,
+                        chars: symbol.chars,
+                        id,
+                    });
+                }
+            }
+        }
+    }
+
     fn learn_naively(words: &[(&str, u64)], merges: usize, rules: &PieceRules) -> Vec<String> {
         let mut words: Vec<(Vec<String>, u64)> = words
             .iter()
