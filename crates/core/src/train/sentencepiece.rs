@@ -267,18 +267,13 @@ impl WordCounter {
         let mut offset = 0u64;
         let mut at_end = false;
         while !at_end && !self.is_full() {
-            let start = buffer.len();
-            buffer.resize(start + BLOCK, 0);
-            let mut filled = start;
-            while filled < buffer.len() {
-                let read = file.read(&mut buffer[filled..]).map_err(io_error)?;
-                if read == 0 {
-                    at_end = true;
-                    break;
-                }
-                filled += read;
-            }
-            buffer.truncate(filled);
+            // Read into the buffer's spare room, which is not zeroed first (a block short of
+            // `BLOCK` bytes ends the file).
+            let read = (&mut file)
+                .take(BLOCK as u64)
+                .read_to_end(buffer)
+                .map_err(io_error)?;
+            at_end = read < BLOCK;
             let cut = if at_end {
                 buffer.len()
             } else {
