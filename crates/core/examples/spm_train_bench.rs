@@ -13,7 +13,9 @@ mod corpora;
 use std::time::Instant;
 
 use hf_bpe_core::normalize::SentencePieceNormalizer;
-use hf_bpe_core::train::sentencepiece::{learn_pieces, PieceRules, SentenceOptions, WordCounter};
+use hf_bpe_core::train::sentencepiece::{
+    learn_pieces, PieceRules, ScoredPiece, SentenceOptions, WordCounter, WordTable,
+};
 
 /// CPU time used by this process so far (every thread: the phases run on the pool's threads).
 fn process_cpu_time() -> std::time::Duration {
@@ -50,6 +52,42 @@ impl Phases {
         );
         *self = Self::start();
     }
+}
+
+// Each phase is a function of its own, never inlined, so that a profiler can take one phase
+// apart: `valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*merge_pairs*' ...`.
+
+#[inline(never)]
+fn count_words(
+    pool: &rayon::ThreadPool,
+    files: &[String],
+    options: SentenceOptions,
+    normalizer: SentencePieceNormalizer,
+    meta: &[&str],
+) -> WordCounter {
+    let mut counter = WordCounter::new(options, normalizer, meta).unwrap();
+    for file in files {
+        pool.install(|| counter.add_file(std::path::Path::new(file), |_| true))
+            .unwrap();
+    }
+    counter
+}
+
+#[inline(never)]
+fn lay_out_words(pool: &rayon::ThreadPool, counter: WordCounter) -> WordTable {
+    pool.install(|| counter.into_table())
+}
+
+#[inline(never)]
+fn merge_pairs(
+    pool: &rayon::ThreadPool,
+    table: WordTable,
+    required: &[(char, u64)],
+    merges: usize,
+    rules: &PieceRules,
+) -> Vec<ScoredPiece> {
+    pool.install(|| learn_pieces(table, required, merges, rules, |_| true))
+        .unwrap()
 }
 
 fn main() {
@@ -92,22 +130,16 @@ fn main() {
         split_digits: true,
     };
     let mut phases = Phases::start();
-    let mut counter = WordCounter::new(options, normalizer, &meta).unwrap();
-    for file in &files {
-        pool.install(|| counter.add_file(std::path::Path::new(file), |_| true))
-            .unwrap();
-    }
+    let counter = count_words(&pool, &files, options, normalizer, &meta);
     let sentences = counter.sentences();
     phases.report("counting");
-    let table = pool.install(|| counter.into_table());
+    let table = lay_out_words(&pool, counter);
     phases.report("word table");
     let required = table.required_chars(0.99995);
     phases.report("required");
     let words = table.words();
     let merges = vocab - meta.len() - required.len();
-    let pieces = pool
-        .install(|| learn_pieces(table, &required, merges, &rules, |_| true))
-        .unwrap();
+    let pieces = merge_pairs(&pool, table, &required, merges, &rules);
     phases.report("merge loop");
     println!(
         "{sentences} sentences, {words} distinct words, {} required characters, {} pieces",

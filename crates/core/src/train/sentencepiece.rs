@@ -21,6 +21,7 @@
 //! The result does not depend on the order of the words nor on the number of threads.
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use compact_str::CompactString;
 use rustc_hash::{FxHashMap, FxHashSet};
 use unic_ucd_age::Age;
 use unicode_script::{Script, UnicodeScript};
@@ -47,11 +48,10 @@ pub struct SentenceOptions {
     pub first_sentences: u64,
 }
 
-/// Distinct words (sentences without `split_by_whitespace`) and how often each occurs.
-pub type WordCounts = FxHashMap<Box<str>, u64>;
-
-/// Words with their counts, in a list.
-type WordList = Vec<(Box<str>, u64)>;
+/// Distinct words (sentences without `split_by_whitespace`) and how often each occurs. A word of
+/// up to 24 bytes is held in the table itself: counting allocates nothing for it, looking it up
+/// reads no other memory, and freeing the table frees no word one by one.
+pub type WordCounts = FxHashMap<CompactString, u64>;
 
 /// Counts the words of a stream of sentences as SentencePiece's trainer sees them.
 ///
@@ -267,18 +267,13 @@ impl WordCounter {
         let mut offset = 0u64;
         let mut at_end = false;
         while !at_end && !self.is_full() {
-            let start = buffer.len();
-            buffer.resize(start + BLOCK, 0);
-            let mut filled = start;
-            while filled < buffer.len() {
-                let read = file.read(&mut buffer[filled..]).map_err(io_error)?;
-                if read == 0 {
-                    at_end = true;
-                    break;
-                }
-                filled += read;
-            }
-            buffer.truncate(filled);
+            // Read into the buffer's spare room, which is not zeroed first (a block short of
+            // `BLOCK` bytes ends the file).
+            let read = (&mut file)
+                .take(BLOCK as u64)
+                .read_to_end(buffer)
+                .map_err(io_error)?;
+            at_end = read < BLOCK;
             let cut = if at_end {
                 buffer.len()
             } else {
@@ -320,54 +315,31 @@ impl WordCounter {
     }
 
     /// The distinct words laid out for the merge loop, built on the current rayon pool: each
-    /// worker's words are dealt into parts by hash, each part is added up and laid out by one
-    /// thread, and the parts are put one after the other.
+    /// worker's table gives, on a thread of its own, the words that no earlier table holds, each
+    /// with its count added up over the tables (looked up, never moved into a new table); the
+    /// parts are laid out in parallel, one after the other, into one table made at its final
+    /// size. The words are freed once every part is laid out.
     pub fn into_table(self) -> WordTable {
         use rayon::prelude::*;
-        use std::hash::BuildHasher;
-        let parts = rayon::current_num_threads().max(1);
-        if parts == 1 || self.shards.len() <= 1 {
-            return WordTable::new(self.into_words());
-        }
-        let hasher = rustc_hash::FxBuildHasher;
-        let dealt: Vec<Vec<WordList>> = self
-            .shards
+        let shards = self.shards;
+        let parts: Vec<Vec<(&str, u64)>> = (0..shards.len())
             .into_par_iter()
-            .map(|shard| {
-                let mut hands: Vec<WordList> = (0..parts)
-                    .map(|_| Vec::with_capacity(shard.len() / parts + 1))
-                    .collect();
-                for (word, count) in shard {
-                    let hand = (hasher.hash_one(&*word) % parts as u64) as usize;
-                    hands[hand].push((word, count));
-                }
-                hands
+            .map(|index| {
+                let (earlier, rest) = shards.split_at(index);
+                let (own, later) = rest.split_first().expect("an index of a table");
+                own.iter()
+                    .filter(|(word, _)| !earlier.iter().any(|shard| shard.contains_key(*word)))
+                    .map(|(word, &count)| {
+                        let others: u64 = later.iter().filter_map(|shard| shard.get(word)).sum();
+                        (word.as_str(), count + others)
+                    })
+                    .collect()
             })
             .collect();
-        let mut by_part: Vec<Vec<WordList>> = (0..parts).map(|_| Vec::new()).collect();
-        for hands in dealt {
-            for (part, hand) in hands.into_iter().enumerate() {
-                by_part[part].push(hand);
-            }
-        }
-        let tables: Vec<WordTable> = by_part
-            .into_par_iter()
-            .map(|hands| {
-                let mut words = WordCounts::default();
-                words.reserve(hands.iter().map(Vec::len).max().unwrap_or(0));
-                for hand in hands {
-                    for (word, count) in hand {
-                        if let Some(total) = words.get_mut(&word) {
-                            *total += count;
-                        } else {
-                            words.insert(word, count);
-                        }
-                    }
-                }
-                WordTable::new(words)
-            })
-            .collect();
-        WordTable::concat(tables)
+        let table = WordTable::lay_out(&parts);
+        drop(parts);
+        shards.into_par_iter().for_each(drop);
+        table
     }
 }
 
@@ -671,6 +643,8 @@ impl PieceRules {
 /// The counted words laid out for the merge loop: their characters one word after the other,
 /// where each word starts, each word's count, and how often each character occurs (weighted).
 pub struct WordTable {
+    /// A [`SEPARATOR`] slot, then each word's characters followed by a [`SEPARATOR`]: word `w`
+    /// is `slots[word_starts[w]..word_starts[w + 1] - 1]`.
     slots: Vec<Slot>,
     word_starts: Vec<usize>,
     counts: Vec<u64>,
@@ -682,60 +656,98 @@ pub struct WordTable {
 
 impl WordTable {
     /// Lays out `words` (in any order: the order decides nothing), counting the characters as
-    /// they are laid out; each word is freed once copied.
-    pub fn new(words: impl IntoIterator<Item = (Box<str>, u64)>) -> Self {
-        let words = words.into_iter();
-        let distinct = words.size_hint().0;
-        let mut table = Self {
-            slots: Vec::new(),
-            word_starts: Vec::with_capacity(distinct + 1),
-            counts: Vec::with_capacity(distinct),
-            basic_counts: vec![0; 0x10000],
-            other_counts: FxHashMap::default(),
-            all_chars: 0,
-        };
-        for (word, count) in words {
-            table.word_starts.push(table.slots.len());
-            table.counts.push(count);
-            for c in word.chars() {
-                let code = u32::from(c);
-                table.slots.push(Slot {
-                    symbol: code,
-                    pair: NONE,
-                });
-                match table.basic_counts.get_mut(code as usize) {
-                    Some(total) => *total += count,
-                    None => *table.other_counts.entry(c).or_insert(0) += count,
-                }
-            }
-        }
-        table.word_starts.push(table.slots.len());
-        table.all_chars =
-            table.basic_counts[1..].iter().sum::<u64>() + table.other_counts.values().sum::<u64>();
-        table
+    /// they are laid out.
+    pub fn new<W: AsRef<str> + Sync>(words: impl IntoIterator<Item = (W, u64)>) -> Self {
+        Self::lay_out(&[words.into_iter().collect()])
     }
 
-    /// The tables one after the other.
-    pub fn concat(tables: Vec<WordTable>) -> Self {
-        let mut tables = tables.into_iter();
-        let mut table = tables.next().unwrap_or_else(|| WordTable::new(Vec::new()));
-        for part in tables {
-            table.word_starts.pop();
-            let offset = table.slots.len();
-            table
-                .word_starts
-                .extend(part.word_starts.iter().map(|start| start + offset));
-            table.slots.extend_from_slice(&part.slots);
-            table.counts.extend_from_slice(&part.counts);
-            for (total, count) in table.basic_counts.iter_mut().zip(&part.basic_counts) {
+    /// Lays out the words of `parts` one part after the other, each part on a thread of the
+    /// current rayon pool, into one table made at its final size.
+    fn lay_out<W: AsRef<str> + Sync>(parts: &[Vec<(W, u64)>]) -> Self {
+        use rayon::prelude::*;
+        // Each part's slots: a character each, and the separator after each word. One part gets
+        // a slot per byte, the rest cut off after (counting the characters first would read
+        // every word twice).
+        let slots_of = |word: &W| match parts.len() {
+            1 => word.as_ref().len() + 1,
+            _ => word.as_ref().chars().count() + 1,
+        };
+        let sizes: Vec<usize> = parts
+            .par_iter()
+            .map(|words| words.iter().map(|(word, _)| slots_of(word)).sum())
+            .collect();
+        let words = parts.iter().map(Vec::len).sum::<usize>();
+        let mut slots = vec![SEPARATOR_SLOT; 1 + sizes.iter().sum::<usize>()];
+        let mut word_starts = vec![0; words + 1];
+        let mut counts = vec![0; words];
+        // Each part's share of the three lists, and where its slots start.
+        let mut shares = Vec::with_capacity(parts.len());
+        let (mut slots_left, mut starts_left, mut counts_left) = (
+            &mut slots[1..],
+            &mut word_starts[..words],
+            counts.as_mut_slice(),
+        );
+        let mut offset = 1;
+        for (part, &size) in parts.iter().zip(&sizes) {
+            let (part_slots, rest) = std::mem::take(&mut slots_left).split_at_mut(size);
+            slots_left = rest;
+            let (part_starts, rest) = std::mem::take(&mut starts_left).split_at_mut(part.len());
+            starts_left = rest;
+            let (part_counts, rest) = std::mem::take(&mut counts_left).split_at_mut(part.len());
+            counts_left = rest;
+            shares.push((part, part_slots, part_starts, part_counts, offset));
+            offset += size;
+        }
+        // Each part fills its share and counts its characters.
+        let tallies: Vec<(usize, Vec<u64>, FxHashMap<char, u64>)> = shares
+            .into_par_iter()
+            .map(|(part, slots, starts, counts, offset)| {
+                let mut basic_counts = vec![0u64; 0x10000];
+                let mut other_counts: FxHashMap<char, u64> = FxHashMap::default();
+                let mut at = 0;
+                for (index, (word, count)) in part.iter().enumerate() {
+                    starts[index] = offset + at;
+                    counts[index] = *count;
+                    for c in word.as_ref().chars() {
+                        let code = u32::from(c);
+                        slots[at].symbol = code;
+                        at += 1;
+                        match basic_counts.get_mut(code as usize) {
+                            Some(total) => *total += count,
+                            None => *other_counts.entry(c).or_insert(0) += count,
+                        }
+                    }
+                    // The separator is in place.
+                    at += 1;
+                }
+                (at, basic_counts, other_counts)
+            })
+            .collect();
+        if let [(filled, _, _)] = tallies[..] {
+            slots.truncate(1 + filled);
+        }
+        word_starts[words] = slots.len();
+        let mut tallies = tallies.into_iter();
+        let (_, mut basic_counts, mut other_counts) = tallies
+            .next()
+            .unwrap_or_else(|| (0, vec![0; 0x10000], FxHashMap::default()));
+        for (_, basic, other) in tallies {
+            for (total, count) in basic_counts.iter_mut().zip(&basic) {
                 *total += count;
             }
-            for (c, count) in part.other_counts {
-                *table.other_counts.entry(c).or_insert(0) += count;
+            for (c, count) in other {
+                *other_counts.entry(c).or_insert(0) += count;
             }
-            table.all_chars += part.all_chars;
         }
-        table
+        let all_chars = basic_counts[1..].iter().sum::<u64>() + other_counts.values().sum::<u64>();
+        Self {
+            slots,
+            word_starts,
+            counts,
+            basic_counts,
+            other_counts,
+            all_chars,
+        }
     }
 
     /// Distinct words.
@@ -779,6 +791,15 @@ impl WordTable {
 
 const NONE: u32 = u32::MAX;
 
+/// The symbol of the slot between two words: where a word starts and ends is read next to the
+/// slot the merge loop reads anyway.
+const SEPARATOR: u32 = u32::MAX - 1;
+
+const SEPARATOR_SLOT: Slot = Slot {
+    symbol: SEPARATOR,
+    pair: NONE,
+};
+
 /// A character or a pair of symbols (`bpe::Trainer::Symbol`); what the merge loop reads on
 /// every occurrence is apart, in [`Tally`].
 struct Symbol {
@@ -821,7 +842,10 @@ impl Tally {
 /// The most entries a table of [`Trainer::merge`] keeps room for from one merge to the next.
 const KEPT_TABLE_ROOM: usize = 1 << 10;
 
-/// How many occurrences ahead [`Trainer::merge`] asks for slots.
+/// The count of a packed position whose word's count takes more than 32 bits.
+const COUNT_ELSEWHERE: u64 = u32::MAX as u64;
+
+/// How many occurrences ahead [`Trainer::merge`] asks for their slots.
 const PREFETCH_AHEAD: usize = 16;
 
 /// Asks the processor to bring `value` into the cache (a hint; no effect off x86-64).
@@ -880,23 +904,47 @@ fn ranks_before(symbols: &[Symbol], texts: &str, a: &Entry, b: &Entry) -> bool {
 /// half as deep as a binary one (the queue holds every pair ever formed, far more than fit in cache).
 const QUEUE_ARITY: usize = 4;
 
-/// A 4-ary max-heap of queued pairs under [`ranks_before`] (a total order: the pops do not
-/// depend on the heap's shape).
-#[derive(Default)]
+/// The queued pairs, popped in the order of [`ranks_before`] (a total order: the pops do not
+/// depend on how the entries are kept). The entries of frequency `floor` or more are in a 4-ary
+/// max-heap; the others, which cannot be the best while the heap holds any entry, wait in lists
+/// by the power of two below their frequency (`below[k]`: 2^k to 2^(k + 1) - 1; `below[0]`
+/// also 0) until the heap runs out: most pairs formed never come near the top, and the heap they
+/// stay out of is small.
 struct Queue {
     entries: Vec<Entry>,
+    below: Vec<Vec<Entry>>,
+    floor: u64,
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            below: (0..u64::BITS).map(|_| Vec::new()).collect(),
+            floor: u64::MAX,
+        }
+    }
 }
 
 impl Queue {
     /// Queues the pair `id` with the frequency `freq`.
     fn push(&mut self, freq: u64, id: u32, symbols: &[Symbol], texts: &str) {
         let symbol = &symbols[id as usize];
-        self.entries.push(Entry {
+        let entry = Entry {
             freq,
             prefix: symbol.prefix,
             chars: symbol.chars,
             id,
-        });
+        };
+        if freq < self.floor {
+            self.below[freq.max(1).ilog2() as usize].push(entry);
+        } else {
+            self.push_on_heap(entry, symbols, texts);
+        }
+    }
+
+    fn push_on_heap(&mut self, entry: Entry, symbols: &[Symbol], texts: &str) {
+        self.entries.push(entry);
         let mut child = self.entries.len() - 1;
         while child > 0 {
             let parent = (child - 1) / QUEUE_ARITY;
@@ -908,8 +956,16 @@ impl Queue {
         }
     }
 
-    /// The best entry: (frequency when queued, pair).
+    /// The best entry: (frequency when queued, pair). When the heap is empty, the highest list
+    /// waiting goes onto it, and the floor falls to that list's lowest frequency.
     fn pop(&mut self, symbols: &[Symbol], texts: &str) -> Option<(u64, u32)> {
+        if self.entries.is_empty() {
+            let power = self.below.iter().rposition(|list| !list.is_empty())?;
+            self.floor = if power == 0 { 0 } else { 1 << power };
+            for entry in std::mem::take(&mut self.below[power]) {
+                self.push_on_heap(entry, symbols, texts);
+            }
+        }
         let last = self.entries.pop()?;
         if self.entries.is_empty() {
             return Some((last.freq, last.id));
@@ -938,7 +994,7 @@ impl Queue {
     }
 }
 
-/// One character position of a word.
+/// One character position of a word, or the [`SEPARATOR`] between two words.
 #[derive(Clone, Copy)]
 struct Slot {
     /// The symbol that starts here (`NONE` once merged into the one before it).
@@ -957,8 +1013,9 @@ struct Trainer<'r> {
     symbols: Vec<Symbol>,
     /// Each symbol's [`Tally`], by id.
     tallies: Vec<Tally>,
-    /// Where each pair was formed, in the order formed (`Position`s), packed by [`Trainer::position`].
-    /// Entries whose symbols changed since are skipped.
+    /// Where each pair was formed, in the order formed, packed by [`Trainer::position`] with its
+    /// word's count (the merge loop reads nothing else of the word). Entries whose symbols
+    /// changed since are skipped.
     positions: Vec<Vec<u64>>,
     /// Every symbol's text, one after the other.
     texts: String,
@@ -970,12 +1027,11 @@ struct Trainer<'r> {
     after_best: FxHashMap<u32, u32>,
     /// [`Trainer::merge`]'s pairs formed and where, kept for its room.
     formed: Vec<(u32, u64)>,
-    /// The words, one after the other, where each word starts, and each word's count.
+    /// The words, one after the other, where each word starts, and each word's count (laid out
+    /// as in [`WordTable`]).
     slots: Vec<Slot>,
     word_starts: Vec<usize>,
     counts: Vec<u64>,
-    /// Bits of a packed position that hold the word.
-    word_bits: u32,
 }
 
 impl Trainer<'_> {
@@ -984,20 +1040,27 @@ impl Trainer<'_> {
         &self.texts[symbol.text_start..symbol.text_start + symbol.text_len as usize]
     }
 
-    /// A position packed: the slot, then the word (to find its count and its end).
-    fn position(&self, slot: usize, word: usize) -> u64 {
-        ((slot as u64) << self.word_bits) | word as u64
+    /// A position packed: the slot, then its word's count (`COUNT_ELSEWHERE` when it does not
+    /// fit; [`Trainer::unpack`] then finds the word).
+    fn position(slot: usize, count: u64) -> u64 {
+        ((slot as u64) << 32) | count.min(COUNT_ELSEWHERE)
     }
 
-    fn unpack(&self, position: u64) -> (usize, usize) {
-        (
-            (position >> self.word_bits) as usize,
-            (position & ((1u64 << self.word_bits) - 1)) as usize,
-        )
+    /// The slot and its word's count.
+    fn unpack(&self, position: u64) -> (usize, u64) {
+        let slot = (position >> 32) as usize;
+        let count = match position & COUNT_ELSEWHERE {
+            COUNT_ELSEWHERE => {
+                self.counts[self.word_starts.partition_point(|&start| start <= slot) - 1]
+            }
+            count => count,
+        };
+        (slot, count)
     }
 
     fn push_symbol(&mut self, symbol: Symbol, tally: Tally) -> u32 {
         let id = self.symbols.len() as u32;
+        debug_assert!(id < SEPARATOR, "symbol ids stay below NONE and SEPARATOR");
         self.symbols.push(symbol);
         self.tallies.push(tally);
         self.positions.push(Vec::new());
@@ -1064,43 +1127,41 @@ impl Trainer<'_> {
         self.positions[id as usize] = Vec::new();
     }
 
-    /// Where the symbol before the one at `slot` starts, found from the last slot of that symbol.
-    fn previous_slot(&self, word: usize, slot: usize) -> Option<usize> {
-        if slot == self.word_starts[word] {
-            return None;
-        }
+    /// Where the symbol before the one at `slot` starts, found from the last slot of that symbol
+    /// (none at the start of a word).
+    fn previous_slot(&self, slot: usize) -> Option<usize> {
         let last = slot - 1;
         let before = self.slots[last];
-        Some(if before.symbol == NONE {
-            last - before.pair as usize
-        } else {
-            last
-        })
+        match before.symbol {
+            SEPARATOR => None,
+            NONE => Some(last - before.pair as usize),
+            _ => Some(last),
+        }
     }
 
-    /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in `word`. The
-    /// caller stores the position.
-    fn form_pair(&mut self, word: usize, slot: usize, id: u32) {
+    /// The rest of `AddNewPair`: the pair `id` (or none) is formed at `slot` in a word counted
+    /// `count` times. The caller stores the position.
+    fn form_pair(&mut self, count: u64, slot: usize, id: u32) {
         self.slots[slot].pair = id;
         if id == NONE {
             return;
         }
         let tally = &mut self.tallies[id as usize];
-        tally.0 += self.counts[word];
+        tally.0 += count;
         if tally.0 & Tally::PENDING == 0 {
             tally.0 |= Tally::PENDING;
             self.pending.push(id);
         }
     }
 
-    /// `ResetFreq`: the pair formed at `slot` in `word` is broken. A pair already merged or
-    /// dropped is no longer SentencePiece's to count.
-    fn break_pair(&mut self, word: usize, slot: usize, best: u32) {
+    /// `ResetFreq`: the pair formed at `slot` in a word counted `count` times is broken. A pair
+    /// already merged or dropped is no longer SentencePiece's to count.
+    fn break_pair(&mut self, count: u64, slot: usize, best: u32) {
         let id = self.slots[slot].pair;
         if id != NONE && id != best {
             let tally = &mut self.tallies[id as usize];
             if tally.is_active() {
-                tally.0 -= self.counts[word];
+                tally.0 -= count;
             }
         }
     }
@@ -1132,9 +1193,10 @@ impl Trainer<'_> {
             bounds.push(word.max(*bounds.last().unwrap_or(&0)));
         }
         bounds.push(words);
+        // Each part holds its words and the separator after each (the first separator is in none).
         let mut chunks: Vec<(&mut [Slot], &[usize])> = Vec::with_capacity(parts);
-        let mut rest = self.slots.as_mut_slice();
-        let mut taken = 0;
+        let mut taken = self.word_starts[0];
+        let mut rest = &mut self.slots[taken..];
         for window in bounds.windows(2) {
             let end = self.word_starts[window[1]];
             let (chunk, tail) = rest.split_at_mut(end - taken);
@@ -1149,7 +1211,7 @@ impl Trainer<'_> {
                 let mut part = Part::default();
                 let mut numbers: FxHashMap<u64, u32> = FxHashMap::default();
                 for word in starts.windows(2) {
-                    for right in word[0] + 1 - offset..word[1] - offset {
+                    for right in word[0] + 1 - offset..word[1] - 1 - offset {
                         let key = key(slots, right);
                         let number = *numbers.entry(key).or_insert_with(|| {
                             part.keys.push(key);
@@ -1194,8 +1256,8 @@ impl Trainer<'_> {
         drop(pairs);
         drop(found);
         // The slots' numbers as pair ids.
-        let mut rest = self.slots.as_mut_slice();
-        let mut taken = 0;
+        let mut taken = self.word_starts[0];
+        let mut rest = &mut self.slots[taken..];
         let mut chunks: Vec<(&mut [Slot], &[usize], &[u32])> = Vec::with_capacity(parts);
         for (window, part_ids) in bounds.windows(2).zip(&ids) {
             let end = self.word_starts[window[1]];
@@ -1206,7 +1268,7 @@ impl Trainer<'_> {
         chunks.par_iter_mut().for_each(|(slots, starts, part_ids)| {
             let offset = starts[0];
             for word in starts.windows(2) {
-                for left in word[0] - offset..(word[1] - offset).saturating_sub(1) {
+                for left in word[0] - offset..(word[1] - 1 - offset).saturating_sub(1) {
                     slots[left].pair = part_ids[slots[left].pair as usize];
                 }
             }
@@ -1267,12 +1329,9 @@ impl Trainer<'_> {
             // The occurrences lie all over the words: ask for a later one's slot, word end and
             // count ahead of time.
             if let Some(&ahead) = positions.get(index + PREFETCH_AHEAD) {
-                let (slot, word) = self.unpack(ahead);
-                prefetch(&self.slots[slot]);
-                prefetch(&self.word_starts[word + 1]);
-                prefetch(&self.counts[word]);
+                prefetch(&self.slots[(ahead >> 32) as usize]);
             }
-            let (left, word) = self.unpack(packed);
+            let (left, count) = self.unpack(packed);
             // Still `best`'s parts, next to each other (SentencePiece compares both parts).
             let slot = self.slots[left];
             if slot.symbol == NONE || slot.pair != best {
@@ -1280,13 +1339,13 @@ impl Trainer<'_> {
             }
             let right = left + left_chars;
             let end = left + chars;
-            let next = (end < self.word_starts[word + 1]).then_some(end);
-            let previous = self.previous_slot(word, left);
+            let next = (self.slots[end].symbol != SEPARATOR).then_some(end);
+            let previous = self.previous_slot(left);
             if let Some(previous) = previous {
-                self.break_pair(word, previous, best);
+                self.break_pair(count, previous, best);
             }
             if next.is_some() {
-                self.break_pair(word, right, best);
+                self.break_pair(count, right, best);
             }
             self.slots[left].symbol = best;
             self.slots[right] = Slot {
@@ -1304,9 +1363,9 @@ impl Trainer<'_> {
                         id
                     }
                 };
-                self.form_pair(word, previous, id);
+                self.form_pair(count, previous, id);
                 if id != NONE {
-                    formed.push((id, self.position(previous, word)));
+                    formed.push((id, Self::position(previous, count)));
                 }
             }
             let id = match next {
@@ -1329,7 +1388,7 @@ impl Trainer<'_> {
                     }
                 }
             };
-            self.form_pair(word, left, id);
+            self.form_pair(count, left, id);
             if id != NONE {
                 formed.push((id, packed));
             }
@@ -1390,7 +1449,6 @@ pub fn learn_pieces(
         slots: Vec::new(),
         word_starts: Vec::new(),
         counts: Vec::new(),
-        word_bits: 0,
     };
     // Characters outside the required set become U+2585, which pairs with nothing. The words are
     // taken in no particular order (SentencePiece sorts them): the order numbers the symbols and
@@ -1416,18 +1474,18 @@ pub fn learn_pieces(
     } = table;
     for slot in &mut slots {
         slot.symbol = match slot.symbol {
+            SEPARATOR => SEPARATOR,
             code if code < 0x10000 => basic[code as usize],
             code => beyond.get(&code).copied().unwrap_or(unknown),
         };
     }
     (trainer.slots, trainer.word_starts, trainer.counts) = (slots, word_starts, counts);
-    let bits = |count: usize| usize::BITS - count.leading_zeros();
-    trainer.word_bits = bits(trainer.counts.len());
-    if trainer.word_bits + bits(trainer.slots.len()) > 64 {
+    // A packed position holds a slot in 32 bits.
+    if trainer.slots.len() as u64 > 1 << 32 {
         return Err(format!(
             "{} distinct words of {} characters in all are more than this trainer holds",
             trainer.counts.len(),
-            trainer.slots.len()
+            trainer.slots.len() - trainer.counts.len() - 1
         ));
     }
     // The pairs of neighbouring characters, then each pair's occurrences stored in a list of the
@@ -1441,12 +1499,12 @@ pub fn learn_pieces(
     }
     drop(occurrences);
     for word in 0..trainer.counts.len() {
-        for left in trainer.word_starts[word]..trainer.word_starts[word + 1] {
+        let count = trainer.counts[word];
+        for left in trainer.word_starts[word]..trainer.word_starts[word + 1] - 1 {
             let id = trainer.slots[left].pair;
-            trainer.form_pair(word, left, id);
+            trainer.form_pair(count, left, id);
             if id != NONE {
-                let position = trainer.position(left, word);
-                trainer.positions[id as usize].push(position);
+                trainer.positions[id as usize].push(Trainer::position(left, count));
             }
         }
     }
@@ -1788,6 +1846,71 @@ mod tests {
 
     /// The merge loop recomputed from scratch at every step: every pair of neighbouring symbols
     /// counted anew, the best taken, its occurrences replaced left to right.
+    #[test]
+    fn the_queue_pops_in_rank_order_whatever_it_waits_in() {
+        // Symbols of 1 to 3 characters with texts that tie often, and a left part of 0 to 2.
+        let rules = rules();
+        let (mut texts, mut symbols) = (String::new(), Vec::new());
+        for id in 0..60u32 {
+            let chars = 1 + id % 3;
+            let text: String = (0..chars)
+                .map(|k| ['a', 'b', 'c'][((id + k) % 3) as usize])
+                .collect();
+            let text_start = texts.len();
+            texts.push_str(&text);
+            symbols.push(Symbol {
+                prefix: text_prefix(&text),
+                text_start,
+                text_len: text.len() as u32,
+                chars,
+                left_chars: id % chars,
+                is_unknown: false,
+                shape: rules.char_shape('a', script_of('a')),
+            });
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        };
+        for _ in 0..50 {
+            let mut queue = Queue::default();
+            let mut queued: Vec<Entry> = Vec::new();
+            for _ in 0..300 {
+                if next(3) == 0 {
+                    // The best queued entry, by a sort under `ranks_before`.
+                    queued.sort_by(|a, b| {
+                        if ranks_before(&symbols, &texts, a, b) {
+                            std::cmp::Ordering::Less
+                        } else if ranks_before(&symbols, &texts, b, a) {
+                            std::cmp::Ordering::Greater
+                        } else {
+                            std::cmp::Ordering::Equal
+                        }
+                    });
+                    let expected = (!queued.is_empty()).then(|| queued.remove(0));
+                    let popped = queue.pop(&symbols, &texts);
+                    assert_eq!(popped, expected.map(|entry| (entry.freq, entry.id)));
+                } else {
+                    // Frequencies from 0 to about 2^20, most of them small.
+                    let bits = next(21);
+                    let freq = next(1 << bits);
+                    let id = next(60) as u32;
+                    queue.push(freq, id, &symbols, &texts);
+                    let symbol = &symbols[id as usize];
+                    queued.push(Entry {
+                        freq,
+                        prefix: symbol.prefix,
+                        chars: symbol.chars,
+                        id,
+                    });
+                }
+            }
+        }
+    }
+
     fn learn_naively(words: &[(&str, u64)], merges: usize, rules: &PieceRules) -> Vec<String> {
         let mut words: Vec<(Vec<String>, u64)> = words
             .iter()
@@ -1862,7 +1985,10 @@ mod tests {
             for _ in 0..1 + next(12) {
                 let length = 1 + next(9) as usize;
                 let word: String = (0..length).map(|_| alphabet[next(6) as usize]).collect();
-                words.push((word, 1 + next(5)));
+                // Every fourth round, counts from 2^31 (which a packed position holds) to 5 * 2^31
+                // (which it does not).
+                let scale = if round % 4 == 3 { 1 << 31 } else { 1 };
+                words.push((word, (1 + next(5)) * scale));
             }
             let rules = PieceRules {
                 allow_whitespace_only_pieces: round % 2 == 0,
