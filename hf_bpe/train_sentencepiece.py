@@ -233,6 +233,8 @@ def train_sentencepiece(
             split_digits=settings["split_digits"],
             progress=bar.update if bar is not None else None,
         )
+        if bar is not None:  # the required characters, added after the merges, complete the bar
+            bar.update(len(learned) - bar.n)
     # The meta pieces at their ids, the learned ones in order around them.
     normal = [Piece(text, score, NORMAL) for text, score in learned]
     placed: list[Piece] = []
