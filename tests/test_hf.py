@@ -673,6 +673,17 @@ def test_each_card_audits_its_own_vocabulary_when_models_are_saved_in_turn(tmp_p
     assert card(overlapping, "overlapping") == f"{row} 0 / 1 |"
     assert card(BPE(ranks, "gpt2", special_tokens={"<|endoftext|>": eot}), "plain again") == first
     assert card(overlapping, "overlapping again") == f"{row} 0 / 1 |"
+    # The charts too: each folder's are those drawn for its own model, also right after another
+    # vocabulary's were drawn.
+    other = encoding("custom")
+    card(other, "other")
+    card(plain, "plain after other")
+    charts = {folder.name: {path.name: path.read_bytes() for path in folder.glob("*.png")} for folder in tmp_path.iterdir()}
+    assert charts["plain again"] == charts["plain"] == charts["plain after other"]
+    assert charts["overlapping again"] == charts["overlapping"]
+    if charts["plain"]:  # matplotlib is installed
+        assert set(charts["plain"]) == {"token_lengths.png", "audit_findings.png"}
+        assert charts["plain"]["token_lengths.png"] != charts["other"]["token_lengths.png"]
 
 
 def test_remote_code_is_opt_in(tmp_path: Path) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import weakref
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Any
@@ -85,27 +87,50 @@ def write_model_card(tokenizer: BPETokenizer, directory: str | os.PathLike[str])
     """Write ``README.md`` (and, when matplotlib is installed, ``token_lengths.png`` and the audit's
     charts) into ``directory``."""
     directory = Path(directory)
-    histogram = _draw_histogram(token_length_counts(tokenizer), directory / HISTOGRAM_FILE)
+    counts = token_length_counts(tokenizer)
+    histogram = _chart(tokenizer.model, directory / HISTOGRAM_FILE, lambda path: _draw_histogram(counts, path))
     audit = audit_section(tokenizer, directory)
     return atomic_write(directory / CARD_FILE, render(tokenizer, histogram=histogram, audit=audit))
 
 
-# The last model audited for a card (held weakly: the cache never keeps a vocabulary alive) and its
-# report: saving the same vocabulary again (a checkpoint every few steps, or a folder loaded and saved
-# back while the first is still in use) does not audit it again. Found by equality of the models
-# (models are immutable) and their names, so the card is always the model's own.
-_last_audit: list[tuple[weakref.ref[BPE], AuditReport]] = []
+@dataclass
+class _Audited:
+    """A model's audit and the charts drawn from the model alone (file name -> PNG bytes)."""
+
+    model: weakref.ref[BPE]
+    report: AuditReport
+    charts: dict[str, bytes] = field(default_factory=dict)
 
 
-def _vocabulary_audit(model: BPE) -> AuditReport:
+# The last model audited for a card (held weakly: the cache never keeps a vocabulary alive), its report
+# and charts: saving the same vocabulary again (a checkpoint every few steps, or a folder loaded and
+# saved back while the first is still in use) neither audits it nor draws its charts again. Found by
+# equality of the models (models are immutable) and their names, so the card is always the model's own.
+_last_audited: list[_Audited] = []
+
+
+def _audited(model: BPE) -> _Audited:
     from hf_bpe.audit import audit
 
-    audited = _last_audit[0][0]() if _last_audit else None
-    if audited is not None and audited.name == model.name and audited == model:
-        return _last_audit[0][1]
-    report = audit(model)
-    _last_audit[:] = [(weakref.ref(model), report)]
-    return report
+    if _last_audited:
+        held = _last_audited[0].model()
+        if held is not None and held.name == model.name and held == model:
+            return _last_audited[0]
+    _last_audited[:] = [_Audited(weakref.ref(model), audit(model))]
+    return _last_audited[0]
+
+
+def _chart(model: BPE, path: Path, draw: Callable[[Path], object]) -> str | None:
+    """The file name of a chart of ``model`` alone at ``path``: the bytes drawn for an equal model
+    before, or ``draw(path)`` (``None`` when it drew nothing)."""
+    audited = _audited(model)
+    drawn = audited.charts.get(path.name)
+    if drawn is not None:
+        return atomic_write(path, drawn).name
+    if not draw(path):
+        return None
+    audited.charts[path.name] = path.read_bytes()
+    return path.name
 
 
 def audit_section(tokenizer: BPETokenizer, directory: Path | None = None) -> str:
@@ -115,7 +140,7 @@ def audit_section(tokenizer: BPETokenizer, directory: Path | None = None) -> str
     drawn there when matplotlib is installed."""
     from hf_bpe.audit import plots
 
-    report = _vocabulary_audit(tokenizer.model)
+    report = _audited(tokenizer.model).report
     summary = report.summary()
     kinds = summary["partial_utf8_by_kind"]
     examples = ", ".join(f"`{_escape(report.show(id))}`" for id in report.unreachable[:4])
@@ -139,7 +164,9 @@ def audit_section(tokenizer: BPETokenizer, directory: Path | None = None) -> str
     images: dict[str, str] = {}
     if directory is not None:
         try:
-            images = {name: path.name for name, path in report.plots(directory, ["findings"]).items()}
+            findings = _chart(tokenizer.model, directory / plots.FILES["findings"],
+                              lambda path: report.plots(path.parent, ["findings"]))
+            images = {"findings": findings} if findings else {}
             if usage:
                 title = "Reachable tokens by times produced on the training corpus"
                 path = plots.usage_histogram(usage["histogram"], directory / plots.FILES["training_usage"], title)
