@@ -1590,6 +1590,16 @@ mod tests {
             .collect()
     }
 
+    /// A small xorshift generator: each call gives a number below its argument.
+    fn below(mut state: u64) -> impl FnMut(u64) -> u64 {
+        move |bound| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound
+        }
+    }
+
     #[test]
     fn words_start_at_each_space_or_at_each_space_run() {
         assert_eq!(split_into_words("▁a▁▁b", false), ["▁a", "▁", "▁b"]);
@@ -1683,13 +1693,7 @@ mod tests {
             'a', 'b', 'б', '1', '\u{FF12}', '▁', ' ', '\u{301}', 'ひ', 'カ', 'ー', '漢', ',',
             '\u{1F}', '\u{2585}',
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |bound: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % bound
-        };
+        let mut next = below(0x9e37_79b9_7f4a_7c15);
         let mut judged = 0;
         for options in 0..64u32 {
             let flag = |bit: u32| options & (1 << bit) != 0;
@@ -1868,13 +1872,7 @@ mod tests {
                 shape: rules.char_shape('a', script_of('a')),
             });
         }
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = |bound: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % bound
-        };
+        let mut next = below(0x9e37_79b9_7f4a_7c15);
         for _ in 0..50 {
             let mut queue = Queue::default();
             let mut queued: Vec<Entry> = Vec::new();
