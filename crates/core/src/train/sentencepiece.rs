@@ -1193,17 +1193,8 @@ impl Trainer<'_> {
             bounds.push(word.max(*bounds.last().unwrap_or(&0)));
         }
         bounds.push(words);
-        // Each part holds its words and the separator after each (the first separator is in none).
-        let mut chunks: Vec<(&mut [Slot], &[usize])> = Vec::with_capacity(parts);
-        let mut taken = self.word_starts[0];
-        let mut rest = &mut self.slots[taken..];
-        for window in bounds.windows(2) {
-            let end = self.word_starts[window[1]];
-            let (chunk, tail) = rest.split_at_mut(end - taken);
-            chunks.push((chunk, &self.word_starts[window[0]..=window[1]]));
-            (rest, taken) = (tail, end);
-        }
         // Each part numbers its pairs (kept in the slots for now).
+        let mut chunks = word_chunks(&mut self.slots, &self.word_starts, &bounds);
         let found: Vec<Part> = chunks
             .par_iter_mut()
             .map(|(slots, starts)| {
@@ -1256,16 +1247,8 @@ impl Trainer<'_> {
         drop(pairs);
         drop(found);
         // The slots' numbers as pair ids.
-        let mut taken = self.word_starts[0];
-        let mut rest = &mut self.slots[taken..];
-        let mut chunks: Vec<(&mut [Slot], &[usize], &[u32])> = Vec::with_capacity(parts);
-        for (window, part_ids) in bounds.windows(2).zip(&ids) {
-            let end = self.word_starts[window[1]];
-            let (chunk, tail) = rest.split_at_mut(end - taken);
-            chunks.push((chunk, &self.word_starts[window[0]..=window[1]], part_ids));
-            (rest, taken) = (tail, end);
-        }
-        chunks.par_iter_mut().for_each(|(slots, starts, part_ids)| {
+        let mut chunks = word_chunks(&mut self.slots, &self.word_starts, &bounds);
+        chunks.par_iter_mut().zip(&ids).for_each(|((slots, starts), part_ids)| {
             let offset = starts[0];
             for word in starts.windows(2) {
                 for left in word[0] - offset..(word[1] - 1 - offset).saturating_sub(1) {
@@ -1547,6 +1530,26 @@ pub fn learn_pieces(
         trainer.counts,
     ));
     Ok(pieces)
+}
+
+/// The slots of the words `bounds[i]..bounds[i + 1]` for each part `i`, each word followed by its
+/// separator (the separator before the first word is in no part), with the part's word starts
+/// (its last entry: where the part ends).
+fn word_chunks<'s>(
+    slots: &'s mut [Slot],
+    word_starts: &'s [usize],
+    bounds: &[usize],
+) -> Vec<(&'s mut [Slot], &'s [usize])> {
+    let mut chunks = Vec::with_capacity(bounds.len().saturating_sub(1));
+    let mut taken = word_starts[0];
+    let mut rest = &mut slots[taken..];
+    for window in bounds.windows(2) {
+        let end = word_starts[window[1]];
+        let (chunk, tail) = rest.split_at_mut(end - taken);
+        chunks.push((chunk, &word_starts[window[0]..=window[1]]));
+        (rest, taken) = (tail, end);
+    }
+    chunks
 }
 
 /// Drops `value` on a thread of its own (at once, on this thread, when no thread can be started).
@@ -1848,8 +1851,6 @@ mod tests {
         assert_eq!(learn(1), learn(3));
     }
 
-    /// The merge loop recomputed from scratch at every step: every pair of neighbouring symbols
-    /// counted anew, the best taken, its occurrences replaced left to right.
     #[test]
     fn the_queue_pops_in_rank_order_whatever_it_waits_in() {
         // Symbols of 1 to 3 characters with texts that tie often, and a left part of 0 to 2.
@@ -1909,6 +1910,8 @@ mod tests {
         }
     }
 
+    /// The merge loop recomputed from scratch at every step: every pair of neighbouring symbols
+    /// counted anew, the best taken, its occurrences replaced left to right.
     fn learn_naively(words: &[(&str, u64)], merges: usize, rules: &PieceRules) -> Vec<String> {
         let mut words: Vec<(Vec<String>, u64)> = words
             .iter()
