@@ -117,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--encodings", default=",".join(ENCODINGS), help="comma-separated (default: all three)")
     parser.add_argument("--no-hf", action="store_true", help="skip HF tokenizers")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--save-documents", metavar="PREFIX",
+                        help="write the warm-up and timed documents to PREFIX.warm and PREFIX.timed (separated "
+                             "by NUL bytes, for the core's encode_bench: BENCH_DOCS=PREFIX) and stop")
     args = parser.parse_args(argv)
 
     import tiktoken
@@ -127,6 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     description, docs = load_documents(args.corpus, args.limit_mb * (1 + WARM_UP_SHARE), args.seed)
     warm_up, docs = split_warm_up(docs, WARM_UP_SHARE / (1 + WARM_UP_SHARE))
     total_mb = textgen.utf8_size(docs) / MB
+    if args.save_documents:
+        for suffix, part in (("warm", warm_up), ("timed", docs)):
+            Path(f"{args.save_documents}.{suffix}").write_text("\0".join(part), encoding="utf-8")
+        print(f"wrote {args.save_documents}.warm ({len(warm_up)} documents) and {args.save_documents}.timed "
+              f"({len(docs)} documents, {total_mb:.1f} MB)")
+        return 0
     print(f"input: {description}; timed: {total_mb:.1f} MB in {len(docs)} documents; warm-up (other "
           f"documents): {textgen.utf8_size(warm_up) / MB:.1f} MB in {len(warm_up)}")
     print(f"threads for batch mode: {args.threads} (RAYON_NUM_THREADS={os.environ['RAYON_NUM_THREADS']}); "

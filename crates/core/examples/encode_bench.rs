@@ -7,7 +7,8 @@
 //! CPU time, best of the runs in about a second; the split-only time is printed beside it.
 //! Environment: BENCH_SECONDS (time per measurement, default 2; 0 runs each once, for callgrind),
 //! BENCH_SPLIT=0 and BENCH_ADVERSARIAL=0 (skip the split-only and the worst-case timings),
-//! BENCH_THREADS=N (also time documents of ~5 KB on N threads).
+//! BENCH_THREADS=N (also time documents of ~5 KB on N threads), BENCH_HELD_OUT and BENCH_DOCS (text
+//! the caches have not seen; see below), BENCH_AB (two models measured in turn).
 
 #[path = "common/corpora.rs"]
 mod corpora;
@@ -66,6 +67,75 @@ fn held_out(model: &Model, files: &[String], share: f64, seconds: f64, name: &st
     );
 }
 
+/// BENCH_DOCS=PREFIX: what `benchmarks/encode.py`'s single mode measures, without Python's lists.
+/// `PREFIX.warm` and `PREFIX.timed` hold documents separated by NUL bytes, cut and shuffled as
+/// `encode.py` does (`python benchmarks/encode.py --save-documents PREFIX` writes them); the caches
+/// are emptied and warmed on the first, then each document of the second is encoded in its own call.
+///
+/// With BENCH_AB set too, two models are measured in turn, round after round, and each one's best
+/// and median printed: the first is built and run with the variables of BENCH_AB set
+/// (`NAME=VALUE,...`, e.g. `HF_BPE_HUGE_PAGES=0`), the second without them. On a shared machine
+/// a busy spell then slows both alike.
+fn documents(models: &[&Model], prefix: &str, seconds: f64, name: &str) {
+    let read = |suffix: &str| std::fs::read_to_string(format!("{prefix}.{suffix}")).unwrap();
+    let (warm, timed) = (read("warm"), read("timed"));
+    let docs: Vec<&str> = timed.split('\0').collect();
+    let mut out = Vec::new();
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); models.len()];
+    let start = std::time::Instant::now();
+    while times[0].len() < 3 || start.elapsed().as_secs_f64() < seconds {
+        for (index, model) in models.iter().enumerate() {
+            // A model's piece cache is allocated when it first encodes, under its own variables.
+            set_ab_variables(models.len() == 2 && index == 0);
+            model.clear_cache();
+            for doc in warm.split('\0') {
+                out.clear();
+                model.encode_ordinary(doc, &mut out).unwrap();
+            }
+            let before = timing::thread_cpu_time();
+            measure_documents(model, &docs, &mut out);
+            times[index].push((timing::thread_cpu_time() - before).as_secs_f64());
+        }
+    }
+    let mb = timed.len() as f64 / 1e6;
+    for (index, mut seconds) in times.into_iter().enumerate() {
+        seconds.sort_by(f64::total_cmp);
+        let label = if models.len() == 2 { ["with BENCH_AB", "without"][index] } else { "" };
+        println!(
+            "{name:<7} documents {label}: {} of {mb:.1} MB, best {:>6.1} MB/s, median {:>6.1} ({} rounds)",
+            docs.len(),
+            mb / seconds[0],
+            mb / seconds[seconds.len() / 2],
+            seconds.len()
+        );
+    }
+}
+
+/// Sets (or removes) the variables BENCH_AB names.
+fn set_ab_variables(set: bool) {
+    let variables = std::env::var("BENCH_AB").unwrap_or_default();
+    for assignment in variables.split(',').filter(|assignment| !assignment.is_empty()) {
+        let (name, value) = assignment.split_once('=').expect("BENCH_AB holds NAME=VALUE,...");
+        if set {
+            std::env::set_var(name, value);
+        } else {
+            std::env::remove_var(name);
+        }
+    }
+}
+
+/// Encodes each document in its own call; the CPU time counted is this call's alone.
+#[inline(never)]
+fn measure_documents(model: &Model, docs: &[&str], out: &mut Vec<u32>) -> usize {
+    let mut tokens = 0;
+    for doc in docs {
+        out.clear();
+        model.encode_ordinary(doc, out).unwrap();
+        tokens += out.len();
+    }
+    tokens
+}
+
 /// Encodes `text` (the held-out part); the CPU time counted is this call's alone.
 #[inline(never)]
 fn measure_held_out(model: &Model, text: &str, out: &mut Vec<u32>) -> usize {
@@ -93,6 +163,16 @@ fn main() {
             other => panic!("unknown pattern name {other}"),
         };
         let model = Model::from_ranks(read_ranks(path), pattern, Vec::new()).unwrap();
+        if let Ok(prefix) = std::env::var("BENCH_DOCS") {
+            if std::env::var_os("BENCH_AB").is_some() {
+                set_ab_variables(true);
+                let with = Model::from_ranks(read_ranks(path), pattern, Vec::new()).unwrap();
+                documents(&[&with, &model], &prefix, seconds, name);
+            } else {
+                documents(&[&model], &prefix, seconds, name);
+            }
+            continue;
+        }
         let splitter = Splitter::new(pattern).unwrap();
         // BENCH_SPLIT=0 skips the split-only timing (for profiling the encode alone).
         let split_seconds = if std::env::var("BENCH_SPLIT").as_deref() == Ok("0") { 0.0 } else { seconds };

@@ -24,6 +24,7 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use rustc_hash::FxHasher;
 
+use crate::huge::HugePages;
 use crate::Rank;
 
 /// The longest piece (in bytes) the cache holds, and the most ids it may merge to (see `tuning`).
@@ -44,7 +45,8 @@ const EMPTY: Slot = Slot { key_len: 0, n_ids: 0, key: [0; KEY_BYTES], ids: [0; M
 
 /// One thread's cache.
 pub struct PieceCache {
-    slots: Box<[Slot]>,
+    /// On huge pages (see [`crate::huge`]): looked up at random.
+    slots: allocator_api2::boxed::Box<[Slot], HugePages>,
     /// One bit per set: which of its two slots was used last.
     recent: Box<[u64]>,
 }
@@ -60,7 +62,7 @@ fn hash(piece: &[u8]) -> usize {
 impl PieceCache {
     fn new() -> Self {
         Self {
-            slots: vec![EMPTY; SLOTS].into_boxed_slice(),
+            slots: crate::huge::filled(EMPTY, SLOTS),
             recent: vec![0; SLOTS / 2 / 64].into_boxed_slice(),
         }
     }

@@ -19,8 +19,10 @@ use std::cmp::Reverse;
 use std::marker::PhantomData;
 
 use dary_heap::QuaternaryHeap;
-use rustc_hash::FxHashMap;
+use hashbrown::HashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
+use crate::huge::HugePages;
 use crate::tuning::{HEAP_THRESHOLD, LEVELS_FROM, LEVEL_RESTARTS, SMALL_LEVEL, SMALL_LEVELS};
 use crate::Rank;
 
@@ -59,7 +61,8 @@ fn is_lead(byte: u8) -> bool {
 #[derive(Clone, Debug)]
 pub struct MergeTable {
     byte_ids: [Rank; 256],
-    pairs: FxHashMap<u64, Merge>,
+    /// On huge pages (see [`crate::huge`]): the merge loop reads it at random.
+    pairs: HashMap<u64, Merge, FxBuildHasher, HugePages>,
     /// Bit `x * 256 + y` is set when some merge joins a token ending in byte `x` to a token starting
     /// with byte `y`. Where it is clear, no token can ever span that boundary, so a long piece can be
     /// cut there and its parts merged independently: the result is the same, and each part is short.
@@ -120,7 +123,7 @@ impl MergeTable {
         }
         Self {
             byte_ids,
-            pairs: FxHashMap::default(),
+            pairs: HashMap::with_hasher_in(FxBuildHasher, HugePages),
             joinable: Box::new([joinable; 1024]),
             byte_pairs: vec![NO_MERGE; 256 * 256].into_boxed_slice(),
             bytes_of_id,

@@ -6,8 +6,10 @@
 //! of at most [`SHORT`] bytes is packed, with its length, into two words that sit in the slot
 //! itself, so a lookup reads one slot and compares two integers.
 
-use rustc_hash::FxHashMap;
+use hashbrown::HashMap;
+use rustc_hash::FxBuildHasher;
 
+use crate::huge::HugePages;
 use crate::Rank;
 
 /// The longest token (in bytes) kept here.
@@ -49,20 +51,18 @@ fn pack(bytes: &[u8]) -> Packed {
 }
 
 /// Mergeable tokens of at most [`SHORT`] bytes -> id.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ShortTokens {
-    ids: FxHashMap<Packed, Rank>,
+    /// On huge pages (see [`crate::huge`]): looked up at random.
+    ids: HashMap<Packed, Rank, FxBuildHasher, HugePages>,
 }
 
 impl ShortTokens {
     /// The short ones of `tokens`.
     pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], Rank)>) -> Self {
-        Self {
-            ids: tokens
-                .filter(|(bytes, _)| bytes.len() <= SHORT)
-                .map(|(bytes, id)| (pack(bytes), id))
-                .collect(),
-        }
+        let mut ids = HashMap::with_hasher_in(FxBuildHasher, HugePages);
+        ids.extend(tokens.filter(|(bytes, _)| bytes.len() <= SHORT).map(|(bytes, id)| (pack(bytes), id)));
+        Self { ids }
     }
 
     /// The id of `bytes`, which must be at most [`SHORT`] long.
