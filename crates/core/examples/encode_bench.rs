@@ -81,6 +81,18 @@ fn documents(models: &[&Model], prefix: &str, seconds: f64, name: &str) {
     let (warm, timed) = (read("warm"), read("timed"));
     let docs: Vec<&str> = timed.split('\0').collect();
     let mut out = Vec::new();
+    if let [first, second] = models {
+        let encode = |model: &Model, doc: &str| {
+            let mut ids = Vec::new();
+            model.encode_ordinary(doc, &mut ids).unwrap();
+            ids
+        };
+        set_ab_variables(true);
+        let expected: Vec<Vec<u32>> = docs.iter().map(|doc| encode(first, doc)).collect();
+        set_ab_variables(false);
+        let same = docs.iter().zip(&expected).filter(|(doc, ids)| encode(second, doc) == **ids).count();
+        println!("{name:<7} the two models' ids are equal on {same} of {} documents", docs.len());
+    }
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); models.len()];
     let start = std::time::Instant::now();
     while times[0].len() < 3 || start.elapsed().as_secs_f64() < seconds {
