@@ -97,7 +97,10 @@ mod tests {
         assert_eq!(small.len(), 100);
         assert_eq!(huge_layout(Layout::new::<[u8; 100]>()), None);
         let layout = Layout::from_size_align(HUGE_PAGE + 1, 8).unwrap();
-        assert_eq!(huge_layout(layout), Some(Layout::from_size_align(2 * HUGE_PAGE, HUGE_PAGE).unwrap()));
+        assert_eq!(
+            huge_layout(layout),
+            Some(Layout::from_size_align(2 * HUGE_PAGE, HUGE_PAGE).unwrap())
+        );
     }
 
     #[test]
@@ -107,7 +110,8 @@ mod tests {
         for key in 0..300_000u64 {
             map.insert(key.wrapping_mul(0x9E37_79B9_7F4A_7C15), key);
         }
-        assert!((0..300_000u64).all(|key| map.get(&key.wrapping_mul(0x9E37_79B9_7F4A_7C15)) == Some(&key)));
+        assert!((0..300_000u64)
+            .all(|key| map.get(&key.wrapping_mul(0x9E37_79B9_7F4A_7C15)) == Some(&key)));
         let copy = map.clone();
         drop(map);
         assert_eq!(copy.len(), 300_000);
