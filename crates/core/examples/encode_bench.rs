@@ -112,9 +112,9 @@ fn documents(models: &[&Model], prefix: &str, seconds: f64, name: &str) {
     let mb = timed.len() as f64 / 1e6;
     for (index, mut seconds) in times.into_iter().enumerate() {
         seconds.sort_by(f64::total_cmp);
-        let label = if models.len() == 2 { ["with BENCH_AB", "without"][index] } else { "" };
+        let label = if models.len() == 2 { [" with BENCH_AB", " without"][index] } else { "" };
         println!(
-            "{name:<7} documents {label}: {} of {mb:.1} MB, best {:>6.1} MB/s, median {:>6.1} ({} rounds)",
+            "{name:<7} documents{label}: {} of {mb:.1} MB, best {:>6.1} MB/s, median {:>6.1} ({} rounds)",
             docs.len(),
             mb / seconds[0],
             mb / seconds[seconds.len() / 2],
