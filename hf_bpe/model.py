@@ -21,8 +21,9 @@ import json
 import os
 import warnings
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, AbstractSet, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from hf_bpe import _core, patterns, streaming
 from hf_bpe._io import atomic_write, read_json, read_text
