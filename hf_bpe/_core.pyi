@@ -1,11 +1,17 @@
 # The Rust extension (crates/python). Its classes are used only through hf_bpe's Python modules,
 # which document the public API; to type checkers the extension is mostly opaque.
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Self
 
 class PieceCounts:
     def __init__(self, *args: Any, **kwargs: Any) -> None: ...
     def __getattr__(self, name: str) -> Any: ...
+    # Operators are looked up on the class, not through __getattr__: tables add (a new one with `+`,
+    # in place with `+=`) and have a length (their distinct pieces).
+    def __add__(self, other: PieceCounts) -> PieceCounts: ...
+    def __iadd__(self, other: PieceCounts) -> Self: ...
+    def __len__(self) -> int: ...
+    def __reduce__(self) -> tuple[Callable[..., PieceCounts], tuple[Any, ...]]: ...
 
 class TextStream:
     """Text given in parts, encoded as it settles (``CoreBPE.encode_stream``)."""

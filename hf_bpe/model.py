@@ -455,8 +455,8 @@ class BPE:
         (ListType(list<item: uint16 not null>), ListType(list<item: uint32 not null>))
         """
         policy = self._policy(allowed_special, disallowed_special)
-        dtype = id_type_for(dtype, self.n_vocab - 1)
-        return self._core.encode_arrow(_arrow_strings(texts), policy, num_threads, dtype, nulls)
+        id_type = id_type_for(dtype, self.n_vocab - 1)
+        return self._core.encode_arrow(_arrow_strings(texts), policy, num_threads, id_type, nulls)
 
     def encode_ordinary_arrow(
         self, texts: Any, *, num_threads: int | None = None, dtype: IdType = "uint32", nulls: Nulls = "raise"
@@ -468,8 +468,8 @@ class BPE:
         >>> enc.encode_ordinary_arrow(pa.chunked_array([["hello"], ["<|endoftext|>", "world"]]))[1:].to_pylist()
         [[27, 91, 437, 1659, 5239, 91, 29], [6894]]
         """
-        dtype = id_type_for(dtype, self.n_vocab - 1)
-        return self._core.encode_arrow(_arrow_strings(texts), None, num_threads, dtype, nulls)
+        id_type = id_type_for(dtype, self.n_vocab - 1)
+        return self._core.encode_arrow(_arrow_strings(texts), None, num_threads, id_type, nulls)
 
     def encode_iterable(
         self,
@@ -1085,8 +1085,8 @@ class AddedTokensEncoder:
         >>> encoder.encode_arrow(pa.array(["a<x>b", ""]), suffix=[50256]).to_pylist()
         [[64, 50257, 65, 50256], [50256]]
         """
-        dtype = id_type_for(dtype, max([self._largest_id, *prefix, *suffix]))
-        return self._core.encode_arrow(_arrow_strings(texts), self._policy, num_threads, dtype, nulls,
+        id_type = id_type_for(dtype, max([self._largest_id, *prefix, *suffix]))
+        return self._core.encode_arrow(_arrow_strings(texts), self._policy, num_threads, id_type, nulls,
                                        list(prefix), list(suffix))
 
 

@@ -33,7 +33,7 @@ from typing import Any, TextIO
 
 from hf_bpe import patterns
 from hf_bpe.cli.common import format_option, read_source_argument, source_options
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, AllowedSpecial
 from hf_bpe.train import progress_delay, watched
 
 BATCH_LINES = 8192
@@ -107,6 +107,7 @@ def take_leftovers(arguments: argparse.Namespace, extra: list[str]) -> None:
     field = {"encode": "texts", "count": "texts", "decode": "ids"}.get(arguments.command)
     if field is None or any(item.startswith("-") and item != "-" for item in extra):
         arguments.parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        return  # not reached: error() exits
     getattr(arguments, field).extend(extra)
 
 
@@ -214,7 +215,7 @@ def counts(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator
     """The number of ids of every input text (``hf-bpe count``), without holding them all: lines and
     whole files are counted from their bytes (:meth:`hf_bpe.BPE.count_utf8_batch`)."""
     if arguments.lines and not arguments.texts:
-        allowed = "all" if arguments.allow_special else set()
+        allowed: AllowedSpecial = "all" if arguments.allow_special else set()
         number = 0
         for batch in line_batches(arguments, stdin, raw=True):
             try:
@@ -236,7 +237,7 @@ def counts(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator
 
 def _count_whole(model: BPE, data: bytes, path: Path, arguments: argparse.Namespace) -> int:
     """The number of ids of a whole file, its parts counted from their bytes (no ``str``, no ids)."""
-    allowed = "all" if arguments.allow_special else set()
+    allowed: AllowedSpecial = "all" if arguments.allow_special else set()
     bar = _progress(len(data), "B") if len(data) > CHUNK_BYTES else None
     parts = chunks(model, data, arguments.allow_special)
     total = offset = 0

@@ -47,7 +47,7 @@ import numpy as np
 
 from hf_bpe._io import atomic_write
 from hf_bpe.distributed import _cluster, _inputs
-from hf_bpe.model import BPE, MODEL_FILE
+from hf_bpe.model import BPE, MODEL_FILE, IdType
 from hf_bpe.sources import load
 
 SHARD_BYTES = 128 << 20
@@ -78,7 +78,7 @@ class ShardJob:
     name: str
     parts: list[dict[str, Any]]
     out_dir: str
-    dtype: str
+    dtype: IdType
     eot: int | None
     formats: tuple[str, ...]
     text_column: str
@@ -134,7 +134,7 @@ def tokenize(
         raise ValueError(f"task_memory_limit must be a positive int (bytes) or None, got {task_memory_limit!r}")
     out = Path(out_dir)
     paths = _inputs.expand(inputs)
-    dtype = "uint16" if model.max_token_value < 1 << 16 else "uint32"
+    dtype: IdType = "uint16" if model.max_token_value < 1 << 16 else "uint32"
     model_bytes = _model_bytes(model)
     plan: dict[str, Any] = {
         "format": MANIFEST_FORMAT + ".plan",
@@ -307,7 +307,7 @@ def finished_record(job: ShardJob) -> dict[str, Any] | None:
     return record
 
 
-def encode_documents(model: BPE, texts: Any, dtype: str, eot: int | None) -> tuple[np.ndarray, np.ndarray]:
+def encode_documents(model: BPE, texts: Any, dtype: IdType, eot: int | None) -> tuple[np.ndarray, np.ndarray]:
     """Every text's ids one after another (``eot`` after each, when given) as ``dtype``, and each
     text's number of ids. The one place that turns texts (a list of str or an Arrow string array)
     into flat ids: :meth:`BPE.encode_ordinary_arrow` builds them in the core as an Arrow list array
