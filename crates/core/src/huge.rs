@@ -50,25 +50,30 @@ fn advise(block: NonNull<u8>, size: usize) {
 #[cfg(not(target_os = "linux"))]
 fn advise(_block: NonNull<u8>, _size: usize) {}
 
+/// A block for `layout` from `allocate` (one of the global allocator's methods): a huge-page one,
+/// advised, when `layout` is large enough.
+fn allocate_with(
+    layout: Layout,
+    allocate: impl Fn(Layout) -> Result<NonNull<[u8]>, AllocError>,
+) -> Result<NonNull<[u8]>, AllocError> {
+    let Some(huge) = huge_layout(layout) else {
+        return allocate(layout);
+    };
+    let block = allocate(huge)?;
+    advise(block.cast(), huge.size());
+    Ok(block)
+}
+
 // SAFETY: blocks come from the global allocator with the layout `huge_layout` gives, which is a
-// pure function of the requested layout, so `deallocate` frees each with the layout it was made with.
+// pure function of the requested layout (and gives itself back for any size between the requested
+// one and the block's), so `deallocate` frees each with the layout it was made with.
 unsafe impl Allocator for HugePages {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let Some(huge) = huge_layout(layout) else {
-            return Global.allocate(layout);
-        };
-        let block = Global.allocate(huge)?;
-        advise(block.cast(), huge.size());
-        Ok(block)
+        allocate_with(layout, |layout| Global.allocate(layout))
     }
 
     fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        let Some(huge) = huge_layout(layout) else {
-            return Global.allocate_zeroed(layout);
-        };
-        let block = Global.allocate_zeroed(huge)?;
-        advise(block.cast(), huge.size());
-        Ok(block)
+        allocate_with(layout, |layout| Global.allocate_zeroed(layout))
     }
 
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
@@ -101,6 +106,29 @@ mod tests {
             huge_layout(layout),
             Some(Layout::from_size_align(2 * HUGE_PAGE, HUGE_PAGE).unwrap())
         );
+    }
+
+    #[test]
+    fn a_block_is_freed_with_its_own_layout_whatever_size_within_it_the_caller_gives() {
+        for (size, align) in [
+            (HUGE_PAGE, 8),
+            (HUGE_PAGE + 1, 16),
+            (3 * HUGE_PAGE - 5, 64),
+            (5 * HUGE_PAGE, 4096),
+        ] {
+            let requested = Layout::from_size_align(size, align).unwrap();
+            let block = huge_layout(requested).unwrap();
+            assert_eq!(block.size() % HUGE_PAGE, 0);
+            assert!(block.size() >= size && block.align() >= align);
+            for within in [size, size + 1, (size + block.size()) / 2, block.size()] {
+                let given = Layout::from_size_align(within.min(block.size()), align).unwrap();
+                assert_eq!(
+                    huge_layout(given),
+                    Some(block),
+                    "{size} bytes freed as {within}"
+                );
+            }
+        }
     }
 
     #[test]
