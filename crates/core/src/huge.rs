@@ -4,8 +4,10 @@
 //! prefetcher can guess: megabytes each (o200k: about 6, 4 and 8 MB). On 4 KB pages nearly every
 //! such read also misses the TLB (the core keeps a few thousand page translations, and these
 //! tables span several thousand pages), and the page walk itself reads memory. On 2 MB pages the
-//! whole working set needs a dozen translations. On held-out o200k text (shuffled documents of the
-//! shared corpora) this made encoding about 10% faster; see BENCHMARKS.md.
+//! whole working set needs a dozen translations. On held-out o200k text (`encode.py`'s shuffled
+//! documents of the shared corpora, the two page sizes timed in turn in one process) this made
+//! encoding 19% faster at best (8-20% in medians); cl100k's tables, half the size, gained within the
+//! noise. See BENCHMARKS.md, "o200k: where its time goes".
 //!
 //! [`HugePages`] is an allocator: allocations of at least [`HUGE_PAGE`] bytes are aligned to it,
 //! rounded up to whole huge pages and advised (Linux `madvise(MADV_HUGEPAGE)`, which works when
