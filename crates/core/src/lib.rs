@@ -15,6 +15,7 @@ pub mod merge;
 pub mod model;
 pub mod normalize;
 pub mod onig_split;
+pub mod pairs;
 pub mod pretokenize;
 pub mod scan;
 pub mod short_tokens;

@@ -19,10 +19,10 @@ use std::cmp::Reverse;
 use std::marker::PhantomData;
 
 use dary_heap::QuaternaryHeap;
-use hashbrown::HashMap;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::huge::HugePages;
+use crate::pairs::{wide_key, PairMap, WidePairs};
 use crate::tuning::{HEAP_THRESHOLD, LEVELS_FROM, LEVEL_RESTARTS, SMALL_LEVEL, SMALL_LEVELS};
 use crate::Rank;
 
@@ -40,11 +40,6 @@ const NO_MERGE: Merge = Merge {
     merged: Rank::MAX,
 };
 
-#[inline]
-fn pair_key(left: Rank, right: Rank) -> u64 {
-    (u64::from(left) << 32) | u64::from(right)
-}
-
 /// A UTF-8 continuation byte (`10xxxxxx`): what ends a character of two bytes or more.
 #[inline(always)]
 fn is_continuation(byte: u8) -> bool {
@@ -61,8 +56,7 @@ fn is_lead(byte: u8) -> bool {
 #[derive(Clone, Debug)]
 pub struct MergeTable {
     byte_ids: [Rank; 256],
-    /// On huge pages (see [`crate::huge`]): the merge loop reads it at random.
-    pairs: HashMap<u64, Merge, FxBuildHasher, HugePages>,
+    pairs: PairMap,
     /// Bit `x * 256 + y` is set when some merge joins a token ending in byte `x` to a token starting
     /// with byte `y`. Where it is clear, no token can ever span that boundary, so a long piece can be
     /// cut there and its parts merged independently: the result is the same, and each part is short.
@@ -100,19 +94,21 @@ impl Boundaries for RecordedBoundaries {}
 #[derive(Debug)]
 pub struct MergeTableBuilder<B: Boundaries> {
     table: MergeTable,
+    /// The pairs so far; the table gets them in their final layout when built.
+    pairs: WidePairs,
     boundaries: PhantomData<B>,
 }
 
 impl MergeTable {
     /// A builder whose table never cuts pieces (see [`AnyBoundary`]).
     pub fn builder(byte_ids: [Rank; 256]) -> MergeTableBuilder<AnyBoundary> {
-        MergeTableBuilder { table: Self::new(byte_ids, u64::MAX), boundaries: PhantomData }
+        MergeTableBuilder::new(Self::new(byte_ids, u64::MAX))
     }
 
     /// A builder whose table cuts long pieces at boundaries no merge joins (see
     /// [`RecordedBoundaries`]).
     pub fn builder_recording_joins(byte_ids: [Rank; 256]) -> MergeTableBuilder<RecordedBoundaries> {
-        MergeTableBuilder { table: Self::new(byte_ids, 0), boundaries: PhantomData }
+        MergeTableBuilder::new(Self::new(byte_ids, 0))
     }
 
     /// An empty table whose join bits are all `joinable`.
@@ -123,7 +119,7 @@ impl MergeTable {
         }
         Self {
             byte_ids,
-            pairs: HashMap::with_hasher_in(FxBuildHasher, HugePages),
+            pairs: PairMap::new(WidePairs::with_hasher_in(FxBuildHasher, HugePages)),
             joinable: Box::new([joinable; 1024]),
             byte_pairs: vec![NO_MERGE; 256 * 256].into_boxed_slice(),
             bytes_of_id,
@@ -162,8 +158,7 @@ impl MergeTable {
         // character before, and of each possible last symbol with what can start the next one.
         let mut earliest_after_continuation: FxHashMap<Rank, u32> = FxHashMap::default();
         let mut earliest_before_lead: FxHashMap<Rank, u32> = FxHashMap::default();
-        for (&key, merge) in &self.pairs {
-            let (left, right) = ((key >> 32) as Rank, key as Rank);
+        for (left, right, merge) in self.pairs.entries() {
             let (Some(left_bytes), Some(right_bytes)) = (bytes_of(left), bytes_of(right)) else {
                 // Unknown bytes: no character is proven safe.
                 return;
@@ -228,29 +223,6 @@ impl MergeTable {
         self.joinable[bit / 64] & (1 << (bit % 64)) != 0
     }
 
-    /// Allows `left` + `right` to merge into `merge.merged` with `merge.priority`. A pair given twice
-    /// keeps the merge with the lower priority.
-    fn insert(&mut self, left: Rank, right: Rank, merge: Merge) {
-        if let (Some(lefts), Some(rights)) = (self.bytes_of_id.get(&left), self.bytes_of_id.get(&right)) {
-            for &first in lefts {
-                for &second in rights {
-                    let slot = &mut self.byte_pairs[usize::from(first) * 256 + usize::from(second)];
-                    if merge.priority < slot.priority {
-                        *slot = merge;
-                    }
-                }
-            }
-        }
-        self.pairs
-            .entry(pair_key(left, right))
-            .and_modify(|existing| {
-                if merge.priority < existing.priority {
-                    *existing = merge;
-                }
-            })
-            .or_insert(merge);
-    }
-
     pub fn len(&self) -> usize {
         self.pairs.len()
     }
@@ -267,15 +239,12 @@ impl MergeTable {
     /// The merge the pair `left`, `right` allows, if any.
     #[inline]
     pub fn get(&self, left: Rank, right: Rank) -> Option<Merge> {
-        self.pairs.get(&pair_key(left, right)).copied()
+        self.pairs.get(left, right)
     }
 
     #[inline]
     fn lookup(&self, left: Rank, right: Rank) -> Merge {
-        self.pairs
-            .get(&pair_key(left, right))
-            .copied()
-            .unwrap_or(NO_MERGE)
+        self.pairs.get(left, right).unwrap_or(NO_MERGE)
     }
 
     /// Appends the ids of `piece` to `out`.
@@ -471,7 +440,7 @@ impl MergeTableBuilder<AnyBoundary> {
     /// Allows `left` + `right` to merge into `merge.merged` with `merge.priority`. A pair given twice
     /// keeps the merge with the lower priority.
     pub fn insert(&mut self, left: Rank, right: Rank, merge: Merge) {
-        self.table.insert(left, right, merge);
+        self.add(left, right, merge);
     }
 }
 
@@ -481,13 +450,41 @@ impl MergeTableBuilder<RecordedBoundaries> {
     pub fn insert(&mut self, left: Rank, right: Rank, merge: Merge, last_of_left: u8, first_of_right: u8) {
         let bit = usize::from(last_of_left) * 256 + usize::from(first_of_right);
         self.table.joinable[bit / 64] |= 1 << (bit % 64);
-        self.table.insert(left, right, merge);
+        self.add(left, right, merge);
     }
 }
 
 impl<B: Boundaries> MergeTableBuilder<B> {
+    fn new(table: MergeTable) -> Self {
+        Self { table, pairs: WidePairs::with_hasher_in(FxBuildHasher, HugePages), boundaries: PhantomData }
+    }
+
+    /// Allows `left` + `right` to merge into `merge.merged` with `merge.priority`. A pair given twice
+    /// keeps the merge with the lower priority.
+    fn add(&mut self, left: Rank, right: Rank, merge: Merge) {
+        if let (Some(lefts), Some(rights)) = (self.table.bytes_of_id.get(&left), self.table.bytes_of_id.get(&right)) {
+            for &first in lefts {
+                for &second in rights {
+                    let slot = &mut self.table.byte_pairs[usize::from(first) * 256 + usize::from(second)];
+                    if merge.priority < slot.priority {
+                        *slot = merge;
+                    }
+                }
+            }
+        }
+        self.pairs
+            .entry(wide_key(left, right))
+            .and_modify(|existing| {
+                if merge.priority < existing.priority {
+                    *existing = merge;
+                }
+            })
+            .or_insert(merge);
+    }
+
     /// The table, with every merge in.
-    pub fn build(self) -> MergeTable {
+    pub fn build(mut self) -> MergeTable {
+        self.table.pairs = PairMap::new(self.pairs);
         self.table
     }
 }
