@@ -247,6 +247,34 @@ impl MergeTable {
         self.pairs.get(left, right).unwrap_or(NO_MERGE)
     }
 
+    /// The last merge of the merge loop on `token`'s bytes alone, when the loop gets them down to
+    /// two parts: the left part, the right part, and the left part's length in bytes. `None` for a
+    /// single byte, or when the bytes stop at three parts or more.
+    pub fn last_merge(&self, token: &[u8]) -> Option<(Rank, Rank, usize)> {
+        if token.len() < 2 {
+            return None;
+        }
+        // Each part's id and length; `merges[i]` is what parts `i` and `i + 1` would become.
+        let mut parts: Vec<(Rank, usize)> = token.iter().map(|&byte| (self.byte_id(byte), 1)).collect();
+        let mut merges: Vec<Merge> = token.windows(2).map(|pair| self.byte_pair(pair[0], pair[1])).collect();
+        while parts.len() > 2 {
+            let (at, merge) = merges.iter().copied().enumerate().min_by_key(|&(at, merge)| (merge.priority, at))?;
+            if merge.priority == NO_MERGE.priority {
+                return None;
+            }
+            parts[at] = (merge.merged, parts[at].1 + parts[at + 1].1);
+            parts.remove(at + 1);
+            merges.remove(at);
+            if at > 0 {
+                merges[at - 1] = self.lookup(parts[at - 1].0, parts[at].0);
+            }
+            if at + 1 < parts.len() {
+                merges[at] = self.lookup(parts[at].0, parts[at + 1].0);
+            }
+        }
+        Some((parts[0].0, parts[1].0, parts[0].1))
+    }
+
     /// Appends the ids of `piece` to `out`.
     pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<Rank>) {
         if piece.len() <= HEAP_THRESHOLD {

@@ -334,6 +334,14 @@ fn check_specials(
 impl Model {
     /// Builds a model from tiktoken-style ranks: the id of each mergeable token is also its merge
     /// priority, and any adjacent pair whose concatenation is a token may merge.
+    ///
+    /// The merge table keeps only each token's last merge (see [`MergeTable::last_merge`]): when
+    /// tiktoken's loop forms a token inside a piece, the merges that built it were all inside its
+    /// bytes, in the order the loop takes on its bytes alone, so the pair it joins is that last
+    /// merge; any other split of a token into two tokens is never merged. This halves the table
+    /// (o200k: 446,189 splits, 199,742 last merges), which the merge loop reads at random: on
+    /// `encode.py`'s held-out documents o200k encoded about 10% faster than with every split
+    /// (median of 33 per-round ratios in one process, quartiles 0.80 to 1.00 for every split).
     pub fn from_ranks(
         ranks: Vec<(Vec<u8>, Rank)>,
         split: impl Into<SplitRule>,
@@ -341,7 +349,8 @@ impl Model {
     ) -> Result<Self, BuildError> {
         let splitter = Splitter::new(split).map_err(BuildError::Pattern)?;
         let encoder = check_tokens(&ranks)?;
-        let mut merges = MergeTable::builder_recording_joins(byte_ids(&encoder)?);
+        let byte_ids = byte_ids(&encoder)?;
+        let mut every_split = MergeTable::builder_recording_joins(byte_ids);
         // Long tokens find their splits by rolling hash: looking every prefix up is quadratic.
         let halves = encoder
             .keys()
@@ -367,7 +376,28 @@ impl Model {
                 })
             })
             .collect();
-        for (left, right, rank, last_of_left, first_of_right) in joins {
+        for &(left, right, rank, last_of_left, first_of_right) in &joins {
+            every_split.insert(left, right, Merge { priority: rank, merged: rank }, last_of_left, first_of_right);
+        }
+        let every_split = every_split.build();
+        // Each short token's last merge; a long one keeps every split (finding its last merge is
+        // quadratic in its length, and any table between the last merges and every split merges
+        // alike: the pair the loop picks is always a last merge).
+        let last_merges: Vec<(Rank, Rank, Rank, u8, u8)> = tokens
+            .par_iter()
+            .with_min_len(1024)
+            .filter(|(token, _)| token.len() <= LONG_TOKEN)
+            .filter_map(|&(token, rank)| {
+                let (left, right, split) = every_split.last_merge(token)?;
+                Some((left, right, rank, token[split - 1], token[split]))
+            })
+            .collect();
+        drop(every_split);
+        let long_ranks: FxHashSet<Rank> =
+            tokens.iter().filter(|(token, _)| token.len() > LONG_TOKEN).map(|&(_, rank)| rank).collect();
+        let long_splits = joins.into_iter().filter(|(_, _, rank, _, _)| long_ranks.contains(rank));
+        let mut merges = MergeTable::builder_recording_joins(byte_ids);
+        for (left, right, rank, last_of_left, first_of_right) in last_merges.into_iter().chain(long_splits) {
             merges.insert(left, right, Merge { priority: rank, merged: rank }, last_of_left, first_of_right);
         }
         let empty_matches = encoder.contains_key(&[][..]) && splitter.may_match_empty();
@@ -831,25 +861,10 @@ impl Model {
         if let Some(listed) = merge_list {
             return listed.clone();
         }
-        let mut recovered = Vec::new();
-        for (token, _) in self.ranks() {
-            if token.len() < 2 {
-                continue;
-            }
-            let mut parts: Vec<Rank> = token.iter().map(|&byte| merges.byte_id(byte)).collect();
-            while parts.len() > 2 {
-                let best = (0..parts.len() - 1)
-                    .filter_map(|at| merges.get(parts[at], parts[at + 1]).map(|merge| (merge, at)))
-                    .min_by_key(|(merge, at)| (merge.priority, *at));
-                let Some((merge, at)) = best else { break };
-                parts[at] = merge.merged;
-                parts.remove(at + 1);
-            }
-            if let [left, right] = parts[..] {
-                recovered.push((left, right));
-            }
-        }
-        recovered
+        self.ranks()
+            .into_iter()
+            .filter_map(|(token, _)| merges.last_merge(token).map(|(left, right, _)| (left, right)))
+            .collect()
     }
 
     /// For a merges-list model: why tiktoken's rank rule, with this vocabulary's ids as ranks,
@@ -1238,6 +1253,69 @@ mod tests {
         assert_eq!(model.merge_list(), vec![(400, b'c' as Rank), (b'a' as Rank, b'b' as Rank)]);
         assert_eq!(model.merge_rule_difference(false), None);
         assert_eq!(ids(&model, "abc ab"), vec![300, b' ' as Rank, 400]);
+    }
+
+    /// tiktoken's merge loop, as it is written: parts are spans of the piece, and two neighbours
+    /// merge when their bytes together are a token, the lowest rank first, the leftmost on ties.
+    fn tiktoken_merge(ranks: &FxHashMap<Vec<u8>, Rank>, piece: &[u8]) -> Vec<Rank> {
+        let mut bounds: Vec<usize> = (0..=piece.len()).collect();
+        loop {
+            let best = (0..bounds.len().saturating_sub(2))
+                .filter_map(|at| ranks.get(&piece[bounds[at]..bounds[at + 2]]).map(|&rank| (rank, at)))
+                .min();
+            let Some((_, at)) = best else { break };
+            bounds.remove(at + 1);
+        }
+        bounds.windows(2).map(|span| ranks[&piece[span[0]..span[1]]]).collect()
+    }
+
+    #[test]
+    fn keeping_only_last_merges_merges_like_tiktoken() {
+        // Vocabularies grown by joining two tokens at random (tie-heavy: three letters and a
+        // two-byte character), ranked in the order they were made or shuffled, so that a token may
+        // rank before its parts and many tokens have several splits into two tokens.
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as usize
+        };
+        let alphabet: Vec<Vec<u8>> = vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), "\u{e9}".as_bytes().to_vec()];
+        let (mut several_splits, mut compared) = (0, 0);
+        for round in 0..40 {
+            let mut tokens: Vec<Vec<u8>> = alphabet.clone();
+            while tokens.len() < 4 + 60 + round * 4 {
+                let joined = [&tokens[next() % tokens.len()][..], &tokens[next() % tokens.len()][..]].concat();
+                if joined.len() <= 12 && !tokens.contains(&joined) {
+                    tokens.push(joined);
+                }
+            }
+            let mut ids: Vec<Rank> = (256..256 + tokens.len() as Rank).collect();
+            if round % 2 == 1 {
+                for at in (1..ids.len()).rev() {
+                    ids.swap(at, next() % (at + 1));
+                }
+            }
+            let mut ranks = byte_ranks();
+            ranks.retain(|(token, _)| !tokens.contains(token));
+            ranks.extend(tokens.iter().cloned().zip(ids));
+            let by_bytes: FxHashMap<Vec<u8>, Rank> = ranks.iter().cloned().collect();
+            several_splits += tokens
+                .iter()
+                .filter(|token| (1..token.len()).filter(|&at| by_bytes.contains_key(&token[..at]) && by_bytes.contains_key(&token[at..])).count() > 1)
+                .count();
+            let model = Model::from_ranks(ranks, GPT2, vec![]).unwrap();
+            for _ in 0..300 {
+                let piece: Vec<u8> = (0..next() % 40).flat_map(|_| alphabet[next() % alphabet.len()].clone()).collect();
+                let mut ours = Vec::new();
+                model.merge_piece(&piece, &mut ours).unwrap();
+                assert_eq!(ours, tiktoken_merge(&by_bytes, &piece), "round {round}, piece {:?}", String::from_utf8_lossy(&piece));
+                compared += 1;
+            }
+        }
+        assert!(several_splits > 1000, "only {several_splits} tokens have several splits");
+        assert_eq!(compared, 40 * 300);
     }
 
     /// Bytes, "ab" and the empty token (as in Whisper's `multilingual.tiktoken`).
