@@ -110,6 +110,19 @@ fn documents(models: &[&Model], prefix: &str, seconds: f64, name: &str) {
         }
     }
     let mb = timed.len() as f64 / 1e6;
+    if let [with, without] = &times[..] {
+        // Each round times the two models back to back: the ratio of the pair is what a busy
+        // spell of the machine disturbs least.
+        let mut ratios: Vec<f64> = with.iter().zip(without).map(|(with, without)| without / with).collect();
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "{name:<7} speed with BENCH_AB / without, per round: median {:.3}, quartiles {:.3} to {:.3} ({} rounds)",
+            ratios[ratios.len() / 2],
+            ratios[ratios.len() / 4],
+            ratios[ratios.len() * 3 / 4],
+            ratios.len()
+        );
+    }
     for (index, mut seconds) in times.into_iter().enumerate() {
         seconds.sort_by(f64::total_cmp);
         let label = if models.len() == 2 { [" with BENCH_AB", " without"][index] } else { "" };
