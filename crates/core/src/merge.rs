@@ -415,14 +415,29 @@ impl MergeTable {
     }
 
     /// The flat merge loop on `out[start..]`, given the merge of each adjacent pair.
+    ///
+    /// Symbols keep their positions: a merge writes the new symbol over the pair's left one and
+    /// unlinks the right one (its merge set to none, so the scan for the lowest never picks it),
+    /// so no step moves the arrays; the survivors are gathered at the end. Positions stay in text
+    /// order, so the scan's first lowest is still the leftmost pair.
     #[inline]
     fn merge_loop(&self, start: usize, out: &mut Vec<Rank>, mut merges: [Merge; HEAP_THRESHOLD]) {
+        const END: u8 = u8::MAX;
         let symbols = &mut out[start..];
-        let mut len = symbols.len();
+        let len = symbols.len();
+        debug_assert!(len <= HEAP_THRESHOLD && HEAP_THRESHOLD < usize::from(END));
+        // The live neighbours of each position (END: none).
+        let mut next = [END; HEAP_THRESHOLD];
+        let mut prev = [END; HEAP_THRESHOLD];
+        for at in 1..len {
+            next[at - 1] = at as u8;
+            prev[at] = (at - 1) as u8;
+        }
+        let pairs = len.saturating_sub(1);
         loop {
             let mut best = NO_MERGE.priority;
             let mut at = usize::MAX;
-            for (index, merge) in merges[..len - 1].iter().enumerate() {
+            for (index, merge) in merges[..pairs].iter().enumerate() {
                 if merge.priority < best {
                     best = merge.priority;
                     at = index;
@@ -431,18 +446,30 @@ impl MergeTable {
             if at == usize::MAX {
                 break;
             }
+            let right = usize::from(next[at]);
             symbols[at] = merges[at].merged;
-            symbols.copy_within(at + 2..len, at + 1);
-            merges.copy_within(at + 1..len - 1, at);
-            len -= 1;
-            if at > 0 {
-                merges[at - 1] = self.lookup(symbols[at - 1], symbols[at]);
-            }
-            if at + 1 < len {
-                merges[at] = self.lookup(symbols[at], symbols[at + 1]);
+            merges[right] = NO_MERGE;
+            let after = next[right];
+            next[at] = after;
+            merges[at] = if after == END {
+                NO_MERGE
+            } else {
+                prev[usize::from(after)] = at as u8;
+                self.lookup(symbols[at], symbols[usize::from(after)])
+            };
+            let before = prev[at];
+            if before != END {
+                merges[usize::from(before)] = self.lookup(symbols[usize::from(before)], symbols[at]);
             }
         }
-        out.truncate(start + len);
+        let mut kept = 0;
+        let mut at = 0;
+        while at != usize::from(END) && at < len {
+            symbols[kept] = symbols[at];
+            kept += 1;
+            at = usize::from(next[at]);
+        }
+        out.truncate(start + kept);
     }
 
     fn merge_long(&self, piece: &[u8], out: &mut Vec<Rank>) {

@@ -83,7 +83,7 @@ impl PairMap {
     }
 
     /// The merge of `left` followed by `right`, if any.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, left: Rank, right: Rank) -> Option<Merge> {
         match &self.0 {
             Layout::Packed { words, offset } => {
