@@ -289,6 +289,19 @@ impl ClassTable {
         at
     }
 
+    /// The end of the `\p{L}` run from `at`: ASCII letters eight bytes at a time (among ASCII
+    /// characters `\p{L}` is exactly `A-Za-z`; a test checks the class table), the general loop
+    /// from the first character that is not ASCII.
+    #[inline(always)]
+    fn letter_run(&self, bytes: &[u8], at: usize) -> usize {
+        let end = ascii_letter_run(bytes, at);
+        if bytes.get(end).is_some_and(|&byte| byte >= 0x80) {
+            self.run(bytes, end, |class| class & LETTER != 0)
+        } else {
+            end
+        }
+    }
+
     /// The white-space run starting at `start` (which must be white space).
     fn space_run(&self, bytes: &[u8], start: usize) -> SpaceRun {
         let mut run = SpaceRun { end: start, last_start: start, after_last_newline: None };
@@ -369,7 +382,7 @@ impl ClassTable {
             }
         }
         if class & LETTER != 0 {
-            return self.run(bytes, body, |class| class & LETTER != 0);
+            return self.letter_run(bytes, body);
         }
         if class & NUMBER != 0 {
             return self.run(bytes, body, |class| class & NUMBER != 0);
@@ -402,14 +415,14 @@ impl ClassTable {
         // [^\r\n\p{L}\p{N}]?+\p{L}++: letters, with any one non-letter, non-number character
         // before them except a line break (a space, a tab, punctuation, a mark...).
         if class & LETTER != 0 {
-            return self.run(bytes, after, |class| class & LETTER != 0);
+            return self.letter_run(bytes, after);
         }
         if class & NUMBER != 0 {
             return self.up_to_three_numbers(bytes, start, len);
         }
         let (next, next_len) = self.class_at(bytes, after);
         if next & LETTER != 0 && byte != b'\r' && byte != b'\n' {
-            return self.run(bytes, after + next_len, |class| class & LETTER != 0);
+            return self.letter_run(bytes, after + next_len);
         }
         //  ?[^\s\p{L}\p{N}]++[\r\n]*+
         if let Some(end) = self.space_and_other_run(bytes, byte, class, after, (next, next_len)) {
@@ -484,9 +497,43 @@ impl ClassTable {
     /// its longest run: it ends before the first character after the run if that is LOWER (a
     /// lower-case letter), else before the run's last character that is also LOWER (Lm, Lo or a
     /// mark), which `[LOWER]+` then matches alone (the characters after it in the run are not LOWER).
+    ///
+    /// ASCII runs are taken eight bytes at a time: among ASCII characters UPPER is exactly `A-Z`
+    /// and LOWER exactly `a-z` (a test checks the class table), so the general loop only takes over
+    /// at the first character that is not ASCII.
+    #[inline(always)]
     fn o200k_lower_word(&self, bytes: &[u8], start: usize) -> Option<usize> {
-        let mut at = start;
-        let mut after_last_lower = None;
+        match bytes.get(start) {
+            Some(b'a'..=b'z') => Some(self.o200k_lower_run(bytes, start + 1)),
+            Some(b'A'..=b'Z') => {
+                let upper_end = ascii_run(bytes, start + 1, b'A', b'Z');
+                match bytes.get(upper_end) {
+                    Some(b'a'..=b'z') => Some(self.o200k_lower_run(bytes, upper_end + 1)),
+                    // `A-Z` are not LOWER: no LOWER character in the run so far.
+                    Some(&byte) if byte >= 0x80 => self.o200k_lower_word_from(bytes, upper_end, None),
+                    _ => None,
+                }
+            }
+            _ => self.o200k_lower_word_from(bytes, start, None),
+        }
+    }
+
+    /// The end of the LOWER run from `at` (after a LOWER character).
+    #[inline(always)]
+    fn o200k_lower_run(&self, bytes: &[u8], at: usize) -> usize {
+        let end = ascii_run(bytes, at, b'a', b'z');
+        if bytes.get(end).is_some_and(|&byte| byte >= 0x80) {
+            self.run(bytes, end, |class| class & LOWER != 0)
+        } else {
+            end
+        }
+    }
+
+    /// [`ClassTable::o200k_lower_word`] from `at` inside the `[UPPER]*` run, where the run so far
+    /// had its last LOWER character end at `after_last_lower`.
+    fn o200k_lower_word_from(&self, bytes: &[u8], at: usize, after_last_lower: Option<usize>) -> Option<usize> {
+        let mut at = at;
+        let mut after_last_lower = after_last_lower;
         loop {
             let (class, len) = self.class_at(bytes, at);
             if class & UPPER == 0 {
@@ -526,6 +573,43 @@ struct SpaceRun {
     last_start: usize,
     /// Just after the run's last `\r` or `\n`, if it has one.
     after_last_newline: Option<usize>,
+}
+
+/// The end of the run of ASCII bytes in `first..=last` from `at`: the first byte after `at` outside
+/// the range (or the end), eight bytes at a time while eight are left.
+#[inline(always)]
+fn ascii_run(bytes: &[u8], at: usize, first: u8, last: u8) -> usize {
+    ascii_run_folding(bytes, at, first, last, 0)
+}
+
+/// The end of the run of ASCII letters (`A-Za-z`) from `at`.
+#[inline(always)]
+fn ascii_letter_run(bytes: &[u8], at: usize) -> usize {
+    // Setting bit 5 turns `A-Z` into `a-z` and no other byte into one of them.
+    ascii_run_folding(bytes, at, b'a', b'z', 0x20)
+}
+
+/// The end of the run of ASCII bytes that are in `first..=last` once `fold` is or-ed into them.
+#[inline(always)]
+fn ascii_run_folding(bytes: &[u8], at: usize, first: u8, last: u8, fold: u8) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut end = at;
+    while let Some(chunk) = bytes.get(end..end + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        // Each byte's low seven bits plus a constant below 0x80 cannot carry into the next byte;
+        // the sum's high bit says whether the byte reaches the bound.
+        let low = (word | (ONES * u64::from(fold))) & !HIGH;
+        let from_first = low + ONES * u64::from(0x80 - first);
+        let past_last = low + ONES * u64::from(0x7F - last);
+        let inside = from_first & !past_last & !word & HIGH;
+        let outside = !inside & HIGH;
+        if outside != 0 {
+            return end + (outside.trailing_zeros() / 8) as usize;
+        }
+        end += 8;
+    }
+    end + count_leading(&bytes[end..], |byte| byte < 0x80 && ((byte | fold) >= first && (byte | fold) <= last))
 }
 
 /// How many leading bytes of `bytes` satisfy `keep`.
@@ -641,6 +725,41 @@ mod tests {
         assert_eq!(Scanner::for_pattern(CL100K), Some(Scanner::Cl100k));
         assert_eq!(Scanner::for_pattern(O200K), Some(Scanner::O200k));
         assert_eq!(Scanner::for_pattern(&format!("{GPT2}|x")), None);
+    }
+
+    #[test]
+    fn ascii_letter_classes_are_the_ascii_letters() {
+        let classes = ClassTable::get();
+        for byte in 0u8..0x80 {
+            let class = classes.ascii[usize::from(byte)];
+            assert_eq!(class & UPPER != 0, byte.is_ascii_uppercase(), "{byte:#x}");
+            assert_eq!(class & LOWER != 0, byte.is_ascii_lowercase(), "{byte:#x}");
+            assert_eq!(class & LETTER != 0, byte.is_ascii_alphabetic(), "{byte:#x}");
+        }
+    }
+
+    #[test]
+    fn ascii_runs_match_a_byte_loop() {
+        let mut seed = 0x853C_49E6_748F_EA9Bu64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        // Bytes near the bounds of each range, non-ASCII bytes and every length and start.
+        let alphabet = [b'a', b'b', b'y', b'z', b'`', b'{', b'A', b'Z', b'@', b'[', b' ', 0x80, 0xC3, 0xFF, 0x7F, 0];
+        for _ in 0..20_000 {
+            let len = (next() % 40) as usize;
+            let bytes: Vec<u8> = (0..len).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect();
+            let at = if len == 0 { 0 } else { (next() % (len as u64 + 1)) as usize };
+            for (first, last) in [(b'a', b'z'), (b'A', b'Z'), (b'0', b'9'), (0, 0x7F), (0x7F, 0x7F)] {
+                let expected = at + bytes[at..].iter().take_while(|&&byte| (first..=last).contains(&byte)).count();
+                assert_eq!(ascii_run(&bytes, at, first, last), expected, "{bytes:?} from {at}, {first}..={last}");
+            }
+            let letters = at + bytes[at..].iter().take_while(|byte| byte.is_ascii_alphabetic()).count();
+            assert_eq!(ascii_letter_run(&bytes, at), letters, "{bytes:?} from {at}, letters");
+        }
     }
 
     #[test]
