@@ -21,6 +21,8 @@ pub mod scan;
 pub mod short_tokens;
 pub mod special;
 pub mod stream;
+#[cfg(test)]
+mod test_rng;
 pub mod train;
 pub mod tuning;
 

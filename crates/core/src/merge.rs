@@ -842,13 +842,8 @@ mod tests {
         let alphabet = b"abcdxyz";
         let mut tokens: Vec<Vec<u8>> = alphabet.iter().map(|&b| vec![b]).collect();
         let mut ids: Vec<Rank> = alphabet.iter().map(|&b| b as Rank).collect();
-        let mut seed = 12345u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut random = crate::test_rng::numbers(12345u64);
+        let mut next = move || random() as usize;
         for merged in 256..400 {
             let (l, r) = (next() % tokens.len(), next() % tokens.len());
             let merge = Merge { priority: merged, merged };
@@ -919,13 +914,8 @@ mod tests {
         // cut into. Pieces (valid text, and arbitrary byte slices of it) must merge exactly as the
         // naive loop on bytes, whichever characters qualify.
         let alphabet: Vec<char> = "ab éñжΩ日本のは語".chars().collect();
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut random = crate::test_rng::numbers(0x2545_F491_4F6C_DD1Du64);
+        let mut next = move || random() as usize;
         let (mut qualified, mut partly, mut refused, mut pieces_with_chars) = (0, 0, 0, 0);
         for round in 0..60 {
             let (texts, tokens) = grown_vocabulary(&alphabet, 256 + 40 + round * 3, &mut next);
@@ -974,13 +964,8 @@ mod tests {
         // class, as bytes and as symbols. Each of the five paths must run, and agree with the
         // naive loop.
         let alphabet: Vec<char> = "ab éñжΩ日本のは語".chars().collect();
-        let mut seed = 0xD1B5_4A32_D192_ED03u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut random = crate::test_rng::numbers(0xD1B5_4A32_D192_ED03u64);
+        let mut next = move || random() as usize;
         REACHED.with(|reached| reached.set([0; 5]));
         for round in 0..12 {
             let (texts, tokens) = grown_vocabulary(&alphabet, 256 + 150, &mut next);
@@ -1121,13 +1106,8 @@ mod tests {
         // Random tables whose priorities ignore the order tokens were built in, so merging often
         // creates a pair that the rule merges before pairs already queued: the level loop must go
         // back, and on long pieces hand over to the heap.
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut random = crate::test_rng::numbers(0x9E37_79B9_7F4A_7C15u64);
+        let mut next = move || random() as usize;
         for round in 0..40 {
             let alphabet: Vec<Rank> = (0..2 + round % 5).map(|byte| byte as Rank).collect();
             let mut table = MergeTable::builder(byte_ids());

@@ -1274,13 +1274,8 @@ mod tests {
         // Vocabularies grown by joining two tokens at random (tie-heavy: three letters and a
         // two-byte character), ranked in the order they were made or shuffled, so that a token may
         // rank before its parts and many tokens have several splits into two tokens.
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as usize
-        };
+        let mut random = crate::test_rng::numbers(0x9E37_79B9_7F4A_7C15u64);
+        let mut next = move || random() as usize;
         let alphabet: Vec<Vec<u8>> = vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), "\u{e9}".as_bytes().to_vec()];
         let (mut several_splits, mut compared) = (0, 0);
         for round in 0..40 {

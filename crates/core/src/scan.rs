@@ -740,13 +740,7 @@ mod tests {
 
     #[test]
     fn ascii_runs_match_a_byte_loop() {
-        let mut seed = 0x853C_49E6_748F_EA9Bu64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::test_rng::numbers(0x853C_49E6_748F_EA9Bu64);
         // Bytes near the bounds of each range, non-ASCII bytes and every length and start.
         let alphabet = [b'a', b'b', b'y', b'z', b'`', b'{', b'A', b'Z', b'@', b'[', b' ', 0x80, 0xC3, 0xFF, 0x7F, 0];
         for _ in 0..20_000 {

@@ -585,13 +585,7 @@ mod tests {
     /// threads than some tables have words.
     #[test]
     fn several_threads_learn_what_one_thread_learns() {
-        let mut seed = 0x5851_f42d_4c95_7f2du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::test_rng::numbers(0x5851_f42d_4c95_7f2du64);
         let pools: Vec<rayon::ThreadPool> = [2, 3]
             .map(|threads| rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap())
             .into();
@@ -684,13 +678,7 @@ mod tests {
 
     #[test]
     fn agrees_with_the_naive_loop_on_pseudo_random_tables() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::test_rng::numbers(0x2545_f491_4f6c_dd1du64);
         for _ in 0..200 {
             let mut counts = PieceCounts::new();
             for _ in 0..(next() % 30) {
@@ -709,13 +697,7 @@ mod tests {
     /// until no pair is left.
     #[test]
     fn agrees_with_the_naive_loop_on_utf8_text_full_of_ties() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::test_rng::numbers(0x9e37_79b9_7f4a_7c15u64);
         let family = "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}";
         for _ in 0..60 {
             // Syllables whose last byte is 0xB8 next to syllables that start with 0xEC.

@@ -1594,13 +1594,9 @@ mod tests {
     }
 
     /// A small xorshift generator: each call gives a number below its argument.
-    fn below(mut state: u64) -> impl FnMut(u64) -> u64 {
-        move |bound| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % bound
-        }
+    fn below(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut numbers = crate::test_rng::numbers(seed);
+        move |bound| numbers() % bound
     }
 
     #[test]
