@@ -44,7 +44,10 @@ pub struct PairMap(Layout);
 #[derive(Clone, Debug)]
 enum Layout {
     /// Words `left << 2 * ID_BITS | right << ID_BITS | merged`; priority = merged - `offset`.
-    Packed { words: HashTable<u64, HugePages>, offset: i64 },
+    Packed {
+        words: HashTable<u64, HugePages>,
+        offset: i64,
+    },
     Wide(WidePairs),
 }
 
@@ -64,7 +67,9 @@ impl PairMap {
     /// The map of `pairs`, packed when every id fits and the priorities follow the merged ids by
     /// one offset.
     pub fn new(pairs: WidePairs) -> Self {
-        let mut offsets = pairs.values().map(|merge| i64::from(merge.merged) - i64::from(merge.priority));
+        let mut offsets = pairs
+            .values()
+            .map(|merge| i64::from(merge.merged) - i64::from(merge.priority));
         let offset = offsets.next().unwrap_or(0);
         let fits = pairs.iter().all(|(&key, merge)| {
             let (left, right) = unkey(key);
@@ -77,7 +82,11 @@ impl PairMap {
         for (&key, merge) in &pairs {
             let (left, right) = unkey(key);
             let key = packed_key(left, right).expect("checked above");
-            words.insert_unique(hash(key), (key << ID_BITS) | u64::from(merge.merged), |&word| hash(word >> ID_BITS));
+            words.insert_unique(
+                hash(key),
+                (key << ID_BITS) | u64::from(merge.merged),
+                |&word| hash(word >> ID_BITS),
+            );
         }
         Self(Layout::Packed { words, offset })
     }
@@ -90,7 +99,10 @@ impl PairMap {
                 let key = packed_key(left, right)?;
                 let word = words.find(hash(key), |&word| word >> ID_BITS == key)?;
                 let merged = (word & ID_MASK) as Rank;
-                Some(Merge { priority: (i64::from(merged) - offset) as u32, merged })
+                Some(Merge {
+                    priority: (i64::from(merged) - offset) as u32,
+                    merged,
+                })
             }
             Layout::Wide(pairs) => pairs.get(&wide_key(left, right)).copied(),
         }
@@ -114,8 +126,15 @@ impl PairMap {
                 .iter()
                 .map(|&word| {
                     let merged = (word & ID_MASK) as Rank;
-                    let merge = Merge { priority: (i64::from(merged) - offset) as u32, merged };
-                    ((word >> (2 * ID_BITS)) as Rank, ((word >> ID_BITS) & ID_MASK) as Rank, merge)
+                    let merge = Merge {
+                        priority: (i64::from(merged) - offset) as u32,
+                        merged,
+                    };
+                    (
+                        (word >> (2 * ID_BITS)) as Rank,
+                        ((word >> ID_BITS) & ID_MASK) as Rank,
+                        merge,
+                    )
                 })
                 .collect(),
             Layout::Wide(pairs) => pairs
@@ -148,9 +167,16 @@ mod tests {
 
     /// `map` answers every pair as `pairs` says, and nothing else among the ids nearby.
     fn answers_as(map: &PairMap, pairs: &[(Rank, Rank, u32, Rank)]) {
-        let mut ids: Vec<Rank> = pairs.iter().flat_map(|&(left, right, _, merged)| [left, right, merged]).collect();
+        let mut ids: Vec<Rank> = pairs
+            .iter()
+            .flat_map(|&(left, right, _, merged)| [left, right, merged])
+            .collect();
         // Ids that alias a packed key if the bits above ID_BITS were dropped.
-        ids.extend(ids.clone().iter().flat_map(|&id| [id + (1 << ID_BITS), id | (1 << 31), Rank::MAX]));
+        ids.extend(
+            ids.clone()
+                .iter()
+                .flat_map(|&id| [id + (1 << ID_BITS), id | (1 << 31), Rank::MAX]),
+        );
         for &left in &ids {
             for &right in &ids {
                 let expected = pairs
@@ -162,8 +188,10 @@ mod tests {
         }
         let mut entries = map.entries();
         entries.sort_unstable_by_key(|&(left, right, _)| (left, right));
-        let mut listed: Vec<(Rank, Rank, Merge)> =
-            pairs.iter().map(|&(left, right, priority, merged)| (left, right, Merge { priority, merged })).collect();
+        let mut listed: Vec<(Rank, Rank, Merge)> = pairs
+            .iter()
+            .map(|&(left, right, priority, merged)| (left, right, Merge { priority, merged }))
+            .collect();
         listed.sort_unstable_by_key(|&(left, right, _)| (left, right));
         assert_eq!(entries, listed);
         assert_eq!(map.len(), pairs.len());
@@ -171,7 +199,11 @@ mod tests {
 
     #[test]
     fn ranks_and_line_numbered_merges_are_packed() {
-        let ranks = [(97, 98, 256, 256), (256, 99, 257, 257), (2_000_000, 5, 2_000_001, 2_000_001)];
+        let ranks = [
+            (97, 98, 256, 256),
+            (256, 99, 257, 257),
+            (2_000_000, 5, 2_000_001, 2_000_001),
+        ];
         let map = PairMap::new(wide(&ranks));
         assert!(map.is_packed());
         answers_as(&map, &ranks);
