@@ -1,7 +1,7 @@
 //! hf_bpe core: a byte-level BPE engine with tiktoken's semantics.
 //!
 //! Stages, each in its own module: `normalize` (SentencePiece's normalizer), `pretokenize` (split
-//! pattern, or `onig_split`: `tokenizers`' Split pre-tokenizers on Oniguruma), `merge` (byte-pair merging of one piece), `special` (special-token matching),
+//! pattern, or `onig_split`: `tokenizers`' Split pre-tokenizers on Oniguruma), `merge` (byte-pair merging of one piece; its pair table in `pairs`), `special` (special-token matching),
 //! `char_merge` (SentencePiece's BPE: merging from characters, on the same merge loop), `model` (the model: vocabulary,
 //! encode, decode), `stream` (encoding text that arrives in parts); `tuning` holds every tuning constant,
 //! each with what it trades.
