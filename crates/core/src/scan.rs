@@ -294,11 +294,17 @@ impl ClassTable {
     /// from the first character that is not ASCII.
     #[inline(always)]
     fn letter_run(&self, bytes: &[u8], at: usize) -> usize {
-        let end = ascii_letter_run(bytes, at);
-        if bytes.get(end).is_some_and(|&byte| byte >= 0x80) {
-            self.run(bytes, end, |class| class & LETTER != 0)
+        self.run_after_ascii(bytes, ascii_letter_run(bytes, at), LETTER)
+    }
+
+    /// The end of a run of characters of class `bit` whose ASCII part ends at `ascii_end`: there,
+    /// or further when a character that is not ASCII follows (only those can still be in the class).
+    #[inline(always)]
+    fn run_after_ascii(&self, bytes: &[u8], ascii_end: usize, bit: u8) -> usize {
+        if bytes.get(ascii_end).is_some_and(|&byte| byte >= 0x80) {
+            self.run(bytes, ascii_end, |class| class & bit != 0)
         } else {
-            end
+            ascii_end
         }
     }
 
@@ -509,31 +515,26 @@ impl ClassTable {
                 let upper_end = ascii_run(bytes, start + 1, b'A', b'Z');
                 match bytes.get(upper_end) {
                     Some(b'a'..=b'z') => Some(self.o200k_lower_run(bytes, upper_end + 1)),
-                    // `A-Z` are not LOWER: no LOWER character in the run so far.
-                    Some(&byte) if byte >= 0x80 => self.o200k_lower_word_from(bytes, upper_end, None),
+                    // `A-Z` are not LOWER: the run so far holds no LOWER character.
+                    Some(&byte) if byte >= 0x80 => self.o200k_lower_word_from(bytes, upper_end),
                     _ => None,
                 }
             }
-            _ => self.o200k_lower_word_from(bytes, start, None),
+            _ => self.o200k_lower_word_from(bytes, start),
         }
     }
 
     /// The end of the LOWER run from `at` (after a LOWER character).
     #[inline(always)]
     fn o200k_lower_run(&self, bytes: &[u8], at: usize) -> usize {
-        let end = ascii_run(bytes, at, b'a', b'z');
-        if bytes.get(end).is_some_and(|&byte| byte >= 0x80) {
-            self.run(bytes, end, |class| class & LOWER != 0)
-        } else {
-            end
-        }
+        self.run_after_ascii(bytes, ascii_run(bytes, at, b'a', b'z'), LOWER)
     }
 
-    /// [`ClassTable::o200k_lower_word`] from `at` inside the `[UPPER]*` run, where the run so far
-    /// had its last LOWER character end at `after_last_lower`.
-    fn o200k_lower_word_from(&self, bytes: &[u8], at: usize, after_last_lower: Option<usize>) -> Option<usize> {
+    /// [`ClassTable::o200k_lower_word`] from `at` inside the `[UPPER]*` run, no LOWER character
+    /// before it.
+    fn o200k_lower_word_from(&self, bytes: &[u8], at: usize) -> Option<usize> {
         let mut at = at;
-        let mut after_last_lower = after_last_lower;
+        let mut after_last_lower = None;
         loop {
             let (class, len) = self.class_at(bytes, at);
             if class & UPPER == 0 {
