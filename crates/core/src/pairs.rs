@@ -58,6 +58,16 @@ fn packed_key(left: Rank, right: Rank) -> Option<u64> {
     ((left | right) <= ID_MASK).then_some((left << ID_BITS) | right)
 }
 
+/// The merge a packed word holds: its merged id, and that id less `offset` as the priority.
+#[inline(always)]
+fn merge_of(word: u64, offset: i64) -> Merge {
+    let merged = (word & ID_MASK) as Rank;
+    Merge {
+        priority: (i64::from(merged) - offset) as u32,
+        merged,
+    }
+}
+
 #[inline]
 fn hash(key: u64) -> u64 {
     FxBuildHasher.hash_one(key)
@@ -98,11 +108,7 @@ impl PairMap {
             Layout::Packed { words, offset } => {
                 let key = packed_key(left, right)?;
                 let word = words.find(hash(key), |&word| word >> ID_BITS == key)?;
-                let merged = (word & ID_MASK) as Rank;
-                Some(Merge {
-                    priority: (i64::from(merged) - offset) as u32,
-                    merged,
-                })
+                Some(merge_of(*word, *offset))
             }
             Layout::Wide(pairs) => pairs.get(&wide_key(left, right)).copied(),
         }
@@ -125,16 +131,11 @@ impl PairMap {
             Layout::Packed { words, offset } => words
                 .iter()
                 .map(|&word| {
-                    let merged = (word & ID_MASK) as Rank;
-                    let merge = Merge {
-                        priority: (i64::from(merged) - offset) as u32,
-                        merged,
-                    };
-                    (
+                    let (left, right) = (
                         (word >> (2 * ID_BITS)) as Rank,
                         ((word >> ID_BITS) & ID_MASK) as Rank,
-                        merge,
-                    )
+                    );
+                    (left, right, merge_of(word, *offset))
                 })
                 .collect(),
             Layout::Wide(pairs) => pairs
