@@ -606,7 +606,7 @@ def test_ctrl_c_stops_training_promptly(tmp_path: Path) -> None:
     time.sleep(0.5)
     child.send_signal(signal.SIGINT)
     started = time.perf_counter()
-    out, err = child.communicate(timeout=60)
+    out, err = child.communicate(timeout=30)
     elapsed = time.perf_counter() - started
     assert out.strip() == "interrupted", f"after {elapsed:.1f} s: stdout {out!r}, stderr {err[-2000:]!r}"
     assert elapsed < 5
