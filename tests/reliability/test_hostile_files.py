@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 import reliability_support as support
-from conftest import scaled
+from conftest import PEAK_RSS_KB, peak_rss_mb, restart_peak_rss_mb, scaled
 from reliability_support import one_rule_charsmap
 
 import conversion.gpt2
@@ -71,10 +70,6 @@ PROTO_LENGTHS = [2**31, 2**32 - 1, 2**32, 2**63, 2**64 - 1]
 """Lengths a protobuf field may declare: 2 GB, 4 GB and beyond, up to the largest varint."""
 
 
-def _max_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 @pytest.mark.parametrize("declared", PROTO_LENGTHS)
 def test_sentencepiece_fields_declaring_gigabytes_are_refused_at_once(tmp_path: Path, declared: int) -> None:
     """Every length-delimited field of a .model (the pieces, a piece's text, the trainer and normalizer
@@ -88,7 +83,7 @@ def test_sentencepiece_fields_declaring_gigabytes_are_refused_at_once(tmp_path: 
         paths.append(tmp_path / f"declared{index}.model")
         paths[-1].write_bytes(valid[:offset] + support._encode_varint(declared) + valid[offset + size :])
     (tmp_path / "valid.model").write_bytes(valid)
-    rss_before = _max_rss_mb()
+    rss_before = restart_peak_rss_mb()
 
     def refuse_each() -> None:
         for path in paths:
@@ -101,7 +96,7 @@ def test_sentencepiece_fields_declaring_gigabytes_are_refused_at_once(tmp_path: 
             conversion.sentencepiece.load(tmp_path / "valid.model")
 
     refuse_each()
-    assert _max_rss_mb() - rss_before < 200
+    assert peak_rss_mb() - rss_before < 200
     # Quickly: refusing a file costs less than loading the valid one (ratios, not durations; two tries).
     ratios = [support.median_seconds(refuse_each) / support.median_seconds(load_the_valid_file_as_often)
               for _ in range(2)]
@@ -131,10 +126,10 @@ def test_a_character_map_declaring_a_huge_trie_is_refused(tmp_path: Path) -> Non
 )
 def test_piece_counts_state_declaring_huge_sizes_is_refused(state: bytes, problem: str) -> None:
     """The serialized count table (what pickling stores) is length-prefixed too."""
-    rss_before = _max_rss_mb()
+    rss_before = restart_peak_rss_mb()
     with pytest.raises(ValueError, match=problem):
         hf_bpe.PieceCounts._from_state("gpt2", [], state)
-    assert _max_rss_mb() - rss_before < 100
+    assert peak_rss_mb() - rss_before < 100
 
 
 # ---------------------------------------------------------------------------------- sizes, gzip
@@ -546,7 +541,7 @@ def test_corrupt_special_tokens_map_is_refused_naming_it(tmp_path: Path) -> None
 # ---------------------------------------------------------------------------------- enormous files
 
 LOAD_AND_MEASURE = """
-import json, resource, sys, time
+import json, sys, time
 started = time.monotonic()
 import hf_bpe, conversion.tiktoken
 model = (conversion.tiktoken.load(sys.argv[1], pattern="gpt2") if sys.argv[1].endswith(".tiktoken")
@@ -555,8 +550,8 @@ loaded = time.monotonic() - started
 text = "hello world " * 1000 + "".join(chr(c) for c in range(32, 2000))
 assert model.decode(model.encode_ordinary(text)) == text
 print(json.dumps({"tokens": model.n_vocab, "seconds": loaded,
-                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
+                  "peak_mb": PEAK_RSS_KB / 1024}))
+""".replace("PEAK_RSS_KB", PEAK_RSS_KB)
 
 
 def _many_tokens(count: int) -> Iterator[tuple[bytes, int]]:
