@@ -116,7 +116,11 @@ def test_fuzzing_finds_no_crash(tmp_path: Path, record_property: Any) -> None:
     if instrumented is not None:
         env["HF_BPE_FUZZ_ROOT"] = str(instrumented)
         env["LD_PRELOAD"] = str(Path(atheris.path()) / "ubsan_with_fuzzer.so")
-    command = [sys.executable, str(HERE / "fuzz_targets.py"), "all", f"-max_total_time={FUZZ_SECONDS}",
+    # Started by a fresh interpreter rather than from this process: Linux carries a parent's peak resident
+    # size into its child's (through fork and exec), and libFuzzer's -rss_limit_mb reads that peak, so the
+    # fuzzer of a test process grown past the limit would report out-of-memory before its first input.
+    command = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))",
+               sys.executable, str(HERE / "fuzz_targets.py"), "all", f"-max_total_time={FUZZ_SECONDS}",
                "-timeout=20", "-rss_limit_mb=2048", "-print_final_stats=1", f"-artifact_prefix={artifacts}/",
                str(corpus), str(seeds)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
