@@ -40,16 +40,44 @@ PACKAGE = "transformers_tests"  # transformers' get_tests_dir() wants a folder w
 SAMPLE_TEXT = "This is a sample text for the tokenizer tests.\nIt has two lines.\n"
 
 
+def _complete(root: Path) -> bool:
+    return all((root / PACKAGE / name).is_file() for name in MIXIN_MODULES)
+
+
 def _mixin_package() -> Path:
-    """Folder holding the package with the mixin of the installed transformers version."""
+    """Folder holding the package with the mixin of the installed transformers version.
+
+    Built in a private folder and renamed into place whole: test workers (pytest-xdist) collect this
+    module at the same time, and none of them may import a half-written module."""
     version = transformers.__version__
     root = (
         Path(os.environ.get("HF_BPE_MIXIN_CACHE", tempfile.gettempdir()))
         / f"hf_bpe-transformers-{version}-tests"
     )
-    package = root / PACKAGE
-    if all((package / name).is_file() for name in MIXIN_MODULES):
+    if _complete(root):
         return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f"{root.name}.partial-", dir=root.parent))
+    try:
+        _build_mixin_package(partial, version)
+        for attempt in range(2):
+            try:
+                partial.rename(root)
+                return root
+            except OSError:
+                if _complete(root):  # another worker got there first
+                    return root
+                if attempt == 0:  # a folder left half-made by a run killed before this rename existed
+                    shutil.rmtree(root, ignore_errors=True)
+        raise RuntimeError(f"could not move the mixin package from {partial} to {root}")
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _build_mixin_package(root: Path, version: str) -> None:
+    """Download transformers' source release into ``root/download`` and extract the mixin into
+    ``root/PACKAGE``, or skip the module saying why that is impossible."""
+    package = root / PACKAGE
     download = root / "download"
     download.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "--quiet",
@@ -78,7 +106,6 @@ def _mixin_package() -> Path:
     (package / "__init__.py").write_text("")
     (package / "fixtures").mkdir(exist_ok=True)
     (package / "fixtures" / "sample_text.txt").write_text(SAMPLE_TEXT, encoding="utf-8")
-    return root
 
 
 sys.path.insert(0, str(_mixin_package()))
