@@ -11,6 +11,8 @@
 - No test reaches the internet: ``HF_BPE_ENCODINGS_URL`` is set empty for the session, so a named
   encoding whose files are missing fails instead of downloading them (the download tests point it at
   a server on 127.0.0.1).
+- The suite runs on pytest-xdist workers (``addopts`` in pyproject.toml), a module's tests (a class's,
+  for test classes) on one worker, so module-scoped fixtures such as a local Ray start once.
 - ``shared_data`` / :func:`require_shared` give ``../shared/data`` (next to the repository), skipping
   with a clear reason when it is absent (a fresh clone has no ``../shared``).
 """
