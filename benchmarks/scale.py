@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from _common import MB, SHARED_CORPORA, load_documents
+from _memory import peak_mib
 
 import hf_bpe
 
@@ -34,21 +35,14 @@ GROUP_BYTES = 64 * MB
 FAN_IN = 4
 
 
-def own_peak_kib() -> int:
-    """This process's peak resident size in KiB: ``VmHWM``, not ``ru_maxrss``, which Linux carries over
-    from the parent (this script's main process, holding 64 MB of documents) through fork and exec."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-
-
 def merge_child(table_path: str, vocab_size: int) -> None:
     counts = pickle.loads(Path(table_path).read_bytes())
-    before = own_peak_kib()
+    before = peak_mib()  # its own peak: the main process, which holds 64 MB of documents, is larger
     started = time.perf_counter()
     hf_bpe.train_from_counts(counts, vocab_size, show_progress=False)
     seconds = time.perf_counter() - started
-    peak = own_peak_kib()
-    print(json.dumps({"seconds": seconds, "peak_mb": peak / 1024, "table_loaded_mb": before / 1024}))
+    peak = peak_mib()
+    print(json.dumps({"seconds": seconds, "peak_mb": peak, "table_loaded_mb": before}))
 
 
 def main() -> None:

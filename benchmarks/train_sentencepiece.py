@@ -34,13 +34,14 @@ import io
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _memory import peak_mib
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 SOURCES = ["shakespeare_milton.txt", "wiki_ja.txt", "wiki_el.txt", "wiki_vi.txt", "wiki_uk.txt"]
@@ -68,18 +69,6 @@ def llama2_options() -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------- one trainer, in a child
-
-
-def peak_mib() -> float:
-    """This process's peak resident memory in MiB (``VmHWM``; ``ru_maxrss`` where there is no /proc)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def child(trainer: str, files: list[Path], vocab_size: int, options: dict[str, Any], out: Path) -> None:
