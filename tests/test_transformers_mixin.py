@@ -60,15 +60,14 @@ def _mixin_package() -> Path:
     partial = Path(tempfile.mkdtemp(prefix=f"{root.name}.partial-", dir=root.parent))
     try:
         _build_mixin_package(partial, version)
-        for attempt in range(2):
+        for _ in range(2):
             try:
                 partial.rename(root)
                 return root
             except OSError:
                 if _complete(root):  # another worker got there first
                     return root
-                if attempt == 0:  # a folder left half-made by a run killed before this rename existed
-                    shutil.rmtree(root, ignore_errors=True)
+                shutil.rmtree(root, ignore_errors=True)  # half-made by a run killed before this rename existed
         raise RuntimeError(f"could not move the mixin package from {partial} to {root}")
     finally:
         shutil.rmtree(partial, ignore_errors=True)
