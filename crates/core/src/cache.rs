@@ -67,11 +67,12 @@ fn hash(piece: &[u8]) -> usize {
     (hasher.finish() >> 20) as usize
 }
 
-/// The tag of a key whose hash is `hashed`: the 16 bits above the set's, with the lowest set so
-/// that it is never 0 (an empty slot's tag).
+/// The set `piece` may sit in, and its tag: the 16 hash bits above the set's, with the lowest set
+/// so that it is never 0 (an empty slot's tag).
 #[inline]
-fn tag_of(hashed: usize) -> u32 {
-    ((hashed >> SET_BITS) as u32 & 0xFFFF) | 1
+fn place(piece: &[u8]) -> (usize, u32) {
+    let hashed = hash(piece);
+    (hashed & (SLOTS / 2 - 1), ((hashed >> SET_BITS) as u32 & 0xFFFF) | 1)
 }
 
 /// How many of a hash's low bits choose the set.
@@ -94,11 +95,9 @@ impl PieceCache {
         if piece.len() > KEY_BYTES || piece.is_empty() {
             return None;
         }
-        let hashed = hash(piece);
-        let set = hashed & (SLOTS / 2 - 1);
-        let (tag, tags) = (tag_of(hashed), self.tags[set]);
+        let (set, tag) = place(piece);
         for way in 0..2 {
-            if (tags >> (16 * way)) & 0xFFFF != tag {
+            if (self.tags[set] >> (16 * way)) & 0xFFFF != tag {
                 continue;
             }
             let slot = &self.slots[set * 2 + way];
@@ -117,12 +116,11 @@ impl PieceCache {
         if piece.len() > KEY_BYTES || piece.is_empty() || ids.len() > MAX_IDS {
             return;
         }
-        let hashed = hash(piece);
-        let set = hashed & (SLOTS / 2 - 1);
+        let (set, tag) = place(piece);
         // Replace the slot not used last.
         let way = 1 - self.last_used(set);
         let shift = 16 * way;
-        self.tags[set] = (self.tags[set] & !(0xFFFF << shift)) | (tag_of(hashed) << shift);
+        self.tags[set] = (self.tags[set] & !(0xFFFF << shift)) | (tag << shift);
         let slot = &mut self.slots[set * 2 + way];
         slot.key_len = piece.len() as u8;
         slot.key[..piece.len()].copy_from_slice(piece);
@@ -258,10 +256,10 @@ mod tests {
     fn a_full_set_keeps_the_most_recently_used() {
         let mut cache = PieceCache::new();
         // Find three keys in the same set.
-        let target = hash(b"k0") & (SLOTS / 2 - 1);
+        let target = place(b"k0").0;
         let keys: Vec<Vec<u8>> = (0..)
             .map(|i: u32| format!("k{i}").into_bytes())
-            .filter(|key| hash(key) & (SLOTS / 2 - 1) == target)
+            .filter(|key| place(key).0 == target)
             .take(3)
             .collect();
         cache.insert(&keys[0], &[0]);
@@ -280,14 +278,14 @@ mod tests {
         // then reads the slot, and the key compare refuses it.
         let mut cache = PieceCache::new();
         let first = b"t0".to_vec();
-        let set = hash(&first) & (SLOTS / 2 - 1);
+        let (set, first_tag) = place(&first);
         let other = (1..)
             .map(|i: u32| format!("t{i}").into_bytes())
-            .find(|key| hash(key) & (SLOTS / 2 - 1) == set && tag_of(hash(key)) != tag_of(hash(&first)))
+            .find(|key| place(key).0 == set && place(key).1 != first_tag)
             .expect("another key of the set");
         cache.insert(&first, &[1]);
         assert_eq!(cache.get(&other), None, "its tag differs: the slot is not read");
-        cache.tags[set] = tag_of(hash(&other)) * 0x1_0001;
+        cache.tags[set] = place(&other).1 * 0x1_0001;
         assert_eq!(cache.get(&other), None, "its tag matches, its key does not");
         assert_eq!(cache.get(&first), None, "a slot whose tag differs is not read");
     }

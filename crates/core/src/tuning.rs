@@ -30,9 +30,9 @@ pub(crate) const SMALL_LEVELS: usize = 64;
 pub const CACHED_PIECE_BYTES: usize = 30;
 /// The most ids a cached piece may merge to (see [`CACHED_PIECE_BYTES`]).
 pub const CACHED_IDS: usize = 8;
-/// Slots per piece cache (a power of two): 4.2 MB each, and 128 KB of tags. Trades memory for hits: each doubling
-/// saved some 5% of the encoding time on held-out multilingual text with o200k (callgrind, warmed on
-/// 6 MB, measured on the next 3 MB).
+/// Slots per piece cache (a power of two): 4.2 MB each, and 128 KB of tags. Trades memory for
+/// hits: each doubling saved some 5% of the encoding time on held-out multilingual text with o200k
+/// (callgrind, warmed on 6 MB, measured on the next 3 MB).
 pub(crate) const CACHE_SLOTS: usize = 1 << 16;
 /// Piece caches per model: more than the threads that usually encode at once (each is allocated on
 /// first use, so unused ones cost nothing).
