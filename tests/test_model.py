@@ -146,6 +146,30 @@ def test_whole_piece_rule_emits_a_token_that_merges_cannot_reach() -> None:
     assert ours.encode_ordinary("xyzxyz") == theirs.encode_ordinary("xyzxyz")
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_whole_pieces_of_every_length_are_looked_up_like_tiktoken(seed: int) -> None:
+    """Pieces of up to 15 bytes are looked up whole in one map and longer ones in another: tokens of
+    every length around that boundary (some no merge reaches), and pieces one byte off them, must
+    encode as tiktoken encodes them."""
+    rng = random.Random(seed)
+    ranks = dict(VOCABS["dense"])
+    next_id = max(ranks.values()) + 1
+    words = []
+    for length in range(1, 48):
+        for _ in range(6):
+            word = bytes(rng.choice(b"etaoinshrdl") for _ in range(length))
+            words.append(word)
+            if word not in ranks and rng.random() < 0.7:
+                ranks[word] = next_id
+                next_id += 1
+    ours, theirs = pair(ranks, r"\S+|\s+")
+    texts = [
+        " ".join((word + bytes([rng.choice(b"etaoinshrdl")]) * rng.randint(0, 1)).decode() for word in rng.sample(words, 60))
+        for _ in range(40)
+    ]
+    assert ours.encode_ordinary_batch(texts) == theirs.encode_ordinary_batch(texts)
+
+
 SPECIALS = {"<|endoftext|>": 1000, "<|fim|>": 1001, "<|a": 1002, "<|a|>": 1003}
 
 
