@@ -170,6 +170,34 @@ def test_whole_pieces_of_every_length_are_looked_up_like_tiktoken(seed: int) -> 
     assert ours.encode_ordinary_batch(texts) == theirs.encode_ordinary_batch(texts)
 
 
+def test_returned_ids_are_ordinary_ints_in_every_block_of_shared_ints() -> None:
+    """The ints a list returns are shared, in blocks of 65,536 ids of our own memory (ints.rs): in
+    every block (and past the last shared id) each must be an int equal to its id that behaves as
+    any int, ids up to 256 must be CPython's own small ints, and lists must own their references."""
+    import gc
+    import sys
+
+    high = {b"ab": 65_535, b"cd": 65_536, b"ef": 140_001, b"gh": (1 << 21) - 1, b"ij": (1 << 21) + 7}
+    ours = BPE(BYTES | high, r"\S+|\s+")
+    ids = ours.encode_ordinary("ab cd ef gh ij")
+    assert ids == [65_535, 32, 65_536, 32, 140_001, 32, (1 << 21) - 1, 32, (1 << 21) + 7]
+    for id in ids:
+        assert type(id) is int and id == int(str(id)) and hash(id) == hash(int(str(id)))
+        assert id + 1 - 1 == id and id.bit_length() == int(str(id)).bit_length()
+        assert pickle.loads(pickle.dumps(id)) == id
+    space = ours.encode_ordinary(" ")[0]
+    assert space is int("32"), "ids up to 256 are CPython's cached small ints"
+    again = ours.encode_ordinary("ef ef")
+    assert again[0] is again[2] is ours.encode_ordinary("ef")[0], "ids of one value share one int"
+    shared = again[0]
+    before = sys.getrefcount(shared)
+    held = [ours.encode_ordinary("ef ef ef") for _ in range(100)]
+    assert sys.getrefcount(shared) - before == 300
+    del held
+    gc.collect()
+    assert sys.getrefcount(shared) == before
+
+
 SPECIALS = {"<|endoftext|>": 1000, "<|fim|>": 1001, "<|a": 1002, "<|a|>": 1003}
 
 

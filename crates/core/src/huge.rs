@@ -91,6 +91,14 @@ pub fn filled<T: Clone>(value: T, len: usize) -> allocator_api2::boxed::Box<[T],
     items.into_boxed_slice()
 }
 
+/// A zeroed block of `size` bytes in [`HugePages`] memory that is never freed, for objects that
+/// must outlive anything that could still point at them (the Python bindings' shared ints); `None`
+/// when the system has no memory for it.
+pub fn leaked_block(size: usize) -> Option<NonNull<u8>> {
+    let layout = Layout::from_size_align(size.max(1), 64).ok()?;
+    HugePages.allocate_zeroed(layout).ok().map(NonNull::cast)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +139,15 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_leaked_block_is_zeroed_and_aligned_to_huge_pages() {
+        let block = leaked_block(HUGE_PAGE).expect("memory for one huge page");
+        assert_eq!(block.as_ptr() as usize % HUGE_PAGE, 0);
+        // SAFETY: the block holds HUGE_PAGE bytes and is never freed.
+        let bytes = unsafe { std::slice::from_raw_parts(block.as_ptr(), HUGE_PAGE) };
+        assert!(bytes.iter().all(|&byte| byte == 0));
     }
 
     #[test]
