@@ -173,7 +173,9 @@ def test_whole_pieces_of_every_length_are_looked_up_like_tiktoken(seed: int) -> 
 def test_returned_ids_are_ordinary_ints_in_every_block_of_shared_ints() -> None:
     """The ints a list returns are shared, in blocks of 65,536 ids of our own memory (ints.rs): in
     every block (and past the last shared id) each must be an int equal to its id that behaves as
-    any int, ids up to 256 must be CPython's own small ints, and lists must own their references."""
+    any int, ids up to 256 must be CPython's own small ints, and lists must own their references to
+    those; the blocks' ints are immortal (lists take no reference, and releasing far more lists than
+    there are references frees nothing)."""
     import gc
     import sys
 
@@ -190,12 +192,32 @@ def test_returned_ids_are_ordinary_ints_in_every_block_of_shared_ints() -> None:
     again = ours.encode_ordinary("ef ef")
     assert again[0] is again[2] is ours.encode_ordinary("ef")[0], "ids of one value share one int"
     shared = again[0]
-    before = sys.getrefcount(shared)
-    held = [ours.encode_ordinary("ef ef ef") for _ in range(100)]
-    assert sys.getrefcount(shared) - before == 300
-    del held
     gc.collect()
-    assert sys.getrefcount(shared) == before
+    gc.disable()  # nothing else may release a reference to the small int meanwhile
+    try:
+        before, space_before = sys.getrefcount(shared), sys.getrefcount(space)
+        held = [ours.encode_ordinary("ef ef ef") for _ in range(100)]
+        assert sys.getrefcount(shared) == before, "the blocks' ints are immortal: lists take no reference"
+        if sys.version_info < (3, 12):  # CPython's small ints are immortal from 3.12 on
+            assert sys.getrefcount(space) - space_before == 200, "lists own their small ints"
+        del held
+        assert sys.getrefcount(space) == space_before
+        assert sys.getrefcount(shared) == (before - 300 if sys.version_info < (3, 12) else before)
+    finally:
+        gc.enable()
+    assert_immortal(ours, "ef", shared)
+
+
+def assert_immortal(model: BPE, token: str, int_: int) -> None:
+    """A million lists holding `int_` (the id of `token`) released, none of whose references were
+    taken: the int must still be alive, the same object, with its value, and its count far above
+    zero (3.11 counts down from 2**62; 3.12 on, CPython's immortal count stays put)."""
+    import sys
+
+    for _ in range(1000):
+        model.encode_ordinary(" ".join([token] * 1000))
+    assert model.encode_ordinary(token)[0] is int_ and int_ == int(str(int_)) and str(int_) == repr(int_)
+    assert sys.getrefcount(int_) > 1 << 31
 
 
 SPECIALS = {"<|endoftext|>": 1000, "<|fim|>": 1001, "<|a": 1002, "<|a|>": 1003}
@@ -486,9 +508,9 @@ def test_a_model_builds_in_a_forked_child_after_the_parent_built_one() -> None:
 def test_large_batches_return_ordinary_lists_sharing_ints() -> None:
     """A batch this large has its lists filled on the pool's threads, which store shared ints and
     leave the reference counting to the calling thread: the lists must still equal the serial
-    encodings, be tracked by the cycle collector like any list, and own one reference per slot."""
+    encodings, be tracked by the cycle collector like any list, and own one reference per slot
+    holding one of CPython's small ints (none for the immortal ints of the blocks)."""
     import gc
-    import sys
 
     ours = BPE(VOCABS["dense"], "gpt2")
     rng = random.Random(11)
@@ -497,16 +519,33 @@ def test_large_batches_return_ordinary_lists_sharing_ints() -> None:
     assert sum(map(len, serial)) > 1 << 16, "enough ids for the parallel path"
     merged = [id for id in serial[0] if id > 256]  # not one of Python's cached small ints
     shared = next(id for id in serial[0] if id == max(set(merged), key=merged.count))
-    before = sys.getrefcount(shared)
+    small = next(id for id in serial[0] if id <= 256)
+    gc.collect()
+    gc.disable()  # nothing else may release a reference to the small int meanwhile
+    try:
+        check_batch_references(ours, texts, serial, shared, small)
+    finally:
+        gc.enable()
+
+
+def check_batch_references(ours: BPE, texts: list[str], serial: list[list[int]], shared: int, small: int) -> None:
+    import gc
+    import sys
+
     for threads in (2, 3, None):
+        before, small_before = sys.getrefcount(shared), sys.getrefcount(small)
         batch = ours.encode_batch(texts, num_threads=threads)
         assert batch == serial
         assert all(type(row) is list and gc.is_tracked(row) for row in batch)
         held = sum(1 for row in batch for id in row if id is shared)
-        assert held > 0, "the batch shares the int the serial encodings hold"
-        assert sys.getrefcount(shared) - before == held
+        small_held = sum(1 for row in batch for id in row if id is small)
+        assert held > 0 and small_held > 0, "the batch shares the ints the serial encodings hold"
+        assert sys.getrefcount(shared) == before, "the blocks' ints are immortal: lists take no reference"
+        if sys.version_info < (3, 12):  # CPython's small ints are immortal from 3.12 on
+            assert sys.getrefcount(small) - small_before == small_held, "lists own their small ints"
         del batch
-        assert sys.getrefcount(shared) == before
+        assert sys.getrefcount(small) == small_before
+        assert sys.getrefcount(shared) == (before - held if sys.version_info < (3, 12) else before)
 
 
 def test_clearing_the_cache_changes_no_result_even_while_threads_encode() -> None:

@@ -6,21 +6,30 @@
 //!
 //! On CPython with a GIL the shared ints of ids above 256 live in blocks of huge-page memory of our
 //! own, in id order, one 32-byte int per id ([`blocks`]): the int of an id sits at an address
-//! computed from the id, so filling a list reads no table of pointers, and the reference count that
-//! each element takes (and that releasing the list gives back) is a write to one of a few huge pages
-//! instead of to ints scattered over thousands of ordinary ones. Encoding `encode.py`'s held-out
+//! computed from the id, so filling a list reads no table of pointers. Encoding `encode.py`'s held-out
 //! documents one by one with o200k (a list per document, dropped at once), this build against one
 //! with ints made by CPython and found through a table of pointers, both loaded in one process and
 //! timed in turns: median per-round speed ratio 1.060 (30 rounds, quartiles 0.983 to 1.180). Ids
 //! up to 256 are CPython's own small ints, so `ids[0] is 5` holds as for any int CPython makes.
 //! Other builds (free-threaded, PyPy, GraalPy) keep a table of ints made by the interpreter.
 //!
+//! The blocks' ints are immortal, as CPython's small ints are from 3.12 on (their count is the one
+//! CPython gives its own immortal objects; on 3.11, which has none, a count of 2**62, which no
+//! process lives to release down to zero): a list takes no reference to them, so filling one
+//! writes to no int, only to the list's own slots. `sys.getrefcount` of such an id reports that
+//! count. Encoding as above, this build against the one whose lists took a reference per element,
+//! both loaded in one process and timed in turns (CPython 3.11, o200k): median per-round speed
+//! ratios 1.034, 1.085, 0.990 and 1.089 in four runs of 40 rounds (lower quartiles 0.91-1.00, upper
+//! 1.14-1.20; two copies of one build measured that way: 1.009), cl100k 1.030 and 1.068; batches on
+//! 2 threads 1.039 (20 rounds), whose workers no longer count each element's id.
+//!
 //! A large batch's lists are filled on the thread pool, with the GIL released: the workers only
 //! store pointers to shared ints (they never touch a reference count, which other Python threads may
-//! be changing meanwhile) and count how often each id was stored; the calling thread then takes the
-//! references those slots need, id by id. So the serial part of returning a batch is one allocation
-//! per list and one reference-count increment per element (a cheap loop over each distinct id's
-//! count), instead of making and storing every element under the GIL.
+//! be changing meanwhile) and count how often each id that takes references (with immortal ints, each
+//! id up to 256) was stored; the calling thread then takes the references those slots need, id by
+//! id. So the serial part of returning a batch is one allocation per list and at most one
+//! reference-count increment per element (a cheap loop over each counted id's count), instead of
+//! making and storing every element under the GIL.
 //!
 //! That path writes CPython's list internals directly (a list's item array, its size) and relies on
 //! the GIL's reference counting, so it exists only on builds with a GIL (`not(Py_GIL_DISABLED)`);
@@ -71,14 +80,20 @@ mod blocks {
     struct Made {
         blocks: [usize; BLOCKS],
         small: Option<&'static [usize; SMALL + 1]>,
+        /// The count that makes the blocks' ints immortal, if this interpreter has one (decided
+        /// before the first block is made, by [`immortal_refcount`]).
+        immortal: Option<Option<ffi::Py_ssize_t>>,
     }
 
-    static MADE: Mutex<Made> = Mutex::new(Made { blocks: [0; BLOCKS], small: None });
+    static MADE: Mutex<Made> = Mutex::new(Made { blocks: [0; BLOCKS], small: None, immortal: None });
 
     /// The shared ints of the ids below `len` (a whole number of blocks).
     pub(super) struct Shared {
         blocks: Box<[usize]>,
         small: &'static [usize; SMALL + 1],
+        /// Whether the ints in blocks are immortal (see [`immortal_refcount`]): then a list takes
+        /// no reference to them.
+        immortal: bool,
     }
 
     impl Shared {
@@ -100,13 +115,32 @@ mod blocks {
             let n_blocks = n_ids.min(super::SHARED_INTS).div_ceil(BLOCK_IDS);
             for index in 0..n_blocks {
                 if made.blocks[index] == 0 {
-                    match make_block(py, index)? {
+                    let immortal = match made.immortal {
+                        Some(immortal) => immortal,
+                        None => *made.immortal.insert(immortal_refcount(py, small[0])?),
+                    };
+                    match make_block(py, index, immortal)? {
                         Some(block) => made.blocks[index] = block,
                         None => return Ok(None),
                     }
                 }
             }
-            Ok(Some(Self { blocks: made.blocks[..n_blocks].into(), small }))
+            let immortal = made.immortal.flatten().is_some();
+            Ok(Some(Self { blocks: made.blocks[..n_blocks].into(), small, immortal }))
+        }
+
+        /// Whether a list holding the shared int of `id` must take a reference to it: not for the
+        /// immortal ints of the blocks, only for CPython's own small ints (and every int when the
+        /// blocks' are not immortal).
+        #[inline(always)]
+        pub(super) fn takes_reference(&self, id: usize) -> bool {
+            id <= SMALL || !self.immortal
+        }
+
+        /// Ids below this are the only ones whose lists take references (see
+        /// [`Shared::takes_reference`]).
+        pub(super) fn referenced_below(&self) -> usize {
+            if self.immortal { SMALL + 1 } else { self.len() }
         }
 
         /// How many ids have a shared int: every id below this.
@@ -124,8 +158,9 @@ mod blocks {
 
     /// Block `index`: the ints of its ids above [`SMALL`], each a copy of the int CPython makes for
     /// it (the object header made by `PyObject_Init`, which gives it the one reference the block
-    /// keeps for good; the value copied after it). `None` when an int is larger than [`INT_BYTES`].
-    fn make_block(py: Python<'_>, index: usize) -> PyResult<Option<usize>> {
+    /// keeps for good, or the `immortal` count; the value copied after it). `None` when an int is
+    /// larger than [`INT_BYTES`].
+    fn make_block(py: Python<'_>, index: usize, immortal: Option<ffi::Py_ssize_t>) -> PyResult<Option<usize>> {
         let header = std::mem::size_of::<ffi::PyObject>();
         let block = hf_bpe_core::huge::leaked_block(BLOCK_IDS * INT_BYTES)
             .ok_or_else(|| PyMemoryError::new_err("no memory for a block of shared ints"))?;
@@ -151,9 +186,59 @@ mod blocks {
                     copy.cast::<u8>().add(header),
                     size - header,
                 );
+                // Immortal, as CPython's own small ints are from 3.12 on: a list holding it takes
+                // no reference, so filling one writes no count. The blocks are never freed, so
+                // an int of theirs is never released wrongly.
+                if let Some(count) = immortal {
+                    set_refcount(copy, count);
+                }
             }
         }
         Ok(Some(block.as_ptr() as usize))
+    }
+
+    /// The reference count that makes an int immortal on this interpreter, if it has one. From 3.12
+    /// on, the one CPython gives its own small ints (their count's low 32 bits: the high ones hold
+    /// flags from 3.14 on, which a heap object of ours must not copy); on 3.11, which has no immortal
+    /// objects, a count that only falls by one for each reference released that was never taken,
+    /// so no process lives to release it down to zero (2**62: at a billion a second, 146 years).
+    /// Checked on a new int of CPython's with its own `Py_IncRef` and `Py_DecRef`, which must leave
+    /// an immortal count unchanged (3.12 on) or give it back (3.11).
+    fn immortal_refcount(py: Python<'_>, small_zero: usize) -> PyResult<Option<ffi::Py_ssize_t>> {
+        #[cfg(Py_3_12)]
+        // SAFETY: the small int 0 is alive for good (we keep a reference to it); only its count is read.
+        let count = unsafe { ffi::Py_REFCNT(small_zero as *mut ffi::PyObject) & 0xFFFF_FFFF };
+        #[cfg(not(Py_3_12))]
+        let count = {
+            let _ = small_zero;
+            1 << 62
+        };
+        let probe = (1u64 << 40).into_pyobject(py)?.into_ptr();
+        // SAFETY: `probe` is a new int only this function references (its count is 1); its count is
+        // set back to 1 before the one reference is released, so it is freed as usual.
+        unsafe {
+            set_refcount(probe, count);
+            ffi::Py_IncRef(probe);
+            let held = ffi::Py_REFCNT(probe);
+            ffi::Py_DecRef(probe);
+            let released = ffi::Py_REFCNT(probe);
+            set_refcount(probe, 1);
+            ffi::Py_DECREF(probe);
+            let immortal = if cfg!(Py_3_12) { held == count } else { held == count + 1 };
+            Ok((immortal && released == count).then_some(count))
+        }
+    }
+
+    /// Sets the count of `object`, which the caller alone references.
+    unsafe fn set_refcount(object: *mut ffi::PyObject, count: ffi::Py_ssize_t) {
+        #[cfg(Py_3_12)]
+        {
+            (*object).ob_refcnt.ob_refcnt = count;
+        }
+        #[cfg(not(Py_3_12))]
+        {
+            (*object).ob_refcnt = count;
+        }
     }
 }
 
@@ -197,6 +282,27 @@ impl Shared {
             #[cfg(not(any(Py_GIL_DISABLED, PyPy, GraalPy)))]
             Shared::Blocks(blocks) => (id < blocks.len()).then(|| blocks.get(id)),
             Shared::Made(made) => made.get(id).map(Py::as_ptr),
+        }
+    }
+
+    /// Whether a list holding the shared int of `id` takes a reference to it (not to an immortal
+    /// one).
+    #[inline(always)]
+    fn takes_reference(&self, id: usize) -> bool {
+        match self {
+            #[cfg(not(any(Py_GIL_DISABLED, PyPy, GraalPy)))]
+            Shared::Blocks(blocks) => blocks.takes_reference(id),
+            Shared::Made(_) => true,
+        }
+    }
+
+    /// Only the shared ints of ids below this take references from the lists that hold them.
+    #[cfg(not(Py_GIL_DISABLED))]
+    fn referenced_below(&self) -> usize {
+        match self {
+            #[cfg(not(any(Py_GIL_DISABLED, PyPy, GraalPy)))]
+            Shared::Blocks(blocks) => blocks.referenced_below(),
+            Shared::Made(made) => made.len(),
         }
     }
 }
@@ -310,7 +416,9 @@ impl IntTable {
             for (index, &id) in ids.iter().enumerate() {
                 let int = match ints.get(id as usize) {
                     Some(int) => {
-                        ffi::Py_INCREF(int);
+                        if ints.takes_reference(id as usize) {
+                            ffi::Py_INCREF(int);
+                        }
                         int
                     }
                     None => {
@@ -391,6 +499,8 @@ impl IntTable {
                 unfilled.0.push(Unshared(list));
             }
         }
+        // Only the ints that take references are counted (with immortal ints, CPython's small ones).
+        let counted = ints.referenced_below();
         let counts: Vec<Mutex<Vec<u32>>> = (0..threads).map(|_| Mutex::new(Vec::new())).collect();
         py.detach(|| {
             pool.install(|| {
@@ -398,7 +508,7 @@ impl IntTable {
                     let worker = rayon::current_thread_index().unwrap_or(0) % threads;
                     let mut counts = counts[worker].lock().unwrap_or_else(|poison| poison.into_inner());
                     if counts.is_empty() {
-                        counts.resize(ints.len(), 0);
+                        counts.resize(counted, 0);
                     }
                     let panic_index = panic_at.filter(|&(panic_row, _)| panic_row == row).map(|(_, index)| index);
                     for (index, &id) in ids.iter().enumerate() {
@@ -407,12 +517,14 @@ impl IntTable {
                         }
                         // SAFETY: `list` has exactly `ids.len()` slots and this worker alone writes
                         // it; `ints` outlives the call (the model owns it). The reference the slot
-                        // needs is taken below, by the count.
+                        // needs, if any, is taken below, by the count.
                         unsafe {
                             let int = ints.get(id as usize).expect("every id has a shared int (checked above)");
                             ffi::PyList_SET_ITEM(list, index as ffi::Py_ssize_t, int);
                         }
-                        counts[id as usize] += 1;
+                        if let Some(count) = counts.get_mut(id as usize) {
+                            *count += 1;
+                        }
                     }
                 });
             })
@@ -422,10 +534,11 @@ impl IntTable {
             .map(|count| count.into_inner().unwrap_or_else(|poison| poison.into_inner()))
             .filter(|count| !count.is_empty())
             .collect();
-        // SAFETY: with the GIL held again: each shared int gets one reference per slot that holds
-        // it (one increment per element), which makes every list whole; then they are tracked and owned as usual.
+        // SAFETY: with the GIL held again: each shared int that takes references gets one per slot
+        // that holds it (one increment per element; immortal ints take none), which makes every
+        // list whole; then they are tracked and owned as usual.
         let lists: Vec<Bound<'py, PyAny>> = unsafe {
-            for id in 0..ints.len() {
+            for id in 0..counted {
                 let times: u32 = counts.iter().map(|count| count[id]).sum();
                 if times == 0 {
                     continue;
