@@ -129,16 +129,8 @@ mod blocks {
             Ok(Some(Self { blocks: made.blocks[..n_blocks].into(), small, immortal }))
         }
 
-        /// Whether a list holding the shared int of `id` must take a reference to it: not for the
-        /// immortal ints of the blocks, only for CPython's own small ints (and every int when the
-        /// blocks' are not immortal).
-        #[inline(always)]
-        pub(super) fn takes_reference(&self, id: usize) -> bool {
-            id <= SMALL || !self.immortal
-        }
-
-        /// Ids below this are the only ones whose lists take references (see
-        /// [`Shared::takes_reference`]).
+        /// A list holding the shared int of an id below this takes a reference to it: with
+        /// immortal ints in the blocks, only CPython's own small ints take one.
         pub(super) fn referenced_below(&self) -> usize {
             if self.immortal { SMALL + 1 } else { self.len() }
         }
@@ -285,19 +277,8 @@ impl Shared {
         }
     }
 
-    /// Whether a list holding the shared int of `id` takes a reference to it (not to an immortal
-    /// one).
-    #[inline(always)]
-    fn takes_reference(&self, id: usize) -> bool {
-        match self {
-            #[cfg(not(any(Py_GIL_DISABLED, PyPy, GraalPy)))]
-            Shared::Blocks(blocks) => blocks.takes_reference(id),
-            Shared::Made(_) => true,
-        }
-    }
-
-    /// Only the shared ints of ids below this take references from the lists that hold them.
-    #[cfg(not(Py_GIL_DISABLED))]
+    /// Only the shared ints of ids below this take references from the lists that hold them (the
+    /// others are immortal).
     fn referenced_below(&self) -> usize {
         match self {
             #[cfg(not(any(Py_GIL_DISABLED, PyPy, GraalPy)))]
@@ -408,15 +389,16 @@ impl IntTable {
     /// A Python list of `ids`.
     pub(crate) fn list<'py>(&self, py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyList>> {
         let ints = self.table(py)?;
+        let referenced = ints.referenced_below();
         // SAFETY: every slot of the new list is filled exactly once with a new reference (an
-        // incremented shared int or a fresh one) before the list is handed to Python, and on failure
-        // the list is released.
+        // incremented shared int, an immortal one or a fresh one) before the list is handed to
+        // Python, and on failure the list is released.
         unsafe {
             let list = new_list(py, ids.len())?;
             for (index, &id) in ids.iter().enumerate() {
                 let int = match ints.get(id as usize) {
                     Some(int) => {
-                        if ints.takes_reference(id as usize) {
+                        if (id as usize) < referenced {
                             ffi::Py_INCREF(int);
                         }
                         int
