@@ -19,9 +19,9 @@ on every document.
 Printed: each build's best and median MB/s, its speed over tiktoken's in the same round (median of the
 rounds), and the per-round speed ratio of the second build over the first (median and quartiles).
 Two copies of one build gave a median of 1.002 (quartiles 0.982-1.015, 10 rounds, o200k, 2026-12-03).
-``--env-first NAME=VALUE`` sets an environment variable while the first build's model is made, to
-compare a switch that the engine reads when a model is built (two copies of one build then differ
-only in it).
+``--env-first NAME=VALUE`` sets an environment variable while the first build's model is made and
+while its piece caches are emptied and warmed (when the engine allocates them), to compare a switch the
+engine reads when it allocates (two copies of one build then differ only in it).
 """
 
 from __future__ import annotations
@@ -59,18 +59,27 @@ def load_build(path: Path, folder: Path, index: int) -> ModuleType:
 
 
 @contextmanager
-def engine(module: ModuleType, env: dict[str, str]) -> Iterator[None]:
-    """``hf_bpe.BPE`` builds its models with ``module`` (and ``env`` set) inside the block."""
+def engine(module: ModuleType) -> Iterator[None]:
+    """``hf_bpe.BPE`` builds its models with ``module`` inside the block."""
     import hf_bpe.model
 
-    saved_core, saved_env = hf_bpe.model._core, {name: os.environ.get(name) for name in env}
+    saved = hf_bpe.model._core
     hf_bpe.model._core = module  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        hf_bpe.model._core = saved
+
+
+@contextmanager
+def variables(env: dict[str, str]) -> Iterator[None]:
+    """The environment variables ``env`` set inside the block."""
+    saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
     try:
         yield
     finally:
-        hf_bpe.model._core = saved_core
-        for name, value in saved_env.items():
+        for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
@@ -126,16 +135,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.encoding in missing:
             raise SystemExit(f"{args.encoding}: {missing[args.encoding]}")
         theirs = tiktoken.get_encoding(args.encoding)
+        paths, envs = (args.first, args.second), (assignments(args.env_first), {})
         builds = []
-        for index, (path, env) in enumerate(((args.first, assignments(args.env_first)), (args.second, {}))):
-            module = load_build(path, Path(folder), index)
-            with engine(module, env):
+        for index, path in enumerate(paths):
+            with engine(load_build(path, Path(folder), index)), variables(envs[index]):
                 builds.append(hf_bpe.BPE(ranks, pattern, name=args.encoding))
         expected = theirs.encode_ordinary_batch(docs)
         for index, build in enumerate(builds):
-            same = sum(build.encode_ordinary(doc) == ids for doc, ids in zip(docs, expected))
-            print(f"build {index} ({[args.first, args.second][index]}): ids equal tiktoken's on {same}/{len(docs)} "
-                  f"documents")
+            with variables(envs[index]):
+                same = sum(build.encode_ordinary(doc) == ids for doc, ids in zip(docs, expected))
+            print(f"build {index} ({paths[index]}): ids equal tiktoken's on {same}/{len(docs)} documents")
         del expected
         gc.collect()
         gc.freeze()
@@ -151,9 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for round_index in range(args.rounds):
             for index in (0, 1) if round_index % 2 == 0 else (1, 0):
                 build = builds[index]
-                build.clear_cache()
-                for doc in warm_up:
-                    build.encode_ordinary(doc)
+                with variables(envs[index]):  # the caches are allocated anew after clear_cache()
+                    build.clear_cache()
+                    for doc in warm_up:
+                        build.encode_ordinary(doc)
                 seconds[index].append(timed(build.encode_ordinary))
             tiktoken_seconds.append(timed(theirs.encode_ordinary))
 
