@@ -1,28 +1,30 @@
 """Encoding cost grows linearly (or nearly) with the input, even on adversarial input.
 
 The naive merge loop (rescan every pair after each merge) is quadratic in the length of a piece, and a
-piece can be a whole megabyte: one repeated letter, or letters without any whitespace. These tests time
-ours on 100 KB and on 1 MB of such text and require the ratio to stay near 10 (at most 20; a quadratic
-loop gives about 100). Ratios only, no absolute timings: the machine may be slow or shared. Each size
-is the median of a few runs, every run on a fresh text (so a cache of whole pieces cannot hide the cost).
-A 300 KB step runs first so that a quadratic implementation fails in seconds rather than minutes.
+piece can be a whole megabyte: one repeated letter, or letters without any whitespace. These tests
+compare the cost of encoding 100 KB and 1 MB of such text and require the ratio to stay near 10 (at
+most 20; a quadratic loop gives about 100). Costs are CPU time of this process, runs of the two sizes
+alternate, and each size is the median of its runs (``tests/cost.py``), so other processes on the
+machine do not change the ratio. Every run encodes a fresh text (so a cache of whole pieces cannot
+hide the cost). A 300 KB step runs first so that a quadratic implementation fails in seconds rather
+than minutes.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
+import cost
 import pytest
 
 SMALL_BYTES = 100_000
 STEPS = (300_000, 1_000_000)
 SLACK = 2.0  # allowed cost ratio = SLACK * size ratio
-SMALL_RUNS = 5
-LARGE_RUNS = 3
+RUNS = 3
 
 LATIN1_LETTERS = [chr(code) for code in range(0xC0, 0x100) if chr(code).isalpha()]
 
@@ -67,25 +69,23 @@ TEXTS: dict[str, Callable[[int, int], str]] = {
 }
 
 
-def median_seconds(encode: Callable[[str], Any], make: Callable[[int, int], str], size: int, runs: int) -> float:
-    encode(make(runs, size))  # warm up (page faults, lazily built tables) on a text not timed
-    times = []
+def cost_ratio(encode: Callable[[str], Any], make: Callable[[int, int], str], size: int, runs: int) -> float:
+    """The median cost of encoding ``size`` bytes over that of :data:`SMALL_BYTES`, runs alternating."""
+    encode(make(runs, size))  # warm up (page faults, lazily built tables) on a text not counted
+    small, large = [], []
     for run in range(runs):
-        text = make(run, size)
-        start = time.perf_counter()
-        encode(text)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        small_text, large_text = make(run, SMALL_BYTES), make(run, size)
+        small.append(cost.cpu_seconds(functools.partial(encode, small_text)))
+        large.append(cost.cpu_seconds(functools.partial(encode, large_text)))
+    return statistics.median(large) / max(statistics.median(small), 1e-9)
 
 
 def cost_ratios(encode: Callable[[str], Any], make: Callable[[int, int], str]) -> tuple[list[float], str]:
     """Cost of each step relative to the small size, stopping at the first step over its bound."""
-    base = median_seconds(encode, make, SMALL_BYTES, SMALL_RUNS)
-    ratios, report = [], [f"{SMALL_BYTES // 1000} KB: {base * 1000:.1f} ms"]
+    ratios, report = [], []
     for size in STEPS:
-        seconds = median_seconds(encode, make, size, LARGE_RUNS)
-        ratios.append(seconds / base)
-        report.append(f"{size // 1000} KB: {seconds * 1000:.1f} ms ({ratios[-1]:.1f}x)")
+        ratios.append(cost_ratio(encode, make, size, RUNS))
+        report.append(f"{size // 1000} KB: {ratios[-1]:.1f}x the cost of {SMALL_BYTES // 1000} KB")
         if ratios[-1] > SLACK * size / SMALL_BYTES:
             break
     return ratios, ", ".join(report)

@@ -40,7 +40,7 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 # HF_BPE_FUZZ_ROOT: a folder holding hf_bpe (e.g. with a coverage-instrumented core) to fuzz instead.
-sys.path[:0] = [str(_HERE), os.environ.get("HF_BPE_FUZZ_ROOT") or str(_HERE.parents[1])]
+sys.path[:0] = [str(_HERE), str(_HERE.parent), os.environ.get("HF_BPE_FUZZ_ROOT") or str(_HERE.parents[1])]
 
 try:
     import atheris

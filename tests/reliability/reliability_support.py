@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cost
+
 import conversion.gpt2
 import conversion.hf
 import conversion.sentencepiece
@@ -47,8 +49,8 @@ EXERCISE_TEXTS = (
 )
 """Texts every loaded model encodes and decodes."""
 
-SLOW_LOAD_SECONDS = 30.0
-"""A load plus its exercise taking longer than this fails the property (they take milliseconds)."""
+SLOW_LOAD_CPU_SECONDS = 30.0
+"""A load plus its exercise costing more CPU time than this fails the property (they take milliseconds)."""
 
 
 # ---------------------------------------------------------------------------------------- models
@@ -566,7 +568,7 @@ def exercise_tokenizer(tokenizer: Any) -> None:
 
 def check_load(form: Format, folder: Path, corrupted: str) -> str:
     """Load ``folder`` as ``form`` and hold the property; returns ``"loaded"`` or ``"refused"``."""
-    started = time.monotonic()
+    started = time.process_time()
     try:
         loaded = form.load(folder)
     except Exception as error:
@@ -580,8 +582,8 @@ def check_load(form: Format, folder: Path, corrupted: str) -> str:
     else:
         exercise(loaded)
         outcome = "loaded"
-    took = time.monotonic() - started
-    assert took < SLOW_LOAD_SECONDS, f"{form.name}: corrupting {corrupted} made loading take {took:.1f} s"
+    took = time.process_time() - started
+    assert took < SLOW_LOAD_CPU_SECONDS, f"{form.name}: corrupting {corrupted} made loading take {took:.1f} CPU s"
     return outcome
 
 
@@ -591,35 +593,8 @@ def iter_formats() -> Iterator[Format]:
 
 # ------------------------------------------------------------------------------ cost, not clock time
 
-LINEAR_SLACK = 2.0  # a cost ratio may be this many times the size ratio (a quadratic cost gives the size ratio again)
-
-
-def median_seconds(action: Callable[[], object], runs: int = 3) -> float:
-    """The median wall time of ``runs`` calls of ``action``."""
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return sorted(times)[len(times) // 2]
-
-
-def cost_grows_linearly(prepare: Callable[[int], Callable[[], object]], small: int, large: int) -> tuple[bool, str]:
-    """Whether ``prepare(size)()`` costs at most :data:`LINEAR_SLACK` times ``large / small`` more at
-    ``large`` than at ``small`` (``prepare`` does the untimed set-up, such as writing the file), and a
-    report of the two costs. Two attempts: a shared machine can stall one measurement, a real
-    super-linear cost fails both. A ratio, never a duration: the machine may be slow."""
-    allowed = LINEAR_SLACK * large / small
-    reports = []
-    for _attempt in range(2):
-        small_seconds = median_seconds(prepare(small))
-        large_seconds = median_seconds(prepare(large))
-        ratio = large_seconds / max(small_seconds, 1e-9)
-        reports.append(f"{small:,}: {small_seconds * 1000:.1f} ms, {large:,}: {large_seconds * 1000:.1f} ms "
-                       f"({ratio:.1f}x, at most {allowed:.0f}x allowed)")
-        if ratio <= allowed:
-            return True, reports[-1]
-    return False, "; ".join(reports)
+cost_grows_linearly = cost.cost_grows_linearly
+median_cost_ratio = cost.median_cost_ratio
 
 
 def bytes_read_by_this_process() -> int | None:

@@ -98,8 +98,7 @@ def test_sentencepiece_fields_declaring_gigabytes_are_refused_at_once(tmp_path: 
     refuse_each()
     assert peak_rss_mb() - rss_before < 200
     # Quickly: refusing a file costs less than loading the valid one (ratios, not durations; two tries).
-    ratios = [support.median_seconds(refuse_each) / support.median_seconds(load_the_valid_file_as_often)
-              for _ in range(2)]
+    ratios = [support.median_cost_ratio(refuse_each, load_the_valid_file_as_often) for _ in range(2)]
     assert min(ratios) < 3, f"refusing took {min(ratios):.1f}x the time of loading the valid file"
 
 
@@ -457,19 +456,21 @@ def test_pathological_patterns_from_files_raise_within_the_budget(tmp_path: Path
     short = model.encode_ordinary("aab")  # loads, and short text splits at once
     assert short
     budget = 1.0 + 10.0 * len(text) / 1e6
-    started = time.monotonic()
+    # The engine's budget is in seconds of the clock; the test checks that the search stopped, by the
+    # CPU time it took (never more than the clock's, so a busy machine cannot fail it).
+    started = time.process_time()
     with pytest.raises(ValueError, match=r"is too slow on this text: splitting its \d+ bytes would take more"):
         model.encode_ordinary(text)
-    assert time.monotonic() - started < budget + 5
+    assert time.process_time() - started < budget + 5
     assert model.encode_ordinary("aab") == short  # and keeps working
 
 
 def test_pathological_patterns_in_training_raise_within_the_budget() -> None:
     pattern, text = PATHOLOGICAL["exponential on every match"]
-    started = time.monotonic()
+    started = time.process_time()
     with pytest.raises(ValueError, match="too slow"):
         hf_bpe.train([text, "abc"], 300, pattern=pattern, show_progress=False)
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10  # CPU time: the search stopped
 
 
 @pytest.mark.parametrize("writer", ["hf_bpe.json", "tekken"])
@@ -489,11 +490,11 @@ def test_a_tokenizer_json_split_that_oniguruma_gives_up_on_fails_as_in_tokenizer
     pattern, text = r"(a+)+$|(a|aa)+|\s+|.", "a" * 1_000_000 + "!"
     path = conversion.hf.save(_with_pattern(pattern), tmp_path / "tokenizer.json", check=False)
     model = conversion.hf.load(path)
-    started = time.monotonic()
+    started = time.process_time()
     with pytest.raises(ValueError, match=r"Oniguruma gave up on the split regex .* \(retry-limit-in-match over\); "
                                          r"`tokenizers` fails on this text too"):
         model.encode_ordinary(text)
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10  # CPU time: the search gave up
     tokenizers = pytest.importorskip("tokenizers")
     with pytest.raises(BaseException, match="retry-limit-in-match over"):  # PanicException
         tokenizers.Tokenizer.from_file(str(path)).encode(text[-100:])
@@ -542,14 +543,14 @@ def test_corrupt_special_tokens_map_is_refused_naming_it(tmp_path: Path) -> None
 
 LOAD_AND_MEASURE = """
 import json, sys, time
-started = time.monotonic()
+started = time.process_time()
 import hf_bpe, conversion.tiktoken
 model = (conversion.tiktoken.load(sys.argv[1], pattern="gpt2") if sys.argv[1].endswith(".tiktoken")
          else hf_bpe.BPE.load(sys.argv[1]))
-loaded = time.monotonic() - started
+loaded = time.process_time() - started
 text = "hello world " * 1000 + "".join(chr(c) for c in range(32, 2000))
 assert model.decode(model.encode_ordinary(text)) == text
-print(json.dumps({"tokens": model.n_vocab, "seconds": loaded,
+print(json.dumps({"tokens": model.n_vocab, "cpu_seconds": loaded,
                   "peak_mb": PEAK_RSS_KB / 1024}))
 """.replace("PEAK_RSS_KB", PEAK_RSS_KB)
 
@@ -579,7 +580,7 @@ def _write_many_tokens(path: Path, count: int) -> Path:
 @pytest.mark.parametrize("suffix", [".tiktoken", ".json"])
 def test_millions_of_tokens_load_in_linear_time_and_memory(tmp_path: Path, suffix: str) -> None:
     """A vocabulary of half a million tokens (10 million at HF_BPE_TEST_SCALE=20) loads, encodes and
-    decodes in a fresh process within a per-token budget. Measured with 10 million tokens on 2 shared
+    decodes in a fresh process within a per-token budget of CPU time. Measured with 10 million tokens on 2 shared
     cores: 29 s and 3.4 GB peak from a 170 MB rank file, 64 s and 5.0 GB from a 250 MB hf_bpe.json."""
     count = scaled(500_000, 100_000)
     path = _write_many_tokens(tmp_path / f"many{suffix}", count)
@@ -588,7 +589,7 @@ def test_millions_of_tokens_load_in_linear_time_and_memory(tmp_path: Path, suffi
     assert done.returncode == 0, done.stderr[-2000:]
     measured = json.loads(done.stdout.strip().splitlines()[-1])
     assert measured["tokens"] == count
-    assert measured["seconds"] < 10 + 20e-6 * count, measured  # measured: 3 to 6.5 us per token
+    assert measured["cpu_seconds"] < 10 + 20e-6 * count, measured  # measured: 3 to 6.5 us per token
     assert measured["peak_mb"] < 400 + 1.5e-3 * count, measured  # measured: 340 to 500 bytes per token
 
 
@@ -633,6 +634,5 @@ def test_a_split_pattern_of_megabytes_is_refused_before_compiling(tmp_path: Path
     refuse()
     # Before compiling: refusing costs about what loading the unedited files does (compiling the pattern
     # would take seconds and 400 MB); a ratio, not a duration, and two tries.
-    ratios = [support.median_seconds(refuse) / support.median_seconds(lambda: _load_edited(tmp_path, form, {}))
-              for _ in range(2)]
+    ratios = [support.median_cost_ratio(refuse, lambda: _load_edited(tmp_path, form, {})) for _ in range(2)]
     assert min(ratios) < 10, f"refusing took {min(ratios):.1f}x the time of loading the unedited files"
