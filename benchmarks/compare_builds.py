@@ -18,7 +18,7 @@ on every document.
 
 Printed: each build's best and median MB/s, its speed over tiktoken's in the same round (median of the
 rounds), and the per-round speed ratio of the second build over the first (median and quartiles).
-Two copies of one build gave a median of 1.002 (quartiles 0.982-1.015, 10 rounds, o200k, 2026-12-03).
+Timing two copies of one build shows how far identical builds differ on the machine of the day.
 ``--env-first NAME=VALUE`` sets an environment variable while the first build's model is made and
 while its piece caches are emptied and warmed (when the engine allocates them), to compare a switch the
 engine reads when it allocates (two copies of one build then differ only in it).
