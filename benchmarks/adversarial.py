@@ -11,7 +11,7 @@ run's work to the next.
     python benchmarks/adversarial.py
     python benchmarks/adversarial.py --encodings o200k_base --mb 4
 
-The goal (performance issue): every adversarial input at no less than a third of the natural MB/s.
+The goal: every adversarial input at no less than a third of the natural MB/s.
 """
 
 from __future__ import annotations

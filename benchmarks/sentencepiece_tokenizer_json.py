@@ -19,7 +19,7 @@ text, as SentencePiece reads them), on the same strings:
 - ``spm-proto``: transformers' ``SpmConverter.build_tokenizer_from_spm_proto`` (the generic path that
   follows the model's own settings);
 - ``hf_bpe``: ``conversion.hf.save``; ``exact`` when it writes the file, ``lossy`` when it refuses and
-  ``lossy=True`` writes it (before this change it refused every SentencePiece model: no file).
+  ``lossy=True`` writes it.
 
 Strings: ``varied_texts(--varied)`` of the tests, and the lines of every file of the shared corpora and
 botchan.txt (the first ``--corpus-lines`` of each, or all). A string counts when its ids differ from

@@ -1,6 +1,6 @@
 """How often hf_bpe.train learns other merges than the naive recount trainer (tests/naive_bpe.py), and why.
 
-Two fixed families of generated corpora, every code point allowed (as in issue 15's report):
+Two fixed families of generated corpora, every code point allowed:
 - ``varied``: ``textgen.documents(random.Random(seed), --bytes)``;
 - ``ties``: ``textgen.tie_documents(random.Random(seed), words=300 | 1000 | 2000)`` (most merges are ties).
 Corpus ``seed`` (0, 1, ...) takes vocab 1000 / 1500 / 2000, pattern gpt2 / cl100k / o200k and no special
