@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import warnings
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -694,22 +693,6 @@ class BPE:
         """The pieces and settings of a SentencePiece model, else ``None``."""
         return self._sentencepiece
 
-    def rank_rule_difference(self) -> str | None:
-        """Deprecated: use :func:`hf_bpe.rules.rank_rule_difference` (a converter's question, not
-        the model's)."""
-        from hf_bpe import rules
-
-        _deprecated("BPE.rank_rule_difference()", "hf_bpe.rules.rank_rule_difference(model)")
-        return rules.rank_rule_difference(self)
-
-    def merge_rule_difference(self, ignore_merges: bool) -> str | None:
-        """Deprecated: use :func:`hf_bpe.rules.merge_rule_difference` (a converter's question, not
-        the model's)."""
-        from hf_bpe import rules
-
-        _deprecated("BPE.merge_rule_difference()", "hf_bpe.rules.merge_rule_difference(model, ignore_merges)")
-        return rules.merge_rule_difference(self, ignore_merges)
-
     def added_tokens_encoder(self, tokens: Iterable[tuple[str, int]]) -> AddedTokensEncoder:
         """An encoder that first cuts out ``tokens`` (``(text, id)`` pairs, e.g. the tokens a
         transformers tokenizer adds at run time; the longest match wins, none is disallowed) and
@@ -1088,10 +1071,6 @@ class AddedTokensEncoder:
         id_type = id_type_for(dtype, max([self._largest_id, *prefix, *suffix]))
         return self._core.encode_arrow(_arrow_strings(texts), self._policy, num_threads, id_type, nulls,
                                        list(prefix), list(suffix))
-
-
-def _deprecated(old: str, new: str) -> None:
-    warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
 def _describe_error(error: Exception) -> str:

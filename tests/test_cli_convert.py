@@ -1,4 +1,4 @@
-"""``hf-bpe convert`` and ``hf-bpe inspect`` (``hf_bpe.cli_convert``)."""
+"""``hf-bpe convert`` and ``hf-bpe inspect`` (``hf_bpe.cli``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from conversion_support import cl100k_file, gpt2_files, mistral_file, shared, tr
 import conversion.gpt2
 import conversion.tiktoken
 from hf_bpe import BPE
-from hf_bpe.cli_convert import detect_format, main
+from hf_bpe.cli import main
+from hf_bpe.sources import detect_format
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -93,7 +94,7 @@ def test_tiktoken_files_need_a_pattern_unless_known(capsys: pytest.CaptureFixtur
 def test_bpe_tokenizer_folders(capsys: pytest.CaptureFixture[str], gpt2_folder: Path, tmp_path: Path) -> None:
     """Writing a BPETokenizer folder, reading one back, and what transformers makes of it."""
     transformers = pytest.importorskip("transformers")
-    import hf_bpe.hf  # noqa: F401 - registers BPETokenizer with AutoTokenizer
+    import hf_bpe.transformers  # noqa: F401 - registers BPETokenizer with AutoTokenizer
 
     status, _, _ = run(capsys, "convert", gpt2_folder, "--to", "folder", tmp_path / "tok")
     assert status == 0 and detect_format(tmp_path / "tok") == "folder"

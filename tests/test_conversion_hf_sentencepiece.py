@@ -499,7 +499,7 @@ def test_a_refused_save_writes_nothing_and_a_lossy_one_leaves_the_reason(tmp_pat
 
 
 def test_command_line_refuses_and_writes_with_lossy(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from hf_bpe.cli_convert import main
+    from hf_bpe.cli import main
 
     assert main(["convert", os.fspath(mistral_file("tokenizer.model.v1")), "--to", "hf",
                  os.fspath(tmp_path / "v1.json")]) == 0

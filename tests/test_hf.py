@@ -1,4 +1,4 @@
-"""BPETokenizer (``hf_bpe.hf``) and the ``tokenizer.json`` it writes (``conversion.hf``).
+"""BPETokenizer (``hf_bpe.transformers``) and the ``tokenizer.json`` it writes (``conversion.hf``).
 
 Oracles, never written-down ids: the model itself (``BPE.encode``), the `tokenizers` library reading
 our ``tokenizer.json``, and transformers' own ``PythonBackend`` code path run on our tokenizer.
@@ -27,7 +27,7 @@ import conversion.hf
 import hf_bpe
 from hf_bpe import BPE, BPETokenizer
 from hf_bpe.errors import InvalidVocabularyError, TokenizerFileError
-from hf_bpe.hf import MODEL_FILE, REMOTE_CODE_FILE
+from hf_bpe.transformers import MODEL_FILE, REMOTE_CODE_FILE
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
@@ -828,35 +828,3 @@ def test_a_large_batch_with_added_tokens_gives_their_ids() -> None:
     rng = random.Random(7)
     texts = [" added words ça <|end|>" * 20 + textgen.document(rng, 3_000) for _ in range(scaled(150, minimum=150))]
     assert tokenizer(texts)["input_ids"] == [tokenizer(text)["input_ids"] for text in texts]
-
-
-# ------------------------------------------------------------------------------ old import paths
-
-
-def test_a_tokenizer_pickled_as_hf_bpe_hf_before_the_package_split_still_loads() -> None:
-    """tests/data/bpetokenizer_hf_bpe_hf.pickle was written by hf_bpe at 530db27, when the class lived
-    in hf_bpe/hf.py: the pickle names ``hf_bpe.hf.BPETokenizer``, which the alias module still holds."""
-    data = (Path(__file__).parent / "data" / "bpetokenizer_hf_bpe_hf.pickle").read_bytes()
-    assert b"hf_bpe.hf" in data
-    loaded = pickle.loads(data)
-    assert type(loaded) is hf_bpe.BPETokenizer
-    model = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256, b" ab": 257}, "gpt2", {"<|end|>": 258},
-                       name="tiny")
-    assert loaded.model == model
-    rebuilt = hf_bpe.BPETokenizer.from_model(model, eos_token="<|end|>", add_eos_token=True, pad_token="<|pad|>")
-    rebuilt.add_tokens(["<x>"])
-    for text in ["ab ab<x><|end|>", "", "x ab<|pad|>ab"]:
-        assert loaded(text)["input_ids"] == rebuilt(text)["input_ids"]
-    assert pickle.loads(pickle.dumps(loaded))("ab<x>")["input_ids"] == rebuilt("ab<x>")["input_ids"]
-
-
-def test_the_old_module_paths_name_the_same_objects() -> None:
-    import hf_bpe.hf
-    import hf_bpe.model_card
-    import hf_bpe.transformers
-    import hf_bpe.transformers.model_card
-
-    assert hf_bpe.hf.BPETokenizer is hf_bpe.transformers.BPETokenizer is hf_bpe.BPETokenizer
-    assert hf_bpe.hf.save_tokenizer_folder is hf_bpe.save_tokenizer_folder
-    assert hf_bpe.hf.REMOTE_CODE_FILE == REMOTE_CODE_FILE
-    assert hf_bpe.model_card.write_model_card is hf_bpe.transformers.model_card.write_model_card

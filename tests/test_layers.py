@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CORE_USERS = {"hf_bpe.model", "hf_bpe.train", "hf_bpe.train_sentencepiece", "hf_bpe._corpus", "hf_bpe.streaming"}
 """The model-layer modules that may import the Rust core, ``hf_bpe._core``."""
 
-TOP = ("hf_bpe.cli", "hf_bpe.cli_convert", "hf_bpe.__main__", "hf_bpe.__init__")
+TOP = ("hf_bpe.cli", "hf_bpe.__main__", "hf_bpe.__init__")
 """Modules allowed to import names from the package ``hf_bpe`` itself (its ``__init__``)."""
 
 
@@ -61,15 +61,6 @@ def test_only_the_model_layer_imports_the_rust_core_and_nothing_below_the_top_im
                     if alias.name == "hf_bpe" and not name.startswith(TOP):
                         wrong.append(f"{name}: imports the package hf_bpe (import the module it needs)")
     assert not wrong, "\n".join(wrong)
-
-
-def test_the_old_sentencepiece_module_warns_and_names_the_model_kind() -> None:
-    sys.modules.pop("hf_bpe.sentencepiece", None)
-    with pytest.warns(DeprecationWarning, match="hf_bpe.sentencepiece_bpe"):
-        import hf_bpe.sentencepiece as old
-    import hf_bpe.sentencepiece_bpe as new
-
-    assert old.Piece is new.Piece and old.SentencePieceSpec is new.SentencePieceSpec
 
 
 def test_the_top_level_exports_what_a_user_needs_and_keeps_the_old_names() -> None:

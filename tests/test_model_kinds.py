@@ -147,15 +147,6 @@ def test_a_list_that_tiktoken_would_apply_differently_is_reported() -> None:
     assert BPE(vocab, "gpt2").encode_ordinary("pqbc") == [259]
 
 
-def test_the_old_rule_methods_warn_and_answer_as_hf_bpe_rules() -> None:
-    vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258}
-    model = BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "gpt2")
-    with pytest.warns(DeprecationWarning, match=r"hf_bpe\.rules\.rank_rule_difference"):
-        assert model.rank_rule_difference() == rules.rank_rule_difference(model) is not None
-    with pytest.warns(DeprecationWarning, match=r"hf_bpe\.rules\.merge_rule_difference"):
-        assert model.merge_rule_difference(True) == rules.merge_rule_difference(model, True)
-
-
 def test_merges_models_persist_and_compare(tmp_path: Path) -> None:
     vocab = BYTES | {b"ab": 256, b"bc": 257, b"abc": 258}
     model = BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "cl100k", {"<|end|>": 300}, ignore_merges=True,
