@@ -6,7 +6,7 @@ Usage (from the repository root, with a release build: ``pip install -e .``)::
     python benchmarks/audit.py --base-mb 2 --repeat 3
     python benchmarks/audit.py --table              # findings and compression of every tokenizer below
 
-Timing: ``hf_bpe.audit(cl100k_base)`` without a corpus (best of ``--repeat``); then with a corpus of
+Timing: ``hf_bpe.audit.audit(cl100k_base)`` without a corpus (best of ``--repeat``); then with a corpus of
 ``--base-mb`` MB of the shared corpora (``../shared/data/corpora``: every file gets an equal share,
 a group per file), and twice and four times that, timing the corpus part (``hf_bpe.audit.corpus.measure``,
 with o200k_base as the ``--compare`` tokenizer) and the whole audit. The corpus part should grow
@@ -32,6 +32,7 @@ from typing import Any
 from _common import SHARED_CORPORA, best_seconds
 
 import hf_bpe
+import hf_bpe.audit
 from hf_bpe.audit import corpus as corpus_module
 
 MISTRAL = ("tokenizer.model.v1", "mistral_instruct_tokenizer_240216.model.v2",
@@ -79,7 +80,7 @@ def table() -> None:
     stats = {}
     for name, model in models.items():
         started = time.perf_counter()
-        report = hf_bpe.audit(model)
+        report = hf_bpe.audit.audit(model)
         seconds = time.perf_counter() - started
         summary = report.summary()
         reasons = ", ".join(f"{reason} {count}" for reason, count in summary["unreachable_by_reason"].items())
@@ -117,8 +118,8 @@ def table() -> None:
 def timing(base_mb: float, repeat: int) -> None:
     cl100k = hf_bpe.get_encoding("cl100k_base")
     o200k = hf_bpe.get_encoding("o200k_base")
-    seconds = best_seconds(lambda: hf_bpe.audit(cl100k), repeat)
-    print(f"hf_bpe.audit(cl100k_base), no corpus: {seconds:.2f} s (best of {repeat})\n")
+    seconds = best_seconds(lambda: hf_bpe.audit.audit(cl100k), repeat)
+    print(f"hf_bpe.audit.audit(cl100k_base), no corpus: {seconds:.2f} s (best of {repeat})\n")
     print("| corpus | MB | corpus part s | corpus part s per MB | whole audit s |")
     print("|---|---:|---:|---:|---:|")
     per_language = int(base_mb * 1_000_000 / len(LANGUAGES) / 2)  # characters; about 2 bytes each on average
@@ -127,7 +128,7 @@ def timing(base_mb: float, repeat: int) -> None:
         size = sum(len(line.encode("utf-8")) for lines in groups.values() for line in lines) / 1e6
         corpus_seconds = best_seconds(
             lambda groups=groups: corpus_module.measure(cl100k, groups, {"o200k_base": o200k}), repeat)
-        whole = best_seconds(lambda groups=groups: hf_bpe.audit(cl100k, groups, compare={"o200k_base": o200k}), 1)
+        whole = best_seconds(lambda groups=groups: hf_bpe.audit.audit(cl100k, groups, compare={"o200k_base": o200k}), 1)
         print(f"| {factor}x | {size:.1f} | {corpus_seconds:.2f} | {corpus_seconds / size:.3f} | {whole:.2f} |",
               flush=True)
 

@@ -30,6 +30,7 @@ from _common import MB, SHARED_CORPORA, load_documents
 from _memory import peak_mib
 
 import hf_bpe
+from hf_bpe.train import count_pieces, train_from_counts
 
 GROUP_BYTES = 64 * MB
 FAN_IN = 4
@@ -39,7 +40,7 @@ def merge_child(table_path: str, vocab_size: int) -> None:
     counts = pickle.loads(Path(table_path).read_bytes())
     before = peak_mib()  # its own peak: the main process, which holds 64 MB of documents, is larger
     started = time.perf_counter()
-    hf_bpe.train_from_counts(counts, vocab_size, show_progress=False)
+    train_from_counts(counts, vocab_size, show_progress=False)
     seconds = time.perf_counter() - started
     peak = peak_mib()
     print(json.dumps({"seconds": seconds, "peak_mb": peak, "table_loaded_mb": before}))
@@ -68,7 +69,7 @@ def main() -> None:
             prefix.append(documents[index])
             used += len(documents[index].encode("utf-8"))
             index += 1
-        counts = hf_bpe.count_pieces(iter(prefix), show_progress=False)
+        counts = count_pieces(iter(prefix), show_progress=False)
         points.append((used, len(counts), counts.total))
         print(f"  {used / MB:8.2f} MB: {len(counts):>9,} distinct pieces of {counts.total:>11,}")
     xs = [math.log(n) for n, _, _ in points]
@@ -89,7 +90,7 @@ def main() -> None:
     text_file = folder / "all.txt"
     text_file.write_text("".join(documents), encoding="utf-8")
     started = time.perf_counter()
-    hf_bpe.count_pieces(files=[text_file], num_threads=1, show_progress=False)
+    count_pieces(files=[text_file], num_threads=1, show_progress=False)
     rate = total / MB / (time.perf_counter() - started)
     print(f"counting, one core: {rate:.1f} MB/s")
 

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from hf_bpe.train import count_pieces
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 SOURCES = ["shakespeare_milton.txt", "wiki_ja.txt", "wiki_el.txt", "wiki_vi.txt", "wiki_uk.txt"]
@@ -99,7 +100,7 @@ def hf_bpe_counting(files: list[Path], threads: int, pattern: str) -> str:
     import hf_bpe
 
     started = time.perf_counter()
-    counts = hf_bpe.count_pieces(files, pattern=pattern, show_progress=False, num_threads=threads)
+    counts = count_pieces(files, pattern=pattern, show_progress=False, num_threads=threads)
     return f"counting {time.perf_counter() - started:.2f} s ({len(counts):,} distinct pieces)"
 
 

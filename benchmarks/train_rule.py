@@ -26,6 +26,7 @@ import hf_bpe
 from hf_bpe import patterns
 
 from naive_bpe import naive_pieces, recount_train, regex_only_code_points  # isort: skip  (tests/)
+from hf_bpe.train import PieceCounts, count_pieces, train_from_counts
 
 VOCAB_SIZES = (1000, 1500, 2000)
 PATTERNS = ("gpt2", "cl100k", "o200k")
@@ -45,10 +46,10 @@ def compare(documents: list[str], vocab_size: int, pattern: str, special_tokens:
         warnings.filterwarnings("ignore", "the corpus allows only")
         model = hf_bpe.train(documents, vocab_size, pattern=pattern, special_tokens=special_tokens,
                              show_progress=False)
-        counts = hf_bpe.count_pieces(documents, pattern=pattern, special_tokens=special_tokens,
+        counts = count_pieces(documents, pattern=pattern, special_tokens=special_tokens,
                                      show_progress=False)
-        same_table = hf_bpe.PieceCounts(dict(pieces), pattern=pattern, special_tokens=special_tokens)
-        on_their_pieces = hf_bpe.train_from_counts(same_table, vocab_size, show_progress=False)
+        same_table = PieceCounts(dict(pieces), pattern=pattern, special_tokens=special_tokens)
+        on_their_pieces = train_from_counts(same_table, vocab_size, show_progress=False)
     def learned(trained: hf_bpe.BPE) -> list[bytes]:
         return [trained.decode_single_token_bytes(i) for i in range(256, trained.n_vocab - len(special_tokens))]
     return {

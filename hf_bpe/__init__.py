@@ -5,16 +5,24 @@
 >>> enc.decode(enc.encode("hello world"))
 'hello world'
 
-``__all__`` holds what a user needs: the model (:class:`BPE`), the transformers tokenizer
-(:class:`BPETokenizer`), :func:`train`, the named encodings, :func:`load` for any tokenizer file, :func:`audit` (the
-vocabulary audit) and :mod:`~hf_bpe.errors`. The names earlier versions exported stay importable from here too (the error
-classes, ``PieceCounts``, ``count_pieces``, ``train_from_counts``, ``patterns``,
-``save_tokenizer_folder``). How the code is laid out: README, "How the code is laid out".
+``__all__`` is the whole entry surface: the model (:class:`BPE`), the transformers tokenizer
+(:class:`BPETokenizer`), :func:`train` and :func:`train_sentencepiece`, :func:`load` for any tokenizer
+file, the named encodings (:func:`get_encoding`, :func:`list_encoding_names`) and the errors of
+:mod:`hf_bpe.errors`. The rest lives in its module: ``hf_bpe.train`` (``count_pieces``,
+``train_from_counts``), ``hf_bpe.audit``, ``hf_bpe.tiktoken`` (tiktoken's API), ``hf_bpe.transformers``,
+``hf_bpe.datasets``, ``hf_bpe.distributed``, ``conversion.<format>``. How the code is laid out:
+``docs/architecture.md``.
+
+Registration with transformers: after ``import hf_bpe``, ``AutoTokenizer.from_pretrained(folder)``
+returns :class:`BPETokenizer` for a folder saved by it, yet ``import hf_bpe`` does not import
+transformers (seconds of start-up). :mod:`hf_bpe._autotokenizer` installs a one-shot import hook that
+registers the class when transformers' auto-tokenizer module loads (at once if it already is);
+``hf_bpe.transformers.register()`` does the same explicitly.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from hf_bpe import _autotokenizer, errors, patterns
+from hf_bpe import _autotokenizer
 from hf_bpe.encodings import get_encoding, list_encoding_names
 from hf_bpe.errors import (
     ConversionError,
@@ -26,49 +34,43 @@ from hf_bpe.errors import (
     UnknownTokenError,
 )
 from hf_bpe.model import BPE
-from hf_bpe.train import PieceCounts, count_pieces, train, train_from_counts
-from hf_bpe.train_sentencepiece import LLAMA2_OPTIONS, train_sentencepiece
+from hf_bpe.train import train
+from hf_bpe.train_sentencepiece import train_sentencepiece
 
 if TYPE_CHECKING:
     from hf_bpe.sources import load
-    from hf_bpe.transformers import BPETokenizer, save_tokenizer_folder  # noqa: F401
+    from hf_bpe.transformers import BPETokenizer
 
 __all__ = [
     "BPE",
     "BPETokenizer",
-    "audit",
-    "errors",
+    "ConversionError",
+    "DisallowedSpecialTokenError",
+    "InternalError",
+    "InvalidVocabularyError",
+    "LossyConversionWarning",
+    "TokenizerFileError",
+    "UnknownTokenError",
     "get_encoding",
     "list_encoding_names",
     "load",
     "train",
+    "train_sentencepiece",
 ]
 __version__ = "0.1.0"
 
-# Kept at the top level for the code written against earlier versions (README uses most of them).
-_IMPORTABLE = (
-    ConversionError, DisallowedSpecialTokenError, InternalError, InvalidVocabularyError, LossyConversionWarning,
-    TokenizerFileError, UnknownTokenError, PieceCounts, count_pieces, train_from_counts, patterns,
-    train_sentencepiece, LLAMA2_OPTIONS,
-)
-
 
 def __getattr__(name: str) -> Any:
-    # The transformers tokenizer loads transformers, and load() the converters (tokenizers, protobuf):
-    # each is imported on first use; so is the audit (hf_bpe.audit(model) calls it, hf_bpe.audit.reachability
-    # is its module).
-    if name == "audit":
-        import hf_bpe.audit
+    # Lazy only to keep ``import hf_bpe`` cheap: BPETokenizer imports transformers, and load() the
+    # converters (tokenizers, protobuf); each is imported on first use. Nothing else is served here.
+    if name == "BPETokenizer":
+        from hf_bpe.transformers import BPETokenizer
 
-        return hf_bpe.audit
-    if name in ("BPETokenizer", "save_tokenizer_folder"):
-        from hf_bpe import transformers
-
-        return getattr(transformers, name)
+        return BPETokenizer
     if name == "load":
-        from hf_bpe import sources
+        from hf_bpe.sources import load
 
-        return sources.load
+        return load
     raise AttributeError(f"module 'hf_bpe' has no attribute {name!r}")
 
 

@@ -738,23 +738,24 @@ class BPE:
 
     def piece_token_counts(self, counts: PieceCounts) -> Any:
         """How often encoding the counted corpus produces each id, from its piece counts alone (a
-        :class:`~hf_bpe.PieceCounts` from :func:`hf_bpe.count_pieces`): each distinct piece is encoded
+        :class:`~hf_bpe.train.PieceCounts` from :func:`hf_bpe.train.count_pieces`): each distinct piece is encoded
         once, as encoding a text that splits into it does (the whole-piece rule included), and its ids
         count as often as the piece occurred. A NumPy array of ``n_vocab`` counts (index = id), the
         same as :meth:`token_counts` of the corpus when the table was counted with this model's
         pattern and special tokens; memory is the array, never a copy of the table.
 
         >>> import hf_bpe
+        >>> from hf_bpe.train import count_pieces
         >>> texts = ["the cat", "the hat"]
         >>> enc = hf_bpe.get_encoding("gpt2")
-        >>> counts = hf_bpe.count_pieces(texts, show_progress=False)
+        >>> counts = count_pieces(texts, show_progress=False)
         >>> bool((enc.piece_token_counts(counts) == enc.token_counts(texts)).all())
         True
         """
         import numpy as np
 
         if not isinstance(counts, _core.PieceCounts):
-            raise TypeError(f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}")
+            raise TypeError(f"counts must be a PieceCounts (from hf_bpe.train.count_pieces), got {type(counts).__name__}")
         return np.array(self._core.piece_token_counts(counts), dtype=np.int64)
 
     def clear_cache(self) -> None:

@@ -141,13 +141,13 @@ def count_pieces(
 
     >>> import hf_bpe, pickle
     >>> shards = [["the cat sat"], ["the hat"]]
-    >>> tables = [hf_bpe.count_pieces(shard, show_progress=False) for shard in shards]
+    >>> tables = [count_pieces(shard, show_progress=False) for shard in shards]
     >>> total = sum(pickle.loads(pickle.dumps(table)) for table in tables)
-    >>> total == hf_bpe.count_pieces(["the cat sat", "the hat"], show_progress=False)
+    >>> total == count_pieces(["the cat sat", "the hat"], show_progress=False)
     True
     >>> total.most_common(2)
     [(b'the', 2), (b' cat', 1)]
-    >>> len(hf_bpe.count_pieces(["<|end|>"], special_tokens=["<|end|>"], allow_empty=True))
+    >>> len(count_pieces(["<|end|>"], special_tokens=["<|end|>"], allow_empty=True))
     0
     """
     specials = _special_tokens(special_tokens)
@@ -176,7 +176,7 @@ class FileCounter:
     >>> _ = (folder / "a.txt").write_text("low lower"), (folder / "b.txt").write_text("lowest low")
     >>> counter = FileCounter("gpt2", num_threads=1)
     >>> counter.add_files([folder / "a.txt"]); counter.add_files([folder / "b.txt"])
-    >>> counter.take() == hf_bpe.count_pieces(files=[folder / "a.txt", folder / "b.txt"], show_progress=False)
+    >>> counter.take() == count_pieces(files=[folder / "a.txt", folder / "b.txt"], show_progress=False)
     True
     """
 
@@ -259,14 +259,14 @@ def train_from_counts(
     ``num_threads`` threads (every core by default); the model is the same for every number.
 
     >>> import hf_bpe
-    >>> counts = hf_bpe.PieceCounts({"hug": 10, "pug": 5, "pun": 12, "bun": 4}, pattern=r"\\w+")
-    >>> model = hf_bpe.train_from_counts(counts, 259, show_progress=False)
+    >>> counts = PieceCounts({"hug": 10, "pug": 5, "pun": 12, "bun": 4}, pattern=r"\\w+")
+    >>> model = train_from_counts(counts, 259, show_progress=False)
     >>> [model.decode_single_token_bytes(i) for i in (256, 257, 258)]
     [b'pu', b'pun', b'ug']
     """
     if not isinstance(counts, PieceCounts):
         raise TypeError(
-            f"counts must be a PieceCounts (from hf_bpe.count_pieces), got {type(counts).__name__}"
+            f"counts must be a PieceCounts (from hf_bpe.train.count_pieces), got {type(counts).__name__}"
         )
     return _merge(counts, vocab_size, show_progress, name, consume=consume, num_threads=num_threads,
                   warn_stacklevel=3)

@@ -16,11 +16,13 @@ from conftest import require_shared, scaled
 from test_audit_reachability import hand_built_ranks, hand_built_sentencepiece
 
 import hf_bpe
+import hf_bpe.audit
 from hf_bpe import BPE
 from hf_bpe.audit import corpus as corpus_module
 from hf_bpe.audit import specials as specials_module
 from hf_bpe.audit import vocabulary
 from hf_bpe.cli import main
+from hf_bpe.train import count_pieces
 
 CORPUS = [
     "The river had risen overnight, and by seven the ferry was running late.",
@@ -40,7 +42,7 @@ def trained() -> BPE:
 
 
 def test_hf_bpe_audit_is_callable_and_its_modules_stay_importable(trained: BPE) -> None:
-    report = hf_bpe.audit(trained)
+    report = hf_bpe.audit.audit(trained)
     assert report.name == "trained" and report.corpus is None and report.unused == []
     from hf_bpe.audit.reachability import REASONS
 
@@ -48,7 +50,7 @@ def test_hf_bpe_audit_is_callable_and_its_modules_stay_importable(trained: BPE) 
 
 
 def test_usage_counts_are_the_ids_of_encoding_the_corpus(trained: BPE) -> None:
-    report = hf_bpe.audit(trained, CORPUS, rare_below=3)
+    report = hf_bpe.audit.audit(trained, CORPUS, rare_below=3)
     produced = Counter(id for ids in trained.encode_ordinary_batch(CORPUS) for id in ids)
     assert report.corpus is not None
     assert {id: int(count) for id, count in enumerate(report.corpus.counts) if count} == dict(produced)
@@ -61,7 +63,7 @@ def test_usage_counts_are_the_ids_of_encoding_the_corpus(trained: BPE) -> None:
 def test_compression_table_counts_every_tokenizer_on_the_same_texts(trained: BPE) -> None:
     gpt2 = hf_bpe.get_encoding("gpt2")
     groups = {"en": CORPUS[:1], "de": CORPUS[1:2], "mixed": CORPUS[2:]}
-    report = hf_bpe.audit(trained, groups, compare=["gpt2"])
+    report = hf_bpe.audit.audit(trained, groups, compare=["gpt2"])
     assert report.corpus is not None
     assert [group.name for group in report.corpus.groups] == ["en", "de", "mixed"]
     for group in report.corpus.groups:
@@ -171,7 +173,7 @@ def test_every_model_kind_gives_a_report_with_every_section(kind: str) -> None:
         model = BPE.from_merges(ranks, BPE(ranks, "gpt2").merges, "gpt2")
     else:
         model = BPE(ranks, "gpt2", special_tokens={"<|endoftext|>": len(ranks)})
-    report = hf_bpe.audit(model, {"en": CORPUS[:2], "other": CORPUS[2:]}, compare=["gpt2"], corpus_name="samples")
+    report = hf_bpe.audit.audit(model, {"en": CORPUS[:2], "other": CORPUS[2:]}, compare=["gpt2"], corpus_name="samples")
     document = json.loads(report.to_json())
     summary = document["summary"]
     assert summary["kind"] == kind
@@ -186,7 +188,7 @@ def test_every_model_kind_gives_a_report_with_every_section(kind: str) -> None:
 
 def test_charts_are_png_files(tmp_path: Path, trained: BPE) -> None:
     pytest.importorskip("matplotlib", reason="charts need matplotlib: pip install 'hf_bpe[plots]'")
-    report = hf_bpe.audit(trained, {"en": CORPUS[:2], "other": CORPUS[2:]}, compare=["gpt2"])
+    report = hf_bpe.audit.audit(trained, {"en": CORPUS[:2], "other": CORPUS[2:]}, compare=["gpt2"])
     paths = report.plots(tmp_path / "charts")
     assert set(paths) == {"findings", "lengths", "compression", "usage"}
     for path in paths.values():
@@ -197,7 +199,7 @@ def test_charts_are_png_files(tmp_path: Path, trained: BPE) -> None:
 def test_charts_without_matplotlib_say_how_to_get_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                     trained: BPE) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    report = hf_bpe.audit(trained)
+    report = hf_bpe.audit.audit(trained)
     with pytest.raises(ImportError, match=r"pip install 'hf_bpe\[plots\]'"):
         report.plots(tmp_path)
     assert "## Summary" in report.to_markdown()
@@ -205,9 +207,9 @@ def test_charts_without_matplotlib_say_how_to_get_it(monkeypatch: pytest.MonkeyP
 
 def test_compare_must_name_tokenizers_once(trained: BPE) -> None:
     with pytest.raises(ValueError, match="more than one tokenizer labelled"):
-        hf_bpe.audit(trained, CORPUS, compare={"model": trained})
+        hf_bpe.audit.audit(trained, CORPUS, compare={"model": trained})
     with pytest.raises(TypeError, match="single one"):
-        hf_bpe.audit(trained, CORPUS, compare="gpt2")  # type: ignore[arg-type]
+        hf_bpe.audit.audit(trained, CORPUS, compare="gpt2")  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------------- CLI
@@ -266,11 +268,11 @@ def test_training_usage_counts_what_encoding_the_training_corpus_produces(patter
     rng = random.Random(pattern)
     texts = ["".join(rng.choice(["a", "b", " ", "é", "あ", "\n", "1", ".", "  "]) for _ in range(80)) for _ in range(60)]
     model = hf_bpe.train(texts, 256 + 60, pattern=pattern, show_progress=False)
-    counts = hf_bpe.count_pieces(texts, pattern=pattern, show_progress=False)
+    counts = count_pieces(texts, pattern=pattern, show_progress=False)
     direct = model.token_counts(texts)
     assert produced_on(model, counts).tolist() == direct.tolist()
     usage = training_usage(model, counts, rare_below=3)
-    reachable = hf_bpe.audit(model).reachability.reachable
+    reachable = hf_bpe.audit.audit(model).reachability.reachable
     assert usage["tokens"] == int(direct.sum())
     assert usage["never"] == sum(1 for id in reachable if direct[id] == 0)
     assert usage["rare"] == sum(1 for id in reachable if 0 < direct[id] < 3)
@@ -297,7 +299,7 @@ def test_piece_token_counts_are_the_token_counts_of_the_counted_texts(kind: str)
                     merges.append((token[:1], token[1:]))
             model = BPE.from_merges(vocab, merges, pattern, ignore_merges=kind == "merges ignoring merges")
         texts = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 40))) for _ in range(300)]
-        counts = hf_bpe.count_pieces(texts, pattern=pattern, show_progress=False)
+        counts = count_pieces(texts, pattern=pattern, show_progress=False)
         assert model.piece_token_counts(counts).tolist() == model.token_counts(texts).tolist()
 
 

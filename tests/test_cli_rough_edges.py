@@ -15,6 +15,7 @@ from terminal import on_a_terminal
 
 import hf_bpe
 from hf_bpe.cli import main
+from hf_bpe.train import count_pieces
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -148,7 +149,7 @@ def test_the_readme_first_commands_folder_is_ignored_by_git() -> None:
 
 def test_no_progress_bars_off_a_terminal(capfd: pytest.CaptureFixture[str]) -> None:
     hf_bpe.train(["one short document, once"], 270)
-    hf_bpe.count_pieces(["another"])
+    count_pieces(["another"])
     assert capfd.readouterr().err == ""
 
 

@@ -22,6 +22,7 @@ import hf_bpe
 import hf_bpe.distributed
 from hf_bpe.distributed import ShardError
 from hf_bpe.distributed.training import prune
+from hf_bpe.train import PieceCounts, count_pieces, train_from_counts
 
 SPECIAL = "<|endoftext|>"
 RAY_REASON = "Ray is not installed (pip install 'hf_bpe[ray]'); the distributed tests need a real local Ray"
@@ -74,7 +75,7 @@ def test_train_with_a_file_of_only_special_tokens_and_an_empty_file(tmp_path: Pa
 
 
 def test_piece_counts_pickle_compactly(corpus: list[Path]) -> None:
-    counts = hf_bpe.count_pieces(files=corpus, show_progress=False)
+    counts = count_pieces(files=corpus, show_progress=False)
     pieces = counts.to_dict()
     # Each entry: the piece's bytes, a varint length and a varint count (at most 3 + 3 bytes here).
     payload = sum(len(piece) + 6 for piece in pieces)
@@ -127,8 +128,8 @@ def guaranteed_merges(exact: dict[bytes, int], loss_bound: dict[bytes, int], num
     return num_merges
 
 
-def pruned_tables(files: list[Path], threshold: int) -> tuple[list[hf_bpe.PieceCounts], dict[bytes, int], dict[bytes, int]]:
-    shards = [hf_bpe.count_pieces(files=[path], show_progress=False) for path in files]
+def pruned_tables(files: list[Path], threshold: int) -> tuple[list[PieceCounts], dict[bytes, int], dict[bytes, int]]:
+    shards = [count_pieces(files=[path], show_progress=False) for path in files]
     exact = sum(shards).to_dict()  # type: ignore[union-attr]
     pruned = sum(prune(shard, threshold) for shard in shards).to_dict()  # type: ignore[union-attr]
     return shards, exact, pruned
@@ -146,7 +147,7 @@ def test_pruning_stays_within_its_stated_bound(tmp_path: Path) -> None:
     assert len(pruned) < len(exact)  # pruning did something
     # The pruned training is the merge loop on exactly the pruned tables.
     model = hf_bpe.distributed.train(files, 256 + 50, prune_below=threshold, group_bytes=1)
-    assert model == hf_bpe.train_from_counts(sum(prune(shard, threshold) for shard in shards), 256 + 50,
+    assert model == train_from_counts(sum(prune(shard, threshold) for shard in shards), 256 + 50,
                                              show_progress=False)
 
 

@@ -702,7 +702,7 @@ def test_remote_code_is_opt_in(tmp_path: Path) -> None:
 
 def test_save_tokenizer_folder_is_from_model_then_save_pretrained(tmp_path: Path) -> None:
     training = {"corpus": "three generated files", "vocab_size": 409}
-    hf_bpe.save_tokenizer_folder(
+    hf_bpe.transformers.save_tokenizer_folder(
         encoding("trained"),
         tmp_path,
         eos_token="<|endoftext|>",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -61,16 +60,3 @@ def test_only_the_model_layer_imports_the_rust_core_and_nothing_below_the_top_im
                     if alias.name == "hf_bpe" and not name.startswith(TOP):
                         wrong.append(f"{name}: imports the package hf_bpe (import the module it needs)")
     assert not wrong, "\n".join(wrong)
-
-
-def test_the_top_level_exports_what_a_user_needs_and_keeps_the_old_names() -> None:
-    import hf_bpe
-
-    assert sorted(hf_bpe.__all__) == ["BPE", "BPETokenizer", "audit", "errors", "get_encoding",
-                                      "list_encoding_names", "load", "train"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        for name in ("ConversionError", "DisallowedSpecialTokenError", "InternalError", "InvalidVocabularyError",
-                     "LossyConversionWarning", "PieceCounts", "TokenizerFileError", "UnknownTokenError",
-                     "count_pieces", "patterns", "save_tokenizer_folder", "train_from_counts", "load"):
-            assert getattr(hf_bpe, name) is not None

@@ -23,6 +23,7 @@ from hf_bpe.patterns import Split
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is the oracle; pip install -e '.[test]'")
 from tokenizers import Regex, pre_tokenizers
+from hf_bpe.train import count_pieces, train_from_counts
 
 BYTES = {bytes([byte]): byte for byte in range(256)}
 
@@ -265,16 +266,16 @@ def test_encode_batch_on_threads_equals_encode() -> None:
 def test_counting_with_a_split_counts_the_pieces_tokenizers_cuts() -> None:
     split = Split(r"[[:alpha:]]+|\d", "merged_with_previous", invert=True)
     texts = oniguruma_patterns.texts(random.Random(3), 300)
-    counts = hf_bpe.count_pieces(texts, pattern=split, special_tokens=["<|endoftext|>"], show_progress=False)
+    counts = count_pieces(texts, pattern=split, special_tokens=["<|endoftext|>"], show_progress=False)
     theirs = their_splitter(split)
     expected = Counter(piece.encode() for text in texts for part in text.split("<|endoftext|>")
                        for piece, _ in theirs.pre_tokenize_str(part))
     assert counts.to_dict() == dict(expected)
     assert counts.pattern == split and pickle.loads(pickle.dumps(counts)) == counts
-    model = hf_bpe.train_from_counts(counts, 300, show_progress=False)
+    model = train_from_counts(counts, 300, show_progress=False)
     assert model.pattern == split
     with pytest.raises(ValueError, match="different split patterns"):
-        counts + hf_bpe.count_pieces(texts, show_progress=False)
+        counts + count_pieces(texts, show_progress=False)
 
 
 def test_pieces_of_a_sentencepiece_model_are_refused() -> None:

@@ -28,6 +28,7 @@ from naive_bpe import naive_pieces, naive_train, recount_train, regex_only_code_
 
 import hf_bpe
 from hf_bpe import patterns
+from hf_bpe.train import PieceCounts, count_pieces, train_from_counts
 
 NAMED = ["gpt2", "cl100k", "o200k"]
 CUSTOM = r"'[a-z]+|[\p{L}\p{M}]+|\p{N}{1,2}|[^\s\p{L}\p{M}\p{N}]+|\s+(?!\S)|\s+"
@@ -51,9 +52,9 @@ def assert_trains_by_the_rule(documents: list[str], vocab_size: int, pattern: st
         warnings.filterwarnings("ignore", "the corpus allows only")
         trained = hf_bpe.train(documents, vocab_size, pattern=pattern, special_tokens=special_tokens,
                                show_progress=False)
-        counts = hf_bpe.count_pieces(documents, pattern=pattern, special_tokens=special_tokens,
+        counts = count_pieces(documents, pattern=pattern, special_tokens=special_tokens,
                                      show_progress=False)
-        from_counts = hf_bpe.train_from_counts(counts, vocab_size, show_progress=False)
+        from_counts = train_from_counts(counts, vocab_size, show_progress=False)
     assert counts.to_dict() == dict(pieces), "the pieces differ from the regex module's"
     for name, model in (("train", trained), ("count_pieces + train_from_counts", from_counts)):
         tokens = learned_tokens(model, special_tokens)
@@ -158,7 +159,7 @@ PARALLEL_MERGE_WORDS = 1024
 """crates/core/src/tuning.rs: a merge whose pair is in at least this many pieces runs on several threads."""
 
 
-def pieces_per_byte_pair(counts: hf_bpe.PieceCounts) -> Counter[bytes]:
+def pieces_per_byte_pair(counts: PieceCounts) -> Counter[bytes]:
     """How many distinct pieces hold each pair of adjacent bytes (what the first merges' word lists hold)."""
     held: Counter[bytes] = Counter()
     for piece in counts.to_dict():
@@ -175,14 +176,14 @@ def test_merges_on_several_threads_are_the_merges_of_one_thread() -> None:
     tables = []  # (table, vocabulary size, numbers of threads)
     documents = textgen.tie_documents(random.Random(22), words=scaled(12_000), documents=16,
                                       special_tokens=["<|endoftext|>"])
-    tables.append((hf_bpe.count_pieces(documents, pattern="cl100k", special_tokens=["<|endoftext|>"],
+    tables.append((count_pieces(documents, pattern="cl100k", special_tokens=["<|endoftext|>"],
                                        show_progress=False), 256 + 4000, (1, 2, 3)))
     corpora = sorted(path for path in require_shared("corpora").glob("*.txt") if "COPYING" not in path.name)
-    tables.append((hf_bpe.count_pieces(files=corpora, pattern="cl100k", show_progress=False),
+    tables.append((count_pieces(files=corpora, pattern="cl100k", show_progress=False),
                    min(131_072, 256 + scaled(20_000)), (1, 2)))
     for counts, vocab_size, threads in tables:
         assert pieces_per_byte_pair(counts).most_common(1)[0][1] >= PARALLEL_MERGE_WORDS
-        one, *others = (hf_bpe.train_from_counts(counts, vocab_size, show_progress=False, num_threads=number)
+        one, *others = (train_from_counts(counts, vocab_size, show_progress=False, num_threads=number)
                         for number in threads)
         assert len(one.merges) == vocab_size - 256 - len(counts.special_tokens)
         for number, other in zip(threads[1:], others):
@@ -206,7 +207,7 @@ def test_counting_follows_tiktoken_where_the_regex_module_knows_newer_characters
     theirs = tiktoken_offline.Encoding(name="probe", pat_str=patterns.resolve(pattern), mergeable_ranks=ranks,
                                        special_tokens={})
     whole_in_tiktoken = [len(ids) == 1 for ids in theirs.encode_ordinary_batch(probes)]
-    counts = hf_bpe.count_pieces(probes, pattern=pattern, show_progress=False)
+    counts = count_pieces(probes, pattern=pattern, show_progress=False)
     whole_here = [counts[probe] == 1 for probe in probes]
     differ = [hex(code) for code, a, b in zip(chars, whole_in_tiktoken, whole_here) if a != b]
     assert not differ, f"{len(differ)} characters are cut unlike tiktoken: {differ[:10]}"

@@ -12,8 +12,8 @@ tokenizer alone, for every kind of model hf_bpe loads (tiktoken ranks, merges li
   the corpus); compression per language or script against other tokenizers;
 - near duplicates, special tokens that collide, token lengths.
 
->>> import hf_bpe
->>> report = hf_bpe.audit(hf_bpe.get_encoding("gpt2"), corpus=["The quick brown fox."])
+>>> import hf_bpe, hf_bpe.audit
+>>> report = hf_bpe.audit.audit(hf_bpe.get_encoding("gpt2"), corpus=["The quick brown fox."])
 >>> len(report.unreachable), len(report.partial_utf8), report.show(report.unreachable[0])
 (13, 344, "b'\\\\xc0'")
 >>> report.summary()["unused"] > 50_000 - 10
@@ -22,8 +22,6 @@ True
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -102,16 +100,17 @@ def audit(
 
 def training_usage(model: BPE, counts: PieceCounts, *, rare_below: int = 10, top: int = 10) -> dict[str, Any]:
     """How often ``model`` produces each token on its training corpus, from the corpus's count table
-    (:func:`hf_bpe.count_pieces`): every distinct piece encoded once, as encoding emits a piece, and
+    (:func:`hf_bpe.train.count_pieces`): every distinct piece encoded once, as encoding emits a piece, and
     weighted by its count; exact and much cheaper than encoding the corpus again. Returns the compact,
     JSON-ready summary the model card shows (``card={"training": {"usage": ...}}``): total tokens,
     reachable tokens never produced and produced fewer than ``rare_below`` times, the ``top``
     magikarp scores and a histogram of tokens by count (buckets ``0``, ``1``, ``2-3``, ``4-7``...).
 
     >>> import hf_bpe
+    >>> from hf_bpe.train import count_pieces
     >>> texts = ["the cat sat on the mat"] * 3
     >>> model = hf_bpe.train(texts, 262, show_progress=False)
-    >>> usage = training_usage(model, hf_bpe.count_pieces(texts, show_progress=False))
+    >>> usage = training_usage(model, count_pieces(texts, show_progress=False))
     >>> usage["tokens"], usage["histogram"]["0"] > 200
     (36, True)
     """
@@ -180,14 +179,3 @@ def _compared(compare: Sequence[BPE | str] | Mapping[str, BPE]) -> dict[str, BPE
         raise ValueError(f"compare has more than one tokenizer labelled {sorted(duplicates)!r}; pass a mapping "
                          "of distinct labels to models")
     return dict(items)
-
-
-class _CallableModule(types.ModuleType):
-    """This package, callable: ``hf_bpe.audit(model)`` is :func:`audit`, and ``hf_bpe.audit.reachability``
-    is still the module."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> AuditReport:
-        return audit(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

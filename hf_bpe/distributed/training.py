@@ -1,8 +1,8 @@
 """Training on many cores or machines, with the same result as :func:`hf_bpe.train`.
 
-Counting is the part that grows with the corpus, and count tables add (:class:`hf_bpe.PieceCounts`),
+Counting is the part that grows with the corpus, and count tables add (:class:`hf_bpe.train.PieceCounts`),
 so the work splits by whole documents: groups of files (each file one document, counted streaming by
-the Rust counter as ``hf_bpe.count_pieces(files=...)`` does) or blocks of a Ray Dataset's rows (each
+the Rust counter as ``hf_bpe.train.count_pieces(files=...)`` does) or blocks of a Ray Dataset's rows (each
 row one document, as ``hf_bpe.train(dataset)`` takes a ``datasets`` dataset). Splitting a document
 would change the counts (GPT-2's ``\\s+(?!\\S)`` joins spaces across line breaks, so even lines are
 not safe to cut at). On Ray, one counting actor per worker slot takes groups of files as it frees up
@@ -253,8 +253,8 @@ def count_documents(batch: Any, split: Any, specials: list[str], text_column: st
 def prune(counts: PieceCounts, min_count: int) -> PieceCounts:
     """The table without the pieces counted fewer than ``min_count`` times.
 
-    >>> import hf_bpe
-    >>> counts = hf_bpe.PieceCounts({"the": 5, " cat": 1}, pattern="gpt2")
+    >>> from hf_bpe.train import PieceCounts
+    >>> counts = PieceCounts({"the": 5, " cat": 1}, pattern="gpt2")
     >>> prune(counts, 2).most_common()
     [(b'the', 5)]
     """

@@ -61,6 +61,7 @@ else:
 
 from hf_bpe import rules
 from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
+from hf_bpe.train import PieceCounts, count_pieces
 
 DOCUMENTED = (ValueError, TypeError)  # hf_bpe's errors are ValueErrors (and KeyError for ids)
 
@@ -287,12 +288,12 @@ def target_loader(data: bytes) -> None:
 
 def target_counts(data: bytes) -> None:
     try:
-        table = hf_bpe.PieceCounts._from_state("gpt2", ["<|end|>"], data)
+        table = PieceCounts._from_state("gpt2", ["<|end|>"], data)
     except ValueError as error:
         check_message(error)
         return
     assert len(table.most_common()) == len(table) and sum(count for _, count in table.most_common()) == table.total
-    assert hf_bpe.PieceCounts._from_state("gpt2", ["<|end|>"], table.__reduce__()[1][2]) == table
+    assert PieceCounts._from_state("gpt2", ["<|end|>"], table.__reduce__()[1][2]) == table
 
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
@@ -319,7 +320,7 @@ def seeds(target: str) -> dict[str, bytes]:
         return {f"{form}-{name}": loader_input(form, name, content)
                 for form in LOADER_FORMATS for name, content in support.valid_files(form).items()}
     if target == "counts":
-        counts = hf_bpe.count_pieces(["the cat sat on the mat", "hello world"], show_progress=False)
+        counts = count_pieces(["the cat sat on the mat", "hello world"], show_progress=False)
         return {"table": counts.__reduce__()[1][2]}
     return {"zeros": bytes(64), "ramp": bytes(range(256)), "text": ("ab" * 40 + " é日👍 1!").encode() * 3}
 

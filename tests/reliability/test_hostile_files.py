@@ -26,6 +26,7 @@ import hf_bpe
 import hf_bpe._io
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.sentencepiece_bpe import BYTE, UNKNOWN, Piece, SentencePieceSpec
+from hf_bpe.train import PieceCounts
 
 # ------------------------------------------------------------------------------------ SentencePiece
 
@@ -127,7 +128,7 @@ def test_piece_counts_state_declaring_huge_sizes_is_refused(state: bytes, proble
     """The serialized count table (what pickling stores) is length-prefixed too."""
     rss_before = restart_peak_rss_mb()
     with pytest.raises(ValueError, match=problem):
-        hf_bpe.PieceCounts._from_state("gpt2", [], state)
+        PieceCounts._from_state("gpt2", [], state)
     assert peak_rss_mb() - rss_before < 100
 
 

@@ -19,6 +19,7 @@ import pytest
 
 import hf_bpe
 from hf_bpe import _core
+from hf_bpe.train import count_pieces
 
 SITES = ("call", "detached", "pool", "lists", "watched")
 
@@ -55,7 +56,7 @@ def test_models_keep_working_after_a_panic() -> None:
             _core._panic_for_tests(site)
         assert model.encode_batch(["abc ab", "x<|end|>"], allowed_special="all", num_threads=2) == before
         assert model.decode(before[0]) == "abc ab"
-    counts = hf_bpe.count_pieces(["the cat sat on the mat"] * 3, show_progress=False)
+    counts = count_pieces(["the cat sat on the mat"] * 3, show_progress=False)
     assert counts[" the"] == 3
 
 
