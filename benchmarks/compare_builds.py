@@ -44,6 +44,8 @@ from typing import Any
 from _common import MB, SHARED_CORPORA, load_documents, oracles, textgen
 from encode import WARM_UP_SHARE, split_warm_up
 
+from hf_bpe.model import clear_cache
+
 
 def load_build(path: Path, folder: Path, index: int) -> ModuleType:
     """The extension at ``path``, loaded from a copy of its own (two loads of one file would share one
@@ -161,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for index in (0, 1) if round_index % 2 == 0 else (1, 0):
                 build = builds[index]
                 with variables(envs[index]):  # the caches are allocated anew after clear_cache()
-                    build.clear_cache()
+                    clear_cache(build)
                     for doc in warm_up:
                         build.encode_ordinary(doc)
                 seconds[index].append(timed(build.encode_ordinary))

@@ -45,6 +45,8 @@ from _common import (  # first: sets RAYON_NUM_THREADS
     textgen,
 )
 
+from hf_bpe.model import clear_cache
+
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     gc.collect()
 
     def warm() -> None:
-        model.clear_cache()
+        clear_cache(model)
         model.encode_ordinary_batch(warm_up, num_threads=threads)
 
     seconds = best_seconds_interleaved(runs, args.repeat, setups={name: warm for name in runs if "Backend" not in name})

@@ -17,7 +17,7 @@ each round, so a busy spell on the machine slows all of them alike. Before timin
 are compared with tiktoken's on the whole benchmarked text and the result is printed. Two rules keep the
 runs honest:
 
-- hf_bpe's piece caches are emptied (``BPE.clear_cache()``) and warmed on other documents of the same
+- hf_bpe's piece caches are emptied (``clear_cache(BPE)``) and warmed on other documents of the same
   corpora (a quarter as much text, held back from the timed text) before each of its timed runs, untimed:
   no run profits from pieces remembered from an earlier run over the same text, only from repeats within
   it and from what other text taught the caches, as in a process that has been encoding for a while.
@@ -50,6 +50,8 @@ from _common import (  # first: sets RAYON_NUM_THREADS
     oracles,
     textgen,
 )
+
+from hf_bpe.model import clear_cache
 
 ENCODINGS = ("cl100k_base", "o200k_base", "gpt2")
 WARM_UP_SHARE = 0.25
@@ -187,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             def warmed(warm: Callable[[], Any], ours: Any = ours) -> Callable[[], None]:
                 def setup() -> None:
-                    ours.clear_cache()
+                    clear_cache(ours)
                     warm()
                 return setup
 

@@ -29,7 +29,6 @@ from pathlib import Path
 from _common import MB, SHARED_CORPORA, load_documents
 from _memory import peak_mib
 
-import hf_bpe
 from hf_bpe.train import count_pieces, train_from_counts
 
 GROUP_BYTES = 64 * MB

@@ -91,11 +91,12 @@ def main() -> None:
 
     import conversion.hf
     import hf_bpe
+    from hf_bpe import patterns
 
     base = trained_document()
     family = oniguruma_patterns.patterns(random.Random(arguments.seed), arguments.patterns)
     texts = oniguruma_patterns.texts(random.Random(arguments.seed + 1), arguments.texts)
-    has_pieces = hasattr(hf_bpe.BPE, "pieces")
+    has_pieces = hasattr(patterns, "pieces")
     outcome: Counter[tuple[str, str]] = Counter()
     wrong_texts: Counter[str] = Counter()
     slow_texts: Counter[str] = Counter()
@@ -138,7 +139,7 @@ def main() -> None:
                             except BaseException:  # noqa: BLE001 - a Rust panic (PanicException)
                                 expected = "error"
                             try:
-                                got: Any = model.pieces(text)
+                                got: Any = patterns.pieces(model, text)
                             except ValueError as error:
                                 got = TOO_SLOW if "is too slow on this text" in str(error) else "error"
                             wrong_pieces[kind] += got != TOO_SLOW and expected != got

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from hf_bpe.train import count_pieces
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
@@ -97,7 +98,6 @@ def run_hf_bpe(files: list[Path], vocab_size: int, threads: int, pattern: str) -
 
 def hf_bpe_counting(files: list[Path], threads: int, pattern: str) -> str:
     """Counting alone (timed after the measured run), to split its time into the two stages."""
-    import hf_bpe
 
     started = time.perf_counter()
     counts = count_pieces(files, pattern=pattern, show_progress=False, num_threads=threads)

@@ -464,7 +464,7 @@ _SEPARATORS = "\x00\x01\x02\x03\x04\x05\x06\x07"
 
 def _our_pieces(model: BPE, text: str) -> list[str] | str:
     try:
-        return model.pieces(text)
+        return patterns.pieces(model, text)
     except ValueError as error:
         return f"an error ({error})"
 

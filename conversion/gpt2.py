@@ -9,7 +9,9 @@ names :func:`save` writes.
 
 Special tokens: ``<|endoftext|>`` (and ``<|startoftext|>``) found in ``encoder.json`` are special,
 and so is every token a ``tokenizer_config.json`` next to the files lists in
-``added_tokens_decoder`` (what :func:`save` writes); ``special_tokens=`` overrides both.
+``added_tokens_decoder`` (what :func:`save` writes); ``special_tokens=`` overrides both: a mapping of
+texts to ids, or a list of texts as CS336's ``Tokenizer.from_files(vocab_filepath, merges_filepath,
+special_tokens)`` takes them (a text the vocabulary holds keeps its id, the others follow the largest).
 
 GPT-2's original ``encoder.py`` merges every occurrence of the best pair in one pass; that differs
 from merging one pair at a time only for merges lists in which a merge uses a token that only a
@@ -20,14 +22,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from hf_bpe import patterns, rules
 from hf_bpe._io import atomic_write, read_json, read_text
 from hf_bpe.byte_level import str_to_token, token_to_str
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, as_model
 
 ENDOFTEXT = "<|endoftext|>"
 LEGACY_SPECIALS = (ENDOFTEXT, "<|startoftext|>")
@@ -37,7 +39,8 @@ CONFIG_FILE = "tokenizer_config.json"
 MERGES_HEADER = "#version: 0.2"
 
 
-def _read_encoder(path: str | os.PathLike[str]) -> dict[str, int]:
+def read_encoder(path: str | os.PathLike[str]) -> dict[str, int]:
+    """``encoder.json`` (``vocab.json``) as it is: GPT-2's token strings and their ids."""
     encoder = read_json(path)
     if not isinstance(encoder, dict) or not all(
         isinstance(token, str) and isinstance(rank, int) and not isinstance(rank, bool)
@@ -45,6 +48,22 @@ def _read_encoder(path: str | os.PathLike[str]) -> dict[str, int]:
     ):
         raise TokenizerFileError(path, "expected a JSON object mapping token strings to integer ids")
     return encoder
+
+
+def _numbered(texts: Iterable[str], encoder: Mapping[str, int]) -> dict[str, int]:
+    """Ids for special tokens given as texts: a text ``encoder`` holds (in GPT-2's spelling) keeps its
+    id, the others follow the largest id in the order given."""
+    specials: dict[str, int] = {}
+    next_id = max(encoder.values(), default=-1) + 1
+    for text in [texts] if isinstance(texts, str) else texts:
+        if not isinstance(text, str) or not text:
+            raise InvalidVocabularyError(f"special token {text!r:.80} is not a non-empty str")
+        if text in specials:
+            raise InvalidVocabularyError(f"special token {text!r:.80} is given twice")
+        known = encoder.get(token_to_str(text.encode("utf-8")))
+        specials[text] = next_id if known is None else known
+        next_id += known is None
+    return specials
 
 
 def _read_merges(path: str | os.PathLike[str]) -> list[tuple[int, str, str]]:
@@ -83,26 +102,34 @@ def _configured_specials(folder: Path) -> dict[str, int] | None:
 def load(
     encoder_json: str | os.PathLike[str],
     vocab_bpe: str | os.PathLike[str],
+    special_tokens: Mapping[str, int] | Iterable[str] | None = None,
     *,
     pattern: str = "gpt2",
-    special_tokens: Mapping[str, int] | None = None,
     name: str | None = None,
 ) -> BPE:
     """Load GPT-2 style files (``encoder.json``/``vocab.bpe`` or ``vocab.json``/``merges.txt``).
 
+    ``special_tokens`` maps texts to ids, or lists texts (CS336's ``Tokenizer.from_files(vocab,
+    merges, special_tokens)``): one the vocabulary holds keeps its id, the others follow the largest.
     Malformed files raise :class:`~hf_bpe.errors.TokenizerFileError` naming the file (and line):
     bad JSON, token strings outside the byte-to-unicode alphabet, merges naming tokens the encoder
     lacks or making tokens it lacks.
 
-    >>> import conversion.gpt2, hf_bpe.encodings
+    >>> import conversion.gpt2, hf_bpe.encodings, tempfile
     >>> encoder, _ = hf_bpe.encodings.find_file(hf_bpe.encodings.ENCODER_JSON)
     >>> merges, _ = hf_bpe.encodings.find_file(hf_bpe.encodings.VOCAB_BPE)
     >>> gpt2 = conversion.gpt2.load(encoder, merges)
     >>> gpt2.encode("hello world"), gpt2.kind
     ([31373, 995], 'ranks')
+    >>> folder = conversion.gpt2.save(gpt2, tempfile.mkdtemp())  # vocab.json, merges.txt
+    >>> cs336 = conversion.gpt2.load(folder / "vocab.json", folder / "merges.txt", ["<|endoftext|>", "<|pad|>"])
+    >>> cs336.special_tokens
+    {'<|endoftext|>': 50256, '<|pad|>': 50257}
     """
-    encoder = _read_encoder(encoder_json)
+    encoder = read_encoder(encoder_json)
     merges = _read_merges(vocab_bpe)
+    if special_tokens is not None and not isinstance(special_tokens, Mapping):
+        special_tokens = _numbered(special_tokens, encoder)
     if special_tokens is None:
         configured = _configured_specials(Path(encoder_json).parent)
         special_tokens = configured if configured is not None else {
@@ -110,8 +137,9 @@ def load(
         }
     specials = dict(special_tokens)
     vocab: dict[bytes, int] = {}
+    special_spellings = {token_to_str(text.encode("utf-8")): token_id for text, token_id in specials.items()}
     for spelled, token_id in encoder.items():
-        if specials.get(spelled) == token_id:
+        if specials.get(spelled) == token_id or special_spellings.get(spelled) == token_id:
             continue
         try:
             vocab[str_to_token(spelled)] = token_id
@@ -122,7 +150,7 @@ def load(
     pairs: list[tuple[bytes, bytes]] = []
     for number, left, right in merges:
         for part in (left, right):
-            if part not in encoder or specials.get(part) == encoder[part]:
+            if part not in encoder or specials.get(part) == encoder[part] or special_spellings.get(part) == encoder[part]:
                 raise TokenizerFileError(
                     vocab_bpe, f"merge {left!r} {right!r} names {part!r}, which is not a token of "
                     f"{os.fspath(encoder_json)}", line=number,
@@ -161,8 +189,7 @@ def save(model: BPE, directory: str | os.PathLike[str], *, lossy: bool = False) 
     >>> (folder / "merges.txt").read_text()
     '#version: 0.2\\na b\\n'
     """
-    if not isinstance(model, BPE):
-        raise TypeError(f"save expects an hf_bpe.BPE, got {type(model).__name__}")
+    model = as_model(model)
     rules.check_not_sentencepiece(model, "GPT-2 files", "GPT-2 merges bytes by a list")
     if patterns.resolve(model.pattern) != patterns.GPT2 and not lossy:
         raise ConversionError(

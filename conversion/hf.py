@@ -58,7 +58,7 @@ from hf_bpe import patterns, rules
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token, token_to_str, try_str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, LossyConversionWarning, TokenizerFileError
-from hf_bpe.model import BPE, MAX_DENSE_IDS
+from hf_bpe.model import BPE, MAX_DENSE_IDS, as_model
 
 __all__ = [
     "ConversionError",
@@ -119,8 +119,7 @@ def build_tokenizer(
     texts (:func:`probe_texts`, and for SentencePiece models also :func:`sentencepiece_probe_texts`)
     the file encodes or decodes differently.
     """
-    if not isinstance(model, BPE):
-        raise TypeError(f"build_tokenizer expects an hf_bpe.BPE, got {type(model).__name__}")
+    model = as_model(model)
     if model.kind == "sentencepiece":
         if added_tokens or merges is not None:
             raise ConversionError(
@@ -157,7 +156,7 @@ def build_tokenizer(
         elif token_id not in rank_ids:
             vocab[PLACEHOLDER.format(id=token_id)] = token_id
     # A rank model gets tiktoken's whole-piece rule; a merges list keeps its own setting.
-    ignore_merges = model.kind == "ranks" or bool(model.ignore_merges)
+    ignore_merges = model.kind == "ranks" or bool(rules.ignore_merges(model))
     own_merges = model.merges  # listed, or recovered from the ranks
     proven: list[str] = []  # why a lossy file differs, known before measuring
     own = merges is None or list(merges) == own_merges

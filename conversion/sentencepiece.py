@@ -22,7 +22,7 @@ from typing import Any
 
 from hf_bpe._io import atomic_write, read_file
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, as_model
 from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, Piece, SentencePieceSpec
 
 MODEL_TYPES = {1: "unigram", 2: "bpe", 3: "word", 4: "char"}
@@ -119,8 +119,7 @@ def save(model: BPE, model_file: str | os.PathLike[str], *, lossy: bool = False)
     cross the pattern's piece boundaries, tokens that are not whole characters are never produced,
     and there is no whole-piece rule.
     """
-    if not isinstance(model, BPE):
-        raise TypeError(f"save expects an hf_bpe.BPE, got {type(model).__name__}")
+    model = as_model(model)
     spec = model.sentencepiece
     if spec is None:
         if not lossy:

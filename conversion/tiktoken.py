@@ -32,7 +32,7 @@ from typing import Any
 from hf_bpe import patterns, rules
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, as_model
 from hf_bpe.rank_file import read_ranks
 
 EMPTY_TOKEN = b"="
@@ -65,6 +65,7 @@ def load(
 def dumps(model: BPE, *, lossy: bool = False) -> bytes:
     """The rank file contents of ``model`` (special tokens and pattern are not part of the format);
     refused as :func:`save` refuses."""
+    model = as_model(model)
     check_rank_rule(model, "a tiktoken file", lossy=lossy)
     if not isinstance(model.pattern, str) and not lossy:
         raise ConversionError(
@@ -96,8 +97,7 @@ def save(model: BPE, path: str | os.PathLike[str], *, lossy: bool = False) -> Pa
 def check_rank_rule(model: BPE, target: str, *, lossy: bool) -> None:
     """Raise :class:`~hf_bpe.errors.ConversionError` unless tiktoken's rank rule encodes exactly as
     ``model`` (or ``lossy`` accepts the difference); SentencePiece models never pass."""
-    if not isinstance(model, BPE):
-        raise TypeError(f"expected an hf_bpe.BPE, got {type(model).__name__}")
+    model = as_model(model)
     rules.check_not_sentencepiece(model, target, "tiktoken merges bytes by rank")
     difference = rules.rank_rule_difference(model)
     if difference is not None and not lossy:
@@ -223,6 +223,7 @@ def save_tekken(
 
 def tekken_document(model: BPE, *, version: str = "v7", lossy: bool = False) -> dict[str, Any]:
     """The tekken JSON of ``model`` as a dict (see :func:`save_tekken`)."""
+    model = as_model(model)
     check_rank_rule(model, "a tekken file", lossy=lossy)
     if not isinstance(model.pattern, str):
         raise ConversionError(

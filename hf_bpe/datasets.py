@@ -99,8 +99,11 @@ def tokenize(
 
 def _arrow_encoder(tokenizer: Any, *, num_threads: int | None, dtype: IdType, nulls: Nulls) -> Any:
     """A function from an Arrow string column to its Arrow list column of ids, for ``tokenizer``."""
-    if isinstance(tokenizer, BPE) or hasattr(tokenizer, "encode_arrow"):
-        encode = tokenizer.encode_ordinary_arrow if isinstance(tokenizer, BPE) else tokenizer.encode_arrow
+    if isinstance(tokenizer, BPE):  # special tokens as ordinary text: encode_ordinary's path
+        return lambda texts: tokenizer.encode_arrow(texts, num_threads=num_threads, dtype=dtype, nulls=nulls,
+                                                    disallowed_special=())
+    if hasattr(tokenizer, "encode_arrow"):
+        encode = tokenizer.encode_arrow
         return lambda texts: encode(texts, num_threads=num_threads, dtype=dtype, nulls=nulls)
     if not callable(tokenizer):
         raise TypeError(f"tokenize expects an hf_bpe.BPE, a BPETokenizer or a transformers tokenizer, "

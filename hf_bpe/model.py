@@ -22,16 +22,12 @@ import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from hf_bpe import _core, patterns, streaming
-from hf_bpe._io import atomic_write, read_json, read_text
+from hf_bpe._io import atomic_write, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
 from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
-
-if TYPE_CHECKING:
-    from hf_bpe.token_view import TokenView
-    from hf_bpe.train import PieceCounts
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
@@ -56,7 +52,252 @@ are all below it: :class:`~hf_bpe.BPETokenizer` (transformers counts ids as the 
 and ``tokenizer.json`` (``tokenizers`` numbers its vocabulary without holes, so holes are filled)."""
 
 
-class BPE:
+class _Encoder:
+    """tiktoken's ``Encoding`` verbs over the Rust core: what :class:`BPE` and
+    :class:`hf_bpe.tiktoken.Encoding` share (the latter holds a :class:`BPE` and shares its core; it is
+    not a :class:`BPE`). Subclasses call :meth:`_use_core` to set the fields these methods read."""
+
+    _core: Any
+    _aliases: dict[str, int] = {}  # noqa: RUF012 - second names of a special token's id (tiktoken's Encoding)
+    name: str | None
+
+    def _use_core(self, core: Any, specials: dict[str, int], name: str | None) -> None:
+        """Encode with ``core``, these special tokens (each name once per id) and this name."""
+        self._core = core
+        self._special_tokens = specials
+        self._special_tokens_set = frozenset(specials)
+        self.name = name
+        self._default_policy = self._core.special_policy([], list(specials))
+        self._policies: dict[tuple[frozenset[str], frozenset[str]], Any] = {}
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ``text`` treating special tokens as ordinary text.
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> enc.encode_ordinary("hello world")
+        [31373, 995]
+        """
+        return self._core.encode_ordinary(text)
+
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = _NOTHING,
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[int]:
+        """Encode ``text``; special tokens in ``allowed_special`` become their ids.
+
+        Text matching a special token in ``disallowed_special`` (by default every special token not
+        allowed) raises :class:`~hf_bpe.errors.DisallowedSpecialTokenError`, as tiktoken does: pass
+        ``disallowed_special=()`` to encode such text as ordinary text.
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> enc.encode("hello <|endoftext|>", allowed_special="all")
+        [31373, 220, 50256]
+        >>> enc.encode("hello <|endoftext|>", disallowed_special=())
+        [31373, 1279, 91, 437, 1659, 5239, 91, 29]
+        """
+        return self._core.encode(text, self._policy(allowed_special, disallowed_special))
+
+    def encode_batch(
+        self,
+        texts: Iterable[str],
+        *,
+        num_threads: int | None = None,
+        allowed_special: AllowedSpecial = _NOTHING,
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[list[int]]:
+        """Encode many texts in parallel (GIL released); ``num_threads=None`` uses every core.
+
+        >>> import hf_bpe
+        >>> enc = hf_bpe.get_encoding("gpt2")
+        >>> enc.encode_batch(["hello", "world"])
+        [[31373], [6894]]
+        """
+        policy = self._policy(allowed_special, disallowed_special)
+        return self._core.encode_batch(texts, policy, num_threads)
+
+    def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> list[list[int]]:
+        """Encode many texts in parallel, treating special tokens as ordinary text.
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").encode_ordinary_batch(["hello", "<|endoftext|>"])[0]
+        [31373]
+        """
+        return self._core.encode_batch(texts, None, num_threads)
+
+    def encode_single_token(self, token: bytes | str) -> int:
+        """The id of one token given as bytes or text (special tokens by their text).
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").encode_single_token(" world")
+        995
+        """
+        if isinstance(token, str):
+            if token in self._special_tokens:
+                return self._special_tokens[token]
+            token_bytes = token.encode("utf-8")
+        elif isinstance(token, (bytes, bytearray, memoryview)):
+            token_bytes = bytes(token)
+        else:
+            raise TypeError(f"encode_single_token expects bytes or str, got {type(token).__name__}")
+        rank = self._core.token_id(token_bytes)
+        if rank is not None:
+            return rank
+        special = self._special_tokens.get(token_bytes.decode("utf-8", errors="replace"))
+        if special is None:
+            raise UnknownTokenError(token)
+        return special
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        """The bytes of a token sequence.
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").decode_bytes([31373, 995])
+        b'hello world'
+        """
+        return self._core.decode_bytes(tokens)
+
+    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
+        """Decode ids to text; bytes that are not valid UTF-8 follow ``errors`` (as ``bytes.decode``).
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").decode([31373, 995])
+        'hello world'
+        """
+        if errors == "replace":
+            return self._core.decode(tokens)
+        return self._core.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one token (special tokens give their UTF-8 text).
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").decode_single_token_bytes(995)
+        b' world'
+        """
+        return self._core.decode_single_token_bytes(token)
+
+    def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
+        """The bytes of each token.
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").decode_tokens_bytes([31373, 995])
+        [b'hello', b' world']
+        """
+        return [self._core.decode_single_token_bytes(token) for token in tokens]
+
+    def decode_batch(self, batch: Iterable[Sequence[int]], *, errors: str = "replace") -> list[str]:
+        """Decode many id sequences.
+
+        >>> import hf_bpe
+        >>> hf_bpe.get_encoding("gpt2").decode_batch([[31373], [995]])
+        ['hello', ' world']
+        """
+        return [self.decode(tokens, errors=errors) for tokens in batch]
+
+    def token_byte_values(self) -> list[bytes]:
+        """Every mergeable token's bytes, sorted.
+
+        >>> import hf_bpe
+        >>> len(hf_bpe.get_encoding("gpt2").token_byte_values())
+        50256
+        """
+        return self._core.token_byte_values()
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest id, special tokens included (ids may have holes)."""
+        return self._core.n_vocab
+
+    @property
+    def max_token_value(self) -> int:
+        return self._core.n_vocab - 1
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        return set(self._special_tokens)
+
+    @property
+    def eot_token(self) -> int:
+        """The id of ``<|endoftext|>``."""
+        try:
+            return self._special_tokens["<|endoftext|>"]
+        except KeyError:
+            raise UnknownTokenError("<|endoftext|>") from None
+
+    def _policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial) -> Any:
+        """The core's special-token policy for these arguments (cached)."""
+        if allowed_special is _NOTHING and disallowed_special == "all":
+            return self._default_policy
+        if allowed_special == "all":
+            allowed = self._special_tokens_set
+        elif isinstance(allowed_special, (str, bytes)) or not isinstance(allowed_special, Collection):
+            raise TypeError(f'allowed_special must be "all" or a set of str, got {allowed_special!r}')
+        else:
+            allowed = self._allowed_specials(frozenset(allowed_special))
+        if disallowed_special == "all":
+            disallowed = self._special_tokens_set - allowed
+        elif isinstance(disallowed_special, (str, bytes)) or not isinstance(disallowed_special, Collection):
+            raise TypeError(f'disallowed_special must be "all" or a collection of str, got {disallowed_special!r}')
+        else:
+            disallowed = frozenset(disallowed_special)
+        key = (allowed, disallowed)
+        policy = self._policies.get(key)
+        if policy is None:
+            if len(self._policies) >= 64:
+                self._policies.clear()
+            policy = self._policies[key] = self._new_policy(allowed, disallowed)
+        return policy
+
+    def _allowed_specials(self, allowed: frozenset[str]) -> frozenset[str]:
+        """The special tokens a set given as ``allowed_special`` allows: every name must be one."""
+        unknown = allowed - self._special_tokens_set
+        if unknown:
+            raise ValueError(
+                f"allowed_special names {sorted(unknown)!r}, which are not special tokens of this "
+                f"encoding; its special tokens are {sorted(self._special_tokens_set)!r}"
+            )
+        return allowed
+
+    def _new_policy(self, allowed: frozenset[str], disallowed: frozenset[str]) -> Any:
+        """The core's policy that cuts out the ``allowed`` special tokens and refuses ``disallowed`` texts
+        (with second names of an id, any text may be disallowed and every name is matched)."""
+        if self._aliases:
+            tokens = [(text, self._special_tokens[text]) for text in allowed]
+            return self._core.added_tokens_policy(tokens, list(disallowed))
+        return self._core.special_policy(list(allowed), list(disallowed))
+
+    def _use_aliases(self, special_tokens: dict[str, int], aliases: dict[str, int]) -> None:
+        """Take ``special_tokens`` with second names of an id (``aliases``, a part of it), as tiktoken allows."""
+        self._special_tokens = special_tokens
+        self._special_tokens_set = frozenset(special_tokens)
+        self._aliases = aliases
+        self._policies = {}
+        if aliases:
+            self._default_policy = self._core.special_policy([], list(special_tokens))
+
+    def _encode_piece(self, piece: bytes) -> list[int]:
+        """``piece`` merged as one piece: no split pattern, no special tokens."""
+        return list(self._core.encode_single_piece(piece, True))
+
+    def _ordinary_id(self, token: bytes) -> int | None:
+        """The id of the ordinary token ``token``, or ``None``."""
+        return self._core.token_id(token)  # type: ignore[no-any-return]
+
+    def _split(self, text: str) -> list[str] | None:
+        """The pieces the split pattern cuts ``text`` into (``None``: no split pattern)."""
+        return self._core.pieces(text)  # type: ignore[no-any-return]
+
+    def _encode_flat(self, texts: Iterable[str], policy: Any, num_threads: int | None) -> tuple[bytes, bytes]:
+        """The ids of ``texts`` as two buffers (``uint32`` ids one text after the other, ``uint64`` lengths)."""
+        return self._core.encode_batch_flat(texts, policy, num_threads)  # type: ignore[no-any-return]
+
+
+class BPE(_Encoder):
     """A byte-level BPE model with tiktoken's semantics.
 
     ``ranks`` maps each mergeable token's bytes to its id, which is also its merge rank (lower
@@ -93,13 +334,8 @@ class BPE:
         self._setup(_core.CoreBPE(ranks if isinstance(ranks, dict) else dict(ranks), split, specials), specials, name)
 
     def _setup(self, core: Any, specials: dict[str, int], name: str | None, spec: SentencePieceSpec | None = None) -> None:
-        self._core = core
-        self._special_tokens = specials
-        self._special_tokens_set = frozenset(specials)
-        self.name = name
+        self._use_core(core, specials, name)
         self._sentencepiece = spec
-        self._default_policy = self._core.special_policy([], list(specials))
-        self._policies: dict[tuple[frozenset[str], frozenset[str]], Any] = {}
         split = self._core.split_rule
         self._pattern = None if split is None else patterns.from_core(split)
 
@@ -213,65 +449,6 @@ class BPE:
         return cls.from_merges(ids, pairs, pattern, specials, name=name)
 
     @classmethod
-    def from_files(
-        cls,
-        vocab_path: str | os.PathLike[str],
-        merges_path: str | os.PathLike[str],
-        special_tokens: Iterable[str] | None = None,
-        pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
-        *,
-        name: str | None = None,
-    ) -> BPE:
-        """:meth:`from_vocab` from GPT-2-style files, as CS336's ``Tokenizer.from_files``: a JSON
-        object of token strings (GPT-2's byte-to-unicode spelling) to ids, and a text file of merges,
-        two token strings per line (a first ``#version`` line and empty lines are skipped).
-        Unreadable files raise :class:`~hf_bpe.errors.TokenizerFileError` naming the file and line.
-
-        >>> import hf_bpe, json, os, tempfile
-        >>> from hf_bpe.byte_level import BYTE_TO_UNICODE
-        >>> folder = tempfile.mkdtemp()
-        >>> vocab = {BYTE_TO_UNICODE[byte]: byte for byte in range(256)}
-        >>> _ = open(os.path.join(folder, "vocab.json"), "w").write(json.dumps(vocab | {"Ġt": 256}))
-        >>> _ = open(os.path.join(folder, "merges.txt"), "w").write("#version: 0.2\\nĠ t\\n")
-        >>> model = hf_bpe.BPE.from_files(os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt"))
-        >>> model.merges, model.decode_single_token_bytes(model.encode(" t")[0])
-        ([(b' ', b't')], b' t')
-        """
-        from hf_bpe.byte_level import str_to_token
-
-        document = read_json(vocab_path)
-        if not isinstance(document, dict):
-            raise TokenizerFileError(vocab_path, "expected a JSON object of token strings to ids")
-        vocab: dict[int, bytes] = {}
-        for spelled, token_id in document.items():
-            try:
-                token = str_to_token(spelled)
-            except KeyError:
-                raise TokenizerFileError(
-                    vocab_path, f"token {spelled!r:.80} is not spelled in GPT-2's byte-to-unicode alphabet"
-                ) from None
-            if isinstance(token_id, bool) or not isinstance(token_id, int):
-                raise TokenizerFileError(vocab_path, f"the id of {spelled!r:.80} is {token_id!r:.40}, not an int")
-            if token_id in vocab:
-                raise TokenizerFileError(vocab_path, f"id {token_id} is given to two tokens")
-            vocab[token_id] = token
-        merges = []
-        for number, line in enumerate(read_text(merges_path).splitlines(), start=1):
-            if not line.strip() or (number == 1 and line.startswith("#version")):
-                continue
-            fields = line.split(" ")
-            try:
-                if len(fields) != 2:
-                    raise KeyError(line)
-                merges.append((str_to_token(fields[0]), str_to_token(fields[1])))
-            except KeyError:
-                raise TokenizerFileError(
-                    merges_path, f"expected two tokens in GPT-2's byte-to-unicode spelling, got {line[:80]!r}",
-                    line=number,
-                ) from None
-        return cls.from_vocab(vocab, merges, special_tokens, pattern, name=name)
-
-    @classmethod
     def from_sentencepiece(cls, spec: SentencePieceSpec, *, name: str | None = None) -> BPE:
         """A SentencePiece BPE model (see :mod:`hf_bpe.sentencepiece_bpe`); ``encode_ordinary(text)``
         equals ``SentencePieceProcessor.encode(text)``.
@@ -308,38 +485,6 @@ class BPE:
 
     # ----------------------------------------------------------------------------------- encoding
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Encode ``text`` treating special tokens as ordinary text.
-
-        >>> import hf_bpe
-        >>> enc = hf_bpe.get_encoding("gpt2")
-        >>> enc.encode_ordinary("hello world")
-        [31373, 995]
-        """
-        return self._core.encode_ordinary(text)
-
-    def encode(
-        self,
-        text: str,
-        *,
-        allowed_special: AllowedSpecial = _NOTHING,
-        disallowed_special: DisallowedSpecial = "all",
-    ) -> list[int]:
-        """Encode ``text``; special tokens in ``allowed_special`` become their ids.
-
-        Text matching a special token in ``disallowed_special`` (by default every special token not
-        allowed) raises :class:`~hf_bpe.errors.DisallowedSpecialTokenError`, as tiktoken does: pass
-        ``disallowed_special=()`` to encode such text as ordinary text.
-
-        >>> import hf_bpe
-        >>> enc = hf_bpe.get_encoding("gpt2")
-        >>> enc.encode("hello <|endoftext|>", allowed_special="all")
-        [31373, 220, 50256]
-        >>> enc.encode("hello <|endoftext|>", disallowed_special=())
-        [31373, 1279, 91, 437, 1659, 5239, 91, 29]
-        """
-        return self._core.encode(text, self._policy(allowed_special, disallowed_special))
-
     def encode_with_offsets(
         self,
         text: str,
@@ -357,66 +502,6 @@ class BPE:
         ([31373, 995], [0, 5])
         """
         return self._core.encode_with_offsets(text, self._policy(allowed_special, disallowed_special))
-
-    def encode_batch(
-        self,
-        texts: Iterable[str],
-        *,
-        num_threads: int | None = None,
-        allowed_special: AllowedSpecial = _NOTHING,
-        disallowed_special: DisallowedSpecial = "all",
-    ) -> list[list[int]]:
-        """Encode many texts in parallel (GIL released); ``num_threads=None`` uses every core.
-
-        >>> import hf_bpe
-        >>> enc = hf_bpe.get_encoding("gpt2")
-        >>> enc.encode_batch(["hello", "world"])
-        [[31373], [6894]]
-        """
-        policy = self._policy(allowed_special, disallowed_special)
-        return self._core.encode_batch(texts, policy, num_threads)
-
-    def encode_ordinary_batch(self, texts: Iterable[str], *, num_threads: int | None = None) -> list[list[int]]:
-        """Encode many texts in parallel, treating special tokens as ordinary text.
-
-        >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").encode_ordinary_batch(["hello", "<|endoftext|>"])[0]
-        [31373]
-        """
-        return self._core.encode_batch(texts, None, num_threads)
-
-    def count_utf8_batch(
-        self, parts: Sequence[bytes], *, allowed_special: AllowedSpecial = _NOTHING, num_threads: int | None = None
-    ) -> list[int]:
-        """The number of ids of each of ``parts``, UTF-8 bytes (as read from a file), counted in
-        parallel without making the ids or a ``str``: ``len(encode_ordinary(part.decode()))`` for each,
-        with the special tokens of ``allowed_special`` (``"all"``: every one) cut out as one id each.
-        ``ValueError`` naming the part and byte when one is not UTF-8.
-
-        >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").count_utf8_batch([b"hello world", "caf\u00e9".encode(), b"<|endoftext|>"])
-        [2, 3, 7]
-        """
-        if allowed_special is _NOTHING or not allowed_special:
-            return self._core.count_utf8_batch(list(parts), None, num_threads)  # type: ignore[no-any-return]
-        policy = self._policy(allowed_special, ())
-        return self._core.count_utf8_batch(list(parts), policy, num_threads)  # type: ignore[no-any-return]
-
-    def token_counts(self, texts: Iterable[str], *, num_threads: int | None = None) -> Any:
-        """How often each id occurs in the ordinary encodings of ``texts``: a NumPy array of
-        ``n_vocab`` counts (index = id), encoded in parallel without building per-text lists.
-
-        >>> import hf_bpe
-        >>> counts = hf_bpe.get_encoding("gpt2").token_counts(["hello world", "hello"])
-        >>> int(counts[31373]), int(counts.sum())
-        (2, 3)
-        """
-        import numpy as np
-
-        if isinstance(texts, str):
-            raise TypeError("token_counts expects an iterable of str, got a single str")
-        ids, _ = self._core.encode_batch_flat(texts, None, num_threads)
-        return np.bincount(np.frombuffer(ids, dtype=np.uint32), minlength=self.n_vocab)
 
     def encode_arrow(
         self,
@@ -452,23 +537,19 @@ class BPE:
         [[31373, 220, 50256]]
         >>> enc.encode_arrow(["hi"], dtype="auto").type, hf_bpe.get_encoding("o200k_base").encode_arrow(["hi"], dtype="auto").type
         (ListType(list<item: uint16 not null>), ListType(list<item: uint32 not null>))
-        """
-        policy = self._policy(allowed_special, disallowed_special)
-        id_type = id_type_for(dtype, self.n_vocab - 1)
-        return self._core.encode_arrow(_arrow_strings(texts), policy, num_threads, id_type, nulls)
 
-    def encode_ordinary_arrow(
-        self, texts: Any, *, num_threads: int | None = None, dtype: IdType = "uint32", nulls: Nulls = "raise"
-    ) -> Any:
-        """Like :meth:`encode_arrow`, treating special tokens as ordinary text (:meth:`encode_ordinary`).
+        With ``disallowed_special=()`` (and nothing allowed) special tokens are ordinary text, as
+        :meth:`encode_ordinary`:
 
-        >>> import pyarrow as pa, hf_bpe
-        >>> enc = hf_bpe.get_encoding("gpt2")
-        >>> enc.encode_ordinary_arrow(pa.chunked_array([["hello"], ["<|endoftext|>", "world"]]))[1:].to_pylist()
+        >>> enc.encode_arrow(pa.chunked_array([["hello"], ["<|endoftext|>", "world"]]), disallowed_special=())[1:].to_pylist()
         [[27, 91, 437, 1659, 5239, 91, 29], [6894]]
         """
+        if not allowed_special and not disallowed_special:  # encode_ordinary's path: no policy at all
+            policy = None
+        else:
+            policy = self._policy(allowed_special, disallowed_special)
         id_type = id_type_for(dtype, self.n_vocab - 1)
-        return self._core.encode_arrow(_arrow_strings(texts), None, num_threads, id_type, nulls)
+        return self._core.encode_arrow(_arrow_strings(texts), policy, num_threads, id_type, nulls)
 
     def encode_iterable(
         self,
@@ -512,50 +593,7 @@ class BPE:
         stream = self._core.encode_stream(policy, max_piece_bytes, streaming.BLOCK_BYTES)
         return streaming.encode_parts(stream, iter((texts,) if isinstance(texts, str) else texts))
 
-    def encode_single_token(self, token: bytes | str) -> int:
-        """The id of one token given as bytes or text (special tokens by their text).
-
-        >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").encode_single_token(" world")
-        995
-        """
-        if isinstance(token, str):
-            if token in self._special_tokens:
-                return self._special_tokens[token]
-            token_bytes = token.encode("utf-8")
-        elif isinstance(token, (bytes, bytearray, memoryview)):
-            token_bytes = bytes(token)
-        else:
-            raise TypeError(f"encode_single_token expects bytes or str, got {type(token).__name__}")
-        rank = self._core.token_id(token_bytes)
-        if rank is not None:
-            return rank
-        special = self._special_tokens.get(token_bytes.decode("utf-8", errors="replace"))
-        if special is None:
-            raise UnknownTokenError(token)
-        return special
-
     # ----------------------------------------------------------------------------------- decoding
-
-    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
-        """The bytes of a token sequence.
-
-        >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").decode_bytes([31373, 995])
-        b'hello world'
-        """
-        return self._core.decode_bytes(tokens)
-
-    def decode(self, tokens: Sequence[int], errors: str = "replace") -> str:
-        """Decode ids to text; bytes that are not valid UTF-8 follow ``errors`` (as ``bytes.decode``).
-
-        >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").decode([31373, 995])
-        'hello world'
-        """
-        if errors == "replace":
-            return self._core.decode(tokens)
-        return self._core.decode_bytes(tokens).decode("utf-8", errors=errors)
 
     def stream_decoder(self, errors: str = "replace") -> streaming.StreamDecoder:
         """A decoder for ids that arrive one at a time (or in groups), as a model generates them: its
@@ -570,70 +608,7 @@ class BPE:
         """
         return streaming.StreamDecoder(self._core, errors, each_byte=self._sentencepiece is not None)
 
-    def decode_iterable(self, ids: Iterable[int | Sequence[int]], *, errors: str = "replace") -> Iterator[str]:
-        """Decode ids that arrive in parts (each item an id or a sequence of ids), yielding text as
-        characters complete: the texts join to exactly ``decode(all ids, errors=errors)``.
-
-        >>> import hf_bpe
-        >>> enc = hf_bpe.get_encoding("gpt2")
-        >>> list(enc.decode_iterable(enc.encode_iterable(["🦀 cr", "ab"])))
-        ['🦀', ' crab']
-        """
-        return streaming.decode_parts(self.stream_decoder(errors), ids)
-
-    def decode_single_token_bytes(self, token: int) -> bytes:
-        """The bytes of one token (special tokens give their UTF-8 text).
-
-        >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").decode_single_token_bytes(995)
-        b' world'
-        """
-        return self._core.decode_single_token_bytes(token)
-
-    def decode_tokens_bytes(self, tokens: Sequence[int]) -> list[bytes]:
-        """The bytes of each token.
-
-        >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").decode_tokens_bytes([31373, 995])
-        [b'hello', b' world']
-        """
-        return [self._core.decode_single_token_bytes(token) for token in tokens]
-
-    def decode_batch(self, batch: Iterable[Sequence[int]], *, errors: str = "replace") -> list[str]:
-        """Decode many id sequences.
-
-        >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").decode_batch([[31373], [995]])
-        ['hello', ' world']
-        """
-        return [self.decode(tokens, errors=errors) for tokens in batch]
-
-    def view(self, text: str, *, allowed_special: AllowedSpecial = "all") -> TokenView:
-        """How this model cuts ``text``: a :class:`~hf_bpe.token_view.TokenView` with each token's
-        id, bytes and characters, printed as bracketed tokens and shown in a notebook as colored
-        spans. Special tokens in ``allowed_special`` (all, by default) become their ids; other
-        special-token text is encoded as ordinary text.
-
-        >>> import hf_bpe
-        >>> print(hf_bpe.get_encoding("gpt2").view("Hello world"))
-        gpt2: 2 tokens, 11 characters, 11 bytes (5.50 characters, 5.50 bytes per token)
-        [Hello][·world]
-        ids: [15496, 995]
-        """
-        from hf_bpe.token_view import view_text
-
-        return view_text(self, text, allowed_special=allowed_special)
-
     # ------------------------------------------------------------------------------- vocabulary
-
-    def token_byte_values(self) -> list[bytes]:
-        """Every mergeable token's bytes, sorted.
-
-        >>> import hf_bpe
-        >>> len(hf_bpe.get_encoding("gpt2").token_byte_values())
-        50256
-        """
-        return self._core.token_byte_values()
 
     @property
     def mergeable_ranks(self) -> dict[bytes, int]:
@@ -670,12 +645,6 @@ class BPE:
         return self._core.kind
 
     @property
-    def ignore_merges(self) -> bool | None:
-        """Whether a piece that is a token is emitted whole: always for rank models, as configured
-        for merges lists, ``None`` for SentencePiece models."""
-        return self._core.ignore_merges
-
-    @property
     def merges(self) -> list[tuple[bytes, bytes]]:
         """The merges list in priority order: a merges-list model's own; for a rank model, each
         token's last merge when BPE runs on its bytes with lower ranks only (minbpe's recovery).
@@ -693,143 +662,16 @@ class BPE:
         """The pieces and settings of a SentencePiece model, else ``None``."""
         return self._sentencepiece
 
-    def added_tokens_encoder(self, tokens: Iterable[tuple[str, int]]) -> AddedTokensEncoder:
-        """An encoder that first cuts out ``tokens`` (``(text, id)`` pairs, e.g. the tokens a
-        transformers tokenizer adds at run time; the longest match wins, none is disallowed) and
-        encodes the text between them with this model; :class:`~hf_bpe.BPETokenizer` encodes
-        through it.
-
-        >>> import hf_bpe
-        >>> encoder = hf_bpe.get_encoding("gpt2").added_tokens_encoder([("<|pad|>", 50257)])
-        >>> encoder.encode("hello<|pad|>"), encoder.encode_with_offsets("hi <|pad|>")
-        ([31373, 50257], ([5303, 220, 50257], [0, 2, 3]))
-        """
-        tokens = list(tokens)
-        largest_id = max([self.n_vocab - 1, *(token_id for _, token_id in tokens)])
-        return AddedTokensEncoder(self._core, self._core.added_tokens_policy(tokens), largest_id)
-
-    def ordinary_token_id(self, token: bytes) -> int | None:
-        """The id of the ordinary (mergeable) token ``token``, or ``None`` when it is not one (special
-        tokens are not looked up; see :meth:`encode_single_token`).
-
-        >>> import hf_bpe
-        >>> enc = hf_bpe.get_encoding("gpt2")
-        >>> enc.ordinary_token_id(b" world"), enc.ordinary_token_id(b"<|endoftext|>")
-        (995, None)
-        """
-        return self._core.token_id(token)  # type: ignore[no-any-return]
-
-    def merge_pieces(self, pieces: Iterable[bytes], *, num_threads: int | None = None) -> list[list[int] | None]:
-        """What the merge loop alone makes of each piece, in parallel: no split pattern, no
-        whole-piece rule, no special tokens. For a SentencePiece model a piece is normalized text
-        as UTF-8 (spaces as ``▁``, no dummy prefix added) and bytes that are not UTF-8 give ``None``.
-
-        A token that the loop forms inside a longer piece, it forms from its own bytes alone, so
-        whether a token can appear in any encoding follows from this loop (see :mod:`hf_bpe.audit`).
-
-        >>> import hf_bpe
-        >>> enc = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256, b"abcd": 257}, "gpt2")
-        >>> enc.encode_ordinary("abcd"), enc.merge_pieces([b"abcd", b"ab ab"])
-        ([257], [[256, 99, 100], [256, 32, 256]])
-        """
-        if isinstance(pieces, (bytes, str)):
-            raise TypeError("merge_pieces expects a list of bytes, got a single piece")
-        return self._core.merge_pieces([bytes(piece) for piece in pieces], num_threads)
-
-    def piece_token_counts(self, counts: PieceCounts) -> Any:
-        """How often encoding the counted corpus produces each id, from its piece counts alone (a
-        :class:`~hf_bpe.train.PieceCounts` from :func:`hf_bpe.train.count_pieces`): each distinct piece is encoded
-        once, as encoding a text that splits into it does (the whole-piece rule included), and its ids
-        count as often as the piece occurred. A NumPy array of ``n_vocab`` counts (index = id), the
-        same as :meth:`token_counts` of the corpus when the table was counted with this model's
-        pattern and special tokens; memory is the array, never a copy of the table.
-
-        >>> import hf_bpe
-        >>> from hf_bpe.train import count_pieces
-        >>> texts = ["the cat", "the hat"]
-        >>> enc = hf_bpe.get_encoding("gpt2")
-        >>> counts = count_pieces(texts, show_progress=False)
-        >>> bool((enc.piece_token_counts(counts) == enc.token_counts(texts)).all())
-        True
-        """
-        import numpy as np
-
-        if not isinstance(counts, _core.PieceCounts):
-            raise TypeError(f"counts must be a PieceCounts (from hf_bpe.train.count_pieces), got {type(counts).__name__}")
-        return np.array(self._core.piece_token_counts(counts), dtype=np.int64)
-
-    def clear_cache(self) -> None:
-        """Empty the caches of merged pieces (one per encoding thread, a few MB each), freeing their
-        memory. Encoding fills them again as it goes; no result ever depends on them.
-
-        >>> import hf_bpe
-        >>> enc = hf_bpe.get_encoding("gpt2")
-        >>> enc.encode("hello world"); enc.clear_cache(); enc.encode("hello world")
-        [31373, 995]
-        [31373, 995]
-        """
-        self._core.clear_cache()
-
-    @property
-    def n_vocab(self) -> int:
-        """One more than the largest id, special tokens included (ids may have holes)."""
-        return self._core.n_vocab
-
-    @property
-    def max_token_value(self) -> int:
-        return self._core.n_vocab - 1
-
-    @property
-    def n_ordinary(self) -> int:
-        """The ids that are neither special tokens nor unassigned (ids between ranks): what ``repr`` and
-        ``hf-bpe inspect`` call ordinary tokens. A SentencePiece model's byte, control and user-defined
-        pieces count, except those that are its special tokens.
-
-        >>> import hf_bpe
-        >>> enc = hf_bpe.get_encoding("gpt2")
-        >>> enc.n_ordinary, len(enc.special_tokens), enc.n_vocab
-        (50256, 1, 50257)
-        """
-        if self._sentencepiece is not None:
-            return self.n_vocab - len(self._special_tokens)
-        return int(self._core.n_mergeable)
-
     @property
     def special_tokens(self) -> dict[str, int]:
         """A copy of the special tokens and their ids."""
         return dict(self._special_tokens)
 
     @property
-    def special_tokens_set(self) -> set[str]:
-        return set(self._special_tokens)
-
-    @property
-    def eot_token(self) -> int:
-        """The id of ``<|endoftext|>``."""
-        try:
-            return self._special_tokens["<|endoftext|>"]
-        except KeyError:
-            raise UnknownTokenError("<|endoftext|>") from None
-
-    @property
     def pattern(self) -> patterns.Pattern:
         """The split regex; a :class:`hf_bpe.patterns.Split` (or a tuple of them) for `tokenizers`'
         Split pre-tokenizers; ``None`` for SentencePiece models, which split nothing."""
         return self._pattern  # type: ignore[return-value]
-
-    def pieces(self, text: str) -> list[str]:
-        """The pieces the split pattern cuts ``text`` into, in order, as :meth:`encode_ordinary`
-        merges them (special tokens are not looked for); like `tokenizers`' ``pre_tokenize_str``
-        without offsets. SentencePiece models split nothing and raise ``ValueError``.
-
-        >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").pieces("Hello world's  end")
-        ['Hello', ' world', "'s", ' ', ' end']
-        """
-        pieces = self._core.pieces(text)
-        if pieces is None:
-            raise ValueError(f"{self!r} is a SentencePiece model: it has no split pattern, so no pieces")
-        return pieces  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ persistence
 
@@ -875,7 +717,7 @@ class BPE:
         document["ranks"] = [[_b64(token), rank] for token, rank in self.mergeable_ranks.items()]
         if self.kind == "merges":
             document["merges"] = [[_b64(left), _b64(right)] for left, right in self.merges]
-            document["ignore_merges"] = self.ignore_merges
+            document["ignore_merges"] = self._core.ignore_merges
         return document
 
     @classmethod
@@ -940,7 +782,7 @@ class BPE:
         return (
             self.pattern == other.pattern
             and self.mergeable_ranks == other.mergeable_ranks
-            and (self.kind == "ranks" or (self.ignore_merges == other.ignore_merges and self.merges == other.merges))
+            and (self.kind == "ranks" or (self._core.ignore_merges == other._core.ignore_merges and self.merges == other.merges))
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -948,47 +790,54 @@ class BPE:
     def __repr__(self) -> str:
         name = f"{self.name!r}" if self.name else "unnamed"
         kind = "" if self.kind == "ranks" else f" ({self.kind})"
-        return f"<BPE {name}{kind}: {self.n_ordinary} ordinary tokens, {len(self._special_tokens)} special>"
+        return f"<BPE {name}{kind}: {n_ordinary(self)} ordinary tokens, {len(self._special_tokens)} special>"
 
-    # ---------------------------------------------------------------------------------- helpers
 
-    def _policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial) -> Any:
-        """The core's special-token policy for these arguments (cached)."""
-        if allowed_special is _NOTHING and disallowed_special == "all":
-            return self._default_policy
-        if allowed_special == "all":
-            allowed = self._special_tokens_set
-        elif isinstance(allowed_special, (str, bytes)) or not isinstance(allowed_special, Collection):
-            raise TypeError(f'allowed_special must be "all" or a set of str, got {allowed_special!r}')
-        else:
-            allowed = self._allowed_specials(frozenset(allowed_special))
-        if disallowed_special == "all":
-            disallowed = self._special_tokens_set - allowed
-        elif isinstance(disallowed_special, (str, bytes)) or not isinstance(disallowed_special, Collection):
-            raise TypeError(f'disallowed_special must be "all" or a collection of str, got {disallowed_special!r}')
-        else:
-            disallowed = frozenset(disallowed_special)
-        key = (allowed, disallowed)
-        policy = self._policies.get(key)
-        if policy is None:
-            if len(self._policies) >= 64:
-                self._policies.clear()
-            policy = self._policies[key] = self._new_policy(allowed, disallowed)
-        return policy
+def as_model(value: object) -> BPE:
+    """``value`` as a :class:`BPE`: a model as it is, an :class:`hf_bpe.tiktoken.Encoding` as the model
+    it holds (its ``.model``); anything else raises ``TypeError``. Every function that takes a model
+    (the converters' ``save``, :meth:`~hf_bpe.BPETokenizer.from_model`, the audit) takes it through this.
 
-    def _allowed_specials(self, allowed: frozenset[str]) -> frozenset[str]:
-        """The special tokens a set given as ``allowed_special`` allows: every name must be one."""
-        unknown = allowed - self._special_tokens_set
-        if unknown:
-            raise ValueError(
-                f"allowed_special names {sorted(unknown)!r}, which are not special tokens of this "
-                f"encoding; its special tokens are {sorted(self._special_tokens_set)!r}"
-            )
-        return allowed
+    >>> import hf_bpe
+    >>> from hf_bpe import tiktoken
+    >>> as_model(tiktoken.get_encoding("gpt2")) is hf_bpe.get_encoding("gpt2")
+    True
+    """
+    if isinstance(value, BPE):
+        return value
+    if isinstance(value, _Encoder):
+        return value.model  # type: ignore[attr-defined,no-any-return]
+    raise TypeError(f"expected an hf_bpe.BPE model (an hf_bpe.tiktoken.Encoding gives its model as .model), "
+                    f"got {type(value).__name__}")
 
-    def _new_policy(self, allowed: frozenset[str], disallowed: frozenset[str]) -> Any:
-        """The core's policy that cuts out the ``allowed`` special tokens and refuses ``disallowed`` texts."""
-        return self._core.special_policy(list(allowed), list(disallowed))
+
+def n_ordinary(model: BPE) -> int:
+    """The ids of ``model`` that are neither special tokens nor unassigned (ids between ranks): what
+    ``repr`` and ``hf-bpe inspect`` call ordinary tokens. A SentencePiece model's byte, control and
+    user-defined pieces count, except those that are its special tokens.
+
+    >>> import hf_bpe
+    >>> enc = hf_bpe.get_encoding("gpt2")
+    >>> n_ordinary(enc), len(enc.special_tokens), enc.n_vocab
+    (50256, 1, 50257)
+    """
+    if model._sentencepiece is not None:
+        return model.n_vocab - len(model._special_tokens)
+    return int(model._core.n_mergeable)
+
+
+def clear_cache(model: BPE) -> None:
+    """Empty ``model``'s caches of merged pieces (one per encoding thread, a few MB each), freeing their
+    memory. Encoding fills them again as it goes; no result ever depends on them (benchmarks call this
+    to time a cold cache).
+
+    >>> import hf_bpe
+    >>> enc = hf_bpe.get_encoding("gpt2")
+    >>> enc.encode("hello world"); clear_cache(enc); enc.encode("hello world")
+    [31373, 995]
+    [31373, 995]
+    """
+    model._core.clear_cache()
 
 
 def id_type_for(dtype: str, largest_id: int) -> str:
@@ -1017,61 +866,6 @@ def _arrow_strings(texts: Any) -> Any:
         return pa.array(texts if isinstance(texts, (list, tuple)) else list(texts), type=pa.large_string())
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as error:
         raise TypeError(f"encode_arrow expects an Arrow array of strings or a list of str: {error}") from None
-
-
-class AddedTokensEncoder:
-    """A model's encoder with extra tokens cut out of the text first (see
-    :meth:`BPE.added_tokens_encoder`). Immutable, and safe to share between threads."""
-
-    __slots__ = ("_core", "_largest_id", "_policy")
-
-    def __init__(self, core: Any, policy: Any, largest_id: int) -> None:
-        self._core = core
-        self._policy = policy
-        self._largest_id = largest_id
-
-    def encode(self, text: str) -> list[int]:
-        """The ids of ``text``: the added tokens' where they match, the model's in between."""
-        return self._core.encode(text, self._policy)  # type: ignore[no-any-return]
-
-    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
-        """Like :meth:`encode`, also returning the character offset where each token starts (see
-        :meth:`BPE.encode_with_offsets`)."""
-        return self._core.encode_with_offsets(text, self._policy)  # type: ignore[no-any-return]
-
-    def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
-        """:meth:`encode` on each text, in parallel (GIL released); ``None`` threads: every core."""
-        return self._core.encode_batch(texts, self._policy, num_threads)  # type: ignore[no-any-return]
-
-    def encode_batch_flat(self, texts: Sequence[str], *, num_threads: int | None = None) -> tuple[bytes, bytes]:
-        """:meth:`encode_batch` as two buffers instead of lists of ints: every text's ids one after the
-        other (native-endian ``uint32``), and each text's number of ids (native-endian ``uint64``),
-        for ``numpy.frombuffer``."""
-        return self._core.encode_batch_flat(texts, self._policy, num_threads)  # type: ignore[no-any-return]
-
-    def encode_arrow(
-        self,
-        texts: Any,
-        *,
-        num_threads: int | None = None,
-        dtype: IdType = "uint32",
-        nulls: Nulls = "raise",
-        prefix: Sequence[int] = (),
-        suffix: Sequence[int] = (),
-    ) -> Any:
-        """:meth:`encode` on each string of an Arrow column, Arrow in and Arrow out as
-        :meth:`BPE.encode_arrow` (``texts``, ``num_threads``, ``dtype``, ``nulls``), with the ids
-        ``prefix`` before and ``suffix`` after every row that is not null (a BOS or EOS token).
-        ``dtype="auto"`` counts the added tokens' and the framing ids with the vocabulary's.
-
-        >>> import hf_bpe, pyarrow as pa
-        >>> encoder = hf_bpe.get_encoding("gpt2").added_tokens_encoder([("<x>", 50257)])
-        >>> encoder.encode_arrow(pa.array(["a<x>b", ""]), suffix=[50256]).to_pylist()
-        [[64, 50257, 65, 50256], [50256]]
-        """
-        id_type = id_type_for(dtype, max([self._largest_id, *prefix, *suffix]))
-        return self._core.encode_arrow(_arrow_strings(texts), self._policy, num_threads, id_type, nulls,
-                                       list(prefix), list(suffix))
 
 
 def _describe_error(error: Exception) -> str:

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hf_bpe.model import BPE
 
 GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 """GPT-2's pattern (tiktoken's ``r50k_pat_str``), also used by ``r50k_base`` and ``p50k_base``."""
@@ -73,10 +76,10 @@ class Split:
 
     >>> import hf_bpe
     >>> ranks = {bytes([b]): b for b in range(256)}
-    >>> hf_bpe.BPE(ranks, Split("[A-Z]*", "isolated")).pieces("AB cd")
+    >>> pieces(hf_bpe.BPE(ranks, Split("[A-Z]*", "isolated")), "AB cd")
     ['AB', ' ', 'c', 'd']
     >>> two_steps = (Split(r"\p{N}{1,3}"), Split(r"\s+|\S+", "removed", invert=True))
-    >>> hf_bpe.BPE(ranks, two_steps).pieces("ab12345 cd")
+    >>> pieces(hf_bpe.BPE(ranks, two_steps), "ab12345 cd")
     ['ab', '123', '45', ' ', 'cd']
     """
 
@@ -165,3 +168,18 @@ def describe(pattern: Pattern | None) -> str:
         return name_of(pattern) or repr(pattern)
     steps = (pattern,) if isinstance(pattern, Split) else pattern
     return " then ".join(repr(step) for step in steps)
+
+
+def pieces(model: BPE, text: str) -> list[str]:
+    """The pieces ``model``'s split pattern cuts ``text`` into, in order, as ``encode_ordinary``
+    merges them (special tokens are not looked for); like `tokenizers`' ``pre_tokenize_str``
+    without offsets. SentencePiece models split nothing and raise ``ValueError``.
+
+    >>> import hf_bpe
+    >>> pieces(hf_bpe.get_encoding("gpt2"), "Hello world's  end")
+    ['Hello', ' world', "'s", ' ', ' end']
+    """
+    found = model._split(text)
+    if found is None:
+        raise ValueError(f"{model!r} is a SentencePiece model: it has no split pattern, so no pieces")
+    return found

@@ -17,10 +17,12 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from hf_bpe.errors import ConversionError
 from hf_bpe.model import BPE
 
-__all__ = ["check_not_sentencepiece", "merge_rule_difference", "rank_rule_difference"]
+__all__ = ["check_not_sentencepiece", "ignore_merges", "merge_pieces", "merge_rule_difference", "rank_rule_difference"]
 
 
 def rank_rule_difference(model: BPE) -> str | None:
@@ -49,3 +51,32 @@ def check_not_sentencepiece(model: BPE, target: str, rule: str) -> None:
             f"by piece score after normalizing (dummy prefix, spaces as U+2581, byte fallback), while {rule} "
             "after a split pattern; no lossy mode maps one onto the other"
         )
+
+
+def ignore_merges(model: BPE) -> bool | None:
+    """Whether ``model`` emits a piece that is a token whole: always for rank models, as configured
+    for merges lists (HF's ``ignore_merges``), ``None`` for SentencePiece models.
+
+    >>> import hf_bpe
+    >>> ignore_merges(hf_bpe.get_encoding("gpt2"))
+    True
+    """
+    return model._core.ignore_merges  # type: ignore[no-any-return]
+
+
+def merge_pieces(model: BPE, pieces: Iterable[bytes], *, num_threads: int | None = None) -> list[list[int] | None]:
+    """What ``model``'s merge loop alone makes of each piece, in parallel: no split pattern, no
+    whole-piece rule, no special tokens. For a SentencePiece model a piece is normalized text
+    as UTF-8 (spaces as ``▁``, no dummy prefix added) and bytes that are not UTF-8 give ``None``.
+
+    A token that the loop forms inside a longer piece, it forms from its own bytes alone, so
+    whether a token can appear in any encoding follows from this loop (see :mod:`hf_bpe.audit`).
+
+    >>> import hf_bpe
+    >>> enc = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256, b"abcd": 257}, "gpt2")
+    >>> enc.encode_ordinary("abcd"), merge_pieces(enc, [b"abcd", b"ab ab"])
+    ([257], [[256, 99, 100], [256, 32, 256]])
+    """
+    if isinstance(pieces, (bytes, str)):
+        raise TypeError("merge_pieces expects a list of bytes, got a single piece")
+    return model._core.merge_pieces([bytes(piece) for piece in pieces], num_threads)  # type: ignore[no-any-return]

@@ -5,8 +5,8 @@ core (``crates/core/src/stream.rs``) encodes what later text cannot change and h
 the last two pieces (for the named patterns, no continuation can change any earlier piece) and
 the last bytes that could start an allowed special token. So memory does not grow with the input.
 
-:meth:`hf_bpe.BPE.stream_decoder` (a :class:`StreamDecoder`) and :meth:`hf_bpe.BPE.decode_iterable`
-decode ids as they come, holding back the bytes of a character split between tokens, so the text
+:meth:`hf_bpe.BPE.stream_decoder` (a :class:`StreamDecoder`; :func:`decode_parts` over an iterable of ids)
+decodes ids as they come, holding back the bytes of a character split between tokens, so the text
 they give, joined, is exactly ``decode(all ids)``.
 
 >>> import hf_bpe

@@ -1,6 +1,6 @@
 """The token view: how a tokenizer cuts a text, as spans to read, print, or show in a notebook.
 
-``BPE.view(text)`` and ``BPETokenizer.view(text)`` return a :class:`TokenView`. Its
+``view_text(model, text)`` (also ``hf_bpe.view.view_text``) and ``BPETokenizer.view(text)`` return a :class:`TokenView`. Its
 :attr:`~TokenView.spans` say, for each token, its id, its bytes, the characters of the text it
 covers and whether it is a special token; ``print(view)`` draws the tokens for a terminal (in
 colors, :meth:`~TokenView.ansi`, on a terminal; in brackets, :meth:`~TokenView.plain`, elsewhere),
@@ -18,7 +18,7 @@ This module sits at the model layer: it reads models only through their public m
 of hf_bpe, so the model can build a view without depending on anything above it.
 
 >>> import hf_bpe
->>> view = hf_bpe.get_encoding("gpt2").view("Hello world!")
+>>> view = view_text(hf_bpe.get_encoding("gpt2"), "Hello world!")
 >>> print(view)
 gpt2: 3 tokens, 12 characters, 12 bytes (4.00 characters, 4.00 bytes per token)
 [Hello][·world][!]
@@ -102,14 +102,14 @@ class Span:
 
 
 class TokenView:
-    """A text and the tokens a tokenizer cuts it into (build one with ``model.view(text)``).
+    """A text and the tokens a tokenizer cuts it into (build one with ``view_text(model, text)``).
 
     ``text`` is what was viewed, ``name`` the tokenizer's name, ``ids`` the token ids (what
     ``encode`` gives) and :attr:`spans` one :class:`Span` per token. ``str(view)`` is the plain
     terminal form, :meth:`ansi` the colored one, :meth:`to_html` (``_repr_html_``) the notebook's.
 
     >>> import hf_bpe
-    >>> view = hf_bpe.get_encoding("cl100k_base").view("égg <|endoftext|>")
+    >>> view = view_text(hf_bpe.get_encoding("cl100k_base"), "égg <|endoftext|>")
     >>> [span.text for span in view.spans], view.ids[-1]
     (['é', 'gg', ' ', '<|endoftext|>'], 100257)
     """
@@ -186,7 +186,7 @@ class TokenView:
         """One line of counts: tokens, characters, bytes, and characters and bytes per token.
 
         >>> import hf_bpe
-        >>> hf_bpe.get_encoding("gpt2").view("Hello world").summary()
+        >>> view_text(hf_bpe.get_encoding("gpt2"), "Hello world").summary()
         'gpt2: 2 tokens, 11 characters, 11 bytes (5.50 characters, 5.50 bytes per token)'
         """
         count, characters, size = len(self.ids), len(self.text), self.byte_count
@@ -203,7 +203,7 @@ class TokenView:
         ``⟦ ⟧``), whitespace as symbols (a newline also breaks the line), and the ids.
 
         >>> import hf_bpe
-        >>> print(hf_bpe.get_encoding("gpt2").view("a\\n<|endoftext|>").plain())
+        >>> print(view_text(hf_bpe.get_encoding("gpt2"), "a\\n<|endoftext|>").plain())
         gpt2: 3 tokens, 15 characters, 15 bytes (5.00 characters, 5.00 bytes per token)
         [a][↵
         ]⟦<|endoftext|>⟧
@@ -278,7 +278,7 @@ class TokenView:
           lists of byte values (bytes that are no text on their own).
 
         >>> import hf_bpe
-        >>> data = hf_bpe.get_encoding("gpt2").view("🦙!").to_json()
+        >>> data = view_text(hf_bpe.get_encoding("gpt2"), "🦙!").to_json()
         >>> data["ids"], data["lengths"]
         ([8582, 99, 247, 0], [2, 1, 1, 1])
         >>> data = view_ids(hf_bpe.get_encoding("gpt2"), [8582, 0]).to_json()  # text "\\ufffd!"

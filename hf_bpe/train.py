@@ -230,7 +230,7 @@ def _train_minbpe(
     def pieces() -> Iterable[bytes]:
         for document in documents:
             for part in cut.split(document) if cut is not None else (document,):
-                for piece in splitter.pieces(part):
+                for piece in patterns.pieces(splitter, part):
                     seen[0] += 1
                     yield piece.encode("utf-8")
 

@@ -42,14 +42,14 @@ def test_every_row_matches_encode_ordinary_sliced_and_chunked(texts: list[str | 
     sliced = array.slice(start, stop - start)  # a non-zero offset into the same buffers
     nulls = data.draw(st.sampled_from(["null", "empty"]))
     expected = expected_ordinary(enc, texts[start:stop], nulls)
-    ids = enc.encode_ordinary_arrow(sliced, nulls=nulls, num_threads=data.draw(st.sampled_from([1, 2])))
+    ids = enc.encode_arrow(sliced, nulls=nulls, num_threads=data.draw(st.sampled_from([1, 2])), disallowed_special=())
     assert isinstance(ids, pa.ListArray) and ids.type.value_type == pa.uint32()
     assert ids.to_pylist() == expected
     assert ids.null_count == (texts[start:stop].count(None) if nulls == "null" else 0)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(texts)), max_size=4)))
     bounds = [0, *cuts, len(texts)]
     chunked = pa.chunked_array([array.slice(a, b - a) for a, b in itertools.pairwise(bounds)], type=array.type)
-    chunked_ids = enc.encode_ordinary_arrow(chunked, nulls="null")
+    chunked_ids = enc.encode_arrow(chunked, nulls="null", disallowed_special=())
     assert isinstance(chunked_ids, pa.ChunkedArray)
     assert [len(chunk) for chunk in chunked_ids.chunks] == [len(chunk) for chunk in chunked.chunks]
     assert chunked_ids.to_pylist() == expected_ordinary(enc, texts)
@@ -60,7 +60,7 @@ def test_generated_documents_match_encode_and_encode_ordinary(enc: hf_bpe.BPE) -
     rng = random.Random(22)
     docs = textgen.documents(rng, scaled(400_000), huge=(scaled(100_000),))
     array = pa.array(docs)
-    assert enc.encode_ordinary_arrow(array, num_threads=2).to_pylist() == enc.encode_ordinary_batch(docs)
+    assert enc.encode_arrow(array, num_threads=2, disallowed_special=()).to_pylist() == enc.encode_ordinary_batch(docs)
     assert (enc.encode_arrow(array, allowed_special="all", num_threads=2).to_pylist()
             == enc.encode_batch(docs, allowed_special="all"))
     assert (enc.encode_arrow(array, disallowed_special=(), num_threads=2).to_pylist()
@@ -70,7 +70,7 @@ def test_generated_documents_match_encode_and_encode_ordinary(enc: hf_bpe.BPE) -
 def test_ids_match_tiktoken(encoding_pair) -> None:  # type: ignore[no-untyped-def]
     ours, theirs = encoding_pair("o200k_base")
     docs = textgen.documents(random.Random(5), scaled(100_000), specials=False)
-    assert ours.encode_ordinary_arrow(pa.array(docs)).to_pylist() == theirs.encode_ordinary_batch(docs)
+    assert ours.encode_arrow(pa.array(docs), disallowed_special=()).to_pylist() == theirs.encode_ordinary_batch(docs)
 
 
 @pytest.mark.slow
@@ -79,7 +79,7 @@ def test_a_huge_document_among_empty_ones() -> None:
     rng = random.Random(3)
     huge = textgen.document(rng, scaled(4_000_000))
     texts = ["", huge, "", "x" * scaled(300_000), ""]
-    ids = enc.encode_ordinary_arrow(pa.array(texts, type=pa.large_string()), num_threads=2)
+    ids = enc.encode_arrow(pa.array(texts, type=pa.large_string()), num_threads=2, disallowed_special=())
     assert ids.to_pylist() == [enc.encode_ordinary(text) for text in texts]
 
 
@@ -94,13 +94,13 @@ def test_nulls_raise_by_default_and_say_how_to_keep_or_drop_them() -> None:
     enc = hf_bpe.get_encoding("gpt2")
     texts = pa.array(["a", None, "b"])
     with pytest.raises(ValueError, match=r"row 1 of the array is null.*nulls='empty'.*nulls='null'"):
-        enc.encode_ordinary_arrow(texts)
-    assert enc.encode_ordinary_arrow(texts, nulls="empty").to_pylist() == [[64], [], [65]]
-    kept = enc.encode_ordinary_arrow(texts, nulls="null")
+        enc.encode_arrow(texts, disallowed_special=())
+    assert enc.encode_arrow(texts, nulls="empty", disallowed_special=()).to_pylist() == [[64], [], [65]]
+    kept = enc.encode_arrow(texts, nulls="null", disallowed_special=())
     assert kept.to_pylist() == [[64], None, [65]] and kept.null_count == 1
-    assert enc.encode_ordinary_arrow(pa.array([None, None]), nulls="null").to_pylist() == [None, None]  # type null
+    assert enc.encode_arrow(pa.array([None, None]), nulls="null", disallowed_special=()).to_pylist() == [None, None]  # type null
     with pytest.raises(ValueError, match="nulls='skip' is not one of"):
-        enc.encode_ordinary_arrow(texts, nulls="skip")  # type: ignore[arg-type]
+        enc.encode_arrow(texts, nulls="skip", disallowed_special=())  # type: ignore[arg-type]
 
 
 def test_uint16_holds_vocabularies_up_to_65536_ids_and_is_refused_beyond() -> None:
@@ -127,7 +127,7 @@ def test_uint16_is_taken_exactly_when_the_vocabulary_fits(texts: list[str], data
     enc = hf_bpe.get_encoding(name)
     start = data.draw(st.integers(0, len(texts)))
     array = pa.array(texts).slice(start)
-    automatic = enc.encode_ordinary_arrow(array, dtype="auto")
+    automatic = enc.encode_arrow(array, dtype="auto", disallowed_special=())
     assert automatic.to_pylist() == enc.encode_ordinary_batch(texts[start:])
     if enc.n_vocab <= 1 << 16:
         ids = enc.encode_arrow(array, dtype="uint16", allowed_special="all")
@@ -154,20 +154,20 @@ def test_string_views_lists_and_empty_input() -> None:
     enc = hf_bpe.get_encoding("gpt2")
     texts = ["hello", "", "wörld"]
     expected = [enc.encode_ordinary(text) for text in texts]
-    assert enc.encode_ordinary_arrow(pa.array(texts, type=pa.string_view())).to_pylist() == expected
-    assert enc.encode_ordinary_arrow(texts).to_pylist() == expected  # a list of str
-    assert enc.encode_ordinary_arrow(pa.array([], type=pa.string())).to_pylist() == []
-    assert enc.encode_ordinary_arrow(pa.chunked_array([], type=pa.string())).to_pylist() == []
+    assert enc.encode_arrow(pa.array(texts, type=pa.string_view()), disallowed_special=()).to_pylist() == expected
+    assert enc.encode_arrow(texts, disallowed_special=()).to_pylist() == expected  # a list of str
+    assert enc.encode_arrow(pa.array([], type=pa.string()), disallowed_special=()).to_pylist() == []
+    assert enc.encode_arrow(pa.chunked_array([], type=pa.string()), disallowed_special=()).to_pylist() == []
 
 
 def test_columns_that_are_not_strings_are_refused_clearly() -> None:
     enc = hf_bpe.get_encoding("gpt2")
     with pytest.raises(TypeError, match="(?i)expects an Arrow array of strings .* got int64"):
-        enc.encode_ordinary_arrow(pa.array([1, 2]))
+        enc.encode_arrow(pa.array([1, 2]), disallowed_special=())
     with pytest.raises(TypeError, match=r"decode the dictionary first"):
-        enc.encode_ordinary_arrow(pa.array(["a", "b", "a"]).dictionary_encode())
+        enc.encode_arrow(pa.array(["a", "b", "a"]).dictionary_encode(), disallowed_special=())
     with pytest.raises(TypeError, match="got a single str; wrap it in a list"):
-        enc.encode_ordinary_arrow("hello")
+        enc.encode_arrow("hello", disallowed_special=())
 
 
 def test_threads_do_not_change_the_ids() -> None:

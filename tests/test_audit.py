@@ -22,6 +22,7 @@ from hf_bpe.audit import corpus as corpus_module
 from hf_bpe.audit import specials as specials_module
 from hf_bpe.audit import vocabulary
 from hf_bpe.cli import main
+from hf_bpe.counting import piece_token_counts, token_counts
 from hf_bpe.train import count_pieces
 
 CORPUS = [
@@ -269,7 +270,7 @@ def test_training_usage_counts_what_encoding_the_training_corpus_produces(patter
     texts = ["".join(rng.choice(["a", "b", " ", "é", "あ", "\n", "1", ".", "  "]) for _ in range(80)) for _ in range(60)]
     model = hf_bpe.train(texts, 256 + 60, pattern=pattern, show_progress=False)
     counts = count_pieces(texts, pattern=pattern, show_progress=False)
-    direct = model.token_counts(texts)
+    direct = token_counts(model, texts)
     assert produced_on(model, counts).tolist() == direct.tolist()
     usage = training_usage(model, counts, rare_below=3)
     reachable = hf_bpe.audit.audit(model).reachability.reachable
@@ -300,7 +301,7 @@ def test_piece_token_counts_are_the_token_counts_of_the_counted_texts(kind: str)
             model = BPE.from_merges(vocab, merges, pattern, ignore_merges=kind == "merges ignoring merges")
         texts = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 40))) for _ in range(300)]
         counts = count_pieces(texts, pattern=pattern, show_progress=False)
-        assert model.piece_token_counts(counts).tolist() == model.token_counts(texts).tolist()
+        assert piece_token_counts(model, counts).tolist() == token_counts(model, texts).tolist()
 
 
 def test_trained_folder_card_has_the_audit_and_usage_on_the_training_corpus(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from conversion_support import cl100k_file, gpt2_files, mistral_file, trained_mo
 
 import hf_bpe
 from hf_bpe.cli import main
+from hf_bpe.token_view import view_text
 from hf_bpe.transformers import BPETokenizer
 
 TEXT = "Hello 🦙 world!\n\tif x == 12345:<|endoftext|>토큰"
@@ -67,7 +68,7 @@ def test_ansi_colors_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "view", "gpt2", "--text", TEXT, "--color", "always")
     assert status == 0
     model = hf_bpe.get_encoding("gpt2")
-    assert out == model.view(TEXT).ansi() + "\n"
+    assert out == view_text(model, TEXT).ansi() + "\n"
     assert "\x1b[30;48;5;" in out and "\x1b[1;7m<|endoftext|>" in out
 
 

@@ -151,7 +151,7 @@ def test_tokenize_in_forked_processes() -> None:
     """``num_proc`` forks workers after the parent has used its thread pool: each builds its own."""
     enc = hf_bpe.get_encoding("cl100k_base")
     texts = corpus(5, scaled(100_000))
-    enc.encode_ordinary_arrow(pa.array(texts), num_threads=2)  # the parent's pool now has threads
+    enc.encode_arrow(pa.array(texts), num_threads=2, disallowed_special=())  # the parent's pool now has threads
     tokenized = tokenize(datasets.Dataset.from_dict({"text": texts}), enc, num_proc=2, batch_size=50)
     assert tokenized["input_ids"] == enc.encode_ordinary_batch(texts)
 

@@ -1,4 +1,4 @@
-"""``BPE.from_vocab`` / ``BPE.from_files`` (the shapes minbpe and CS336 hold) and ``model.vocab``:
+"""``BPE.from_vocab`` / ``conversion.gpt2.load`` with a list of special tokens (the shapes minbpe and CS336 hold) and ``model.vocab``:
 round trips, CS336's reference merges, and clear errors for inconsistent input."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 import textgen
 from conftest import require_shared, scaled
 
+import conversion.gpt2
 import hf_bpe
 from hf_bpe.byte_level import token_to_str
 from hf_bpe.errors import InvalidVocabularyError, TokenizerFileError
@@ -40,15 +41,15 @@ def test_a_trained_model_round_trips_through_gpt2_style_files(tmp_path: Path) ->
     model = hf_bpe.train(docs, 600, special_tokens=["<|endoftext|>"], show_progress=False)
     (tmp_path / "vocab.json").write_text(json.dumps({token_to_str(token): i for i, token in model.vocab.items()}))
     (tmp_path / "merges.txt").write_text("".join(f"{token_to_str(a)} {token_to_str(b)}\n" for a, b in model.merges))
-    again = hf_bpe.BPE.from_files(tmp_path / "vocab.json", tmp_path / "merges.txt", ["<|endoftext|>"])
+    again = conversion.gpt2.load(tmp_path / "vocab.json", tmp_path / "merges.txt", ["<|endoftext|>"])
     assert again.vocab == model.vocab and again.merges == model.merges
     assert again.encode_batch(docs, allowed_special="all") == model.encode_batch(docs, allowed_special="all")
 
 
 def test_cs336_reference_files_encode_as_the_model_trained_on_the_same_corpus() -> None:
     folder = require_shared("cs336")
-    reference = hf_bpe.BPE.from_files(folder / "train-bpe-reference-vocab.json",
-                                      folder / "train-bpe-reference-merges.txt", ["<|endoftext|>"])
+    reference = conversion.gpt2.load(folder / "train-bpe-reference-vocab.json",
+                                     folder / "train-bpe-reference-merges.txt", ["<|endoftext|>"])
     assert reference.special_tokens == {"<|endoftext|>": 0}, "CS336's vocab holds the special token at id 0"
     trained = hf_bpe.train(files=[folder / "corpus.en"], vocab_size=500, special_tokens=["<|endoftext|>"],
                            show_progress=False)
@@ -90,7 +91,7 @@ def test_unreadable_files_name_the_file_and_line(tmp_path: Path) -> None:
     merges = tmp_path / "merges.txt"
     merges.write_text("#version: 0.2\nĠ t\na b c\n")
     with pytest.raises(TokenizerFileError, match=r"merges.txt, line 3: expected two tokens"):
-        hf_bpe.BPE.from_files(vocab, merges)
+        conversion.gpt2.load(vocab, merges)
     vocab.write_text('["not", "an", "object"]')
     with pytest.raises(TokenizerFileError, match="vocab.json: expected a JSON object"):
-        hf_bpe.BPE.from_files(vocab, merges)
+        conversion.gpt2.load(vocab, merges)

@@ -23,6 +23,7 @@ from hf_bpe.patterns import Split
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is the oracle; pip install -e '.[test]'")
 from tokenizers import Regex, pre_tokenizers
+
 from hf_bpe.train import count_pieces, train_from_counts
 
 BYTES = {bytes([byte]): byte for byte in range(256)}
@@ -46,7 +47,7 @@ def our_pieces(model: BPE, text: str) -> list[str] | str:
     """The pieces, ``"error"`` where Oniguruma gives up (as in tokenizers), or :data:`TOO_SLOW` where
     splitting would overrun the time budget (a clear refusal, allowed whatever tokenizers does)."""
     try:
-        return model.pieces(text)
+        return patterns.pieces(model, text)
     except ValueError as error:
         if "is too slow on this text" in str(error):
             return TOO_SLOW
@@ -283,4 +284,4 @@ def test_pieces_of_a_sentencepiece_model_are_refused() -> None:
 
     spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1, NORMAL)))
     with pytest.raises(ValueError, match="SentencePiece model: it has no split pattern"):
-        BPE.from_sentencepiece(spec).pieces("a b")
+        patterns.pieces(BPE.from_sentencepiece(spec), "a b")

@@ -166,7 +166,7 @@ def test_encode_bytes_is_tiktokens(pair: tuple[Any, Any]) -> None:
     docs = textgen.documents(rng, 50_000)
     for _ in range(scaled(2000)):
         data = _random_bytes(rng, docs)
-        assert ours.encode_bytes(data) == theirs._encode_bytes(data), data
+        assert ours._encode_bytes(data) == theirs._encode_bytes(data), data
         assert ours._encode_single_piece(data) == theirs._encode_single_piece(data), data
 
 

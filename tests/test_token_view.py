@@ -90,21 +90,21 @@ def test_view_of_a_named_encoding_has_tiktokens_ids_and_true_spans(
     ours, theirs = encoding_pair(name)
     texts = [*varied_texts(scaled(2_000)), *textgen.documents(random.Random(18), scaled(100_000))]
     for text in texts:
-        view = ours.view(text)
+        view = view_text(ours, text)
         assert view.ids == theirs.encode(text, allowed_special="all"), text
         check_spans(view, ours)
         assert bytes_from_json(view.to_json(), text) == [span.bytes for span in view.spans]
     for text in texts[:200]:
-        check_drawings(ours.view(text))
+        check_drawings(view_text(ours, text))
 
 
 def test_view_without_allowed_specials_is_encode_ordinary(encoding_pair: Any) -> None:
     ours, theirs = encoding_pair("cl100k_base")
     text = "a<|endoftext|>b <|fim_prefix|>"
-    view = ours.view(text, allowed_special=set())
+    view = view_text(ours, text, allowed_special=set())
     assert view.ids == theirs.encode_ordinary(text)
     assert not any(span.special for span in view.spans)
-    assert ours.view(text, allowed_special={"<|fim_prefix|>"}).ids == \
+    assert view_text(ours, text, allowed_special={"<|fim_prefix|>"}).ids == \
         theirs.encode(text, allowed_special={"<|fim_prefix|>"}, disallowed_special=())
 
 
@@ -117,11 +117,11 @@ def test_view_of_a_sentencepiece_model_has_sentencepieces_ids() -> None:
     ours = conversion.sentencepiece.load(path)
     theirs = sentencepiece.SentencePieceProcessor(model_file=str(path))
     for text in varied_texts(scaled(2_000)):
-        view = ours.view(text, allowed_special=set())  # SentencePiece never reads control pieces in text
+        view = view_text(ours, text, allowed_special=set())  # SentencePiece never reads control pieces in text
         assert view.ids == theirs.encode(text), text
         check_spans(view, ours, byte_level=False)
         assert bytes_from_json(view.to_json(), text) == [span.bytes for span in view.spans]
-    view = ours.view("<s>Hello 🦙</s>")
+    view = view_text(ours, "<s>Hello 🦙</s>")
     assert [span.special for span in view.spans][:1] == [True] and view.spans[-1].special
     assert [span.draw() for span in view.spans if span.partial] == ["<0xF0>", "<0x9F>", "<0xA6>", "<0x99>"]
 
@@ -129,10 +129,10 @@ def test_view_of_a_sentencepiece_model_has_sentencepieces_ids() -> None:
 def test_view_of_a_trained_model() -> None:
     model = trained_model()
     for text in varied_texts(scaled(500)):
-        view = model.view(text)
+        view = view_text(model, text)
         assert view.ids == model.encode(text, allowed_special="all")
         check_spans(view, model)
-    assert model.view("x<|endoftext|>").spans[-1] == Span(model.special_tokens["<|endoftext|>"],
+    assert view_text(model, "x<|endoftext|>").spans[-1] == Span(model.special_tokens["<|endoftext|>"],
                                                           b"<|endoftext|>", 1, 14, True)
 
 
@@ -158,7 +158,7 @@ def test_tokenizer_view_includes_added_tokens() -> None:
 def test_plain_form_draws_whitespace_specials_and_partial_characters(encoding_pair: Any) -> None:
     ours, theirs = encoding_pair("gpt2")
     text = "a  b\tc\r\n🦙<|endoftext|>\u3000"
-    view = ours.view(text)
+    view = view_text(ours, text)
     assert view.ids == theirs.encode(text, allowed_special="all")
     assert str(view) == view.plain()
     count = len(view.ids)
@@ -171,7 +171,7 @@ def test_plain_form_draws_whitespace_specials_and_partial_characters(encoding_pa
 
 
 def test_ansi_form_colors_tokens_and_ends_each_line() -> None:
-    view = hf_bpe.get_encoding("gpt2").view("hi\n🦙<|endoftext|>")
+    view = view_text(hf_bpe.get_encoding("gpt2"), "hi\n🦙<|endoftext|>")
     ansi = view.ansi()
     assert ansi.count("\x1b[30;48;5;") >= 3  # each ordinary token on a background
     assert "\x1b[1;7m<|endoftext|>" in ansi  # special tokens in reverse video
@@ -187,7 +187,7 @@ def test_printing_a_view_colors_it_on_a_terminal_only(monkeypatch: pytest.Monkey
         def isatty(self) -> bool:
             return True
 
-    view = hf_bpe.get_encoding("gpt2").view("Hello world")
+    view = view_text(hf_bpe.get_encoding("gpt2"), "Hello world")
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert str(view) == view.plain()  # pytest captures standard output: no terminal
     monkeypatch.setattr("sys.stdout", Terminal())
@@ -206,7 +206,7 @@ def test_draw_text_and_byte_parts() -> None:
 
 
 def test_html_form_escapes_the_text_and_marks_tokens() -> None:
-    view = hf_bpe.get_encoding("cl100k_base").view("<script>alert(1)</script> 🦙<|endoftext|>")
+    view = view_text(hf_bpe.get_encoding("cl100k_base"), "<script>alert(1)</script> 🦙<|endoftext|>")
     html = view._repr_html_()
     assert "<script>" not in html and "&lt;" in html and "</script>" not in html
     assert html.count("<span ") == len(view.ids)
@@ -215,11 +215,11 @@ def test_html_form_escapes_the_text_and_marks_tokens() -> None:
 
 
 def test_counts_and_repr() -> None:
-    view = hf_bpe.get_encoding("cl100k_base").view("토큰화")
+    view = view_text(hf_bpe.get_encoding("cl100k_base"), "토큰화")
     assert len(view) == len(view.ids) and view.byte_count == 9
     assert view.summary().startswith(f"cl100k_base: {len(view.ids)} tokens, 3 characters, 9 bytes (")
     assert repr(view) == f"<TokenView cl100k_base: {len(view.ids)} tokens, 3 characters>"
-    empty = hf_bpe.get_encoding("gpt2").view("")
+    empty = view_text(hf_bpe.get_encoding("gpt2"), "")
     assert empty.spans == [] and empty.summary() == "gpt2: 0 tokens, 0 characters, 0 bytes"
 
 
@@ -252,6 +252,6 @@ def test_view_of_ids_names_an_unknown_id() -> None:
 
 def test_view_refuses_what_is_not_text() -> None:
     with pytest.raises(TypeError, match="view expects the text as a str, got bytes"):
-        hf_bpe.get_encoding("gpt2").view(b"hello")  # type: ignore[arg-type]
+        view_text(hf_bpe.get_encoding("gpt2"), b"hello")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="got bytes"):
         view_text(hf_bpe.get_encoding("gpt2"), b"x")  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ from conversion_support import trained_model
 
 import hf_bpe
 from hf_bpe.model import BPE
+from hf_bpe.token_view import view_text
 from hf_bpe.view import EXAMPLES, TokenPage, make_server
 from hf_bpe.view.server import url_of
 
@@ -136,7 +137,7 @@ def check_panels(page: Any, models: list[tuple[str, BPE]], text: str) -> list[di
         assert b"".join(shown) == text.encode("utf-8"), name
         partial = [" p" in f"{span['cls']} " for span in panel["spans"]]
         special = [" sp" in f"{span['cls']} " for span in panel["spans"]]
-        assert partial == [span.partial for span in model.view(text).spans], name
+        assert partial == [span.partial for span in view_text(model, text).spans], name
         assert special == [token in model.special_tokens.values() for token in ids], name
     return panels
 
@@ -261,7 +262,7 @@ def pieces(model: BPE, text: str) -> list[tuple[int, int]]:
 
     found: list[tuple[int, int]] = []
     offset, run_start = 0, None
-    for span in model.view(text).spans:
+    for span in view_text(model, text).spans:
         end = offset + len(span.bytes)
         if span.partial:
             run_start = offset if run_start is None else run_start

@@ -31,6 +31,7 @@ from hf_bpe.audit import specials as specials_module
 from hf_bpe.audit import vocabulary
 from hf_bpe.audit.reachability import DEFAULT_SEARCH_LIMIT
 from hf_bpe.audit.report import AuditReport
+from hf_bpe.counting import piece_token_counts
 
 if TYPE_CHECKING:
     from hf_bpe.model import BPE
@@ -59,10 +60,9 @@ def audit(
     which a produced token is *rare*; ``top`` the length of the magikarp and variant lists in the
     JSON; ``search_limit`` bounds the texts tried per token where reachability rests on a search.
     """
-    from hf_bpe.model import BPE
+    from hf_bpe.model import as_model
 
-    if not isinstance(model, BPE):
-        raise TypeError(f"audit expects an hf_bpe.BPE model, got {type(model).__name__}")
+    model = as_model(model)
     if not isinstance(rare_below, int) or rare_below < 1:
         raise ValueError(f"rare_below must be a positive int, got {rare_below!r}")
     others = _compared(compare)
@@ -138,7 +138,7 @@ def training_usage(model: BPE, counts: PieceCounts, *, rare_below: int = 10, top
 def produced_on(model: BPE, counts: PieceCounts) -> Any:
     """How often encoding the counted corpus produces each id (a NumPy array indexed by id):
     :meth:`hf_bpe.BPE.piece_token_counts`, each distinct piece encoded once in the core."""
-    return model.piece_token_counts(counts)
+    return piece_token_counts(model, counts)
 
 
 def _bucket(count: int) -> str:
@@ -158,7 +158,7 @@ def _shown(table: vocabulary.TokenTable, id: int) -> str:
 def _compared(compare: Sequence[BPE | str] | Mapping[str, BPE]) -> dict[str, BPE]:
     """The comparison tokenizers by label."""
     from hf_bpe.encodings import get_encoding
-    from hf_bpe.model import BPE
+    from hf_bpe.model import BPE, as_model
 
     if isinstance(compare, Mapping):
         items = list(compare.items())
@@ -169,10 +169,13 @@ def _compared(compare: Sequence[BPE | str] | Mapping[str, BPE]) -> dict[str, BPE
         for other in compare:
             if isinstance(other, str):
                 items.append((other, get_encoding(other)))
-            elif isinstance(other, BPE):
-                items.append((other.name or f"tokenizer {len(items) + 1}", other))
             else:
-                raise TypeError(f"compare holds {type(other).__name__}; give hf_bpe.BPE models or encoding names")
+                try:
+                    model = as_model(other)
+                except TypeError:
+                    raise TypeError(f"compare holds {type(other).__name__}; give hf_bpe.BPE models or encoding "
+                                    "names") from None
+                items.append((model.name or f"tokenizer {len(items) + 1}", model))
     labels = [label for label, _ in items]
     duplicates = {label for label in labels if labels.count(label) > 1 or label == "model"}
     if duplicates:

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hf_bpe.counting import token_counts
+
 if TYPE_CHECKING:
     from hf_bpe.model import BPE
 
@@ -77,11 +79,11 @@ def measure(model: BPE, corpus: Corpus, compare: Mapping[str, BPE] | None = None
         if not texts:
             return
         group = groups[name]
-        produced = model.token_counts(texts, num_threads=num_threads)
+        produced = token_counts(model, texts, num_threads=num_threads)
         counts[: len(produced)] += produced
         group.tokens["model"] = group.tokens.get("model", 0) + int(produced.sum())
         for other_name, other in compare.items():
-            total = int(other.token_counts(texts, num_threads=num_threads).sum())
+            total = int(token_counts(other, texts, num_threads=num_threads).sum())
             group.tokens[other_name] = group.tokens.get(other_name, 0) + total
 
     for name, text in _grouped(corpus):

@@ -69,6 +69,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple
 
 from hf_bpe.audit import utf8
+from hf_bpe.rules import merge_pieces
 from hf_bpe.sentencepiece_bpe import BYTE, NORMAL, USER_DEFINED, merge_list
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ class _Search:
         return [id for id in self.tokens if id not in self.verdicts]
 
     def merged(self, pieces: Sequence[bytes]) -> list[list[int] | None]:
-        return self.model.merge_pieces(pieces, num_threads=self.num_threads)
+        return merge_pieces(self.model, pieces, num_threads=self.num_threads)
 
     def search(self, plans: dict[int, Iterator[str]]) -> dict[int, int]:
         """Try each token's candidate texts in rounds (growing chunks, all tokens at once) until one

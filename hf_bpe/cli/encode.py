@@ -33,6 +33,7 @@ from typing import Any, TextIO
 
 from hf_bpe import patterns
 from hf_bpe.cli.common import format_option, read_source_argument, source_options
+from hf_bpe.counting import count_utf8_batch
 from hf_bpe.model import BPE, AllowedSpecial
 from hf_bpe.train import progress_delay, watched
 
@@ -219,7 +220,7 @@ def counts(model: BPE, arguments: argparse.Namespace, stdin: TextIO) -> Iterator
         number = 0
         for batch in line_batches(arguments, stdin, raw=True):
             try:
-                counted = model.count_utf8_batch(batch, allowed_special=allowed, num_threads=arguments.num_threads)
+                counted = count_utf8_batch(model, batch, allowed_special=allowed, num_threads=arguments.num_threads)
             except ValueError:  # a line that is not UTF-8: say which
                 for offset, line in enumerate(batch, start=number + 1):
                     _utf8(line, Path(f"line {offset:,} of the input"), 0)
@@ -243,7 +244,7 @@ def _count_whole(model: BPE, data: bytes, path: Path, arguments: argparse.Namesp
     total = offset = 0
     while batch := list(itertools.islice(parts, BATCH_CHUNKS)):
         try:
-            total += sum(model.count_utf8_batch(batch, allowed_special=allowed, num_threads=arguments.num_threads))
+            total += sum(count_utf8_batch(model, batch, allowed_special=allowed, num_threads=arguments.num_threads))
         except ValueError:  # a part that is not UTF-8: say which byte of the file, as encode does
             for part in batch:
                 _utf8(part, path, offset)

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hf_bpe import patterns
+from hf_bpe import patterns, rules
 from hf_bpe.cli.common import format_option, naming_lossy, read_source_argument, source_options
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, n_ordinary
 
 SAMPLE = "Hello world! It's 2024: naïve café, 日本語, 🦙 <|endoftext|>"
 
@@ -68,13 +68,13 @@ def describe(model: BPE, source_format: str, text: str) -> dict[str, Any]:
         "name": model.name,
         "kind": model.kind,
         "vocab_size": model.n_vocab,
-        "ordinary_tokens": model.n_ordinary,
+        "ordinary_tokens": n_ordinary(model),
         "special_tokens": len(specials),
         "special_token_list": dict(specials[:20]) | ({"...": len(specials) - 20} if len(specials) > 20 else {}),
         "pattern": pattern_name(model),
     }
     if model.kind == "merges":
-        description["ignore_merges"] = model.ignore_merges
+        description["ignore_merges"] = rules.ignore_merges(model)
     spec = model.sentencepiece
     if spec is not None:
         description["normalizer"] = spec.normalizer_name

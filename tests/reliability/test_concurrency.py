@@ -25,6 +25,7 @@ from conftest import PARITY_ENCODINGS, scaled
 
 import hf_bpe
 from hf_bpe import BPE, BPETokenizer
+from hf_bpe.streaming import decode_parts
 
 THREADS = 8
 TIMEOUT = 300.0
@@ -79,7 +80,7 @@ def bpe_calls(enc: BPE, docs: list[str]) -> dict[str, Callable[[], Any]]:
         "encode_batch_all_cores": lambda: enc.encode_ordinary_batch(docs),
         "encode_iterable": lambda: list(enc.encode_iterable(docs, allowed_special="all")),
         "decode": lambda: [enc.decode(enc.encode_ordinary(doc)) for doc in docs],
-        "stream_decoder": lambda: "".join(enc.decode_iterable(enc.encode_iterable(eot, disallowed_special=()))),
+        "stream_decoder": lambda: "".join(decode_parts(enc.stream_decoder(), enc.encode_iterable(eot, disallowed_special=()))),
     }
 
 

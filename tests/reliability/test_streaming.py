@@ -1,5 +1,5 @@
 """Streams: ``BPE.encode_iterable`` gives exactly ``encode`` of the joined texts, wherever the texts
-are cut, in memory that does not grow with the input; ``stream_decoder`` / ``decode_iterable`` give
+are cut, in memory that does not grow with the input; ``stream_decoder`` (and ``decode_parts`` over it) give
 exactly ``decode`` of all the ids, never part of a character.
 
 Most checks make the core encode after every part (``streaming.BLOCK_BYTES = 1``), so every cut is
@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 import hf_bpe
 from hf_bpe import BPE, DisallowedSpecialTokenError, UnknownTokenError, streaming
+from hf_bpe.streaming import decode_parts
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -328,7 +329,7 @@ def test_sentencepiece_models_decode_in_parts_as_a_whole(name: str) -> None:
     assert decoder.feed(text_ids) + decoder.finish() == enc.decode(text_ids)  # a new sequence after finish
 
 
-def test_decode_iterable_takes_ids_or_groups_and_yields_as_characters_complete() -> None:
+def test_decode_parts_takes_ids_or_groups_and_yields_as_characters_complete() -> None:
     enc = hf_bpe.get_encoding("cl100k_base")
     text = "naïve café ☕ 日本語 and more text\n" * 50
     ids = enc.encode(text)
@@ -340,11 +341,11 @@ def test_decode_iterable_takes_ids_or_groups_and_yields_as_characters_complete()
             pulled += 1
             yield token
 
-    texts = enc.decode_iterable(one_by_one())
+    texts = decode_parts(enc.stream_decoder(), one_by_one())
     assert next(texts) and pulled < 5
-    assert "".join(texts) and "" not in list(enc.decode_iterable(ids))
-    assert "".join(enc.decode_iterable(cut_ids(ids, [3, 50, 51]))) == text
-    assert "".join(enc.decode_iterable(enc.encode_iterable(io.StringIO(text)))) == text
+    assert "".join(texts) and "" not in list(decode_parts(enc.stream_decoder(), ids))
+    assert "".join(decode_parts(enc.stream_decoder(), cut_ids(ids, [3, 50, 51]))) == text
+    assert "".join(decode_parts(enc.stream_decoder(), enc.encode_iterable(io.StringIO(text)))) == text
 
 
 def test_decoders_reject_unknown_ids_and_error_handlers() -> None:
@@ -352,7 +353,7 @@ def test_decoders_reject_unknown_ids_and_error_handlers() -> None:
     with pytest.raises(UnknownTokenError):
         enc.stream_decoder().feed([100261])  # a hole between the special tokens
     with pytest.raises(UnknownTokenError):
-        list(enc.decode_iterable([1, -5]))
+        list(decode_parts(enc.stream_decoder(), [1, -5]))
     with pytest.raises(LookupError):
         enc.stream_decoder(errors="no-such-handler")
 
