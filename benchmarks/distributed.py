@@ -12,7 +12,7 @@ one document per line). Every run happens in a child process of its own:
   ``hf_bpe.distributed.train`` with ``num_workers=N`` on local threads and on a local Ray started
   with ``num_cpus=N`` (Ray's start-up is not timed: on a cluster it is up already);
 - ``tokenize``: a plain loop (read each JSON Lines file, ``encode_ordinary_batch(num_threads=N)``,
-  one ``.bin`` per file) against ``hf_bpe.distributed.tokenize(formats=("bin",))`` with
+  one ``.bin`` per file) against ``hf_bpe.distributed.tokenize_files(formats=("bin",))`` with
   ``num_workers=N`` on local cores (worker processes when N > 1) and on Ray (shards of 64 MB, ``.idx``,
   sha256, records and manifest).
 
@@ -141,7 +141,7 @@ def run_one(name: str, workers: int, folder: Path, vocab_size: int) -> dict[str,
                 parts.append(np.fromiter(itertools.chain.from_iterable(rows), dtype="<u2"))
             np.concatenate(parts).tofile(out / f"{path.stem}.bin")
     else:
-        hf_bpe.distributed.tokenize(lines, "gpt2", out, eot=EOT, shard_size=FILE_BYTES, formats=("bin",),
+        hf_bpe.distributed.tokenize_files(lines, "gpt2", out, eot=EOT, shard_size=FILE_BYTES, formats=("bin",),
                                     num_workers=workers)
     seconds = time.perf_counter() - started
     result: dict[str, Any] = {"seconds": seconds, "driver_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}

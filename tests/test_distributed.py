@@ -243,7 +243,7 @@ def file_bytes(folder: Path) -> dict[str, bytes]:
 def local_tokenized(mixed_inputs: tuple[list[Path], list[str]], tmp_path_factory: pytest.TempPathFactory) -> Path:
     paths, _ = mixed_inputs
     out = tmp_path_factory.mktemp("local") / "out"
-    hf_bpe.distributed.tokenize(paths, "gpt2", out, eot=SPECIAL, shard_size=scaled(20_000), num_workers=2)
+    hf_bpe.distributed.tokenize_files(paths, "gpt2", out, eot=SPECIAL, shard_size=scaled(20_000), num_workers=2)
     return out
 
 
@@ -267,7 +267,7 @@ def test_tokenize_on_local_threads_writes_every_document_in_order(
 
 def test_tokenize_uses_uint32_for_a_large_vocabulary(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("héllo wörld, 12345 times\n", encoding="utf-8")
-    manifest = hf_bpe.distributed.tokenize([tmp_path / "a.txt"], "cl100k_base", tmp_path / "out", formats=["bin"])
+    manifest = hf_bpe.distributed.tokenize_files([tmp_path / "a.txt"], "cl100k_base", tmp_path / "out", formats=["bin"])
     ids = np.fromfile(tmp_path / "out" / "shard-00000.bin", dtype="<u4").tolist()
     assert manifest["dtype"] == "uint32"
     assert ids == hf_bpe.get_encoding("cl100k_base").encode_ordinary("héllo wörld, 12345 times\n")
@@ -290,7 +290,7 @@ def test_a_rerun_redoes_only_missing_or_damaged_shards(
     (out / "shard-00003.json").unlink()
     before = {path.name: path.stat().st_mtime_ns for path in out.iterdir()}
     time.sleep(0.01)
-    hf_bpe.distributed.tokenize(paths, "gpt2", out, eot=SPECIAL, shard_size=scaled(20_000), num_workers=1)
+    hf_bpe.distributed.tokenize_files(paths, "gpt2", out, eot=SPECIAL, shard_size=scaled(20_000), num_workers=1)
     assert file_bytes(out) == file_bytes(local_tokenized)
     rewritten = {path.name for path in out.iterdir() if path.stat().st_mtime_ns != before.get(path.name)}
     assert rewritten == {"manifest.json"} | {f"shard-0000{k}.{suffix}" for k in (1, 2, 3)
@@ -302,14 +302,14 @@ def test_a_rerun_with_other_inputs_or_options_is_refused(
 ) -> None:
     paths, _ = mixed_inputs
     with pytest.raises(ValueError, match="holds shards of another run .its eot differ"):
-        hf_bpe.distributed.tokenize(paths, "gpt2", local_tokenized, shard_size=scaled(20_000))
+        hf_bpe.distributed.tokenize_files(paths, "gpt2", local_tokenized, shard_size=scaled(20_000))
     with pytest.raises(ValueError, match="its tokenizer, dtype, eot differ"):  # cl100k: uint32, eot 100257
-        hf_bpe.distributed.tokenize(paths, "cl100k_base", local_tokenized, eot=SPECIAL, shard_size=scaled(20_000))
+        hf_bpe.distributed.tokenize_files(paths, "cl100k_base", local_tokenized, eot=SPECIAL, shard_size=scaled(20_000))
     with pytest.raises(ValueError, match="inputs, shards differ"):
-        hf_bpe.distributed.tokenize(paths[1:], "gpt2", local_tokenized, eot=SPECIAL, shard_size=scaled(20_000))
+        hf_bpe.distributed.tokenize_files(paths[1:], "gpt2", local_tokenized, eot=SPECIAL, shard_size=scaled(20_000))
     (tmp_path / "stranger.txt").write_text("not ours")
     with pytest.raises(ValueError, match="is not empty and holds no plan.json"):
-        hf_bpe.distributed.tokenize(paths, "gpt2", tmp_path)
+        hf_bpe.distributed.tokenize_files(paths, "gpt2", tmp_path)
 
 
 def final_names(folder: Path) -> set[str]:
@@ -335,7 +335,7 @@ def test_bad_input_names_the_file_and_shard_and_leaves_no_final_file(
     bad.write_bytes(content)
     out = tmp_path / "out"
     with pytest.raises(ShardError, match=message) as failure:
-        hf_bpe.distributed.tokenize([good, bad], "gpt2", out, shard_size=10, num_workers=1)
+        hf_bpe.distributed.tokenize_files([good, bad], "gpt2", out, shard_size=10, num_workers=1)
     # The shards before it are complete; nothing of the bad one exists under a final name; no manifest.
     failed = int(str(failure.value).split()[0].removeprefix("shard-"))
     expected = {"hf_bpe.json", "plan.json"} | {f"shard-{k:05d}.{suffix}" for k in range(failed)
@@ -369,18 +369,18 @@ def test_inputs_that_cannot_be_read_are_refused_before_any_work(tmp_path: Path) 
     ]
     for inputs, error, message in cases:
         with pytest.raises(error, match=message):
-            hf_bpe.distributed.tokenize(inputs, "gpt2", out)
+            hf_bpe.distributed.tokenize_files(inputs, "gpt2", out)
         assert not out.exists()
     with pytest.raises(ValueError, match="is not a special token of the model"):
-        hf_bpe.distributed.tokenize([tmp_path / "data.csv"], "gpt2", out, eot="<|end|>")
+        hf_bpe.distributed.tokenize_files([tmp_path / "data.csv"], "gpt2", out, eot="<|end|>")
 
 
 def test_a_memory_limit_is_refused_on_local_cores(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a document", encoding="utf-8")
     with pytest.raises(ValueError, match="task_memory_limit caps a Ray task's memory"):
-        hf_bpe.distributed.tokenize([tmp_path / "a.txt"], "gpt2", tmp_path / "out", task_memory_limit=1 << 30)
+        hf_bpe.distributed.tokenize_files([tmp_path / "a.txt"], "gpt2", tmp_path / "out", task_memory_limit=1 << 30)
     with pytest.raises(ValueError, match="task_memory_limit must be a positive int"):
-        hf_bpe.distributed.tokenize([tmp_path / "a.txt"], "gpt2", tmp_path / "out", task_memory_limit=0)
+        hf_bpe.distributed.tokenize_files([tmp_path / "a.txt"], "gpt2", tmp_path / "out", task_memory_limit=0)
 
 
 # ---------------------------------------------------------------------------------------- command line

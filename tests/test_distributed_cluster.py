@@ -97,7 +97,7 @@ DRIVER = textwrap.dedent("""
     model = hf_bpe.distributed.train(paths, 600, special_tokens=["<|endoftext|>"], group_bytes=1,
                                      ray_address=address)
     model.save(out / "model.json")
-    hf_bpe.distributed.tokenize(paths, model, out / "tokens", eot="<|endoftext|>", shard_size=1)
+    hf_bpe.distributed.tokenize_files(paths, model, out / "tokens", eot="<|endoftext|>", shard_size=1)
     ray.shutdown()
 """)
 
@@ -117,5 +117,5 @@ def test_a_two_node_cluster_trains_and_tokenizes_like_one_process(
     reference = hf_bpe.train(files=paths, vocab_size=600, special_tokens=[SPECIAL], show_progress=False)
     assert hf_bpe.BPE.load(out / "model.json") == reference
     local = tmp_path / "local"
-    hf_bpe.distributed.tokenize(paths, reference, local, eot=SPECIAL, shard_size=1, num_workers=1)
+    hf_bpe.distributed.tokenize_files(paths, reference, local, eot=SPECIAL, shard_size=1, num_workers=1)
     assert file_bytes(out / "tokens") == file_bytes(local)

@@ -101,7 +101,7 @@ def test_tokenize_on_ray_writes_the_same_files(
     ray_session: Any, mixed_inputs: tuple[list[Path], list[str]], local_tokenized: Path, tmp_path: Path
 ) -> None:
     paths, _ = mixed_inputs
-    manifest = hf_bpe.distributed.tokenize(paths, "gpt2", tmp_path / "out", eot=SPECIAL, shard_size=scaled(20_000))
+    manifest = hf_bpe.distributed.tokenize_files(paths, "gpt2", tmp_path / "out", eot=SPECIAL, shard_size=scaled(20_000))
     assert file_bytes(tmp_path / "out") == file_bytes(local_tokenized)
     assert manifest == json.loads((local_tokenized / "manifest.json").read_text())
 
@@ -124,13 +124,13 @@ def test_a_killed_worker_fails_the_shard_and_the_rerun_finishes_only_the_rest(
 ) -> None:
     paths = write_corpus(tmp_path / "corpus", 4, 16, scaled(250_000))
     reference = tmp_path / "reference"
-    hf_bpe.distributed.tokenize(paths, "gpt2", reference, eot=SPECIAL, shard_size=1, num_workers=2)
+    hf_bpe.distributed.tokenize_files(paths, "gpt2", reference, eot=SPECIAL, shard_size=1, num_workers=2)
     out = tmp_path / "out"
     failure: list[BaseException] = []
 
     def run() -> None:
         try:
-            hf_bpe.distributed.tokenize(paths, "gpt2", out, eot=SPECIAL, shard_size=1, max_retries=0)
+            hf_bpe.distributed.tokenize_files(paths, "gpt2", out, eot=SPECIAL, shard_size=1, max_retries=0)
         except BaseException as error:  # noqa: BLE001 - handed to the test thread
             failure.append(error)
 
@@ -145,7 +145,7 @@ def test_a_killed_worker_fails_the_shard_and_the_rerun_finishes_only_the_rest(
     assert not (out / "manifest.json").exists()
     finished = {path.name: path.stat().st_mtime_ns for path in out.glob("shard-*")}
     assert 2 <= len(finished) // 4 < 16
-    hf_bpe.distributed.tokenize(paths, "gpt2", out, eot=SPECIAL, shard_size=1)
+    hf_bpe.distributed.tokenize_files(paths, "gpt2", out, eot=SPECIAL, shard_size=1)
     assert file_bytes(out) == file_bytes(reference)
     assert all((out / name).stat().st_mtime_ns == mtime for name, mtime in finished.items())
 
@@ -164,7 +164,7 @@ def test_a_shard_past_its_memory_limit_fails_naming_it_and_writes_nothing(ray_se
     inputs = [tmp_path / "small.txt", tmp_path / "big.txt"]
     out = tmp_path / "out"
     with pytest.raises(ShardError, match=r"shard-00001 \(.*big.txt\).*task_memory_limit=20,000,000 bytes"):
-        hf_bpe.distributed.tokenize(inputs, "gpt2", out, shard_size=10, num_workers=1, max_retries=0,
+        hf_bpe.distributed.tokenize_files(inputs, "gpt2", out, shard_size=10, num_workers=1, max_retries=0,
                                     task_memory_limit=20_000_000)
     assert final_names(out) == {"hf_bpe.json", "plan.json"} | {f"shard-00000.{suffix}"
                                                              for suffix in ("bin", "idx", "parquet", "json")}

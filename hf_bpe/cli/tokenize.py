@@ -1,4 +1,4 @@
-"""``hf-bpe tokenize``: a corpus to shards of token ids with a manifest (:func:`hf_bpe.distributed.tokenize`),
+"""``hf-bpe tokenize``: a corpus to shards of token ids with a manifest (:func:`hf_bpe.distributed.tokenize_files`),
 on this machine's cores or, with ``--ray``, on a Ray cluster::
 
     hf-bpe tokenize 'data/*.jsonl' --tokenizer my-tokenizer --eot '<|endoftext|>' --out tokens
@@ -81,7 +81,7 @@ def run(arguments: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         with ray_session(arguments.ray) as address:
-            manifest = distributed.tokenize(
+            manifest = distributed.tokenize_files(
                 arguments.inputs,
                 model,
                 arguments.out,

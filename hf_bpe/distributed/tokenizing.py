@@ -85,7 +85,7 @@ class ShardJob:
     memory_limit: int | None = None
 
 
-def tokenize(
+def tokenize_files(
     inputs: Any,
     tokenizer: Any,
     out_dir: str | os.PathLike[str],
@@ -116,7 +116,7 @@ def tokenize(
     >>> import pathlib, tempfile, numpy, hf_bpe.distributed
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (folder / "a.txt").write_text("hello world")
-    >>> manifest = hf_bpe.distributed.tokenize([folder / "a.txt"], "gpt2", folder / "out", eot="<|endoftext|>")
+    >>> manifest = hf_bpe.distributed.tokenize_files([folder / "a.txt"], "gpt2", folder / "out", eot="<|endoftext|>")
     >>> manifest["num_tokens"], manifest["dtype"], [shard["name"] for shard in manifest["shards"]]
     (3, 'uint16', ['shard-00000'])
     >>> numpy.memmap(folder / "out" / "shard-00000.bin", dtype="<u2").tolist()
