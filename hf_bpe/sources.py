@@ -41,7 +41,19 @@ FORMATS = ("tiktoken", "tekken", "gpt2", "sentencepiece", "hf", "hf_bpe", "folde
 
 class SourceError(ValueError):
     """A tokenizer source that cannot be read as given: it does not exist, its format cannot be told,
-    or it needs a setting that was not given. The message says what to pass."""
+    or it needs a setting that was not given. The message says which arguments of :func:`load` to
+    pass; ``fixes`` holds them (argument name -> what it takes), so that the command line can name its
+    own options instead.
+
+    >>> str(SourceError("x.tiktoken holds no split pattern", {"pattern": "gpt2, cl100k, o200k or a regex"}))
+    'x.tiktoken holds no split pattern; pass pattern= (gpt2, cl100k, o200k or a regex)'
+    """
+
+    def __init__(self, problem: str, fixes: Mapping[str, str] | None = None) -> None:
+        self.problem = problem
+        self.fixes = dict(fixes or {})
+        fix = " and ".join(f"{name}= ({takes})" for name, takes in self.fixes.items())
+        super().__init__(f"{problem}; pass {fix}" if fix else problem)
 
 
 def load(
@@ -71,8 +83,8 @@ def load(
         named = _named_encoding(path)
         if pattern is None and named is None:
             raise SourceError(
-                f"{path} is a .tiktoken file, which holds no split pattern; pass --pattern (pattern= to "
-                "hf_bpe.load): gpt2, cl100k, o200k or a regex, and any special tokens (--special TOKEN=ID)"
+                f"{path} is a .tiktoken file, which holds no split pattern",
+                {"pattern": "gpt2, cl100k, o200k or a regex", "special_tokens": "any special tokens, text -> id"},
             )
         if named is not None:
             pattern = pattern or named[0]
@@ -122,7 +134,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             return "hf"
         raise SourceError(
             f"cannot tell the format of the folder {path}: it has no {MODEL_FILE}, vocab.json + merges.txt, "
-            "encoder.json + vocab.bpe or tokenizer.json; pass --from (format= to hf_bpe.load)"
+            "encoder.json + vocab.bpe or tokenizer.json",
+            {"format": ", ".join(FORMATS)},
         )
     name = path.name
     if name.endswith((".tiktoken", ".tiktoken.gz")):
@@ -144,7 +157,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "tiktoken"
     if head[:1] == b"\x0a":  # protobuf field 1 (pieces), length-delimited
         return "sentencepiece"
-    raise SourceError(f"cannot tell the format of {path}; pass --from (format= to hf_bpe.load)")
+    raise SourceError(f"cannot tell the format of {path}", {"format": ", ".join(FORMATS)})
 
 
 def _looks_like_rank_lines(head: bytes) -> bool:

@@ -11,9 +11,10 @@ from conversion_support import cl100k_file, gpt2_files, mistral_file, shared, tr
 
 import conversion.gpt2
 import conversion.tiktoken
+import hf_bpe
 from hf_bpe import BPE
 from hf_bpe.cli import main
-from hf_bpe.sources import detect_format
+from hf_bpe.sources import SourceError, detect_format
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -85,10 +86,31 @@ def test_tiktoken_files_need_a_pattern_unless_known(capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit) as raised:
         main(["inspect", str(path)])
     assert raised.value.code == 2
-    assert "holds no split pattern; pass --pattern" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "holds no split pattern; pass --pattern" in err and "--special TOKEN=ID" in err and "pattern=" not in err
     special = f"<|endoftext|>={trained_model().special_tokens['<|endoftext|>']}"
     status, out, _ = run(capsys, "inspect", path, "--pattern", "gpt2", "--special", special)
     assert status == 0 and "gpt2" in out
+
+
+def test_the_library_names_its_arguments_and_the_command_line_its_options(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """hf_bpe.load speaks Python (pattern=, format=); hf-bpe says what to type in the shell."""
+    path = conversion.tiktoken.save(trained_model(), tmp_path / "trained.tiktoken")
+    with pytest.raises(SourceError) as raised:
+        hf_bpe.load(path)
+    assert "pass pattern= (" in str(raised.value) and "special_tokens= (" in str(raised.value)
+    assert "--" not in str(raised.value)
+    unknown = tmp_path / "unknown.bin"
+    unknown.write_bytes(b"\x00 nothing known")
+    with pytest.raises(SourceError, match=r"pass format= \(tiktoken, ") as raised:
+        hf_bpe.load(unknown)
+    assert "--" not in str(raised.value)
+    with pytest.raises(SystemExit):
+        main(["inspect", str(unknown)])
+    err = capsys.readouterr().err
+    assert "pass --from (tiktoken, " in err and "format=" not in err
 
 
 def test_bpe_tokenizer_folders(capsys: pytest.CaptureFixture[str], gpt2_folder: Path, tmp_path: Path) -> None:

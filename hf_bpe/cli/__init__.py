@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from hf_bpe.cli import audit, convert, count, decode, encode, inspect, tokenize, train, view
-from hf_bpe.cli.common import UsageError
+from hf_bpe.cli.common import UsageError, for_the_shell
 from hf_bpe.model import MODEL_FILE
 from hf_bpe.sources import SourceError
 
@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(arguments.run(arguments))
     except (UsageError, SourceError) as error:
-        arguments.parser.error(str(error))
+        arguments.parser.error(for_the_shell(error))
     except KeyboardInterrupt:
         print("hf-bpe: interrupted", file=sys.stderr)
         return 130

@@ -23,6 +23,25 @@ class UsageError(Exception):
     """A command line that cannot work as given (argparse reports it: exit status 2)."""
 
 
+SOURCE_OPTIONS = {"pattern": "--pattern", "special_tokens": "--special TOKEN=ID", "format": "--from"}
+"""The option of the command line for each argument of :func:`hf_bpe.load` a source may need."""
+
+
+def for_the_shell(error: BaseException) -> str:
+    """``error``'s message as the command line says it: a :class:`~hf_bpe.sources.SourceError` names
+    the options to type (``--pattern``, ``--special``, ``--from``) where the library names ``load``'s
+    arguments.
+
+    >>> from hf_bpe.sources import SourceError
+    >>> for_the_shell(SourceError("x.tiktoken holds no split pattern", {"pattern": "gpt2 or a regex"}))
+    'x.tiktoken holds no split pattern; pass --pattern (gpt2 or a regex)'
+    """
+    if not isinstance(error, SourceError) or not error.fixes:
+        return str(error)
+    fix = " and ".join(f"{SOURCE_OPTIONS.get(name, name)} ({takes})" for name, takes in error.fixes.items())
+    return f"{error.problem}; pass {fix}"
+
+
 def source_options(parser: argparse.ArgumentParser) -> None:
     """``--pattern`` and ``--special`` for a command that reads a tokenizer (``--from``: :func:`format_option`)."""
     parser.add_argument("--pattern", metavar="P",

@@ -22,7 +22,7 @@ import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_bpe.cli.common import UsageError, read_source, source_options
+from hf_bpe.cli.common import UsageError, for_the_shell, read_source, source_options
 
 if TYPE_CHECKING:
     from hf_bpe.model import BPE
@@ -68,7 +68,7 @@ def run(arguments: argparse.Namespace) -> int:
                       for source in arguments.tokenizers]
         text = _text(arguments.text)
     except (UsageError, ValueError, OSError, ImportError) as error:  # hf_bpe.load's SourceError is a ValueError
-        print(f"hf-bpe view: error: {error}", file=sys.stderr)
+        print(f"hf-bpe view: error: {for_the_shell(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("hf-bpe view: interrupted", file=sys.stderr)
