@@ -1,9 +1,14 @@
 """Registers ``BPETokenizer`` with ``AutoTokenizer`` without importing transformers up front.
 
 ``import hf_bpe`` must make ``AutoTokenizer.from_pretrained(folder)`` return our class, but importing
-transformers takes seconds, which users of the plain BPE model should not pay. So: if transformers'
-auto-tokenizer module is already loaded, register now; otherwise register right after it loads
-(a one-shot import hook that removes itself).
+transformers takes seconds, which users of the plain BPE model should not pay. So :func:`install`
+(called once by ``hf_bpe/__init__.py``): if transformers' auto-tokenizer module is already loaded,
+register now; otherwise put a one-shot finder first on ``sys.meta_path`` that wraps that module's
+loader, registers right after the module has run, and removes itself. Registering is
+:func:`hf_bpe.transformers.register` (``AutoTokenizer.register``, idempotent), which anyone may also
+call directly. transformers offers no entry point that loads a tokenizer class by name from an
+installed package without importing it first (its ``auto_map`` needs ``trust_remote_code``), so the
+hook is the way to keep both promises; tests/test_autotokenizer.py checks both.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ def install() -> None:
 
 
 def register() -> None:
+    """Import :mod:`hf_bpe.transformers`, which registers ``BPETokenizer`` (a failure only warns)."""
     try:
         import hf_bpe.transformers  # noqa: F401  (registers on import)
     except Exception as error:  # noqa: BLE001 - whatever fails here must not break importing transformers

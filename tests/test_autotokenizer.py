@@ -61,6 +61,11 @@ if __name__ == "__main__":
 
     if mode == "import-after":  # transformers' auto module is already loaded when hf_bpe arrives
         import hf_bpe  # noqa: F401
+    if mode == "register":  # the explicit way, called twice: registering is idempotent
+        import hf_bpe.transformers
+
+        hf_bpe.transformers.register()
+        hf_bpe.transformers.register()
 
     options = {"trust_remote_code": True} if mode == "trust" else {}
     try:
@@ -165,6 +170,29 @@ def test_a_registration_also_works_when_transformers_came_first(
     result = _run(folders, "import-after", "plain", tmp_path)
     assert result["class"] == "hf_bpe.transformers.tokenizer.BPETokenizer"
     _assert_same(result, folders["expected"])
+
+
+def test_a_explicit_registration_returns_our_class(folders: dict[str, Any], tmp_path: Path) -> None:
+    result = _run(folders, "register", "plain", tmp_path)
+    assert result["class"] == "hf_bpe.transformers.tokenizer.BPETokenizer"
+    _assert_same(result, folders["expected"])
+
+
+def test_import_hf_bpe_imports_no_framework_and_leaves_one_hook(tmp_path: Path) -> None:
+    """``import hf_bpe`` stays cheap: no transformers, tokenizers, datasets or protobuf; the deferred
+    registration is one finder on sys.meta_path, gone once transformers' auto module has loaded."""
+    script = (
+        "import sys, hf_bpe\n"
+        "heavy = [name for name in ('transformers', 'tokenizers', 'datasets', 'google.protobuf') if name in sys.modules]\n"
+        "hooks = [type(finder).__name__ for finder in sys.meta_path if type(finder).__module__ == 'hf_bpe._autotokenizer']\n"
+        "import transformers.models.auto.tokenization_auto\n"
+        "left = [finder for finder in sys.meta_path if type(finder).__module__ == 'hf_bpe._autotokenizer']\n"
+        "print(heavy, hooks, len(left), 'hf_bpe.transformers' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[-2] == "[] ['_Finder'] 0 True", done.stdout
 
 
 def test_b_without_hf_bpe_tokenizers_backend_gives_the_same_ids(

@@ -11,7 +11,8 @@ decoding), :mod:`~hf_bpe.transformers.pipeline` (transformers' encoding pipeline
 :mod:`~hf_bpe.transformers.encode` (ids from the core, padded arrays),
 :mod:`~hf_bpe.transformers.added_tokens`, :mod:`~hf_bpe.transformers.folder` (saving, settings
 checks), :mod:`~hf_bpe.transformers.training`, :mod:`~hf_bpe.transformers.model_card` and
-:mod:`~hf_bpe.transformers.registration` (``AutoTokenizer``).
+:mod:`~hf_bpe.transformers.registration` (``AutoTokenizer``: :func:`register`, run on import; ``import
+hf_bpe`` runs it when transformers loads, without importing transformers itself).
 
 >>> import hf_bpe
 >>> tokenizer = hf_bpe.BPETokenizer.from_model(hf_bpe.get_encoding("gpt2"), eos_token="<|endoftext|>",
@@ -23,10 +24,10 @@ checks), :mod:`~hf_bpe.transformers.training`, :mod:`~hf_bpe.transformers.model_
 """
 
 from hf_bpe.model import MODEL_FILE
-from hf_bpe.transformers import registration
 from hf_bpe.transformers.folder import CONFIG_KEY, REMOTE_CODE_FILE
+from hf_bpe.transformers.registration import register
 from hf_bpe.transformers.tokenizer import BPETokenizer, save_tokenizer_folder
 
-__all__ = ["CONFIG_KEY", "MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "save_tokenizer_folder"]
+__all__ = ["CONFIG_KEY", "MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "register", "save_tokenizer_folder"]
 
-registration.register()
+register()  # AutoTokenizer finds BPETokenizer once this package is imported (see registration)

@@ -1,7 +1,9 @@
 """``AutoTokenizer`` finds :class:`~hf_bpe.BPETokenizer` by the name in ``tokenizer_config.json``.
 
-:mod:`hf_bpe._autotokenizer` runs :func:`register` when transformers' auto module loads (``import
-hf_bpe`` alone must not import transformers); importing :mod:`hf_bpe.transformers` runs it too.
+:func:`register` does it; it is idempotent. It runs when :mod:`hf_bpe.transformers` is imported, and
+``import hf_bpe`` arranges for that to happen when transformers' auto-tokenizer module loads
+(:mod:`hf_bpe._autotokenizer`: ``import hf_bpe`` alone does not import transformers). Code that wants
+the registration explicit calls ``hf_bpe.transformers.register()``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from hf_bpe.transformers.tokenizer import BPETokenizer
 
 
 def register() -> None:
-    """Make ``AutoTokenizer`` find ``BPETokenizer`` by the name in ``tokenizer_config.json``.
+    """Make ``AutoTokenizer`` find ``BPETokenizer`` by the name in ``tokenizer_config.json``
+    (idempotent: registering again changes nothing).
 
     transformers registers a tokenizer against a config class; registered against its own
     ``PreTrainedConfig`` it records the class by name and maps no model type to it.
