@@ -1,5 +1,6 @@
-"""The import contract (``[tool.importlinter]`` in pyproject.toml, DESIGN.md §7): imports run one way,
-command line > transformers layer and sources > the vocabulary audit > conversion > model layer > base."""
+"""The import contract (``[tool.importlinter]`` in pyproject.toml, docs/architecture.md): imports run one way,
+command line > transformers layer and sources > the vocabulary audit > named encodings > conversion > model
+layer > base."""
 
 from __future__ import annotations
 

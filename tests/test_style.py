@@ -1,4 +1,4 @@
-"""STYLE.md's static checks, run by the suite so CI keeps them: ``ruff`` on the repository and ``mypy``
+"""The static checks, run by the suite so CI keeps them: ``ruff`` on the repository and ``mypy``
 on the Python package (``hf_bpe`` and ``conversion``). Both come with the ``test`` extra; each test skips,
 naming the package, where it is missing."""
 

@@ -1,6 +1,18 @@
 """transformers' encoding pipeline for :class:`~hf_bpe.BPETokenizer`, mirrored from ``PythonBackend``
 (``_encode_plus``, ``prepare_for_model``, padding): the texts of a call are encoded in one core batch,
-then assembled exactly as transformers assembles them (truncation, BOS/EOS, masks, offsets, padding)."""
+then assembled exactly as transformers assembles them (truncation, BOS/EOS, masks, offsets, padding).
+
+Why an override of a private method: ``PreTrainedTokenizerBase.__call__`` hands every call to
+``_encode_plus``, the method each backend implements (``PythonBackend`` and ``TokenizersBackend`` both
+do). ``PythonBackend``'s own version encodes a batch one text at a time, each through ``tokenize`` (a
+Python string per token) and ``convert_tokens_to_ids``; its public hooks (``tokenize``, ``_tokenize``,
+``_convert_token_to_id``, ``prepare_for_model``) are all per text or per token. transformers has no
+public hook that receives a whole batch of texts, which is what encoding them in one core call needs.
+So this module implements ``_encode_plus`` and keeps what it calls identical to ``PythonBackend``'s;
+it is checked against :data:`TRANSFORMERS_CHECKED` (pyproject.toml pins the same range), and
+transformers' own ``TokenizerTesterMixin`` runs against the class (tests/test_transformers_mixin.py),
+which fails, naming this module, on a transformers major outside the range.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +22,12 @@ from transformers.tokenization_utils_base import BatchEncoding, PaddingStrategy,
 
 from hf_bpe._rwlock import reading
 from hf_bpe.transformers.encode import BatchRequest, CoreEncoding, Encoded
+
+TRANSFORMERS_CHECKED = ">=5.0,<6"
+"""The transformers releases this override was checked against (``transformers>=5.0,<6`` in pyproject.toml)."""
+
+TRANSFORMERS_MAJORS = (5,)
+"""The majors of :data:`TRANSFORMERS_CHECKED`."""
 
 
 class EncodingPipeline(CoreEncoding):
