@@ -13,3 +13,5 @@ One module per format, each a pair of pure functions: ``load(...) -> hf_bpe.BPE`
 A ``save`` that cannot hold a model exactly raises :class:`hf_bpe.ConversionError` saying what would
 change; ``lossy=True`` writes the documented approximation where the format has one.
 """
+
+__all__ = ["gpt2", "hf", "sentencepiece", "tiktoken"]

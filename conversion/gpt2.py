@@ -31,6 +31,11 @@ from hf_bpe.byte_level import str_to_token, token_to_str
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import BPE, as_model
 
+__all__ = [
+    "CONFIG_FILE", "ENDOFTEXT", "LEGACY_SPECIALS", "MERGES_FILE", "MERGES_HEADER", "VOCAB_FILE", "load",
+    "read_encoder", "save"
+]
+
 ENDOFTEXT = "<|endoftext|>"
 LEGACY_SPECIALS = (ENDOFTEXT, "<|startoftext|>")
 VOCAB_FILE = "vocab.json"

@@ -35,6 +35,12 @@ from hf_bpe._io import atomic_write, read_file, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import BPE, as_model
 
+__all__ = [
+    "EMPTY_TOKEN", "TEKKEN_DEFAULT_SPECIAL_TOKENS", "TEKKEN_FILLER", "TEKKEN_MAX_SPECIAL_TOKENS",
+    "check_rank_rule", "dump_ranks", "dumps", "load", "load_tekken", "read_ranks", "save", "save_tekken",
+    "tekken_document"
+]
+
 EMPTY_TOKEN = b"="
 """How a rank file spells the empty token: its base64 is empty, which would leave the line one field
 (tiktoken refuses it); ``=`` decodes to ``b""`` too, and is how Whisper's ``multilingual.tiktoken``

@@ -14,6 +14,8 @@ True
 
 from __future__ import annotations
 
+__all__ = ["BYTE_TO_UNICODE", "UNICODE_TO_BYTE", "str_to_token", "token_to_str", "try_str_to_token"]
+
 
 def _byte_to_unicode() -> dict[int, str]:
     printable = [

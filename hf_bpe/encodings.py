@@ -35,6 +35,15 @@ from hf_bpe.byte_level import str_to_token
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE
 
+__all__ = [
+    "CL100K", "DOWNLOAD_TIMEOUT", "DOWNLOAD_URL_VARIABLE", "ENCODER_JSON", "ENCODINGS", "ENDOFPROMPT",
+    "ENDOFTEXT", "FIM_MIDDLE", "FIM_PREFIX", "FIM_SUFFIX", "KNOWN_FILE_LIMIT", "O200K",
+    "O200K_HARMONY_SPECIALS", "P50K", "P50K_SPACE_RUNS", "R50K", "VOCAB_BPE", "RemoteFile", "cache_name",
+    "cl100k_base", "download_url", "find_file", "get_encoding", "gpt2", "list_encoding_names",
+    "o200k_base", "o200k_harmony", "p50k_base", "p50k_edit", "r50k_base", "split_aliases",
+    "tiktoken_cache_dirs"
+]
+
 ENDOFTEXT = "<|endoftext|>"
 FIM_PREFIX = "<|fim_prefix|>"
 FIM_MIDDLE = "<|fim_middle|>"

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import os
 
+__all__ = [
+    "ConversionError", "DisallowedSpecialTokenError", "InternalError", "InvalidVocabularyError",
+    "LossyConversionWarning", "TokenizerFileError", "UnknownTokenError"
+]
+
 
 class DisallowedSpecialTokenError(ValueError):
     """Text contains a special token that the caller did not allow (tiktoken's safety check)."""

@@ -29,6 +29,11 @@ from hf_bpe._io import atomic_write, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
 from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
+__all__ = [
+    "BPE", "MAX_DENSE_IDS", "MODEL_FILE", "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "AllowedSpecial",
+    "DisallowedSpecial", "IdType", "Nulls", "as_model", "clear_cache", "id_type_for", "n_ordinary"
+]
+
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
 IdType = Literal["uint32", "uint16", "int32", "int64", "auto"]

@@ -25,6 +25,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hf_bpe.model import BPE
 
+__all__ = [
+    "BEHAVIORS", "CL100K", "GPT2", "NAMED", "O200K", "Pattern", "Split", "describe", "from_core",
+    "name_of", "pieces", "resolve", "to_core"
+]
+
 GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 """GPT-2's pattern (tiktoken's ``r50k_pat_str``), also used by ``r50k_base`` and ``p50k_base``."""
 

@@ -28,6 +28,11 @@ from typing import Any, cast
 
 from hf_bpe import _core
 
+__all__ = [
+    "BLOCK_BYTES", "DEFAULT_MAX_PIECE_BYTES", "FEED_CHARS", "REPLACE_EACH_BYTE", "StreamDecoder",
+    "decode_parts", "encode_parts"
+]
+
 DEFAULT_MAX_PIECE_BYTES = 1 << 24
 """``encode_iterable``'s default limit on text held without a settled piece boundary (16 MiB)."""
 
