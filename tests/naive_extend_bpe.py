@@ -15,7 +15,8 @@ The rule
          on ties;
        - a merges-list model (``tokenizer.json``, GPT-2's ``vocab.bpe``; :func:`encode_with_merges`): from
          its bytes, repeatedly merge the adjacent pair listed earliest in the merges, the leftmost on ties
-         (a pair listed twice counts at its first line); no whole-piece rule.
+         (a pair listed twice counts at its last line, as ``tokenizers`` reads such a list); no whole-piece
+         rule.
 
        The state is these tokens, not the state the model's trainer ended in: an existing model knows no
        such state, and the encoding is what the model does with the text. Pairs are counted over these
@@ -102,10 +103,9 @@ def encode_with_ranks(piece: bytes, ranks: Mapping[bytes, int]) -> list[bytes]:
 
 
 def encode_with_merges(piece: bytes, merges: Sequence[Pair], tokens: Iterable[bytes] = ()) -> list[bytes]:
-    """The merges-list rule: merge the pair listed earliest, leftmost; no whole-piece rule."""
-    rank: dict[Pair, int] = {}
-    for i, pair in enumerate(merges):
-        rank.setdefault(pair, i)
+    """The merges-list rule: merge the pair listed earliest, leftmost; no whole-piece rule. A pair listed
+    twice takes its last line (``tokenizers`` builds a map from the list)."""
+    rank = {pair: i for i, pair in enumerate(merges)}
     parts = [bytes([byte]) for byte in piece]
     if tokens:
         _require_tokens(parts, set(tokens))
@@ -134,10 +134,12 @@ class Continuation:
 
 
 def continue_merges(pieces: Mapping[bytes, int], tokens_of: Callable[[bytes], list[bytes]],
-                    known: Iterable[bytes], num_new_tokens: int) -> Continuation:
+                    known: Iterable[bytes], num_new_tokens: int,
+                    allowed: Callable[[bytes], bool] | None = None) -> Continuation:
     """DESIGN.md §3's loop, started from ``tokens_of(piece)`` for each piece, until ``num_new_tokens`` tokens
     not in ``known`` are learned (or no pair is left). From single bytes (``tokens_of`` splitting into
-    bytes, ``known`` the 256 bytes) it is training from scratch."""
+    bytes, ``known`` the 256 bytes) it is training from scratch. A pair whose merged bytes are not
+    ``allowed`` is never counted (SuperBPE's limits)."""
     words: Counter[tuple[bytes, ...]] = Counter()
     for piece, count in pieces.items():
         words[tuple(tokens_of(piece))] += count
@@ -148,7 +150,8 @@ def continue_merges(pieces: Mapping[bytes, int], tokens_of: Callable[[bytes], li
         pairs: Counter[Pair] = Counter()
         for word, count in words.items():
             for pair in itertools.pairwise(word):
-                pairs[pair] += count
+                if allowed is None or allowed(pair[0] + pair[1]):
+                    pairs[pair] += count
         if not pairs:
             break
         best = max(pairs, key=lambda pair: (pairs[pair], pair))
