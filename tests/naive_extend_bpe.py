@@ -52,20 +52,9 @@ When "continuing on the training corpus" equals "training longer"
     one token (rank rule) while its merges list ``a b``, ``b c``, ``a bc`` leaves ``ab`` + ``c`` (merges
     rule), and the continuation starts from that encoding, by definition.
 
-SentencePiece BPE (not written here; what "continuing spm's loop" must mean)
-    SentencePiece has no continued training. For a BPE ``.model``, continuing its loop means: words cut
-    and normalized as ``spm_train`` cuts them (``hf_bpe/train_sentencepiece.py``: whitespace words with
-    ``▁``, the model's normalizer), each word encoded with the model (characters, merged by piece score,
-    highest first, leftmost on ties; characters outside the model stay single and pair with nothing, as
-    U+2585 does in training), then SentencePiece's own loop with its own rules: only pairs whose text is
-    a valid piece (``max_sentencepiece_length``, no script or number boundary inside, whitespace only as
-    a prefix), the highest frequency wins, ties to fewer characters, then the smaller text (not DESIGN.md
-    §3's tie rule), a text already a piece adds none. The i-th new piece scores just below the lowest
-    score among the model's merged pieces, one less each (``spm_train`` scores its i-th learned piece
-    ``-i``: a model trained to ``m`` pieces and extended by ``k`` gets the scores its training to
-    ``m + k`` would), and takes the id after the last one; the single-character pieces keep theirs
-    (their scores never decide a merge). It is well defined, but its reference needs spm's word cutting
-    and validity rules, which this module does not repeat.
+SentencePiece BPE
+    Continuing a SentencePiece model continues *its* loop, with its own word cutting, validity rules, tie
+    rule and scores: ``tests/naive_extend_sentencepiece.py``.
 
 >>> ranks = {bytes([byte]): byte for byte in range(256)} | {b"lo": 256, b"low": 257}
 >>> result = extend_rank_model(ranks, {"<|end|>": 258}, r" ?\\w+| ", ["lower lowest<|end|>lowered"], 2)
