@@ -139,7 +139,7 @@ def assert_continuing_is_training_longer(documents: list[str], pattern: str, spe
                                                                 len(longer_ranks) + len(specials)))
 
 
-@settings(max_examples=scaled(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32), words=st.integers(1, 60), pattern=st.sampled_from(PATTERNS),
        special_tokens=st.sampled_from(SPECIAL_TOKENS), before=st.integers(0, 80), more=st.integers(1, 40))
 def test_continuing_on_the_training_corpus_is_training_longer_on_text_full_of_ties(

@@ -81,7 +81,7 @@ def clean(documents: list[str]) -> list[str]:
 # ------------------------------------------------------------------------------------ the parts
 
 
-@settings(max_examples=scaled(15), deadline=None)
+@settings(max_examples=scaled(10), deadline=None)
 @given(seed=st.integers(0, 2**32), words=st.integers(1, 40), pattern=st.sampled_from(PATTERNS),
        special_tokens=st.sampled_from(SPECIAL_TOKENS), merges=st.integers(0, 60), more=st.integers(0, 30))
 def test_stage_one_is_the_naive_trainer(seed: int, words: int, pattern: str, special_tokens: list[str],
@@ -106,12 +106,12 @@ def test_the_stage_two_cut_is_tokenizers_pre_tokenizer() -> None:
 
 
 def test_stage_two_keeps_its_limits_and_learns_superwords() -> None:
-    documents = [textgen.prose_fragment(random.Random(seed % 30)) for seed in range(300)]
-    result = naive_superbpe_train(documents, 256 + 450, 256 + 200, patterns.GPT2)
-    assert len(result.stage_two) == 250
+    documents = [textgen.prose_fragment(random.Random(seed % 20)) for seed in range(200)]
+    result = naive_superbpe_train(documents, 256 + 330, 256 + 150, patterns.GPT2)
+    assert len(result.stage_two) == 180
     assert all(within_limits(token) for token in result.stage_two)
     inner_spaces = [token for token in result.stage_two if b" " in token.strip(b" ")]
-    assert len(inner_spaces) > 50, "stage two should learn tokens that bridge spaces"
+    assert len(inner_spaces) > 40, "stage two should learn tokens that bridge spaces"
     assert max(len(token.split()) for token in result.stage_two) == 4
     assert not any(b" " in token.strip(b" ") for token in result.stage_one)
 
@@ -127,7 +127,7 @@ def test_the_limits() -> None:
 # ---------------------------------------------------------------------- encoding is tokenizers'
 
 
-@settings(max_examples=scaled(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32), words=st.integers(1, 40), pattern=st.sampled_from(PATTERNS),
        special_tokens=st.sampled_from(SPECIAL_TOKENS), merges=st.integers(0, 60), more=st.integers(0, 60))
 def test_the_model_encodes_as_tokenizers_on_text_full_of_ties(
@@ -148,10 +148,10 @@ def test_the_model_encodes_as_tokenizers_on_generated_varied_text() -> None:
     documents = clean([textgen.document(rng, rng.randint(0, 500)) for _ in range(6)])
     model = naive_superbpe_train(documents, 256 + 1 + 200, 256 + 1 + 120, patterns.CL100K, ["<|endoftext|>"])
     assert model.stage_two
-    assert_encodes_as_tokenizers(model, documents + clean([textgen.document(rng, 300) for _ in range(20)]))
+    assert_encodes_as_tokenizers(model, documents + clean([textgen.document(rng, 300) for _ in range(12)]))
 
 
-@pytest.mark.parametrize("path", ["corpora/taylorswift.txt", "corpora/wiki_vi.txt"])
+@pytest.mark.parametrize("path", ["corpora/wiki_vi.txt"])
 def test_the_model_encodes_as_tokenizers_on_the_shared_corpora(path: str) -> None:
     file = require_shared(*path.split("/"))
     [(_, documents)] = textgen.corpus_documents([file], random.Random(path), limit_bytes=scaled(4_000),
