@@ -46,8 +46,8 @@ When "continuing on the training corpus" equals "training longer"
     and on the shared corpora (and ``naive_bpe.Recount`` never saw a repeated token there).
 
     It does not hold for a model that rule did not train on those pieces: another corpus, pattern or
-    special tokens; another trainer (``tokenizers``' ``BpeTrainer`` breaks ties by ByteLevel strings,
-    SentencePiece by length then text); a vocabulary edited by hand. There the model's encoding can be a
+    special tokens; another trainer (``tokenizers``' ``BpeTrainer`` breaks ties by the smaller pair of
+    ids, SentencePiece by length then text); a vocabulary edited by hand. There the model's encoding can be a
     state no training reaches: a rank table holding ``ab``, ``bc`` and ``abc`` encodes the piece ``abc`` as
     one token (rank rule) while its merges list ``a b``, ``b c``, ``a bc`` leaves ``ab`` + ``c`` (merges
     rule), and the continuation starts from that encoding, by definition.
