@@ -45,12 +45,14 @@ When "continuing on the training corpus" equals "training longer"
     and (iii) merging in rank order replays the training merges. The tests check it on text full of ties
     and on the shared corpora (and ``naive_bpe.Recount`` never saw a repeated token there).
 
-    It does not hold for a model that rule did not train on those pieces: another corpus, pattern or
-    special tokens; another trainer (``tokenizers``' ``BpeTrainer`` breaks ties by the smaller pair of
-    ids, SentencePiece by length then text); a vocabulary edited by hand. There the model's encoding can be a
-    state no training reaches: a rank table holding ``ab``, ``bc`` and ``abc`` encodes the piece ``abc`` as
-    one token (rank rule) while its merges list ``a b``, ``b c``, ``a bc`` leaves ``ab`` + ``c`` (merges
-    rule), and the continuation starts from that encoding, by definition.
+    It does not hold for a model that rule did not train on those pieces. Another corpus, pattern or
+    special tokens give another state. Another trainer of plain BPE from bytes leaves its state equal to
+    the encoding too (the argument above does not need the tie rule), but its own continuation would break
+    ties its own way (``tokenizers``' ``BpeTrainer``: the smaller pair of ids; SentencePiece: fewer
+    characters, then the smaller text), where this one takes DESIGN.md §3's. A vocabulary edited by hand
+    can have an encoding no training reaches: a rank table holding ``ab``, ``bc`` and ``abc`` encodes the
+    piece ``abc`` as one token (rank rule) while its merges list ``a b``, ``b c``, ``a bc`` leaves ``ab`` +
+    ``c`` (merges rule); the continuation starts from that encoding, by definition.
 
 SentencePiece BPE
     Continuing a SentencePiece model continues *its* loop, with its own word cutting, validity rules, tie
