@@ -1,9 +1,13 @@
 //! Pre-tokenization: cutting text into pieces with the split rule ([`SplitRule`]).
 //!
 //! A split pattern is run with `fancy-regex`, the engine tiktoken uses, so every pattern means
-//! exactly what it means there (possessive quantifiers, look-ahead, `$` as end of text). The three
-//! named patterns run on hand-written scanners (`crate::scan`) that find the same pieces, faster.
-//! A `tokenizer.json`'s Split steps run on Oniguruma, as in `tokenizers` ([`crate::onig_split`]).
+//! exactly what it means there (possessive quantifiers, look-ahead, `$` as end of text). A
+//! `tokenizer.json`'s Split steps run on Oniguruma, as in `tokenizers` ([`crate::onig_split`]).
+//! A rule that is exactly the regex of a hand-written scanner (`crate::scan`: the named patterns
+//! and the splits of the model families people load), as a pattern or as one Split step that keeps
+//! every piece, runs on that scanner, which finds the same pieces faster; each scanner is proven
+//! identical to each engine separately (`tests/scan_identity.rs`). Other spellings of the same
+//! split are `crate::recognize`'s, confirmed by a probe before they are used.
 //!
 //! A pattern from a file may backtrack catastrophically. fancy-regex bounds each match attempt
 //! (1,000,000 backtracking steps, as in tiktoken), but not a text: a pattern that spends 900,000
@@ -25,7 +29,7 @@ use fancy_regex::{AstNode, Expr, Regex, RegexBuilder, RegexInput};
 
 use crate::onig_split::CompiledSteps;
 pub use crate::onig_split::{Behavior, SplitStep};
-use crate::scan::Scanner;
+use crate::scan::{Scanner, Semantics};
 
 /// Splitting one text with a regex may take this many seconds, plus [`SPLIT_SECONDS_PER_MB`].
 pub const SPLIT_BASE_SECONDS: f64 = 1.0;
@@ -137,7 +141,7 @@ impl From<Vec<SplitStep>> for SplitRule {
 #[derive(Clone, Debug)]
 pub struct Splitter {
     rule: SplitRule,
-    /// The hand-written scanner when the rule is exactly a named pattern (checked first: the hot path).
+    /// The hand-written scanner when the rule is exactly a scanner's regex (checked first: the hot path).
     scanner: Option<Scanner>,
     engine: Engine,
 }
@@ -169,10 +173,38 @@ impl Splitter {
                 Ok(splitter)
             }
             SplitRule::Steps(steps) => {
-                let compiled = CompiledSteps::new(&steps)?;
-                let engine = Engine::Oniguruma(Arc::new(compiled));
-                Ok(Self { rule: SplitRule::Steps(steps), scanner: None, engine })
+                let mut splitter = Self::exact_steps(steps)?;
+                splitter.scanner = match &splitter.rule {
+                    SplitRule::Steps(steps) => scanner_for_steps(steps),
+                    SplitRule::Pattern(_) => None,
+                };
+                Ok(splitter)
             }
+        }
+    }
+
+    /// A splitter that runs the rule's own engine (fancy-regex, or Oniguruma for Split steps), never
+    /// a scanner: the reference the scanners are proven against.
+    pub fn exact(rule: impl Into<SplitRule>) -> Result<Self, SplitError> {
+        match rule.into() {
+            SplitRule::Pattern(pattern) => Self::regex_only(&pattern),
+            SplitRule::Steps(steps) => Self::exact_steps(steps),
+        }
+    }
+
+    fn exact_steps(steps: Vec<SplitStep>) -> Result<Self, SplitError> {
+        let compiled = CompiledSteps::new(&steps)?;
+        let engine = Engine::Oniguruma(Arc::new(compiled));
+        Ok(Self { rule: SplitRule::Steps(steps), scanner: None, engine })
+    }
+
+    /// What splits text: `"scanner llama3 (Oniguruma)"`, `"fancy-regex"`, `"Oniguruma"`.
+    pub fn engine(&self) -> String {
+        match (self.scanner, &self.engine) {
+            (Some(scanner), Engine::Fancy(_)) => format!("scanner {} (fancy-regex)", scanner.name()),
+            (Some(scanner), Engine::Oniguruma(_)) => format!("scanner {} (Oniguruma)", scanner.name()),
+            (None, Engine::Fancy(_)) => "fancy-regex".to_owned(),
+            (None, Engine::Oniguruma(_)) => "Oniguruma".to_owned(),
         }
     }
 
@@ -228,13 +260,13 @@ impl Splitter {
         self.rule.pattern()
     }
 
-    /// The hand-written scanner, when the rule is exactly a named pattern.
-    fn scanner(&self) -> Option<Scanner> {
+    /// The hand-written scanner, when the rule is exactly a scanner's regex.
+    pub fn scanner(&self) -> Option<Scanner> {
         self.scanner
     }
 
     /// How many pieces at the end of a text more text can still change
-    /// ([`Scanner::UNSETTLED_PIECES`] for the named patterns); `None` for other rules, where
+    /// ([`Scanner::UNSETTLED_PIECES`] for rules on a scanner); `None` for other rules, where
     /// no bound is known (a regex may look any distance ahead: `a+b|a` cuts a run of `a` into
     /// single letters unless a `b` follows it).
     pub fn unsettled_pieces(&self) -> Option<usize> {
@@ -344,6 +376,18 @@ impl Fancy {
         }
         Ok(())
     }
+}
+
+/// The scanner for Split steps that are one step on exactly a scanner's Oniguruma regex, keeping
+/// every piece (`Isolated`, or `Removed` with `invert`): a scanner's regex matches every character,
+/// so there is no text between matches for the behavior to keep or drop.
+fn scanner_for_steps(steps: &[SplitStep]) -> Option<Scanner> {
+    let [step] = steps else { return None };
+    let keeps_matches = matches!((step.behavior, step.invert), (Behavior::Isolated, false) | (Behavior::Removed, true));
+    if step.literal || !keeps_matches {
+        return None;
+    }
+    Scanner::for_regex(&step.pattern, Semantics::Oniguruma)
 }
 
 /// Whether `expr` may match the empty string; `true` when unsure (look-arounds, backreferences,

@@ -40,28 +40,118 @@ pub const O200K: &str = concat!(
     r"\s+",
 );
 
-/// A hand-written scanner for one of the named patterns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Llama 3's pattern (Meta's tiktoken pattern and its `tokenizer.json` Split), also that of OLMo 2,
+/// GLM-4, Phi-4, DBRX and the models built on them: cl100k's older form, without `\s++$`.
+pub const LLAMA3: &str =
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// Qwen 2's pattern (Qwen 2, 2.5, 3, and StableLM 2, Hunyuan, Grok-2): Llama 3's with single digits.
+pub const QWEN2: &str =
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// Qwen 3.5's pattern: Qwen 2's with combining marks in words.
+pub const QWEN35: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// Seed-Coder's pattern: Qwen 2's without line breaks after punctuation.
+pub const SEED_CODER: &str =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\r\n]+|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
+
+/// Mistral's tekken pattern: o200k's without contractions, with single digits.
+pub const TEKKEN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+",
+    "|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
+    "|",
+    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+);
+
+/// `tokenizers`' ByteLevel regex (its `use_regex`): GPT-2's pattern as Oniguruma reads it.
+pub const BYTE_LEVEL: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+
+/// cl100k's pattern as `hf_bpe` writes it into a `tokenizer.json` (possessive quantifiers as atomic
+/// groups, `$` as `\z`: the same meaning in Oniguruma).
+pub const CL100K_ONIGURUMA: &str = r"'(?i:[sdmt]|ll|ve|re)|(?>[^\r\n\p{L}\p{N}]?)(?>\p{L}+)|(?>\p{N}{1,3})| ?(?>[^\s\p{L}\p{N}]+)(?>[\r\n]*)|(?>\s+)\z|\s*[\r\n]|\s+(?!\S)|\s";
+
+/// Which regex engine's meaning a pattern has: tiktoken's (fancy-regex) or `tokenizers`'
+/// (Oniguruma). A scanner is proven identical to each engine separately.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Semantics {
+    /// A tiktoken split pattern, run by fancy-regex.
+    FancyRegex,
+    /// A `tokenizer.json` Split regex, run by Oniguruma.
+    Oniguruma,
+}
+
+/// A hand-written scanner: the named patterns and the splits of the model families people load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scanner {
     Gpt2,
     Cl100k,
     O200k,
+    Llama3,
+    Qwen2,
+    Qwen35,
+    SeedCoder,
+    Tekken,
 }
 
 impl Scanner {
+    /// Every scanner.
+    pub const ALL: [Scanner; 8] = [
+        Scanner::Gpt2,
+        Scanner::Cl100k,
+        Scanner::O200k,
+        Scanner::Llama3,
+        Scanner::Qwen2,
+        Scanner::Qwen35,
+        Scanner::SeedCoder,
+        Scanner::Tekken,
+    ];
+
     /// The scanner for `pattern` when it is exactly one of the named patterns.
     pub fn for_pattern(pattern: &str) -> Option<Scanner> {
-        [Scanner::Gpt2, Scanner::Cl100k, Scanner::O200k]
-            .into_iter()
-            .find(|scanner| scanner.pattern() == pattern)
+        Self::for_regex(pattern, Semantics::FancyRegex)
     }
 
-    /// The regex this scanner is identical to.
+    /// The scanner whose regex for `semantics` is exactly `regex` (spelled as [`Scanner::regex`]
+    /// gives it: recognising other spellings is [`crate::recognize`]'s, checked by a probe).
+    pub fn for_regex(regex: &str, semantics: Semantics) -> Option<Scanner> {
+        Self::ALL.into_iter().find(|scanner| scanner.regex(semantics) == regex)
+    }
+
+    /// The tiktoken (fancy-regex) pattern this scanner is identical to.
     pub fn pattern(self) -> &'static str {
+        self.regex(Semantics::FancyRegex)
+    }
+
+    /// The regex this scanner is identical to under `semantics`. The pattern of each family as its
+    /// files spell it; where tiktoken's and `tokenizers`' spellings of a named pattern differ, each.
+    pub fn regex(self, semantics: Semantics) -> &'static str {
+        match (self, semantics) {
+            (Scanner::Gpt2, Semantics::FancyRegex) => GPT2,
+            (Scanner::Gpt2, Semantics::Oniguruma) => BYTE_LEVEL,
+            (Scanner::Cl100k, Semantics::FancyRegex) => CL100K,
+            (Scanner::Cl100k, Semantics::Oniguruma) => CL100K_ONIGURUMA,
+            (Scanner::O200k, _) => O200K,
+            (Scanner::Llama3, _) => LLAMA3,
+            (Scanner::Qwen2, _) => QWEN2,
+            (Scanner::Qwen35, _) => QWEN35,
+            (Scanner::SeedCoder, _) => SEED_CODER,
+            (Scanner::Tekken, _) => TEKKEN,
+        }
+    }
+
+    /// A short name for descriptions: `llama3`, `o200k`...
+    pub fn name(self) -> &'static str {
         match self {
-            Scanner::Gpt2 => GPT2,
-            Scanner::Cl100k => CL100K,
-            Scanner::O200k => O200K,
+            Scanner::Gpt2 => "gpt2",
+            Scanner::Cl100k => "cl100k",
+            Scanner::O200k => "o200k",
+            Scanner::Llama3 => "llama3",
+            Scanner::Qwen2 => "qwen2",
+            Scanner::Qwen35 => "qwen3.5",
+            Scanner::SeedCoder => "seed-coder",
+            Scanner::Tekken => "tekken",
         }
     }
 
@@ -83,18 +173,31 @@ impl Scanner {
     ///   line break of a white-space run that reaches the end, and the rest (white space without
     ///   a line break) is one last piece.
     ///
-    /// Tests check it exhaustively on short texts of characters of every class, and on random
-    /// longer ones, against every short continuation.
+    /// The family scanners are these same rules with other parameters (digit groups, the set of
+    /// word characters, the tail after punctuation), so the same bound holds. Tests check it
+    /// exhaustively on short texts of characters of every class, and on random longer ones,
+    /// against every short continuation, for every scanner.
     pub const UNSETTLED_PIECES: usize = 2;
 
     /// Calls `on_piece(start, end)` with the byte range of each piece, in order: the ranges
-    /// `fancy_regex` finds with `self.pattern()`, which cover the whole text.
+    /// `fancy_regex` finds with `self.pattern()` (and Oniguruma with `self.regex(Oniguruma)`),
+    /// which cover the whole text.
     pub fn for_each_piece(self, text: &str, on_piece: impl FnMut(usize, usize)) {
         let classes = ClassTable::get();
+        let bytes = text.as_bytes();
         match self {
-            Scanner::Gpt2 => split(classes, text.as_bytes(), ClassTable::gpt2_piece, on_piece),
-            Scanner::Cl100k => split(classes, text.as_bytes(), ClassTable::cl100k_piece, on_piece),
-            Scanner::O200k => split(classes, text.as_bytes(), ClassTable::o200k_piece, on_piece),
+            Scanner::Gpt2 => split(classes, bytes, ClassTable::gpt2_piece, on_piece),
+            Scanner::Cl100k => split(classes, bytes, ClassTable::word_piece::<true, LETTER, 3, true, true>, on_piece),
+            Scanner::O200k => split(classes, bytes, ClassTable::o200k_piece::<true, 3>, on_piece),
+            Scanner::Llama3 => split(classes, bytes, ClassTable::word_piece::<true, LETTER, 3, true, false>, on_piece),
+            Scanner::Qwen2 => split(classes, bytes, ClassTable::word_piece::<true, LETTER, 1, true, false>, on_piece),
+            Scanner::Qwen35 => {
+                split(classes, bytes, ClassTable::word_piece::<true, { LETTER | MARK }, 1, true, false>, on_piece)
+            }
+            Scanner::SeedCoder => {
+                split(classes, bytes, ClassTable::word_piece::<true, LETTER, 1, false, false>, on_piece)
+            }
+            Scanner::Tekken => split(classes, bytes, ClassTable::o200k_piece::<false, 1>, on_piece),
         }
     }
 }
@@ -133,13 +236,22 @@ const SPACE: u8 = 1 << 2;
 const UPPER: u8 = 1 << 3;
 /// o200k's `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`
 const LOWER: u8 = 1 << 4;
+/// `\p{M}` (Qwen 3.5's words take marks)
+const MARK: u8 = 1 << 5;
 /// Past the end of the text (no character).
 const END: u8 = 1 << 7;
 
 /// `[^\s\p{L}\p{N}]`: punctuation, symbols, marks, controls, unassigned code points...
 #[inline(always)]
 fn is_other(class: u8) -> bool {
-    class & (LETTER | NUMBER | SPACE | END) == 0
+    is_other_than::<LETTER>(class)
+}
+
+/// "Other" beside words of the class bits `WORD`: `[^\s\p{L}\p{N}]` for letters, and
+/// `[^\s\p{L}\p{M}\p{N}]` for letters and marks.
+#[inline(always)]
+fn is_other_than<const WORD: u8>(class: u8) -> bool {
+    class & (WORD | NUMBER | SPACE | END) == 0
 }
 
 /// Code points per block of the two-level class table.
@@ -188,6 +300,7 @@ impl ClassTable {
             (r"\s", SPACE),
             (r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]", UPPER),
             (r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]", LOWER),
+            (r"\p{M}", MARK),
         ] {
             for (first, last) in class_ranges(regex) {
                 for class in &mut class_of[first as usize..=last as usize] {
@@ -249,10 +362,11 @@ impl ClassTable {
         }
     }
 
-    /// ` ?[^\s\p{L}\p{N}]+` at a character `byte` of class `class` ending at `after`, followed by
-    /// a character of class `next.0` and length `next.1`: where the run ends, if it matches here.
+    /// ` ?[^\s\p{L}\p{N}]+` (with `WORD` = `\p{L}`; "other" is [`is_other_than`]) at a character
+    /// `byte` of class `class` ending at `after`, followed by a character of class `next.0` and
+    /// length `next.1`: where the run ends, if it matches here.
     #[inline]
-    fn space_and_other_run(
+    fn space_and_other_run<const WORD: u8>(
         &self,
         bytes: &[u8],
         byte: u8,
@@ -260,14 +374,14 @@ impl ClassTable {
         after: usize,
         next: (u8, usize),
     ) -> Option<usize> {
-        let body = if is_other(class) {
+        let body = if is_other_than::<WORD>(class) {
             after
-        } else if byte == b' ' && is_other(next.0) {
+        } else if byte == b' ' && is_other_than::<WORD>(next.0) {
             after + next.1
         } else {
             return None;
         };
-        Some(self.run(bytes, body, is_other))
+        Some(self.run(bytes, body, is_other_than::<WORD>))
     }
 
     /// The end of the longest run of characters from `from` whose class satisfies `keep`.
@@ -294,7 +408,14 @@ impl ClassTable {
     /// from the first character that is not ASCII.
     #[inline(always)]
     fn letter_run(&self, bytes: &[u8], at: usize) -> usize {
-        self.run_after_ascii(bytes, ascii_letter_run(bytes, at), LETTER)
+        self.word_run::<LETTER>(bytes, at)
+    }
+
+    /// The end of the run of characters of class bits `WORD` (`\p{L}`, or `[\p{L}\p{M}]`) from
+    /// `at`; among ASCII characters both are exactly `A-Za-z`.
+    #[inline(always)]
+    fn word_run<const WORD: u8>(&self, bytes: &[u8], at: usize) -> usize {
+        self.run_after_ascii(bytes, ascii_letter_run(bytes, at), WORD)
     }
 
     /// The end of a run of characters of class `bit` whose ASCII part ends at `ascii_end`: there,
@@ -325,10 +446,11 @@ impl ClassTable {
         run
     }
 
-    /// `\p{N}{1,3}` from `start`, which is a number.
-    fn up_to_three_numbers(&self, bytes: &[u8], start: usize, first_len: usize) -> usize {
+    /// `\p{N}{1,DIGITS}` from `start`, which is a number of `first_len` bytes.
+    #[inline(always)]
+    fn up_to_numbers<const DIGITS: usize>(&self, bytes: &[u8], start: usize, first_len: usize) -> usize {
         let mut end = start + first_len;
-        for _ in 0..2 {
+        for _ in 1..DIGITS {
             let (class, len) = self.class_at(bytes, end);
             if class & NUMBER == 0 {
                 break;
@@ -406,52 +528,71 @@ impl ClassTable {
         }
     }
 
-    // cl100k: '(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+
-    //   | ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s
+    // The cl100k shape, in backtracking order (cl100k, Llama 3, Qwen 2, Qwen 3.5, Seed-Coder):
+    //   1. (?i:'s|'t|'re|'ve|'m|'ll|'d)                  when CONTRACTIONS
+    //   2. [^\r\n\p{L}\p{N}]?WORD+                      WORD: \p{L}, or [\p{L}\p{M}]
+    //   3. \p{N}{1,DIGITS}
+    //   4.  ?[^\s WORD \p{N}]+[\r\n]*                   the tail when TAIL
+    //   5. \s++$                                         when FINAL_RUN (cl100k)
+    //   6. \s*[\r\n]+ (cl100k: \s*[\r\n], the same)   7. \s+(?!\S)   8. \s+ (cl100k: \s)
+    // Possessive quantifiers (cl100k's) change nothing here: no alternative can fail after one.
     #[inline(always)]
-    fn cl100k_piece(&self, bytes: &[u8], start: usize) -> usize {
+    fn word_piece<
+        const CONTRACTIONS: bool,
+        const WORD: u8,
+        const DIGITS: usize,
+        const TAIL: bool,
+        const FINAL_RUN: bool,
+    >(
+        &self,
+        bytes: &[u8],
+        start: usize,
+    ) -> usize {
         let byte = bytes[start];
-        if byte == b'\'' {
+        if CONTRACTIONS && byte == b'\'' {
             if let Some(end) = self.contraction(bytes, start + 1) {
                 return end;
             }
         }
         let (class, len) = self.class_at(bytes, start);
         let after = start + len;
-        // [^\r\n\p{L}\p{N}]?+\p{L}++: letters, with any one non-letter, non-number character
-        // before them except a line break (a space, a tab, punctuation, a mark...).
-        if class & LETTER != 0 {
-            return self.letter_run(bytes, after);
+        // [^\r\n\p{L}\p{N}]?WORD+: a word, with any one character before it that is not a word
+        // character, a number or a line break (a space, a tab, punctuation...). With WORD =
+        // [\p{L}\p{M}] that character may be a mark, which is a word character anyway.
+        if class & WORD != 0 {
+            return self.word_run::<WORD>(bytes, after);
         }
         if class & NUMBER != 0 {
-            return self.up_to_three_numbers(bytes, start, len);
+            return self.up_to_numbers::<DIGITS>(bytes, start, len);
         }
         let (next, next_len) = self.class_at(bytes, after);
-        if next & LETTER != 0 && byte != b'\r' && byte != b'\n' {
-            return self.letter_run(bytes, after + next_len);
+        if next & WORD != 0 && byte != b'\r' && byte != b'\n' {
+            return self.word_run::<WORD>(bytes, after + next_len);
         }
-        //  ?[^\s\p{L}\p{N}]++[\r\n]*+
-        if let Some(end) = self.space_and_other_run(bytes, byte, class, after, (next, next_len)) {
-            return end + count_leading(&bytes[end..], |byte| matches!(byte, b'\r' | b'\n'));
+        //  ?[^\s WORD \p{N}]+[\r\n]*
+        if let Some(end) = self.space_and_other_run::<WORD>(bytes, byte, class, after, (next, next_len)) {
+            return if TAIL { end + count_leading(&bytes[end..], |byte| matches!(byte, b'\r' | b'\n')) } else { end };
         }
         let run = self.space_run(bytes, start);
-        if run.end == bytes.len() {
+        if FINAL_RUN && run.end == bytes.len() {
             run.end // \s++$
         } else if let Some(end) = run.after_last_newline {
-            end // \s*[\r\n]: up to the run's last line break
+            end // \s*[\r\n]+: up to the run's last line break
+        } else if run.end == bytes.len() {
+            run.end // \s+(?!\S) at the end of the text
         } else if run.last_start > start {
-            run.last_start // \s+(?!\S)
+            run.last_start // \s+(?!\S) gives back the last white space before a non-space
         } else {
-            run.end // \s
+            run.end // \s+ of one character
         }
     }
 
-    // o200k, in backtracking order:
-    //   1. [^\r\n\p{L}\p{N}]?[UPPER]*[LOWER]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?
+    // The o200k shape (o200k, tekken), in backtracking order:
+    //   1. [^\r\n\p{L}\p{N}]?[UPPER]*[LOWER]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?   (the suffix when CONTRACTIONS)
     //   2. [^\r\n\p{L}\p{N}]?[UPPER]+[LOWER]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
-    //   3. \p{N}{1,3}   4.  ?[^\s\p{L}\p{N}]+[\r\n/]*   5. \s*[\r\n]+   6. \s+(?!\S)   7. \s+
+    //   3. \p{N}{1,DIGITS}   4.  ?[^\s\p{L}\p{N}]+[\r\n/]*   5. \s*[\r\n]+   6. \s+(?!\S)   7. \s+
     // Alternatives 1 and 2 first try with the one-character prefix, then without it.
-    fn o200k_piece(&self, bytes: &[u8], start: usize) -> usize {
+    fn o200k_piece<const CONTRACTIONS: bool, const DIGITS: usize>(&self, bytes: &[u8], start: usize) -> usize {
         let byte = bytes[start];
         let (class, len) = self.class_at(bytes, start);
         let after = start + len;
@@ -460,10 +601,10 @@ impl ClassTable {
             // word that alternative 1 cannot end with a lower-class character.
             let end =
                 self.o200k_lower_word(bytes, start).unwrap_or_else(|| self.o200k_upper_word(bytes, start));
-            return self.o200k_contraction_suffix(bytes, end);
+            return self.o200k_contraction_suffix::<CONTRACTIONS>(bytes, end);
         }
         if class & NUMBER != 0 {
-            return self.up_to_three_numbers(bytes, start, len);
+            return self.up_to_numbers::<DIGITS>(bytes, start, len);
         }
         if byte != b'\r' && byte != b'\n' {
             // This character can be the prefix.
@@ -479,11 +620,11 @@ impl ClassTable {
                 None
             };
             if let Some(end) = word_end {
-                return self.o200k_contraction_suffix(bytes, end);
+                return self.o200k_contraction_suffix::<CONTRACTIONS>(bytes, end);
             }
             //  ?[^\s\p{L}\p{N}]+[\r\n/]*
             let next = self.class_at(bytes, after);
-            if let Some(end) = self.space_and_other_run(bytes, byte, class, after, next) {
+            if let Some(end) = self.space_and_other_run::<LETTER>(bytes, byte, class, after, next) {
                 return end + count_leading(&bytes[end..], |byte| matches!(byte, b'\r' | b'\n' | b'/'));
             }
         }
@@ -556,9 +697,10 @@ impl ClassTable {
         self.run(bytes, upper_end, |class| class & LOWER != 0)
     }
 
-    /// `end` extended by o200k's optional `(?i:'s|'t|'re|'ve|'m|'ll|'d)` there.
-    fn o200k_contraction_suffix(&self, bytes: &[u8], end: usize) -> usize {
-        if bytes.get(end) == Some(&b'\'') {
+    /// `end` extended by o200k's optional `(?i:'s|'t|'re|'ve|'m|'ll|'d)` there (when CONTRACTIONS).
+    #[inline(always)]
+    fn o200k_contraction_suffix<const CONTRACTIONS: bool>(&self, bytes: &[u8], end: usize) -> usize {
+        if CONTRACTIONS && bytes.get(end) == Some(&b'\'') {
             if let Some(contraction_end) = self.contraction(bytes, end + 1) {
                 return contraction_end;
             }
@@ -676,7 +818,7 @@ mod tests {
     #[test]
     fn all_pieces_but_the_last_two_are_settled_on_every_short_text() {
         let continuations: Vec<String> = (1..=2).flat_map(strings).collect();
-        for scanner in [Scanner::Gpt2, Scanner::Cl100k, Scanner::O200k] {
+        for scanner in Scanner::ALL {
             for text in (1..=3).flat_map(strings) {
                 for more in &continuations {
                     if let Some(problem) = unsettled_by(scanner, &text, more, Scanner::UNSETTLED_PIECES) {
@@ -699,7 +841,7 @@ mod tests {
         let mut random_text = |length: usize| -> String { (0..length).map(|_| EVERY_CLASS[next(EVERY_CLASS.len())]).collect() };
         let texts: Vec<String> = (0..3000).map(|n| random_text(4 + n % 12)).collect();
         let continuations: Vec<String> = (0..100).map(|n| random_text(1 + n % 6)).collect();
-        for scanner in [Scanner::Gpt2, Scanner::Cl100k, Scanner::O200k] {
+        for scanner in Scanner::ALL {
             for text in &texts {
                 for more in &continuations {
                     if let Some(problem) = unsettled_by(scanner, text, more, Scanner::UNSETTLED_PIECES) {

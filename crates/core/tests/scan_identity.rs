@@ -1,18 +1,20 @@
-//! Proof that the hand-written scanners cut text exactly as fancy-regex does with their patterns:
-//! on the shared corpora, the llama.cpp tokenizer test strings, a generated fuzz corpus, and every
-//! code point in several contexts.
+//! Proof that the hand-written scanners cut text exactly as their regexes do, in each engine
+//! separately: fancy-regex (tiktoken's) with [`Scanner::pattern`], and Oniguruma (`tokenizers`')
+//! with [`Scanner::regex`] as one Split step. On the shared corpora, the llama.cpp tokenizer test
+//! strings, a generated fuzz corpus, and every code point in several contexts.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use hf_bpe_core::pretokenize::Splitter;
-use hf_bpe_core::scan::Scanner;
+use hf_bpe_core::pretokenize::{Behavior, SplitRule, SplitStep, Splitter};
+use hf_bpe_core::scan::{Scanner, Semantics};
 
 const SHARED_DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data");
 
-/// Compares one scanner with the regex it replaces.
+/// Compares one scanner with the regex it replaces, in one engine.
 struct Differential {
     scanner: Scanner,
+    semantics: Semantics,
     regex: Splitter,
 }
 
@@ -25,8 +27,15 @@ enum Agreement {
 }
 
 impl Differential {
-    fn new(scanner: Scanner) -> Self {
-        Self { scanner, regex: Splitter::regex_only(scanner.pattern()).unwrap() }
+    fn new(scanner: Scanner, semantics: Semantics) -> Self {
+        let regex = scanner.regex(semantics);
+        let rule = match semantics {
+            Semantics::FancyRegex => SplitRule::Pattern(regex.to_owned()),
+            Semantics::Oniguruma => SplitRule::Steps(vec![SplitStep::regex(regex, Behavior::Isolated, false)]),
+        };
+        // The rule itself runs on the scanner; the exact splitter on the engine.
+        assert_eq!(Splitter::new(rule.clone()).unwrap().scanner(), Some(scanner), "{scanner:?} {semantics:?}");
+        Self { scanner, semantics, regex: Splitter::exact(rule).unwrap() }
     }
 
     /// Panics, showing the first difference, unless the scanner finds the regex's pieces.
@@ -58,8 +67,9 @@ impl Differential {
                 .collect()
         };
         let mut message = format!(
-            "{:?} scanner differs from the regex on {label} at piece {first} ({} regex pieces, {} scanner pieces)\n",
+            "{:?} scanner differs from the regex ({:?}) on {label} at piece {first} ({} regex pieces, {} scanner pieces)\n",
             self.scanner,
+            self.semantics,
             expected.len(),
             found.len()
         );
@@ -72,8 +82,13 @@ impl Differential {
     }
 }
 
-fn each_scanner() -> [Differential; 3] {
-    [Scanner::Gpt2, Scanner::Cl100k, Scanner::O200k].map(Differential::new)
+/// Every scanner in each engine.
+fn each_scanner() -> Vec<Differential> {
+    let mut all = Vec::new();
+    for semantics in [Semantics::FancyRegex, Semantics::Oniguruma] {
+        all.extend(Scanner::ALL.map(|scanner| Differential::new(scanner, semantics)));
+    }
+    all
 }
 
 fn shared_data() -> Option<PathBuf> {
@@ -104,32 +119,46 @@ fn shared_texts(root: &Path) -> Vec<(String, String)> {
     texts
 }
 
-fn check_shared_corpora(scanner: Scanner) {
+fn check_shared_corpora(scanners: &[Scanner]) {
     let Some(root) = shared_data() else { return };
-    let differential = Differential::new(scanner);
     let texts = shared_texts(&root);
     assert!(texts.iter().any(|(path, _)| path.contains("corpora")), "no corpus under {SHARED_DATA}");
-    let mut bytes = 0;
-    for (path, text) in &texts {
-        assert_eq!(differential.check(text, path), Agreement::Identical, "{path}");
-        bytes += text.len();
+    for &scanner in scanners {
+        for semantics in [Semantics::FancyRegex, Semantics::Oniguruma] {
+            let differential = Differential::new(scanner, semantics);
+            let mut bytes = 0;
+            for (path, text) in &texts {
+                assert_eq!(differential.check(text, path), Agreement::Identical, "{path}");
+                bytes += text.len();
+            }
+            println!("{scanner:?} ({semantics:?}): identical on {} shared files, {bytes} bytes", texts.len());
+        }
     }
-    println!("{scanner:?}: identical on {} shared files, {bytes} bytes", texts.len());
 }
 
 #[test]
 fn gpt2_matches_the_regex_on_the_shared_corpora() {
-    check_shared_corpora(Scanner::Gpt2);
+    check_shared_corpora(&[Scanner::Gpt2]);
 }
 
 #[test]
 fn cl100k_matches_the_regex_on_the_shared_corpora() {
-    check_shared_corpora(Scanner::Cl100k);
+    check_shared_corpora(&[Scanner::Cl100k]);
 }
 
 #[test]
 fn o200k_matches_the_regex_on_the_shared_corpora() {
-    check_shared_corpora(Scanner::O200k);
+    check_shared_corpora(&[Scanner::O200k]);
+}
+
+#[test]
+fn cl100k_shaped_family_scanners_match_their_regex_on_the_shared_corpora() {
+    check_shared_corpora(&[Scanner::Llama3, Scanner::Qwen2, Scanner::Qwen35, Scanner::SeedCoder]);
+}
+
+#[test]
+fn tekken_matches_the_regex_on_the_shared_corpora() {
+    check_shared_corpora(&[Scanner::Tekken]);
 }
 
 #[test]
@@ -351,7 +380,7 @@ fn scanners_match_the_regex_on_very_long_runs() {
 #[test]
 fn scanners_split_white_space_runs_the_regex_gives_up_on() {
     let text = format!("{}x", " ".repeat(2_000_000));
-    for differential in each_scanner() {
+    for differential in each_scanner().into_iter().filter(|differential| differential.semantics == Semantics::FancyRegex) {
         assert!(differential.regex.pieces(&text).is_err(), "fancy-regex now handles {} spaces", text.len());
         // As on a short run: all spaces but the last, then the last space with the word.
         let short = "     x";
@@ -361,3 +390,4 @@ fn scanners_split_white_space_runs_the_regex_gives_up_on() {
         assert_eq!(pieces, [(0, text.len() - 2), (text.len() - 2, text.len())]);
     }
 }
+
