@@ -17,6 +17,7 @@ pub mod normalize;
 pub mod onig_split;
 pub mod pairs;
 pub mod pretokenize;
+pub mod recognize;
 pub mod scan;
 pub mod short_tokens;
 pub mod special;

@@ -391,3 +391,32 @@ fn scanners_split_white_space_runs_the_regex_gives_up_on() {
     }
 }
 
+/// The classes `hf_bpe_core::recognize` lets an Oniguruma regex use mean the same there as in
+/// regex-syntax (whose tables the scanners and the normal form use), on every code point.
+#[test]
+fn recognised_classes_mean_the_same_in_oniguruma() {
+    use hf_bpe_core::recognize::{SAFE_CASELESS, SAFE_PROPERTIES};
+    use regex_syntax::hir::{Class, HirKind};
+    let mut classes: Vec<String> = vec![r"\s".to_owned(), r"\S".to_owned()];
+    classes.extend(SAFE_PROPERTIES.iter().flat_map(|name| [format!(r"\p{{{name}}}"), format!(r"\P{{{name}}}")]));
+    classes.extend(SAFE_CASELESS.chars().map(|c| format!("(?i:{c})")));
+    for class in &classes {
+        let hir = regex_syntax::Parser::new().parse(class).unwrap();
+        let ranges: Vec<(char, char)> = match hir.kind() {
+            HirKind::Class(Class::Unicode(ranges)) => ranges.ranges().iter().map(|range| (range.start(), range.end())).collect(),
+            HirKind::Literal(literal) => {
+                let c = std::str::from_utf8(&literal.0).unwrap().chars().next().unwrap();
+                vec![(c, c)]
+            }
+            other => panic!("{class} is not a class: {other:?}"),
+        };
+        let oniguruma = onig::Regex::new(&format!(r"\A(?:{class})\z")).unwrap();
+        let mut text = String::new();
+        for c in all_chars() {
+            text.clear();
+            text.push(c);
+            let inside = ranges.iter().any(|&(first, last)| (first..=last).contains(&c));
+            assert_eq!(oniguruma.is_match(&text), inside, "{class} at U+{:04X}", c as u32);
+        }
+    }
+}
