@@ -558,6 +558,15 @@ impl Model {
         }
     }
 
+    /// What splits text (`"scanner llama3 (Oniguruma)"`, `"Oniguruma"`...), or `None` for
+    /// SentencePiece models.
+    pub fn split_engine(&self) -> Option<String> {
+        match &self.rule {
+            Rule::ByteLevel(byte_level) => Some(byte_level.splitter.engine()),
+            Rule::SentencePiece(_) => None,
+        }
+    }
+
     /// The pieces the split rule cuts `text` into (special tokens are not looked for), or `None`
     /// for SentencePiece models.
     pub fn pieces<'t>(&self, text: &'t str) -> Option<Result<Vec<&'t str>, SplitError>> {

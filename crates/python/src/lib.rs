@@ -51,6 +51,15 @@ pub(crate) fn split_rule_of(value: &Bound<'_, PyAny>) -> PyResult<SplitRule> {
         .map(SplitRule::Steps)
 }
 
+/// The split rule of the hand-written scanner that splits as `rule` does by its meaning (another
+/// spelling of a scanner's regex, `hf_bpe_core::recognize`), as [`split_rule_of`] takes it; None
+/// when no scanner does. A candidate only: the caller must confirm it on probe texts.
+#[pyfunction]
+fn recognized_split<'py>(py: Python<'py>, rule: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let rule = split_rule_of(rule)?;
+    hf_bpe_core::recognize::recognize(&rule).map(|(_, canonical)| split_rule_to_py(py, &canonical)).transpose()
+}
+
 /// A split rule for Python, as [`split_rule_of`] takes it.
 pub(crate) fn split_rule_to_py<'py>(py: Python<'py>, rule: &SplitRule) -> PyResult<Bound<'py, PyAny>> {
     match rule {
@@ -806,6 +815,13 @@ impl CoreBPE {
         self.model.split_rule().map(|rule| split_rule_to_py(py, rule)).transpose()
     }
 
+    /// What splits text: `"scanner llama3 (Oniguruma)"` (a hand-written scanner, proven identical
+    /// to that engine), `"fancy-regex"` or `"Oniguruma"`; None for SentencePiece models.
+    #[getter]
+    fn split_engine(&self) -> Option<String> {
+        self.model.split_engine()
+    }
+
     /// The pieces the split rule cuts `text` into; None for SentencePiece models.
     fn pieces<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'py, PyString>>>> {
         guarded(py, || {
@@ -1073,6 +1089,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<TextStream>()?;
     module.add_class::<IdStream>()?;
     module.add_function(wrap_pyfunction!(guard::panic_for_tests, module)?)?;
+    module.add_function(wrap_pyfunction!(recognized_split, module)?)?;
     train::register(module)?;
     train_sentencepiece::register(module)?;
     Ok(())
