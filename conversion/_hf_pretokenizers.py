@@ -32,7 +32,7 @@ from typing import Any
 from tokenizers import Regex, Tokenizer, pre_tokenizers
 
 from conversion import _unicode_probe
-from hf_bpe import patterns
+from hf_bpe import _core, patterns
 from hf_bpe.byte_level import str_to_token, token_to_str
 from hf_bpe.model import BPE
 
@@ -312,7 +312,9 @@ _BYTE_LEVEL_STEP = patterns.Split(BYTE_LEVEL_REGEX, "isolated")
 
 def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
     """Our split patterns for a byte-level pre-tokenizer, to try in turn: a named pattern first when
-    the file spells one (its scanner is faster), then the file's Split steps as they are."""
+    the file spells one, else a family scanner's rule when the file's split means the same (its
+    scanner is faster), then the file's Split steps as they are (which run on a scanner too when they
+    spell a family's regex exactly)."""
     steps = pre_tokenizer.get("pretokenizers", []) if isinstance(pre_tokenizer, dict) and \
         pre_tokenizer.get("type") == "Sequence" else [pre_tokenizer]
     if not steps or not is_byte_level(steps[-1]):
@@ -335,6 +337,11 @@ def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
             spellings = {translate_pattern(named)} | ({BYTE_LEVEL_REGEX} if named == patterns.GPT2 else set())
             if keeps_all and not split.literal and split.pattern in spellings:
                 return [named, exact]
+    # Another spelling of a family's split (Llama 3, Qwen 2...): its scanner's rule first, kept only
+    # when the probe finds the same pieces as tokenizers.
+    recognized = _core.recognized_split(patterns.to_core(exact))
+    if recognized is not None and patterns.from_core(recognized) != exact:
+        return [patterns.from_core(recognized), exact]
     return [exact]
 
 
