@@ -1,5 +1,6 @@
-//! Pre-tokenization speed, hand-written scanner vs fancy-regex, single thread, on the shared
-//! corpora: `cargo run --release -p hf_bpe_core --example scan_bench [corpus files...]`.
+//! Pre-tokenization speed, hand-written scanner vs its regex engine (fancy-regex for the named
+//! patterns, Oniguruma for the family scanners, as their files run them), single thread, on the
+//! shared corpora: `cargo run --release -p hf_bpe_core --example scan_bench [corpus files...]`.
 //!
 //! Times are the thread's CPU time (best of the runs in about a second), so other processes on a
 //! busy machine disturb them less than wall-clock time would.
@@ -9,8 +10,8 @@ mod corpora;
 #[path = "common/timing.rs"]
 mod timing;
 
-use hf_bpe_core::pretokenize::Splitter;
-use hf_bpe_core::scan::Scanner;
+use hf_bpe_core::pretokenize::{Behavior, SplitRule, SplitStep, Splitter};
+use hf_bpe_core::scan::{Scanner, Semantics};
 use timing::best_cpu_seconds;
 
 /// MB/s (10^6 bytes of UTF-8 input per CPU second) of the best of a few runs, and the piece count.
@@ -40,12 +41,18 @@ fn main() {
     let all: String = corpora.iter().map(|(_, text)| text.as_str()).collect();
 
     println!(
-        "{:<8} {:<20} {:>9} {:>12} {:>11} {:>8}",
+        "{:<10} {:<20} {:>9} {:>12} {:>11} {:>8}",
         "pattern", "corpus", "MB", "scanner MB/s", "regex MB/s", "speedup"
     );
-    for scanner in [Scanner::Gpt2, Scanner::Cl100k, Scanner::O200k] {
-        let fast = Splitter::new(scanner.pattern()).unwrap();
-        let regex = Splitter::regex_only(scanner.pattern()).unwrap();
+    for scanner in Scanner::ALL {
+        let rule = if matches!(scanner, Scanner::Gpt2 | Scanner::Cl100k | Scanner::O200k) {
+            SplitRule::Pattern(scanner.pattern().to_owned())
+        } else {
+            let regex = scanner.regex(Semantics::Oniguruma);
+            SplitRule::Steps(vec![SplitStep::regex(regex, Behavior::Isolated, false)])
+        };
+        let fast = Splitter::new(rule.clone()).unwrap();
+        let regex = Splitter::exact(rule).unwrap();
         let named: Vec<(&str, &str)> = corpora
             .iter()
             .map(|(name, text)| (name.as_str(), text.as_str()))
@@ -57,7 +64,7 @@ fn main() {
             let (regex_speed, regex_pieces) = megabytes_per_second(text, |text| count_pieces(&regex, text));
             assert_eq!(scanner_pieces, regex_pieces, "{scanner:?} on {name}");
             println!(
-                "{:<8} {:<20} {:>9.1} {:>12.1} {:>11.1} {:>7.1}x",
+                "{:<10} {:<20} {:>9.1} {:>12.1} {:>11.1} {:>7.1}x",
                 format!("{scanner:?}"),
                 name,
                 text.len() as f64 / 1e6,
