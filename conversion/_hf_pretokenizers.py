@@ -32,9 +32,9 @@ from typing import Any
 from tokenizers import Regex, Tokenizer, pre_tokenizers
 
 from conversion import _unicode_probe
-from hf_bpe import _core, patterns
+from hf_bpe import patterns
 from hf_bpe.byte_level import str_to_token, token_to_str
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, recognized_split
 
 __all__ = [
     "BYTE_LEVEL_REGEX",
@@ -339,9 +339,9 @@ def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
                 return [named, exact]
     # Another spelling of a family's split (Llama 3, Qwen 2...): its scanner's rule first, kept only
     # when the probe finds the same pieces as tokenizers.
-    recognized = _core.recognized_split(patterns.to_core(exact))
-    if recognized is not None and patterns.from_core(recognized) != exact:
-        return [patterns.from_core(recognized), exact]
+    recognized = recognized_split(exact)
+    if recognized is not None and recognized != exact:
+        return [recognized, exact]
     return [exact]
 
 

@@ -934,3 +934,16 @@ def _unb64(text: str) -> bytes:
 def _restore(cls: type[BPE], document: dict[str, Any]) -> BPE:
     """Unpickle a model of any kind from its :meth:`BPE._document`."""
     return cls._from_document(document)
+
+
+def recognized_split(pattern: patterns.Pattern) -> patterns.Pattern | None:
+    """The rule of the hand-written scanner that splits as ``pattern`` does by its meaning (another
+    spelling of a model family's split, e.g. Qwen 2's regex with possessive quantifiers), which then
+    runs on that scanner; ``None`` when no scanner does. Only a candidate: the caller must confirm it
+    cuts probe texts as the engine of ``pattern`` does.
+
+    >>> recognized_split(r"\\w+|\\s+") is None
+    True
+    """
+    found = _core.recognized_split(patterns.to_core(pattern))
+    return None if found is None else patterns.from_core(found)

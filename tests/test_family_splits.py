@@ -18,7 +18,8 @@ from conversion_support import varied_texts
 
 import conversion._hf_pretokenizers as hf_pretokenizers
 import conversion.hf as hf_load
-from hf_bpe import BPE, _core, patterns
+from hf_bpe import BPE, patterns
+from hf_bpe.model import recognized_split
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is the oracle; pip install -e '.[test]'")
 from tokenizers import Tokenizer, decoders, models, trainers
@@ -78,13 +79,12 @@ def test_recognition_gives_a_candidate_that_the_probe_still_judges() -> None:
     `tokenizers` pre-tokenizer that is not the recognised split), the file is refused as before."""
     llama3 = FAMILIES["llama3"]["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]
     respelled = llama3.replace("(?i:'s|'t|'re|'ve|'m|'ll|'d)", "'(?i:[sdmt]|ll|ve|re)")
-    rule = [(respelled, False, "isolated", False)]
-    recognized = _core.recognized_split(rule)
-    assert recognized == [(llama3, False, "isolated", False)]
-    model = BPE({bytes([b]): b for b in range(256)}, patterns.from_core(recognized))
+    recognized = recognized_split(patterns.Split(respelled, "isolated"))
+    assert recognized == patterns.Split(llama3, "isolated")
+    model = BPE({bytes([b]): b for b in range(256)}, recognized)
     assert model._core.split_engine == "scanner llama3 (Oniguruma)"
     qwen2 = FAMILIES["qwen2"]["pre_tokenizer"]
     difference = hf_pretokenizers.pre_tokenizer_difference(model, qwen2)
     assert difference is not None and "by tokenizers" in difference
-    assert _core.recognized_split([(r"\w+|\s+", False, "isolated", False)]) is None
-    assert _core.recognized_split([(respelled, False, "merged_with_next", False)]) is None
+    assert recognized_split(patterns.Split(r"\w+|\s+", "isolated")) is None
+    assert recognized_split(patterns.Split(respelled, "merged_with_next")) is None
