@@ -58,6 +58,11 @@ class LossyConversionWarning(UserWarning):
         self.probes = probes
 
 
+class MissingBytesWarning(UserWarning):
+    """A loaded ``tokenizer.json`` lacks byte symbols that UTF-8 text uses: as `tokenizers` does, such a
+    byte is dropped from the text it encodes. The message names the bytes."""
+
+
 class TokenizerFileError(ValueError):
     """A tokenizer file that cannot be read: names the file, the line when known, and the problem."""
 

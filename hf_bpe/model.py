@@ -320,7 +320,7 @@ class BPE(_Encoder):
     def __init__(
         self,
         ranks: Mapping[bytes, int],
-        pattern: str | patterns.Split | Sequence[patterns.Split],
+        pattern: str | patterns.Split | Sequence[patterns.Step],
         special_tokens: Mapping[str, int] | None = None,
         name: str | None = None,
     ) -> None:
@@ -349,7 +349,7 @@ class BPE(_Encoder):
         cls,
         vocab: Mapping[bytes, int],
         merges: Iterable[tuple[bytes, bytes]],
-        pattern: str | patterns.Split | Sequence[patterns.Split],
+        pattern: str | patterns.Split | Sequence[patterns.Step],
         special_tokens: Mapping[str, int] | None = None,
         *,
         ignore_merges: bool = False,
@@ -392,7 +392,7 @@ class BPE(_Encoder):
         vocab: Mapping[int, bytes],
         merges: Iterable[tuple[bytes, bytes]],
         special_tokens: Iterable[str] | None = None,
-        pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
+        pattern: str | patterns.Split | Sequence[patterns.Step] = "gpt2",
         *,
         name: str | None = None,
     ) -> BPE:
@@ -845,6 +845,29 @@ def clear_cache(model: BPE) -> None:
     model._core.clear_cache()
 
 
+def normalized_text(model: BPE, text: str) -> str:
+    """``text`` as ``model``'s normalizer steps (:class:`hf_bpe.patterns.Normalize`) leave it before
+    splitting; ``text`` itself for a model without them.
+
+    >>> import hf_bpe
+    >>> from hf_bpe.patterns import Normalize, Split
+    >>> normalized_text(hf_bpe.BPE({bytes([b]): b for b in range(256)}, (Normalize("lowercase"), Split(" "))), "Ab")
+    'ab'
+    """
+    return str(model._core.normalize(text))
+
+
+def missing_bytes(model: BPE) -> bytes:
+    """The single bytes ``model``'s vocabulary lacks (only models read from a ``tokenizer.json`` may
+    lack some: `tokenizers` drops such a byte from a piece before merging it).
+
+    >>> import hf_bpe
+    >>> missing_bytes(hf_bpe.get_encoding("gpt2"))
+    b''
+    """
+    return bytes(model._core.missing_bytes)
+
+
 def id_type_for(dtype: str, largest_id: int) -> str:
     """``dtype`` with ``"auto"`` resolved for ids up to ``largest_id``: ``"uint16"`` when they all fit
     it, else ``"uint32"``; any other name as it is.
@@ -901,12 +924,14 @@ def _piece(index: int, entry: list[Any]) -> Piece:
 
 
 def _pattern_document(pattern: patterns.Pattern) -> str | list[dict[str, Any]]:
-    """A pattern as the model file holds it: the regex, or one object per Split step."""
+    """A pattern as the model file holds it: the regex, or one object per Split (and Normalize) step."""
     if isinstance(pattern, str):
         return pattern
     steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
     return [{"split": step.pattern, "behavior": step.behavior, "invert": step.invert, "literal": step.literal}
-            for step in steps]
+            if isinstance(step, patterns.Split) else
+            {"normalize": step.kind, "pattern": step.pattern, "content": step.content, "literal": step.literal,
+             "left": step.left, "right": step.right} for step in steps]
 
 
 def _pattern_of(value: Any) -> patterns.Pattern:
@@ -915,8 +940,12 @@ def _pattern_of(value: Any) -> patterns.Pattern:
         return value
     if not isinstance(value, list) or not value:
         raise TypeError(f"pattern must be a regex string or a non-empty list of Split steps, got {value!r:.80}")
-    steps = []
+    steps: list[patterns.Step] = []
     for index, step in enumerate(value):
+        if isinstance(step, dict) and set(step) == {"normalize", "pattern", "content", "literal", "left", "right"}:
+            steps.append(patterns.Normalize(step["normalize"], step["pattern"], step["content"], step["literal"],
+                                            step["left"], step["right"]))
+            continue
         if not isinstance(step, dict) or set(step) != {"split", "behavior", "invert", "literal"}:
             raise ValueError(f"pattern[{index}] must be {{split, behavior, invert, literal}}, got {step!r:.80}")
         steps.append(patterns.Split(step["split"], step["behavior"], step["invert"], step["literal"]))

@@ -7,7 +7,9 @@ A pattern is one of:
   spells them;
 - a :class:`Split`: `tokenizers`' Split pre-tokenizer (an Oniguruma regex with a behavior and
   ``invert``), run with Oniguruma exactly as in `tokenizers`; or a tuple of them, applied in turn
-  (each re-splits every piece of the one before), as a ``tokenizer.json`` Sequence does.
+  (each re-splits every piece of the one before), as a ``tokenizer.json`` Sequence does. Such a tuple
+  may start with :class:`Normalize` steps: `tokenizers`' normalizers, which rewrite each stretch of
+  ordinary text before it is split (offsets still point into the original text).
 
 >>> from hf_bpe import patterns
 >>> patterns.resolve("cl100k") == patterns.CL100K
@@ -107,11 +109,80 @@ class Split:
         return f"Split({self.pattern!r}, {self.behavior!r}{extra})"
 
 
-Pattern = str | Split | tuple[Split, ...]
-"""A resolved split pattern: a tiktoken regex, one :class:`Split`, or several applied in turn."""
+NORMALIZERS = ("nfc", "nfd", "nfkc", "nfkd", "lowercase", "strip", "replace", "prepend", "prefix_space")
+"""The kinds of :class:`Normalize` step."""
 
 
-def resolve(pattern: str | Split | Sequence[Split]) -> Pattern:
+@dataclass(frozen=True)
+class Normalize:
+    r"""One of `tokenizers`' normalizers, run as `tokenizers` runs it (same Unicode tables, same
+    offsets): ``"nfc"``, ``"nfd"``, ``"nfkc"``, ``"nfkd"`` (Unicode normalization forms, with the
+    Unicode 9 tables of `tokenizers`), ``"lowercase"``, ``"strip"`` (leading whitespace with ``left``,
+    trailing with ``right``), ``"replace"`` (each match of the Oniguruma regex ``pattern``, or with
+    ``literal`` the plain string, becomes ``content``), ``"prepend"`` (``pattern`` is put before any
+    text that is not empty) or ``"prefix_space"`` (`tokenizers`' ``ByteLevel`` with
+    ``add_prefix_space``: a space before a text that is not empty and does not start with one).
+
+    >>> import hf_bpe
+    >>> ranks = {bytes([b]): b for b in range(256)}
+    >>> hf_bpe.BPE(ranks, (Normalize("nfkc"), Split(r"\s+", "removed"))).pieces("ﬁx ①")
+    ['fix', '1']
+    """
+
+    kind: str
+    pattern: str = ""
+    content: str = ""
+    literal: bool = False
+    left: bool = False
+    right: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in NORMALIZERS:
+            raise ValueError(f"Normalize kind {self.kind!r} is not one of {', '.join(NORMALIZERS)}")
+        for field in ("pattern", "content"):
+            if not isinstance(getattr(self, field), str):
+                raise TypeError(f"Normalize {field} must be a str, got {getattr(self, field)!r:.40}")
+        for flag in ("literal", "left", "right"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"Normalize {flag} must be a bool, got {getattr(self, flag)!r:.40}")
+
+    def __repr__(self) -> str:
+        fields = [repr(self.kind)] + [f"{name}={getattr(self, name)!r}" for name in
+                                      ("pattern", "content", "literal", "left", "right")
+                                      if getattr(self, name) != Normalize.__dataclass_fields__[name].default]
+        return f"Normalize({', '.join(fields)})"
+
+
+Step = Split | Normalize
+Pattern = str | Split | tuple[Step, ...]
+"""A resolved split pattern: a tiktoken regex, one :class:`Split`, or several applied in turn
+(:class:`Normalize` steps first)."""
+
+
+def split_steps_of(pattern: Pattern) -> tuple[Split, ...]:
+    """The :class:`Split` steps of a pattern of Split steps (its normalizers left out).
+
+    >>> split_steps_of((Normalize("nfc"), Split("a")))
+    (Split('a', 'isolated'),)
+    """
+    if isinstance(pattern, str):
+        raise TypeError("a regex pattern has no Split steps")
+    steps = (pattern,) if isinstance(pattern, Split) else pattern
+    return tuple(step for step in steps if isinstance(step, Split))
+
+
+def normalizers_of(pattern: Pattern | None) -> tuple[Normalize, ...]:
+    """The :class:`Normalize` steps of a pattern (empty for most).
+
+    >>> normalizers_of("gpt2"), normalizers_of((Normalize("nfc"), Split("a")))
+    ((), (Normalize('nfc'),))
+    """
+    if not isinstance(pattern, tuple):
+        return ()
+    return tuple(step for step in pattern if isinstance(step, Normalize))
+
+
+def resolve(pattern: str | Split | Sequence[Step]) -> Pattern:
     """Return the regex for a pattern name, ``pattern`` itself when it is a regex or a :class:`Split`,
     and a tuple for a sequence of Splits (one Split alone for a sequence of one).
 
@@ -127,30 +198,38 @@ def resolve(pattern: str | Split | Sequence[Split]) -> Pattern:
     if isinstance(pattern, Split):
         return pattern
     if isinstance(pattern, Sequence) and not isinstance(pattern, (bytes, bytearray)):
+        normalizers = tuple(step for step in pattern if isinstance(step, Normalize))
         steps = tuple(step for step in pattern if isinstance(step, Split))
-        if steps and len(steps) == len(pattern):
+        if steps and len(steps) + len(normalizers) == len(pattern) and tuple(pattern) == normalizers + steps:
+            if normalizers:
+                return normalizers + steps
             return steps[0] if len(steps) == 1 else steps
     raise TypeError(
-        f"pattern must be a regex string, one of {sorted(NAMED)}, a patterns.Split or a sequence of them, "
-        f"got {pattern!r:.80}"
+        f"pattern must be a regex string, one of {sorted(NAMED)}, a patterns.Split or a sequence of them "
+        f"(patterns.Normalize steps first), got {pattern!r:.80}"
     )
 
 
-def to_core(pattern: Pattern) -> str | list[tuple[str, bool, str, bool]]:
+def to_core(pattern: Pattern) -> str | list[tuple[Any, ...]]:
     """A resolved pattern as the Rust core takes it: the regex, or ``(pattern, literal, behavior,
-    invert)`` per Split step."""
+    invert)`` per Split step after ``(kind, pattern, content, literal, left, right)`` per Normalize
+    step."""
     if isinstance(pattern, str):
         return pattern
     steps = (pattern,) if isinstance(pattern, Split) else pattern
-    return [(step.pattern, step.literal, step.behavior, step.invert) for step in steps]
+    return [(step.pattern, step.literal, step.behavior, step.invert) if isinstance(step, Split) else
+            (step.kind, step.pattern, step.content, step.literal, step.left, step.right) for step in steps]
 
 
 def from_core(value: Any) -> Pattern:
     """The inverse of :func:`to_core`."""
     if isinstance(value, str):
         return value
-    steps = tuple(Split(pattern, behavior, invert, literal) for pattern, literal, behavior, invert in value)
-    return steps[0] if len(steps) == 1 else steps
+    steps: tuple[Step, ...] = tuple(Split(item[0], item[2], item[3], item[1]) if len(item) == 4 else Normalize(*item)
+                                    for item in value)
+    if len(steps) == 1 and isinstance(steps[0], Split):
+        return steps[0]
+    return steps
 
 
 def name_of(pattern: Pattern | None) -> str | None:

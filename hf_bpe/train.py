@@ -49,7 +49,7 @@ def train(
     vocab_size: int | None = None,
     *,
     files: Paths | None = None,
-    pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
+    pattern: str | patterns.Split | Sequence[patterns.Step] = "gpt2",
     special_tokens: Iterable[str] = (),
     show_progress: bool = True,
     num_threads: int | None = None,
@@ -123,7 +123,7 @@ def count_pieces(
     corpus: Corpus | None = None,
     *,
     files: Paths | None = None,
-    pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
+    pattern: str | patterns.Split | Sequence[patterns.Step] = "gpt2",
     special_tokens: Iterable[str] = (),
     show_progress: bool = True,
     num_threads: int | None = None,
@@ -180,7 +180,7 @@ class FileCounter:
     True
     """
 
-    def __init__(self, pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
+    def __init__(self, pattern: str | patterns.Split | Sequence[patterns.Step] = "gpt2",
                  special_tokens: Iterable[str] = (), *, num_threads: int | None = None) -> None:
         _check_num_threads(num_threads)
         self._counter = _core.PieceCounter(patterns.to_core(patterns.resolve(pattern)),
@@ -205,7 +205,7 @@ def _train_minbpe(
     corpus: Corpus | None,
     files: Paths | None,
     vocab_size: int | None,
-    pattern: str | patterns.Split | Sequence[patterns.Split],
+    pattern: str | patterns.Split | Sequence[patterns.Step],
     specials: list[str],
     show_progress: bool,
     text_column: str,

@@ -45,7 +45,7 @@ def train(
     inputs: Any,
     vocab_size: int,
     *,
-    pattern: str | patterns.Split | Sequence[patterns.Split] = "gpt2",
+    pattern: str | patterns.Split | Sequence[patterns.Step] = "gpt2",
     special_tokens: Iterable[str] = (),
     text_column: str = "text",
     num_workers: int | None = None,

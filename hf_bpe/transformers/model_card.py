@@ -74,11 +74,13 @@ def render(tokenizer: BPETokenizer, *, histogram: str | None = None, audit: str 
     return Template(template_path().read_text(encoding="utf-8")).substitute(fields)
 
 
-def _splits(pattern: patterns.Split | tuple[patterns.Split, ...]) -> str:
-    """Split steps, one per line: the Oniguruma regex (or plain string), behavior and invert."""
+def _splits(pattern: patterns.Split | tuple[patterns.Step, ...]) -> str:
+    """Normalizer and Split steps, one per line: the normalizer, or the Oniguruma regex (or plain
+    string), behavior and invert."""
     steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
     return "\n".join(
         f"{step.pattern}    ({'string' if step.literal else 'regex'}; {step.behavior}{'; inverted' if step.invert else ''})"
+        if isinstance(step, patterns.Split) else f"normalizer {step!r}"
         for step in steps
     )
 

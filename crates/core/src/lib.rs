@@ -10,6 +10,7 @@
 pub mod cache;
 pub mod char_merge;
 pub mod halves;
+pub mod hf_normalize;
 pub mod huge;
 pub mod merge;
 pub mod model;

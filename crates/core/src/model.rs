@@ -19,6 +19,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cache::{CacheGuard, PieceCache, ShardedCache};
 use crate::halves::Halves;
+use crate::hf_normalize::{NormalizeStep, Normalizer};
 use crate::merge::{Merge, MergeTable};
 use crate::pretokenize::{SplitError, SplitRule, Splitter};
 use crate::char_merge::{DecodeState, SentencePiece, SentencePieceSpec};
@@ -198,6 +199,22 @@ struct ByteLevel {
     /// pattern that may match the empty string; `tokenizers` never encodes an empty piece, so
     /// merges lists never are.
     empty_matches: bool,
+    /// `tokenizers`' normalizer, run on each stretch of ordinary text before it is split.
+    normalizer: Option<Normalizer>,
+    /// The single bytes the vocabulary lacks (merges-list models only: `tokenizers` drops such a
+    /// byte from a piece before merging it), when one of them can occur in UTF-8 text.
+    dropped_bytes: Option<Box<[bool; 256]>>,
+    /// Whether the vocabulary lacks any single byte.
+    any_missing: bool,
+}
+
+/// The symbol a byte the vocabulary lacks starts as: no merge joins it, and encoding text drops it
+/// before merging (see [`ByteLevel::dropped_bytes`]).
+const MISSING_BYTE: Rank = Rank::MAX - 1;
+
+/// Bytes that never occur in UTF-8 text.
+fn never_in_utf8(byte: u8) -> bool {
+    matches!(byte, 0xC0 | 0xC1 | 0xF5..=0xFF)
 }
 
 /// Why one merge rule would encode differently from another (see [`Model::rank_rule_difference`]).
@@ -420,6 +437,9 @@ impl Model {
             merge_list: None,
             ignore_merges: true,
             empty_matches,
+            normalizer: None,
+            dropped_bytes: None,
+            any_missing: false,
         });
         Self::assemble(encoder, specials, rule)
     }
@@ -448,7 +468,17 @@ impl Model {
             }
             last_line.insert((left, right), line);
         }
-        let mut table = MergeTable::builder_recording_joins(byte_ids(&encoder)?);
+        // `tokenizers` drops a byte its vocabulary lacks (see `dropped_bytes`).
+        let mut ids = [MISSING_BYTE; 256];
+        let mut missing = [false; 256];
+        for (byte, id) in ids.iter_mut().enumerate() {
+            match encoder.get(&[byte as u8][..]) {
+                Some(&known) => *id = known,
+                None => missing[byte] = true,
+            }
+        }
+        let dropped_bytes = (0..=255u8).any(|byte| missing[byte as usize] && !never_in_utf8(byte)).then(|| Box::new(missing));
+        let mut table = MergeTable::builder_recording_joins(ids);
         let mut merge_list = Vec::with_capacity(last_line.len());
         for (line, &(left, right)) in merges.iter().enumerate() {
             if last_line[&(left, right)] != line || bytes_of[&left].is_empty() || bytes_of[&right].is_empty() {
@@ -474,9 +504,12 @@ impl Model {
             merge_list: Some(merge_list),
             ignore_merges,
             empty_matches: false,
+            normalizer: None,
+            dropped_bytes,
+            any_missing: missing.contains(&true),
         });
         let mut model = Self::assemble(encoder, specials, rule)?;
-        if !ignore_merges && model.first_not_self_merging().is_none() {
+        if !ignore_merges && missing.iter().all(|&missing| !missing) && model.first_not_self_merging().is_none() {
             if let Rule::ByteLevel(byte_level) = &mut model.rule {
                 byte_level.whole_piece = true;
             }
@@ -621,21 +654,53 @@ impl Model {
         text: &str,
         base: usize,
         out: &mut Vec<Rank>,
-        mut starts: Option<&mut Vec<usize>>,
+        starts: Option<&mut Vec<usize>>,
     ) -> Result<(), SplitError> {
-        let ByteLevel { splitter, merges, whole_piece, empty_matches, .. } = match &self.rule {
+        let byte_level = match &self.rule {
             Rule::ByteLevel(byte_level) => byte_level,
             Rule::SentencePiece(model) => {
                 model.encode(text, base, out, starts);
                 return Ok(());
             }
         };
+        let Some(normalizer) = &byte_level.normalizer else {
+            return self.encode_split(byte_level, text, base, out, starts);
+        };
+        match starts {
+            None => self.encode_split(byte_level, &normalizer.normalize(text)?, base, out, None),
+            Some(starts) => {
+                let (normalized, origin) = normalizer.normalize_aligned(text)?;
+                let before = starts.len();
+                self.encode_split(byte_level, &normalized, 0, out, Some(&mut *starts))?;
+                for start in &mut starts[before..] {
+                    *start = base + origin[*start];
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Splits (normalized) text and merges its pieces; offsets as for
+    /// [`Model::encode_ordinary_with_offsets`], in `text`.
+    fn encode_split(
+        &self,
+        byte_level: &ByteLevel,
+        text: &str,
+        base: usize,
+        out: &mut Vec<Rank>,
+        mut starts: Option<&mut Vec<usize>>,
+    ) -> Result<(), SplitError> {
+        let ByteLevel { splitter, merges, whole_piece, empty_matches, dropped_bytes, .. } = byte_level;
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
         splitter.for_each_match(text, *empty_matches, |start, end| {
             let piece = &bytes[start..end];
             let before = out.len();
+            if let Some(dropped) = dropped_bytes.as_deref().filter(|dropped| piece.iter().any(|&byte| dropped[byte as usize])) {
+                self.encode_dropping(byte_level, piece, dropped, base + start, out, starts.as_deref_mut());
+                return;
+            }
             self.encode_piece(merges, *whole_piece, piece, cache.as_deref_mut(), out);
             if let Some(starts) = starts.as_deref_mut() {
                 let mut offset = base + start;
@@ -644,6 +709,93 @@ impl Model {
                     offset += self.tokens.get(id).map_or(0, <[u8]>::len);
                 }
             }
+        })
+    }
+
+    /// A piece holding bytes the vocabulary lacks, as `tokenizers` encodes it: the piece itself when
+    /// it is a token (with `ignore_merges`), else the merge loop on its other bytes.
+    fn encode_dropping(
+        &self,
+        byte_level: &ByteLevel,
+        piece: &[u8],
+        dropped: &[bool; 256],
+        start: usize,
+        out: &mut Vec<Rank>,
+        starts: Option<&mut Vec<usize>>,
+    ) {
+        if let Some(id) = byte_level.ignore_merges.then(|| self.token_id(piece)).flatten() {
+            out.push(id);
+            if let Some(starts) = starts {
+                starts.push(start);
+            }
+            return;
+        }
+        let bytes: Vec<u8> = piece.iter().copied().filter(|&byte| !dropped[byte as usize]).collect();
+        let before = out.len();
+        byte_level.merges.encode_piece(&bytes, out);
+        if let Some(starts) = starts {
+            // `tokenizers` places each symbol right after the symbols kept before it, in the piece's
+            // byte-level spelling (one character per byte, of one or two UTF-8 bytes), as if the
+            // dropped ones were not there; that position maps back to the byte spelled there.
+            let spelled = |byte: u8| if (0x21..=0x7E).contains(&byte) { 1 } else { 2 };
+            let mut spelled_starts = Vec::with_capacity(piece.len());
+            let mut position = 0;
+            for &byte in piece {
+                spelled_starts.push(position);
+                position += spelled(byte);
+            }
+            let (mut at, mut kept) = (0, 0);
+            for &id in &out[before..] {
+                let byte = spelled_starts.partition_point(|&spelled_start| spelled_start <= kept) - 1;
+                starts.push(start + byte);
+                for &byte in self.tokens.get(id).unwrap_or_default() {
+                    kept += spelled(byte);
+                    at += 1;
+                }
+            }
+            debug_assert_eq!(at, bytes.len());
+        }
+    }
+
+    /// Sets `tokenizers`' normalizer steps (none: no normalizer) of a byte-level model: each stretch
+    /// of ordinary text is normalized before it is split; offsets stay in the original text.
+    pub fn set_normalizer(&mut self, steps: Vec<NormalizeStep>) -> Result<(), BuildError> {
+        let normalizer = if steps.is_empty() { None } else { Some(Normalizer::new(steps).map_err(BuildError::Pattern)?) };
+        match &mut self.rule {
+            Rule::ByteLevel(byte_level) => byte_level.normalizer = normalizer,
+            Rule::SentencePiece(_) if normalizer.is_none() => {}
+            Rule::SentencePiece(_) => {
+                return Err(BuildError::SentencePiece("a SentencePiece model has its own normalizer".into()))
+            }
+        }
+        self.cache.clear();
+        Ok(())
+    }
+
+    /// The normalizer steps of a byte-level model (empty: none).
+    pub fn normalizer_steps(&self) -> &[NormalizeStep] {
+        self.byte_level().and_then(|byte_level| byte_level.normalizer.as_ref()).map_or(&[], Normalizer::steps)
+    }
+
+    /// `text` as the model's normalizer leaves it (unchanged without one).
+    pub fn normalize<'t>(&self, text: &'t str) -> Result<std::borrow::Cow<'t, str>, SplitError> {
+        match self.byte_level().and_then(|byte_level| byte_level.normalizer.as_ref()) {
+            Some(normalizer) => Ok(std::borrow::Cow::Owned(normalizer.normalize(text)?)),
+            None => Ok(std::borrow::Cow::Borrowed(text)),
+        }
+    }
+
+    /// The first byte of `bytes` the vocabulary lacks (merges-list models whose vocabulary lacks
+    /// some single bytes): raw bytes holding it cannot be encoded.
+    pub fn missing_byte_in(&self, bytes: &[u8]) -> Option<u8> {
+        let byte_level = self.byte_level().filter(|byte_level| byte_level.any_missing)?;
+        bytes.iter().copied().find(|&byte| byte_level.merges.byte_id(byte) == MISSING_BYTE)
+    }
+
+    /// The single bytes the vocabulary lacks (none for rank models, which need all 256).
+    pub fn missing_bytes(&self) -> Vec<u8> {
+        self.byte_level().map_or_else(Vec::new, |byte_level| {
+            (0..=255u8).filter(|&byte| byte_level.merges.byte_id(byte) == MISSING_BYTE).collect()
         })
     }
 
@@ -679,7 +831,11 @@ impl Model {
     /// custom pattern, which may look any distance ahead, and for SentencePiece models, which
     /// merge across the whole text.
     pub fn unsettled_pieces(&self) -> Option<usize> {
-        self.byte_level()?.splitter.unsettled_pieces()
+        let byte_level = self.byte_level()?;
+        if byte_level.normalizer.is_some() || byte_level.dropped_bytes.is_some() {
+            return None;
+        }
+        byte_level.splitter.unsettled_pieces()
     }
 
     /// For text that more ordinary text may follow: encodes the pieces at its start that no
@@ -687,8 +843,8 @@ impl Model {
     /// they end. `encode_ordinary(text + more)` is then those ids followed by
     /// `encode_ordinary(text[end..] + more)`. `None` when [`Model::unsettled_pieces`] is.
     pub fn encode_settled(&self, text: &str, out: &mut Vec<Rank>) -> Option<usize> {
+        let unsettled = self.unsettled_pieces()?;
         let ByteLevel { splitter, merges, whole_piece, .. } = self.byte_level()?;
-        let unsettled = splitter.unsettled_pieces()?;
         let bytes = text.as_bytes();
         let mut held: std::collections::VecDeque<(usize, usize)> = std::collections::VecDeque::with_capacity(unsettled + 1);
         let mut guard = self.cache.lock();
@@ -746,6 +902,9 @@ impl Model {
     /// valid UTF-8 or not). `None` for SentencePiece models, which merge characters, not bytes.
     pub fn encode_single_piece(&self, piece: &[u8], whole: bool) -> Option<Vec<Rank>> {
         let ByteLevel { merges, .. } = self.byte_level()?;
+        if self.missing_byte_in(piece).is_some() {
+            return None;
+        }
         let mut out = Vec::with_capacity(piece.len());
         match whole.then(|| self.token_id(piece)).flatten() {
             Some(id) => out.push(id),
@@ -830,6 +989,9 @@ impl Model {
     /// Whether a token can appear in any encoding follows from this loop (see `hf_bpe.audit`): a
     /// token formed inside a longer piece is formed the same way from its own bytes alone.
     pub fn merge_piece(&self, piece: &[u8], out: &mut Vec<Rank>) -> Option<()> {
+        if self.missing_byte_in(piece).is_some() {
+            return None;
+        }
         match &self.rule {
             Rule::ByteLevel(byte_level) => byte_level.merges.encode_piece(piece, out),
             Rule::SentencePiece(model) => model.merge_normalized(std::str::from_utf8(piece).ok()?, out),
@@ -842,6 +1004,9 @@ impl Model {
     /// the merge loop; for a SentencePiece model what [`Model::merge_piece`] makes of it. `None` as
     /// for [`Model::merge_piece`].
     pub fn encode_lone_piece(&self, piece: &[u8], out: &mut Vec<Rank>) -> Option<()> {
+        if self.missing_byte_in(piece).is_some() {
+            return None;
+        }
         match &self.rule {
             Rule::ByteLevel(byte_level) => {
                 self.encode_piece(&byte_level.merges, byte_level.whole_piece, piece, None, out);

@@ -167,7 +167,7 @@ impl CompiledSteps {
 /// covering it in order: `tokenizers`' `find_matches` over `onig`'s `find_iter` (an empty match
 /// right after the last match is skipped by moving on one character; an empty text is one
 /// non-match).
-fn find_matches(
+pub(crate) fn find_matches(
     regex: &Regex,
     pattern: &str,
     text: &str,

@@ -9,6 +9,7 @@ mod ints;
 mod train;
 mod train_sentencepiece;
 
+use hf_bpe_core::hf_normalize::NormalizeStep;
 use hf_bpe_core::model::MAX_ID;
 use hf_bpe_core::char_merge::{DecodeState, Piece, PieceKind, SentencePieceSpec};
 use hf_bpe_core::{
@@ -58,6 +59,55 @@ pub(crate) fn split_rule_of(value: &Bound<'_, PyAny>) -> PyResult<SplitRule> {
 fn recognized_split<'py>(py: Python<'py>, rule: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
     let rule = split_rule_of(rule)?;
     hf_bpe_core::recognize::recognize(&rule).map(|(_, canonical)| split_rule_to_py(py, &canonical)).transpose()
+}
+
+/// A model's split rule with its normalizer steps from Python: [`split_rule_of`]'s forms, where a
+/// list may start with normalizer steps `(kind, pattern, content, literal, left, right)` (what
+/// `hf_bpe.patterns.to_core` gives for `hf_bpe.patterns.Normalize`).
+fn model_split_of(value: &Bound<'_, PyAny>) -> PyResult<(Vec<NormalizeStep>, SplitRule)> {
+    let Ok(list) = value.cast::<PyList>() else {
+        return Ok((Vec::new(), split_rule_of(value)?));
+    };
+    let mut normalizers = Vec::new();
+    let mut rest = Vec::new();
+    for item in list.iter() {
+        if rest.is_empty() {
+            if let Ok((kind, pattern, content, literal, left, right)) = item.extract::<(String, String, String, bool, bool, bool)>() {
+                normalizers.push(match kind.as_str() {
+                    "nfc" => NormalizeStep::Nfc,
+                    "nfd" => NormalizeStep::Nfd,
+                    "nfkc" => NormalizeStep::Nfkc,
+                    "nfkd" => NormalizeStep::Nfkd,
+                    "lowercase" => NormalizeStep::Lowercase,
+                    "strip" => NormalizeStep::Strip { left, right },
+                    "replace" => NormalizeStep::Replace { pattern, literal, content },
+                    "prepend" => NormalizeStep::Prepend(pattern),
+                    "prefix_space" => NormalizeStep::PrefixSpace,
+                    _ => return Err(PyValueError::new_err(format!("unknown normalizer {kind:?}"))),
+                });
+                continue;
+            }
+        }
+        rest.push(item);
+    }
+    Ok((normalizers, split_rule_of(PyList::new(value.py(), rest)?.as_any())?))
+}
+
+/// A normalizer step for Python, as [`model_split_of`] takes it.
+fn normalize_step_to_py(step: &NormalizeStep) -> (&'static str, String, String, bool, bool, bool) {
+    match step {
+        NormalizeStep::Nfc => ("nfc", String::new(), String::new(), false, false, false),
+        NormalizeStep::Nfd => ("nfd", String::new(), String::new(), false, false, false),
+        NormalizeStep::Nfkc => ("nfkc", String::new(), String::new(), false, false, false),
+        NormalizeStep::Nfkd => ("nfkd", String::new(), String::new(), false, false, false),
+        NormalizeStep::Lowercase => ("lowercase", String::new(), String::new(), false, false, false),
+        NormalizeStep::Strip { left, right } => ("strip", String::new(), String::new(), false, *left, *right),
+        NormalizeStep::Replace { pattern, literal, content } => {
+            ("replace", pattern.clone(), content.clone(), *literal, false, false)
+        }
+        NormalizeStep::Prepend(prefix) => ("prepend", prefix.clone(), String::new(), false, false, false),
+        NormalizeStep::PrefixSpace => ("prefix_space", String::new(), String::new(), false, false, false),
+    }
 }
 
 /// A split rule for Python, as [`split_rule_of`] takes it.
@@ -344,6 +394,18 @@ struct CoreBPE {
 }
 
 impl CoreBPE {
+    /// Raw bytes holding a byte the vocabulary lacks cannot be encoded (`tokenizers` drops such a
+    /// byte from text; these bytes are not text).
+    fn refuse_missing_bytes(&self, bytes: &[u8]) -> PyResult<()> {
+        match self.model.missing_byte_in(bytes) {
+            Some(byte) => Err(PyValueError::new_err(format!(
+                "these bytes hold the byte 0x{byte:02X}, which the vocabulary lacks (it has no token b'\\x{byte:02x}'); \
+                 tokenizers drops such bytes from text, but raw bytes that need it cannot be encoded"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     fn with_model(model: Model) -> Self {
         let ordinary = SpecialPolicy {
             allowed: SpecialMatcher::new([]),
@@ -429,13 +491,14 @@ impl CoreBPE {
         guarded(py, || {
             let rank_list = token_ids_of(ranks, "ranks")?;
             let specials = specials_of(special_tokens)?;
-            let split = split_rule_of(split)?;
+            let (normalizers, split) = model_split_of(split)?;
             // On this process's pool (rayon's global pool does not survive a fork: a child that
             // used it would wait forever for threads that were not forked with it).
             let pool = thread_pool(None)?;
-            let model = py
+            let mut model = py
                 .detach(|| pool.install(|| Model::from_ranks(rank_list, split, specials)))
                 .map_err(|error| build_error(py, error))?;
+            model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
             Ok(Self::with_model(model))
         })
     }
@@ -455,10 +518,11 @@ impl CoreBPE {
             let vocab = token_ids_of(vocab, "vocab")?;
             let specials = specials_of(special_tokens)?;
             let merges = merge_ids_of(merges)?;
-            let split = split_rule_of(split)?;
-            let model = py
+            let (normalizers, split) = model_split_of(split)?;
+            let mut model = py
                 .detach(|| Model::from_merges(vocab, merges, split, specials, ignore_merges))
                 .map_err(|error| build_error(py, error))?;
+            model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
             Ok(Self::with_model(model))
         })
     }
@@ -767,7 +831,10 @@ impl CoreBPE {
     /// SentencePiece models.
     #[pyo3(signature = (piece, whole=true))]
     fn encode_single_piece(&self, py: Python<'_>, piece: &[u8], whole: bool) -> PyResult<Option<Vec<Rank>>> {
-        guarded(py, || Ok(self.run(py, piece.len(), || self.model.encode_single_piece(piece, whole))))
+        guarded(py, || {
+            self.refuse_missing_bytes(piece)?;
+            Ok(self.run(py, piece.len(), || self.model.encode_single_piece(piece, whole)))
+        })
     }
 
     /// The id of a mergeable token given its bytes, or None.
@@ -812,7 +879,31 @@ impl CoreBPE {
     /// for SentencePiece models.
     #[getter]
     fn split_rule<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.model.split_rule().map(|rule| split_rule_to_py(py, rule)).transpose()
+        let Some(rule) = self.model.split_rule() else { return Ok(None) };
+        let split = split_rule_to_py(py, rule)?;
+        let normalizers = self.model.normalizer_steps();
+        if normalizers.is_empty() {
+            return Ok(Some(split));
+        }
+        let list = PyList::new(py, normalizers.iter().map(normalize_step_to_py))?;
+        for step in split.try_iter()? {
+            list.append(step?)?;
+        }
+        Ok(Some(list.into_any()))
+    }
+
+    /// `text` as the model's normalizer leaves it (unchanged without one).
+    fn normalize(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<String> {
+        guarded(py, || {
+            let text = text_of(text, "text")?;
+            Ok(self.model.normalize(&text).map_err(split_error)?.into_owned())
+        })
+    }
+
+    /// The single bytes the vocabulary lacks (merges-list models from `tokenizer.json` files).
+    #[getter]
+    fn missing_bytes(&self) -> Vec<u8> {
+        self.model.missing_bytes()
     }
 
     /// What splits text: `"scanner llama3 (Oniguruma)"` (a hand-written scanner, proven identical
@@ -826,6 +917,7 @@ impl CoreBPE {
     fn pieces<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'py, PyString>>>> {
         guarded(py, || {
             let text = text_of(text, "text")?;
+            let text = self.model.normalize(&text).map_err(split_error)?;
             let Some(pieces) = self.model.pieces(&text) else {
                 return Ok(None);
             };
