@@ -31,7 +31,7 @@ from typing import Any
 
 from tokenizers import Regex, Tokenizer, pre_tokenizers
 
-from conversion import _unicode_probe
+from conversion import _hf_tables, _unicode_probe
 from hf_bpe import patterns
 from hf_bpe.byte_level import str_to_token, token_to_str
 from hf_bpe.model import BPE, recognized_split
@@ -182,11 +182,10 @@ def split_steps(pattern: patterns.Pattern) -> list[pre_tokenizers.Split]:
     (its matches kept, the rest dropped), or the model's own Split steps as they are."""
     if isinstance(pattern, str):
         return [pre_tokenizers.Split(Regex(translate_pattern(pattern)), behavior="removed", invert=True)]
-    steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
     return [
         pre_tokenizers.Split(step.pattern if step.literal else Regex(step.pattern), behavior=step.behavior,
                              invert=step.invert)
-        for step in steps
+        for step in patterns.split_steps_of(pattern)
     ]
 
 
@@ -250,11 +249,14 @@ def _may_be_too_long(pattern: patterns.Pattern) -> bool:
     return any(len(regex.encode("utf-8")) > _PATTERN_BYTES_LIMIT for regex in regexes)
 
 
-def checked_pattern(pre_tokenizer: Any, refuse: Any) -> patterns.Pattern:
+def checked_pattern(pre_tokenizer: Any, refuse: Any, *, named: bool = True) -> patterns.Pattern:
     """Our split pattern for the file's pre-tokenizer, checked to cut :func:`split_probe_texts` into
     the same pieces as `tokenizers` running that pre-tokenizer: a named pattern the file spells
-    (faster) when it passes, else the file's own Split steps on Oniguruma; refused when neither does."""
+    (faster) when it passes (unless ``named`` is false), else the file's own Split steps on
+    Oniguruma; refused when neither does."""
     candidates = _split_rules(pre_tokenizer, refuse)
+    if not named:
+        candidates = [pattern for pattern in candidates if not isinstance(pattern, str)]
     for pattern in candidates:
         if _may_be_too_long(pattern):  # refused by our core at once; Oniguruma would spend a second compiling it
             try:
@@ -315,14 +317,19 @@ def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
     the file spells one, else a family scanner's rule when the file's split means the same (its
     scanner is faster), then the file's Split steps as they are (which run on a scanner too when they
     spell a family's regex exactly)."""
-    steps = pre_tokenizer.get("pretokenizers", []) if isinstance(pre_tokenizer, dict) and \
-        pre_tokenizer.get("type") == "Sequence" else [pre_tokenizer]
+    steps = _flat_steps(pre_tokenizer)
     if not steps or not is_byte_level(steps[-1]):
+        later = next((index for index, step in enumerate(steps) if is_byte_level(step)), None)
+        if later is not None:
+            raise refuse(
+                f"the pre-tokenizer step {describe(steps[later + 1])} after ByteLevel is not supported (it splits the "
+                "byte-level spelling of the text, not the text)"
+            )
         raise refuse(f"the pre-tokenizer {describe(pre_tokenizer)} is not supported; byte-level BPE ends in ByteLevel")
     byte_level = steps[-1]
     if byte_level.get("add_prefix_space"):
         raise refuse("ByteLevel's add_prefix_space is not supported (it changes the text before splitting)")
-    splits = [_split_step(step, refuse) for step in steps[:-1]]
+    splits = [split for step in steps[:-1] for split in _splits_of(step, refuse)]
     if byte_level.get("use_regex", True):
         splits.append(_BYTE_LEVEL_STEP)
     if not splits:
@@ -343,6 +350,49 @@ def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
     if recognized is not None and recognized != exact:
         return [recognized, exact]
     return [exact]
+
+
+def _flat_steps(pre_tokenizer: Any) -> list[Any]:
+    """A file's pre-tokenizer as the list of steps it runs in turn (nested Sequences flattened)."""
+    if isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == "Sequence":
+        parts = pre_tokenizer.get("pretokenizers", [])
+        return [step for part in parts for step in _flat_steps(part)] if isinstance(parts, list) else [pre_tokenizer]
+    return [pre_tokenizer]
+
+
+def _splits_of(step: Any, refuse: Any) -> list[patterns.Split]:
+    """The Split steps that cut text as one step of a file's pre-tokenizer (before its ByteLevel)
+    does in `tokenizers`: Split itself; ``Digits``, ``Punctuation`` and ``WhitespaceSplit`` as Splits
+    ``Whitespace`` on `tokenizers`' own character tables
+    (:mod:`conversion._hf_tables`);
+    ``CharDelimiterSplit`` on its character. Other pre-tokenizers are refused by name."""
+    kind = step.get("type") if isinstance(step, dict) else None
+    if kind == "Split":
+        return [_split_step(step, refuse)]
+    if kind == "Digits":
+        individual = step.get("individual_digits", False)
+        if not isinstance(individual, bool):
+            raise refuse(f"a Digits pre-tokenizer has individual_digits = {individual!r:.40}; expected true or false")
+        return [patterns.Split(_hf_tables.char_class(_hf_tables.NUMERIC), "isolated" if individual else "contiguous")]
+    if kind == "Punctuation":
+        behavior = _BEHAVIORS.get(step.get("behavior", "Isolated"))  # type: ignore[arg-type]
+        if behavior is None:
+            raise refuse(f"a Punctuation pre-tokenizer has the behavior {step.get('behavior')!r:.40}; expected one of "
+                         f"{', '.join(_BEHAVIORS)}")
+        return [patterns.Split(_hf_tables.char_class(_hf_tables.PUNCTUATION), behavior)]
+    if kind == "Whitespace":
+        return [patterns.Split(_hf_tables.whitespace_regex(), "removed", invert=True)]
+    if kind == "WhitespaceSplit":
+        return [patterns.Split(_hf_tables.char_class(_hf_tables.WHITESPACE), "removed")]
+    if kind == "CharDelimiterSplit":
+        delimiter = step.get("delimiter")
+        if not isinstance(delimiter, str) or len(delimiter) != 1:
+            raise refuse(f"a CharDelimiterSplit has the delimiter {delimiter!r:.40}; expected one character")
+        return [patterns.Split(delimiter, "removed", literal=True)]
+    raise refuse(
+        f"the pre-tokenizer step {describe(step)} is not supported (hf_bpe runs Split, Digits, Punctuation, "
+        "Whitespace, WhitespaceSplit and CharDelimiterSplit steps followed by ByteLevel)"
+    )
 
 
 def _split_step(step: Any, refuse: Any) -> patterns.Split:

@@ -41,6 +41,7 @@ from typing import Any
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
 from conversion import _hf_sentencepiece
+from conversion._hf_normalizers import normalizer_difference, normalizer_steps, written_normalizer
 from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were defined here; still importable
     BYTE_LEVEL_REGEX,
     PROBE_SECONDS,
@@ -57,7 +58,13 @@ from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were de
 from hf_bpe import patterns, rules
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token, token_to_str, try_str_to_token
-from hf_bpe.errors import ConversionError, InvalidVocabularyError, LossyConversionWarning, TokenizerFileError
+from hf_bpe.errors import (
+    ConversionError,
+    InvalidVocabularyError,
+    LossyConversionWarning,
+    MissingBytesWarning,
+    TokenizerFileError,
+)
 from hf_bpe.model import BPE, MAX_DENSE_IDS, as_model
 
 __all__ = [
@@ -175,6 +182,9 @@ def build_tokenizer(
         ignore_merges=ignore_merges,
     )
     tokenizer = Tokenizer(bpe)
+    normalizer = written_normalizer(patterns.normalizers_of(model.pattern))
+    if normalizer is not None:
+        tokenizer.normalizer = normalizer
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
             *split_steps(model.pattern),
@@ -478,14 +488,23 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     model = document["model"]
     if model.get("type") != "BPE":
         raise refuse(f"the model is {model.get('type')!r}; hf_bpe reads BPE models only")
+    normalizers = normalizer_steps(document.get("normalizer"), refuse)
     if model.get("byte_fallback"):
         raise refuse("byte_fallback is on: this is a SentencePiece-style BPE, not byte-level BPE")
     for option in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(option):
             raise refuse(f"model.{option} = {model[option]!r} is not supported (not byte-level BPE)")
-    if document.get("normalizer") is not None:
-        raise refuse(f"the normalizer {describe(document['normalizer'])} is not supported; byte-level BPE needs none")
-    pattern = checked_pattern(document.get("pre_tokenizer"), refuse)
+    pre_tokenizer = document.get("pre_tokenizer")
+    lone = pre_tokenizer["pretokenizers"] if isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == \
+        "Sequence" and isinstance(pre_tokenizer.get("pretokenizers"), list) else [pre_tokenizer]
+    if len(lone) == 1 and isinstance(lone[0], dict) and is_byte_level(lone[0]) and lone[0].get("add_prefix_space"):
+        # ByteLevel alone puts its space before each stretch of text between added tokens: a last
+        # normalizer step (checked with the whole pipeline below).
+        normalizers += (patterns.Normalize("prefix_space"),)
+        pre_tokenizer = dict(lone[0], add_prefix_space=False)
+    pattern = checked_pattern(pre_tokenizer, refuse, named=not normalizers)
+    if normalizers:
+        pattern = (*normalizers, *patterns.split_steps_of(pattern))
     decoder = document.get("decoder")
     if not is_byte_level(decoder):
         raise refuse(f"the decoder {describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
@@ -501,6 +520,12 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             )
         if content in specials:
             raise refuse(f"added token {content!r} appears twice")
+        if entry.get("normalized", not entry.get("special", False)) and \
+                any(step.kind != "prefix_space" for step in normalizers):
+            raise refuse(
+                f"added token {content!r} has normalized = true and the file has a normalizer: tokenizers matches it "
+                "in the normalized text, hf_bpe's special tokens are matched in the text as given"
+            )
         specials[content] = token_id
 
     added_ids = set(specials.values())
@@ -538,6 +563,12 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             raise refuse(f"merge {number} ({left!r} {right!r}) makes {left + right!r}, which the vocab lacks")
         merges.append((str_to_token(left), str_to_token(right)))
 
+    absent = bytes(byte for byte in range(256) if bytes([byte]) not in vocab)
+    if absent and model.get("unk_token") is not None:
+        raise refuse(
+            f"the vocabulary lacks the byte symbols {_show_bytes(absent)} and model.unk_token is set: tokenizers "
+            "emits the unknown token for such bytes, which hf_bpe's byte-level models do not"
+        )
     ignore_merges = bool(model.get("ignore_merges", False))
     try:
         loaded = BPE.from_merges(vocab, merges, pattern, specials, ignore_merges=ignore_merges,
@@ -546,6 +577,54 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         raise refuse(str(error)) from None
     except ValueError as error:  # the split pattern
         raise refuse(f"the split pattern cannot be used: {error}") from None
-    if rules.rank_rule_difference(loaded) is None:
+    if normalizers:
+        _check_normalizer(loaded, document, refuse)
+        _check_pipeline(loaded, document, refuse)
+    in_text = bytes(byte for byte in absent if byte not in _NEVER_IN_UTF8)
+    if in_text:
+        warnings.warn(
+            f"{path}: the vocabulary lacks the byte symbols {_show_bytes(in_text)}, which UTF-8 text uses; as "
+            "tokenizers does, hf_bpe drops such a byte from the text it encodes (so those ids decode to different "
+            "text), and refuses raw bytes that need one",
+            MissingBytesWarning, stacklevel=3,
+        )
+    if not absent and rules.rank_rule_difference(loaded) is None:
         return BPE(vocab, pattern, specials, name=loaded.name)
     return loaded
+
+
+_NEVER_IN_UTF8 = frozenset({0xC0, 0xC1, *range(0xF5, 0x100)})
+"""Bytes no UTF-8 text contains: a vocabulary lacking only these encodes every ``str`` exactly."""
+
+
+def _check_pipeline(loaded: BPE, document: dict[str, Any], refuse: Any) -> None:
+    """Refuse the file unless ids and offsets of a sample of probe texts equal `tokenizers`'."""
+    import json
+
+    theirs = Tokenizer.from_str(json.dumps(dict(document, post_processor=None, truncation=None, padding=None)))
+    texts = list(split_probe_texts()[::7]) + probe_texts(200, seed=3)
+    encodings = theirs.encode_batch(texts, add_special_tokens=False)
+    for text, encoding in zip(texts, encodings):
+        ids, starts = loaded.encode_with_offsets(text, allowed_special="all")
+        if ids != encoding.ids or starts != [start for start, _ in encoding.offsets]:
+            raise refuse(
+                f"hf_bpe cannot load this file exactly: {text!r:.80} encodes to {ids[:12]} (starting at "
+                f"{starts[:12]}) here but to {encoding.ids[:12]} (offsets {encoding.offsets[:12]}) in tokenizers; "
+                "please report this"
+            )
+
+
+def _show_bytes(absent: bytes) -> str:
+    return ", ".join(f"0x{byte:02X}" for byte in absent)
+
+
+def _check_normalizer(loaded: BPE, document: dict[str, Any], refuse: Any) -> None:
+    """Refuse the file unless our normalizer rewrites the probe texts as `tokenizers` does."""
+    try:
+        difference = normalizer_difference(loaded, document.get("normalizer"), split_probe_texts(),
+                                           prefix_space=patterns.Normalize("prefix_space") in
+                                           patterns.normalizers_of(loaded.pattern))
+    except Exception as error:  # noqa: BLE001 - whatever tokenizers raises, the file is refused with it
+        raise refuse(f"tokenizers cannot read the normalizer: {error}") from None
+    if difference is not None:
+        raise refuse(f"hf_bpe cannot load the normalizer {describe(document.get('normalizer'))} exactly: {difference}")

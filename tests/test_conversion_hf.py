@@ -159,7 +159,7 @@ def minimal_document() -> dict:
         (lambda doc: doc["model"].update(type="WordPiece"), "the model is 'WordPiece'; hf_bpe reads BPE models only"),
         (lambda doc: doc["model"].update(byte_fallback=True), "byte_fallback is on"),
         (lambda doc: doc["model"].update(dropout=0.1), "dropout"),
-        (lambda doc: doc.update(normalizer={"type": "NFC"}), "the normalizer 'NFC' is not supported"),
+        (lambda doc: doc.update(normalizer={"type": "Nmt"}), "the normalizer 'Nmt' is not supported"),
         (lambda doc: doc.update(pre_tokenizer={"type": "Whitespace"}), "pre-tokenizer 'Whitespace' is not supported"),
         (lambda doc: doc["pre_tokenizer"].update(add_prefix_space=True), "add_prefix_space"),
         (lambda doc: doc.update(decoder={"type": "WordPiece"}), "the decoder 'WordPiece' is not supported"),
