@@ -83,6 +83,18 @@ def test_whitespace_table_is_that_of_tokenizers_at_every_code_point() -> None:
     assert found == expected
 
 
+def test_word_table_is_that_of_tokenizers_whitespace_at_every_code_point() -> None:
+    word = {code for low, high in _hf_tables.WORD for code in range(low, high + 1)}
+    found = set()
+    for start in range(0, len(CODE_POINTS), 65536):
+        chunk = CODE_POINTS[start : start + 65536]
+        # "a" and the code point, separated by spaces: one piece when the code point is \w.
+        text = " ".join("a" + chr(code) for code in chunk)
+        ends = {begin: end for _, (begin, end) in pre_tokenizers.Whitespace().pre_tokenize_str(text)}
+        found |= {code for index, code in enumerate(chunk) if ends[3 * index] == 3 * index + 2}
+    assert found == word
+
+
 def _byte_model(steps: tuple[Any, ...]) -> Any:
     import hf_bpe
     from hf_bpe.patterns import Split
