@@ -13,7 +13,7 @@ rest of the file.
   :func:`split_probe_texts` (every code point class of Unicode, edge characters, digits of every
   script); :func:`pre_tokenizer_difference` cuts them with both and names the first difference.
 
-About 520 lines: writing and reading a split belong together (each direction is checked by the
+About 590 lines: writing and reading a split belong together (each direction is checked by the
 other), and the probes are what prove both, so they stay in one module.
 """
 

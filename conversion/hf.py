@@ -24,7 +24,7 @@ SentencePiece models are written by :mod:`conversion._hf_sentencepiece` (byte fa
 piece score, SentencePiece's whitespace handling as normalizer steps), exactly where
 `tokenizers` can reproduce them and otherwise only with ``lossy=True``.
 
-About 530 lines: building, saving and loading one file format, whose two directions must agree on
+About 640 lines: building, saving and loading one file format, whose two directions must agree on
 ids, added tokens and normalizers, read best side by side; the pre-tokenizer and SentencePiece parts
 already live in their own modules.
 """
@@ -418,9 +418,13 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
 
     - ``model``: ``BPE`` with its ``vocab`` and ``merges`` (``"a b"`` strings or ``[a, b]`` pairs);
       ``ignore_merges`` becomes the whole-piece rule. Refused: ``byte_fallback``, ``dropout``,
-      ``continuing_subword_prefix``, ``end_of_word_suffix`` (not byte-level BPE), and vocabularies
-      lacking one of the 256 byte symbols (`tokenizers` silently drops such bytes).
-    - ``normalizer``: must be ``null``.
+      ``continuing_subword_prefix``, ``end_of_word_suffix`` (not byte-level BPE). A vocabulary may
+      lack byte symbols: as `tokenizers` does, such a byte is dropped from the text before merging
+      (a :class:`~hf_bpe.errors.MissingBytesWarning` names them, unless only bytes UTF-8 never uses
+      are missing); with an ``unk_token`` that is refused.
+    - ``normalizer``: ``NFC``, ``NFD``, ``NFKC``, ``NFKD``, ``Lowercase``, ``Strip``, ``Replace``,
+      ``Prepend`` and ``Sequence`` s of them, run as `tokenizers` runs them (same tables; offsets
+      into the original text) and checked at load on the probe texts; others are refused by name.
     - ``pre_tokenizer``: ``ByteLevel`` (its built-in regex is GPT-2's pattern), or a ``Sequence`` of
       ``Split`` steps and a ``ByteLevel``, with or without its regex. Each ``Split`` (every
       ``behavior``, ``invert``, ``Regex`` or ``String`` pattern) becomes a
@@ -429,7 +433,10 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
       named pattern. Either way the split is checked at load: :func:`split_probe_texts` (every code
       point class of Unicode, edge characters, digits of every script) must be cut into the same
       pieces as `tokenizers` cuts them (:func:`pre_tokenizer_difference`), else the file is refused
-      naming the text and both piece lists. ``add_prefix_space`` and other pre-tokenizers are refused.
+      naming the text and both piece lists. ``Digits``, ``Punctuation``, ``Whitespace``,
+      ``WhitespaceSplit`` and ``CharDelimiterSplit`` steps become Splits on `tokenizers`' own
+      character tables. ``add_prefix_space`` is read for a lone ``ByteLevel``; steps after
+      ``ByteLevel`` and other pre-tokenizers are refused by name.
     - ``decoder``: ``ByteLevel``.
     - ``added_tokens`` become special tokens (the ``special`` flag is not kept): `tokenizers` cuts all
       of them out of text. ``lstrip``/``rstrip``/``single_word`` are refused unless ``lossy=True``
