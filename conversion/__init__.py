@@ -7,6 +7,8 @@ One module per format, each a pair of pure functions: ``load(...) -> hf_bpe.BPE`
   (``load_tekken`` / ``save_tekken``);
 - :mod:`conversion.gpt2`: GPT-2's ``encoder.json`` + ``vocab.bpe`` (``vocab.json`` + ``merges.txt``);
 - :mod:`conversion.sentencepiece`: SentencePiece BPE ``.model`` files;
+- :mod:`conversion.gguf`: the tokenizer of llama.cpp's GGUF files (its private helpers
+  :mod:`conversion._gguf_file`, the container, and :mod:`conversion._llama_pre`, llama.cpp's splits);
 - :mod:`conversion.hf`: HF ``tokenizer.json`` (written from byte-level and SentencePiece models; its
   private helper :mod:`conversion._hf_sentencepiece` builds the latter).
 

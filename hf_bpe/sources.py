@@ -9,6 +9,7 @@ tiktoken       ``.tiktoken`` rank file (the pattern and special tokens are not i
 tekken         Mistral's tekken JSON
 gpt2           ``vocab.json`` + ``merges.txt`` (or ``encoder.json`` + ``vocab.bpe``) in a folder
 sentencepiece  a SentencePiece BPE ``.model``
+gguf           a GGUF file (llama.cpp): its ``tokenizer.ggml.*`` metadata
 hf             HF ``tokenizer.json`` (a file, or a folder holding one)
 hf_bpe         our own one-file JSON (``BPE.save``)
 folder         a ``BPETokenizer`` folder (``save_pretrained``; read through its ``hf_bpe.json``)
@@ -25,6 +26,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+import conversion.gguf
 import conversion.gpt2
 import conversion.hf
 import conversion.sentencepiece
@@ -36,7 +38,7 @@ from hf_bpe.model import BPE, MODEL_FILE
 
 __all__ = ["FORMATS", "SourceError", "detect_format", "load"]
 
-FORMATS = ("tiktoken", "tekken", "gpt2", "sentencepiece", "hf", "hf_bpe", "folder")
+FORMATS = ("tiktoken", "tekken", "gpt2", "sentencepiece", "gguf", "hf", "hf_bpe", "folder")
 
 
 class SourceError(ValueError):
@@ -101,6 +103,8 @@ def load(
         raise SourceError(f"{folder} holds neither vocab.json + merges.txt nor encoder.json + vocab.bpe")
     if fmt == "sentencepiece":
         return conversion.sentencepiece.load(path)
+    if fmt == "gguf":
+        return conversion.gguf.load(path)
     if fmt == "hf":
         return conversion.hf.load(path / "tokenizer.json" if path.is_dir() else path)
     if fmt == "hf_bpe":
@@ -138,12 +142,14 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             {"format": ", ".join(FORMATS)},
         )
     name = path.name
+    with path.open("rb") as file:
+        head = file.read(4096)
+    if head[:4] == b"GGUF":
+        return "gguf"
     if name.endswith((".tiktoken", ".tiktoken.gz")):
         return "tiktoken"
     if name.endswith(".model") or ".model." in name:
         return "sentencepiece"
-    with path.open("rb") as file:
-        head = file.read(4096)
     if head.lstrip()[:1] == b"{":
         if b'"format"' in head and b'"hf_bpe"' in head:
             return "hf_bpe"

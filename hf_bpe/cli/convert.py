@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import conversion.gguf
 import conversion.gpt2
 import conversion.hf
 import conversion.sentencepiece
@@ -93,6 +94,8 @@ def write_model(model: BPE, target: str, out: Path, *, lossy: bool = False) -> P
         return conversion.gpt2.save(model, out, lossy=lossy)
     if target == "sentencepiece":
         return conversion.sentencepiece.save(model, out, lossy=lossy)
+    if target == "gguf":
+        return conversion.gguf.save(model, out, lossy=lossy)
     if target == "hf":
         path = out / "tokenizer.json" if out.is_dir() else out
         saved: Path = conversion.hf.save(model, path, lossy=lossy)
