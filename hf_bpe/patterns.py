@@ -3,8 +3,8 @@ r"""Split patterns: what cuts text into pieces before merging.
 A pattern is one of:
 
 - a regex in tiktoken's dialect (fancy-regex): its matches are the pieces, the text between them
-  is dropped. The named ones (``"gpt2"``, ``"cl100k"``, ``"o200k"``) are spelled here as tiktoken
-  spells them;
+  is dropped. The named ones (``"gpt2"``, ``"cl100k"``, ``"o200k"``; ``"llama3"``, ``"qwen2"``) are
+  spelled here as tiktoken (or the model's own tokenizer) spells them;
 - a :class:`Split`: `tokenizers`' Split pre-tokenizer (an Oniguruma regex with a behavior and
   ``invert``), run with Oniguruma exactly as in `tokenizers`; or a tuple of them, applied in turn
   (each re-splits every piece of the one before), as a ``tokenizer.json`` Sequence does. Such a tuple
@@ -51,6 +51,13 @@ O200K = "|".join(  # noqa: FLY002 - one alternative per line, as tiktoken writes
 )
 """GPT-4o's pattern (``o200k_base``)."""
 
+LLAMA3 = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+"""Llama 3's (and 3.1-3.3's) pattern, as Meta's ``llama_models`` tokenizer spells it. Llama 4 uses
+``o200k``'s."""
+
+QWEN2 = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+"""Qwen's pattern (Qwen 1's ``qwen.tiktoken``, Qwen 2, 2.5 and 3): Llama 3's with single digits."""
+
 NAMED: dict[str, str] = {
     "gpt2": GPT2,
     "r50k": GPT2,
@@ -61,6 +68,9 @@ NAMED: dict[str, str] = {
     "gpt4": CL100K,
     "o200k": O200K,
     "o200k_base": O200K,
+    "llama3": LLAMA3,
+    "llama4": O200K,
+    "qwen2": QWEN2,
 }
 """Every name :func:`resolve` accepts, with the regex it stands for."""
 
@@ -234,7 +244,7 @@ def from_core(value: Any) -> Pattern:
 
 def name_of(pattern: Pattern | None) -> str | None:
     """The canonical name of a named pattern's regex, or ``None`` for any other pattern."""
-    for name, regex in (("gpt2", GPT2), ("cl100k", CL100K), ("o200k", O200K)):
+    for name, regex in (("gpt2", GPT2), ("cl100k", CL100K), ("o200k", O200K), ("llama3", LLAMA3), ("qwen2", QWEN2)):
         if pattern == regex:
             return name
     return None

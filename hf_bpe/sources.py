@@ -4,8 +4,9 @@ A source is a named encoding (``gpt2``, ``r50k_base``, ``cl100k_base``, ``o200k_
 format is detected from its name, layout and first bytes (or given as ``format=``):
 
 ============== ===============================================================================
-tiktoken       ``.tiktoken`` rank file (the pattern and special tokens are not in the file: for
-               OpenAI's files they are known, otherwise pass ``pattern=`` and ``special_tokens=``)
+tiktoken       ``.tiktoken`` rank file, or Meta's rank file named ``tokenizer.model`` (the pattern and
+               special tokens are not in the file: for OpenAI's, Llama 3's and 4's and Qwen's files
+               they are known, otherwise pass ``pattern=`` and ``special_tokens=``)
 tekken         Mistral's tekken JSON
 gpt2           ``vocab.json`` + ``merges.txt`` (or ``encoder.json`` + ``vocab.bpe``) in a folder
 sentencepiece  a SentencePiece BPE ``.model``
@@ -31,7 +32,7 @@ import conversion.gpt2
 import conversion.hf
 import conversion.sentencepiece
 import conversion.tiktoken
-from hf_bpe import encodings
+from hf_bpe import encodings, known_rank_files
 from hf_bpe._io import read_file
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE, MODEL_FILE
@@ -86,7 +87,7 @@ def load(
         if pattern is None and named is None:
             raise SourceError(
                 f"{path} is a .tiktoken file, which holds no split pattern",
-                {"pattern": "gpt2, cl100k, o200k or a regex", "special_tokens": "any special tokens, text -> id"},
+                {"pattern": "gpt2, cl100k, o200k, llama3, qwen2 or a regex", "special_tokens": "any special tokens, text -> id"},
             )
         if named is not None:
             pattern = pattern or named[0]
@@ -146,6 +147,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         head = file.read(4096)
     if head[:4] == b"GGUF":
         return "gguf"
+    if _looks_like_rank_lines(head):  # before the name: Meta's rank files are called tokenizer.model
+        return "tiktoken"
     if name.endswith((".tiktoken", ".tiktoken.gz")):
         return "tiktoken"
     if name.endswith(".model") or ".model." in name:
@@ -172,7 +175,8 @@ def _looks_like_rank_lines(head: bytes) -> bool:
 
 
 def _named_encoding(path: Path) -> tuple[str, dict[str, int]] | None:
-    """(pattern, special tokens) when ``path`` is one of OpenAI's rank files (by SHA-256)."""
+    """(pattern, special tokens) when ``path`` is one of OpenAI's rank files or a known open model's
+    (:mod:`hf_bpe.known_rank_files`), by SHA-256."""
     try:
         data = read_file(path, limit=encodings.KNOWN_FILE_LIMIT)
     except TokenizerFileError:
@@ -183,4 +187,7 @@ def _named_encoding(path: Path) -> tuple[str, dict[str, int]] | None:
         if digest == remote.sha256:
             known = encodings.get_encoding(name)
             return str(known.pattern), known.special_tokens
+    model_file = known_rank_files.identify(data)
+    if model_file is not None:
+        return model_file.pattern, model_file.special_tokens()
     return None

@@ -6,7 +6,8 @@
   the whole session and restores the variable afterwards.
 - ``whisper_files`` gets Whisper's rank files and ``tokenizer.py`` from the ``openai-whisper`` sdist (see
   ``oracles.fetch_whisper``), skipping when PyPI cannot be reached; ``llama_cpp_vocab_files`` (llama.cpp's
-  vocabulary tests from the ``llama-cpp-python`` sdist), downloaded once into pytest's cache folder.
+  vocabulary tests from the ``llama-cpp-python`` sdist), ``llama_models_files`` (Llama 3's and 4's rank
+  files) and ``dashscope_files`` (Qwen's) likewise, each downloaded once into pytest's cache folder.
 - ``encoding_pair(name)`` returns ``(ours, theirs)``: ``hf_bpe.get_encoding(name)`` and
   ``tiktoken.get_encoding(name)``, skipping with the missing package's name when one is absent.
 - No test reaches the internet: ``HF_BPE_ENCODINGS_URL`` is set empty for the session, so a named
@@ -183,6 +184,20 @@ def llama_cpp_vocab_files(request: pytest.FixtureRequest, tmp_path_factory: pyte
     from the ``llama-cpp-python`` sdist (only those files are kept)."""
     return _package_files(request, tmp_path_factory, oracles.LLAMA_CPP_SDIST, oracles.llama_cpp_vocab_file,
                           "llama.cpp's vocabulary tests", sdist=True)
+
+
+@pytest.fixture(scope="session")
+def llama_models_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Meta's Llama 3 and 4 rank files and tokenizer code (``llama_models/...``), from ``llama-models``."""
+    return _package_files(request, tmp_path_factory, oracles.LLAMA_MODELS_WHEEL, oracles.LLAMA_MODELS_FILES,
+                          "Llama 3's and 4's rank files")
+
+
+@pytest.fixture(scope="session")
+def dashscope_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Qwen's ``qwen.tiktoken`` and tokenizer code (``dashscope/...``), from ``dashscope``."""
+    return _package_files(request, tmp_path_factory, oracles.DASHSCOPE_WHEEL, oracles.DASHSCOPE_FILES,
+                          "Qwen's rank file")
 
 
 @pytest.fixture(scope="session")

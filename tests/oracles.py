@@ -270,6 +270,23 @@ LLAMA_CPP_SDIST = "llama-cpp-python==0.3.36"
 """The ``llama-cpp-python`` release whose vendored llama.cpp vocabulary tests (``vendor/llama.cpp/models/
 ggml-vocab-*.gguf`` with their ``.inp``/``.out``) the GGUF tests read (pinned: the same files every run)."""
 
+LLAMA_MODELS_WHEEL = "llama-models==0.3.0"
+"""Meta's ``llama-models``: Llama 3's and 4's rank files (``tokenizer.model``) and the code that builds
+their tiktoken encodings."""
+LLAMA_MODELS_FILES = (
+    "llama_models/tokenizer_utils.py",
+    "llama_models/llama3/tokenizer.model", "llama_models/llama3/tokenizer.py",
+    "llama_models/llama4/tokenizer.model", "llama_models/llama4/tokenizer.py",
+)
+
+DASHSCOPE_WHEEL = "dashscope==2.0.2"
+"""Alibaba's ``dashscope`` SDK: Qwen's ``qwen.tiktoken`` and the tokenizer code that reads it."""
+DASHSCOPE_FILES = (
+    "dashscope/resources/qwen.tiktoken", "dashscope/tokenizers/qwen_tokenizer.py",
+    "dashscope/tokenizers/tokenizer_base.py",
+)
+
+
 def fetch_package_files(requirement: str, wanted: Any, folder: str | os.PathLike[str], *,
                         sdist: bool = False, timeout: float = 900) -> Path:
     """The files ``wanted`` of the PyPI package ``requirement`` under ``folder`` (kept there: later calls

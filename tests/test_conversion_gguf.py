@@ -1,5 +1,5 @@
 """GGUF files (``conversion.gguf``): llama.cpp's own vocabulary tests, save round trips, what is refused,
-corrupt files and the command line.
+corrupt files, the command line, and rank files recognised by their content (Meta's ``tokenizer.model``).
 
 The oracle is llama.cpp: its ``ggml-vocab-*.gguf`` files with the ids its tokenizer test expects
 (``.inp``/``.out``, from the ``llama-cpp-python`` sdist), and, when a llama.cpp tokenizer is at hand
@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import oracles
 import pytest
 from conftest import scaled
 from conversion_support import generated_text, varied_texts
@@ -29,8 +30,11 @@ import hf_bpe
 from conversion import _gguf_file
 from conversion._gguf_file import ARRAY, FLOAT32, INT32, STRING, UINT32, Value
 from conversion._llama_pre import PRE_NAMES
+from hf_bpe import patterns
 from hf_bpe.cli_convert import detect_format, main
 from hf_bpe.errors import ConversionError, LossyConversionWarning, TokenizerFileError
+from hf_bpe.known_rank_files import LLAMA3, LLAMA4, QWEN
+from hf_bpe.sources import SourceError
 
 VOCAB_FILES = ("aquila", "baichuan", "bert-bge", "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4",
                "gpt-2", "gpt-neox", "llama-bpe", "llama-spm", "mpt", "nomic-bert-moe", "phi-3", "qwen2", "qwen35",
@@ -328,6 +332,73 @@ def test_cli_converts_to_gguf(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert conversion.gguf.read(tmp_path / "gpt2.gguf").encode("hello world") == [31373, 995]
     status, _, err = run(capsys, "convert", "cl100k_base", "--to", "gguf", tmp_path / "cl100k.gguf")
     assert status == 1 and "--lossy" in err
+
+
+# ------------------------------------------------------------------- rank files known by their content
+
+
+def _llama_encoding(files: Path, version: str) -> Any:
+    module = oracles.import_package_module(files, f"llama_models.{version}.tokenizer")
+    return module.Tokenizer(files / "llama_models" / version / "tokenizer.model").model
+
+
+@pytest.mark.parametrize("version", ["llama3", "llama4"])
+def test_metas_rank_files_named_tokenizer_model_load_as_metas_tokenizer_encodes(
+    llama_models_files: Path, version: str
+) -> None:
+    pytest.importorskip("tiktoken", reason="Meta's tokenizer code builds a tiktoken encoding; pip install tiktoken")
+    path = llama_models_files / "llama_models" / version / "tokenizer.model"
+    assert detect_format(path) == "tiktoken"
+    ours = hf_bpe.load(path)
+    theirs = _llama_encoding(llama_models_files, version)
+    assert ours.special_tokens == theirs._special_tokens and ours.n_vocab == theirs.n_vocab
+    assert ours.pattern == (patterns.LLAMA3 if version == "llama3" else patterns.O200K) == theirs._pat_str
+    for text in [*varied_texts(scaled(300, 30)), "<|begin_of_text|>Hi<|eot_id|><|eot|>"]:
+        assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all"), text
+
+
+def test_qwens_rank_file_loads_as_qwens_tokenizer_encodes(dashscope_files: Path) -> None:
+    """Qwen's tokenizer normalizes text to NFC first; the rank file's model is its tiktoken encoding."""
+    pytest.importorskip("tiktoken", reason="Qwen's tokenizer code builds a tiktoken encoding; pip install tiktoken")
+    path = dashscope_files / "dashscope" / "resources" / "qwen.tiktoken"
+    ours = hf_bpe.load(path)
+    module = oracles.import_package_module(dashscope_files, "dashscope.tokenizers.qwen_tokenizer")
+    theirs = module.QwenTokenizer(str(path))._tokenizer
+    assert ours.pattern == patterns.QWEN2 == theirs._pat_str and ours.special_tokens == theirs._special_tokens
+    for text in [*varied_texts(scaled(300, 30)), "<|im_start|>user<|im_end|>"]:
+        assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all"), text
+
+
+def test_known_rank_files_are_the_packaged_ones(llama_models_files: Path, dashscope_files: Path) -> None:
+    for known, path in [(LLAMA3, llama_models_files / "llama_models/llama3/tokenizer.model"),
+                        (LLAMA4, llama_models_files / "llama_models/llama4/tokenizer.model"),
+                        (QWEN, dashscope_files / "dashscope/resources/qwen.tiktoken")]:
+        assert hf_bpe.known_rank_files.identify(path.read_bytes()) is known
+        assert len(path.read_text().splitlines()) == known.ranks
+
+
+def test_cli_converts_metas_tokenizer_model_and_takes_pattern_llama3(
+    capsys: pytest.CaptureFixture[str], llama_models_files: Path, tmp_path: Path
+) -> None:
+    from tokenizers import Tokenizer
+
+    pytest.importorskip("tiktoken", reason="Meta's tokenizer code builds a tiktoken encoding; pip install tiktoken")
+    path = llama_models_files / "llama_models" / "llama3" / "tokenizer.model"
+    status, out, _ = run(capsys, "convert", path, "--to", "hf", tmp_path / "tokenizer.json")
+    assert status == 0 and "(tiktoken) ->" in out
+    theirs = _llama_encoding(llama_models_files, "llama3")
+    tokenizer = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for text in varied_texts(scaled(100, 20), seed=1):
+        assert tokenizer.encode(text, add_special_tokens=False).ids == theirs.encode(text, disallowed_special=())
+    copy = tmp_path / "tokenizer.model"  # a rank file hf_bpe does not know: one line less
+    copy.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
+    with pytest.raises(SourceError, match="llama3"):
+        hf_bpe.load(copy)
+    status, _, _ = run(capsys, "convert", copy, "--to", "hf_bpe", tmp_path / "copy.json", "--pattern", "llama3",
+                       "--special", "<|begin_of_text|>=128000")
+    assert status == 0
+    loaded = hf_bpe.load(tmp_path / "copy.json")
+    assert loaded.pattern == patterns.LLAMA3 and loaded.special_tokens == {"<|begin_of_text|>": 128000}
 
 
 # ------------------------------------------------------------------------------- llama.cpp itself

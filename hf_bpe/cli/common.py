@@ -45,7 +45,7 @@ def for_the_shell(error: BaseException) -> str:
 def source_options(parser: argparse.ArgumentParser) -> None:
     """``--pattern`` and ``--special`` for a command that reads a tokenizer (``--from``: :func:`format_option`)."""
     parser.add_argument("--pattern", metavar="P",
-                        help="split pattern for a .tiktoken source: gpt2, cl100k, o200k or a regex")
+                        help="split pattern for a .tiktoken source: gpt2, cl100k, o200k, llama3, qwen2 or a regex")
     parser.add_argument("--special", action="append", default=[], metavar="TOKEN=ID",
                         help="special token of a .tiktoken source (repeat for more)")
 
