@@ -10,10 +10,13 @@ vocabulary tests (``ggml-vocab-*.gguf`` with their ``.inp``/``.out``). :func:`lo
   and ``tokenizer.ggml.pre`` names the split (:mod:`conversion._llama_pre`; a missing one is
   llama.cpp's ``default``). Control, user-defined and unknown tokens (as llama.cpp types them,
   including the types it gives by name: ``<|endoftext|>``, ``<|im_end|>``... are control) become
-  special tokens; other tokens not spelled in the alphabet never result from merging and are left
-  out (ids without a token). A vocabulary lacking single-byte tokens loses those bytes in llama.cpp:
-  missing bytes that no assigned character's UTF-8 uses (``C0``, ``C1``, ``F1``, ``F2``, ``F5``-``FF``)
-  get placeholder ids after the last one; others are refused unless ``lossy=True``.
+  special tokens, except those merging can make: llama.cpp maps every merged symbol to the token of
+  that text, whatever its type, so they stay ordinary tokens. Other tokens not spelled in the
+  alphabet never result from merging and are left out (ids without a token). Bytes without a token
+  are dropped from text by llama.cpp: a user-defined token spelled as that byte becomes its token
+  (DeepSeek's ``õ``...); other bytes that no assigned character's UTF-8 uses (``C0``, ``C1``, ``F1``,
+  ``F2``, ``F5``-``FF``) get placeholder ids after the last one; a vocabulary lacking others is refused
+  unless ``lossy=True`` (which gives them placeholders too).
 - ``tokenizer.ggml.model = "llama"``: SentencePiece BPE (the ``"sentencepiece"`` kind): pieces with
   ``scores`` and ``token_type``, ``<0xXX>`` byte fallback, ``add_space_prefix`` as the dummy prefix,
   no normalizer, as llama.cpp's SPM tokenizer runs them.
@@ -21,12 +24,13 @@ vocabulary tests (``ggml-vocab-*.gguf`` with their ``.inp``/``.out``). :func:`lo
   reproduce are refused with :class:`~hf_bpe.errors.ConversionError` naming them; a file that is not
   GGUF, is truncated or holds malformed metadata with :class:`~hf_bpe.errors.TokenizerFileError`.
 
-Where llama.cpp's rule would differ from the model's (a control token that merging can form, a merge
-whose result is not a token...), :func:`read` refuses naming the token or merge. One difference is
-kept, and :meth:`GGUFVocab.encode` handles it: llama.cpp puts a dummy prefix (``▁``) after every
-special token it cuts out of the text, SentencePiece does not; so the model's own
-``encode_ordinary`` equals llama.cpp except after user-defined pieces. When two special tokens of
-equal length overlap in a text, llama.cpp cuts the one its unstable sort puts first; here the lower id.
+Where llama.cpp's rule would differ from the model's (a merge whose result is no token, a control or
+byte piece llama.cpp's SentencePiece merging forms, missing byte pieces...), :func:`read` refuses
+naming the merge, piece or bytes. llama.cpp cuts user-defined tokens out of the text before
+tokenizing and, for a SentencePiece vocabulary, puts a dummy prefix (``▁``) after each, which
+SentencePiece does not: the model's own ``encode_ordinary`` equals llama.cpp wherever no user-defined
+token occurs, :meth:`GGUFVocab.encode` everywhere. When two special tokens of equal length overlap in
+a text, llama.cpp cuts the one its unstable sort puts first; here the lower id.
 
 :func:`save` writes a vocabulary-only GGUF that llama.cpp loads (``general.architecture = "llama"``).
 
@@ -209,9 +213,10 @@ def load(path: str | os.PathLike[str], *, name: str | None = None, lossy: bool =
     """The model of the GGUF file ``path`` (:func:`read`'s :attr:`GGUFVocab.model`).
 
     >>> import os, tempfile, hf_bpe
-    >>> path = save(hf_bpe.get_encoding("cl100k_base"), os.path.join(tempfile.mkdtemp(), "c.gguf"), lossy=True)
-    >>> load(path).encode("hello world")
-    [15339, 1917]
+    >>> ranks = {bytes([byte]): byte for byte in range(256)} | {b" w": 256, b" wo": 257}
+    >>> path = save(hf_bpe.BPE(ranks, "gpt2"), os.path.join(tempfile.mkdtemp(), "tiny.gguf"))
+    >>> load(path).encode("hello world"), load(path).kind
+    ([104, 101, 108, 108, 111, 257, 114, 108, 100], 'merges')
     """
     return read(path, name=name, lossy=lossy).model
 
@@ -284,16 +289,16 @@ class _Reading:
     # ------------------------------------------------------------------------------------ the vocab
 
     def vocab(self) -> GGUFVocab:
-        kind = self.text("tokenizer.ggml.model")
-        if kind is None:
+        model_type = self.text("tokenizer.ggml.model")
+        if model_type is None:
             raise self.fail("it holds no tokenizer (no tokenizer.ggml.model)")
-        if kind not in MODELS:
-            what = REFUSED_MODELS.get(kind, "a tokenizer llama.cpp does not know")
-            raise self.refuse(f"tokenizer.ggml.model is {kind!r}, {what}; hf_bpe reads the BPE models "
+        if model_type not in MODELS:
+            what = REFUSED_MODELS.get(model_type, "a tokenizer llama.cpp does not know")
+            raise self.refuse(f"tokenizer.ggml.model is {model_type!r}, {what}; hf_bpe reads the BPE models "
                               f"{' and '.join(map(repr, MODELS))}")
         pre_name = self.text("tokenizer.ggml.pre")
         pre = None
-        if kind == "gpt2":
+        if model_type == "gpt2":
             pre = PRE_NAMES.get(pre_name or "default")
             if pre is None:
                 raise self.refuse(
@@ -302,22 +307,22 @@ class _Reading:
         tokens = self.tokens()
         count = len(tokens)
         types = self.array("tokenizer.ggml.token_type", (INT32,), count)
-        attributes = [_ATTRIBUTE_OF_TYPE.get(kind_, 0) for kind_ in (types or [NORMAL] * count)[:count]]
-        ids = self.special_ids(kind, pre, count)
-        add_bos = pre.add_bos if pre is not None else kind == "llama"
+        attributes = [_ATTRIBUTE_OF_TYPE.get(kind, 0) for kind in (types or [NORMAL] * count)[:count]]
+        ids = self.special_ids(model_type, pre, count)
+        add_bos = pre.add_bos if pre is not None else model_type == "llama"
         add_bos = _first(self.flag("tokenizer.ggml.add_bos_token"), add_bos)
         add_eos = _first(self.flag("tokenizer.ggml.add_eos_token"), False)
         self.llama_attributes(tokens, attributes, ids, pre_name)
         order = sorted((index for index in range(count) if attributes[index] & _CUT),
                        key=lambda index: (-len(tokens[index].encode("utf-8")), index))
         cuts = tuple((tokens[index], index, attributes[index]) for index in order)
-        if kind == "gpt2":
+        if model_type == "gpt2":
             assert pre is not None
             model = self.byte_level(tokens, attributes, pre)
         else:
             model = self.sentencepiece(tokens, attributes, ids["unknown"])
         return GGUFVocab(
-            model=model, tokenizer_model=kind, pre=pre_name, bos_id=ids["bos"], eos_id=ids["eos"],
+            model=model, tokenizer_model=model_type, pre=pre_name, bos_id=ids["bos"], eos_id=ids["eos"],
             unknown_id=ids["unknown"], padding_id=ids["padding"], add_bos=add_bos, add_eos=add_eos,
             user_defined=frozenset(text for text, _, attributes_ in cuts if not attributes_ & (_CONTROL | _UNKNOWN)),
             cuts=cuts, token_count=count, architecture=self.text("general.architecture"), name=self.name,
@@ -341,21 +346,20 @@ class _Reading:
             tokens.append(token)
         return tokens
 
-    def special_ids(self, kind: str, pre: PreTokenizer | None, count: int) -> dict[str, int | None]:
+    def special_ids(self, model_type: str, pre: PreTokenizer | None, count: int) -> dict[str, int | None]:
         """bos, eos, unknown, padding and the fill-in-the-middle ids as llama.cpp resolves them: its
         default for the model, replaced by the file's key when that is in range."""
         defaults: dict[str, int | None] = (
-            {"bos": 1, "eos": 2, "unknown": 0} if kind == "llama" else {"bos": 11, "eos": 11, "unknown": None})
+            {"bos": 1, "eos": 2, "unknown": 0} if model_type == "llama" else {"bos": 11, "eos": 11, "unknown": None})
         if pre is not None and pre.no_bos:
             defaults["bos"] = None
-        keys = {"bos": "bos", "eos": "eos", "unknown": "unknown", "padding": "padding", "eot": "eot", "eom": "eom"}
-        keys |= {fim: fim for fim in _FILL_IN_THE_MIDDLE}
         ids: dict[str, int | None] = {}
-        for what, key in keys.items():
+        for what in ("bos", "eos", "unknown", "padding", "eot", "eom", *_FILL_IN_THE_MIDDLE):
             default = defaults.get(what)
             resolved = default if default is not None and default < count else None
-            for name in (f"tokenizer.ggml.{key}_token_id", f"tokenizer.ggml.{_OLD_FIM_KEYS.get(what, '-')}_token_id"):
-                value = self.integer(name)
+            keys = [what] + ([_OLD_FIM_KEYS[what]] if what in _OLD_FIM_KEYS else [])  # llama.cpp reads both
+            for key in keys:
+                value = self.integer(f"tokenizer.ggml.{key}_token_id")
                 if value is not None and 0 <= value < count:
                     resolved = value
             ids[what] = resolved
