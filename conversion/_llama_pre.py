@@ -5,10 +5,11 @@ a type (``LLAMA_VOCAB_PRE_TYPE_*`` in ``src/llama-vocab.cpp``), each type to a l
 runs the list in turn: every regex cuts each piece of the step before into its matches and the text
 between them, all kept (`tokenizers`' ``Split`` with behavior ``isolated``). It runs them with its
 own engine: hand-written scanners for GPT-2's, Llama 3's and Qwen's regexes, ``std::regex`` on text
-whose non-ASCII characters are replaced by one byte per Unicode category for the others. The
-regexes below are llama.cpp's, as `tokenizers`' Oniguruma reads them in the same sense (the
-``std::regex`` ones, whose ``$`` ends the piece, say ``\z``); a type whose single regex matches
-every character is a tiktoken pattern, which drops nothing either.
+whose non-ASCII characters are replaced by one byte per Unicode category (whitespace by ``\v``) for
+the others. The regexes below are llama.cpp's, as `tokenizers`' Oniguruma reads them in the same
+sense (the ``std::regex`` ones, whose ``$`` ends the piece, say ``\z``, and classes of non-ASCII
+characters leave whitespace out); a type whose single regex matches every character is a tiktoken
+pattern, which drops nothing either.
 
 Each type listed here was checked against llama.cpp itself: its ``ggml-vocab-*.gguf`` tests where
 it has one, and llama.cpp's tokenizer run on generated text. Types not listed (digit grouping by
@@ -46,8 +47,12 @@ QWEN35 = (_CONTRACTIONS + r"|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p
           r"|\s+(?!\S)|\s+")
 """Qwen 3.5's split as llama.cpp runs it (``qwen35``): letters keep their combining marks."""
 
-_CJK = "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+"
-"""CJK ideographs and Hangul (and the blocks between), as llama.cpp lists them."""
+_WHITESPACE_ABOVE_ASCII = "\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+"""llama.cpp replaces these by ``\\v`` before running a regex, so no class of non-ASCII characters
+matches them."""
+
+_CJK = f"[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff&&[^{_WHITESPACE_ABOVE_ASCII}]]+"
+"""CJK ideographs and Hangul (and the blocks between, whitespace aside), as llama.cpp lists them."""
 
 
 def _steps(*regexes: str) -> tuple[Split, ...]:
@@ -74,12 +79,52 @@ PRE_TYPES: dict[str, patterns.Pattern] = {
         "\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06\ufb13-\ufb17\uff21-\uff3a"
         "\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3\U000104d8-\U000104fb\U00010c80-\U00010cb2"
         "\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+",
-        "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+",
+        "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3001-\u3002]+",  # U+3000 is whitespace
         r"\s+\z",
         _CJK,
         r"\p{N}+",
     ),
     "DEEPSEEK_CODER": _steps("[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", _CJK, r"\p{N}"),
+    "DEEPSEEK3_LLM": _steps(
+        r"\p{N}{1,3}",
+        "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+        r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*"""
+        r"|\s*[\r\n]+|\s+(?!\S)|\s+",
+    ),
+    "SPARK2_5": _steps(
+        r"\p{N}{1,3}",
+        "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+        r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+"""
+        r"|[\r\n]|\s+(?!\S)|\s+",
+        r"\p{N}",
+    ),
+    "JAIS2": _steps(_CONTRACTIONS + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
+                    r"|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)"
+                    r"|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1}"),
+    "PORO": _steps(" ?[^(\\s|.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c)]+"),
+    "VIKING": _steps(" ?[^(\\s|.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c)]+", r"\p{N}"),
+    "TEKKEN": _steps(r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?"
+                     r"((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+"
+                     r"|\s+(?!\S)|\s+"),
+    "CHAMELEON": _steps("<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", r"\p{N}",
+                        r"[\p{P}!-/:-@\[-`{-~]", GPT2_STEP),
+    "GPT4O": _steps(r"[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+" + _CONTRACTIONS
+                    + r"?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*" + _CONTRACTIONS
+                    + r"?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"),
+    "GRANITE_EMB_MULTI": _steps(
+        r"[^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))*((?=[\p{L}\p{M}])([^A-Z]))+" + _CONTRACTIONS
+        + r"?|[^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))+((?=[\p{L}\p{M}])([^A-Z]))*" + _CONTRACTIONS
+        + r"?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"),
+    "BAILINGMOE": _steps(r"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+                         r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"),
+    "SEED_CODER": _steps(_CONTRACTIONS + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+"
+                         r"|\s+(?!\S)|\s+"),
+    "UFAKZEKA": _steps(r"[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"),
+    "LAGUNA": _steps("[^\\n]+|[\\n]+", QWEN2),
+    "EXAONE_MOE": _steps(_CONTRACTIONS + r"|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}"
+                         r"| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+"),
+    "MINICPM5": _steps(r"\p{N}{1,3}", _CONTRACTIONS + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                       r"|\s*[\r\n]+|\s+(?!\S)|\s+"),
 }
 """Each supported ``LLAMA_VOCAB_PRE_TYPE_*`` (without the prefix) and its split."""
 
@@ -123,6 +168,22 @@ PRE_NAMES: dict[str, PreTokenizer] = {
     "qwen35": PreTokenizer("QWEN35"),
     "chatglm-bpe": PreTokenizer("LLAMA3", no_bos=True),
     **dict.fromkeys(("glm4", "glm5"), PreTokenizer("LLAMA3", ignore_merges=True, no_bos=True)),
+    **dict.fromkeys(("deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4"), PreTokenizer("DEEPSEEK3_LLM")),
+    "spark2_5": PreTokenizer("SPARK2_5"),
+    "jais-2": PreTokenizer("JAIS2"),
+    **dict.fromkeys(("poro-chat", "bloom", "gpt3-finnish"), PreTokenizer("PORO")),
+    "viking": PreTokenizer("VIKING"),
+    "tekken": PreTokenizer("TEKKEN", ignore_merges=True, add_bos=True),
+    "chameleon": PreTokenizer("CHAMELEON", add_bos=True),
+    **dict.fromkeys(("gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"), PreTokenizer("GPT4O")),
+    "granite-embed-multi-97m": PreTokenizer("GRANITE_EMB_MULTI", ignore_merges=True),
+    **dict.fromkeys(("bailingmoe", "bailingmoe2", "llada-moe"), PreTokenizer("BAILINGMOE")),
+    "seed-coder": PreTokenizer("SEED_CODER"),
+    "ufakzeka": PreTokenizer("UFAKZEKA"),
+    "grok-2": PreTokenizer("QWEN2"),
+    "laguna": PreTokenizer("LAGUNA"),
+    "exaone-moe": PreTokenizer("EXAONE_MOE"),
+    "minicpm5": PreTokenizer("MINICPM5", ignore_merges=True),
 }
 """Every ``tokenizer.ggml.pre`` value hf_bpe reproduces, as llama.cpp's ``llama_vocab::impl::load``
 reads it (its ``CHATGLM4`` type runs Llama 3's regex)."""

@@ -14,9 +14,9 @@ vocabulary tests (``ggml-vocab-*.gguf`` with their ``.inp``/``.out``). :func:`lo
   that text, whatever its type, so they stay ordinary tokens. Other tokens not spelled in the
   alphabet never result from merging and are left out (ids without a token). Bytes without a token
   are dropped from text by llama.cpp: a user-defined token spelled as that byte becomes its token
-  (DeepSeek's ``õ``...); other bytes that no assigned character's UTF-8 uses (``C0``, ``C1``, ``F1``,
-  ``F2``, ``F5``-``FF``) get placeholder ids after the last one; a vocabulary lacking others is refused
-  unless ``lossy=True`` (which gives them placeholders too).
+  (DeepSeek's ``õ``...); other bytes UTF-8 never uses (``C0``, ``C1``, ``F5``-``FF``) get placeholder
+  ids after the last one; a vocabulary lacking others is refused unless ``lossy=True`` (which gives
+  them placeholders too, where llama.cpp drops them).
 - ``tokenizer.ggml.model = "llama"``: SentencePiece BPE (the ``"sentencepiece"`` kind): pieces with
   ``scores`` and ``token_type``, ``<0xXX>`` byte fallback, ``add_space_prefix`` as the dummy prefix,
   no normalizer, as llama.cpp's SPM tokenizer runs them.
@@ -119,9 +119,6 @@ _FILL_IN_THE_MIDDLE = {
 the one it finds a control token)."""
 _OLD_FIM_KEYS = {"fim_pre": "prefix", "fim_suf": "suffix", "fim_mid": "middle"}
 
-_NEVER_IN_TEXT = frozenset([0xC0, 0xC1, 0xF1, 0xF2, *range(0xF5, 0x100)])
-"""Bytes the UTF-8 of no assigned character contains (``F1``, ``F2`` start code points U+40000 to
-U+BFFFF, none assigned)."""
 _NOT_UTF8 = frozenset([0xC0, 0xC1, *range(0xF5, 0x100)])
 """Bytes UTF-8 never contains."""
 _C_SPACE = " \t\n\v\f\r"
@@ -439,7 +436,7 @@ class _Reading:
                 del specials[token]
                 vocab[spelled] = index
         missing = [byte for byte in range(256) if bytes([byte]) not in vocab]
-        lost = [byte for byte in missing if byte not in _NEVER_IN_TEXT]
+        lost = [byte for byte in missing if byte not in _NOT_UTF8]
         if lost and not self.lossy:
             raise self.refuse(
                 f"the vocabulary has no token for the bytes {_hex(lost)}, which llama.cpp drops from text (as "
