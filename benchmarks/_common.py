@@ -23,7 +23,7 @@ import oracles  # tests/oracles.py
 import textgen  # tests/textgen.py
 
 __all__ = ["MB", "REPO", "SHARED_CORPORA", "THREADS_DEFAULT", "best_seconds", "best_seconds_interleaved",
-           "load_documents", "oracles", "textgen"]
+           "load_documents", "oracles", "seconds_interleaved", "textgen"]
 
 SHARED_CORPORA = REPO.parent / "shared" / "data" / "corpora"
 MB = 1_000_000
@@ -39,20 +39,32 @@ def best_seconds(run: Callable[[], Any], repeat: int) -> float:
     return best
 
 
-def best_seconds_interleaved(runs: dict[Any, Callable[[], Any]], repeat: int,
-                             setups: dict[Any, Callable[[], Any]] | None = None) -> dict[Any, float]:
-    """The fastest of ``repeat`` timed calls of each of ``runs``, taken in turns (one call of each per
-    round), so that a busy spell on the machine slows every contender alike rather than one. A run's
-    entry in ``setups``, if any, is called (untimed) before each of its timed calls."""
-    best = dict.fromkeys(runs, float("inf"))
-    for _ in range(repeat):
-        for name, run in runs.items():
+def seconds_interleaved(runs: dict[Any, Callable[[], Any]], repeat: int,
+                        setups: dict[Any, Callable[[], Any]] | None = None, *,
+                        rotate: bool = False) -> dict[Any, list[float]]:
+    """The seconds of each of ``repeat`` timed calls of each of ``runs``, taken in turns (one call of
+    each per round), so that a busy spell on the machine slows every contender alike rather than one.
+    With ``rotate`` each round starts one contender later than the last, so that none is always first
+    (or always runs right after the same neighbour). A run's entry in ``setups``, if any, is called
+    (untimed) before each of its timed calls."""
+    seconds: dict[Any, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for round_index in range(repeat):
+        shift = round_index % len(names) if rotate and names else 0
+        for name in names[shift:] + names[:shift]:
             if setups and name in setups:
                 setups[name]()
             start = time.perf_counter()
-            run()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
+            runs[name]()
+            seconds[name].append(time.perf_counter() - start)
+    return seconds
+
+
+def best_seconds_interleaved(runs: dict[Any, Callable[[], Any]], repeat: int,
+                             setups: dict[Any, Callable[[], Any]] | None = None) -> dict[Any, float]:
+    """The fastest of ``repeat`` timed calls of each of ``runs``, taken in turns (see
+    :func:`seconds_interleaved`)."""
+    return {name: min(times) for name, times in seconds_interleaved(runs, repeat, setups).items()}
 
 
 def load_documents(corpus: Sequence[Path], limit_mb: float, seed: int, *, by_size: bool = True) -> tuple[str, list[str]]:
