@@ -447,10 +447,12 @@ class Models:
         import fastokens
 
         def make() -> Any:
-            if name == LLAMA3:  # its from_tiktoken refuses Meta's rank file (a token of three pieces)
-                return fastokens.Tokenizer.from_file(str(self.tokenizer_json(name) / "tokenizer.json"))
-            return fastokens.Tokenizer.from_tiktoken(str(self.rank_file(name)), pattern=self.pattern(name),
-                                                     special_tokens=self.specials(name))
+            # OpenAI's through its presets, whose pattern spelling its hand-written scanner recognises
+            # (given tiktoken's spelling it would split with a regex engine); GPT-2 and Llama 3 from
+            # their tokenizer.json (its from_tiktoken refuses Meta's rank file: a token of three pieces).
+            if name in ("cl100k_base", "o200k_base"):
+                return fastokens.Tokenizer.from_tiktoken(str(self.rank_file(name)), encoding=name)
+            return fastokens.Tokenizer.from_file(str(self.tokenizer_json(name) / "tokenizer.json"))
         return make() if fresh else self.get("fastokens", name, make)
 
     def fastokens_json(self, name: str) -> Any:
