@@ -326,6 +326,11 @@ class Models:
             raise made
         return made
 
+    def release(self, name: str) -> None:
+        """Drop every tokenizer made for encoding ``name``."""
+        for key in [key for key in self.made if key[1] == name]:
+            del self.made[key]
+
     def tiktoken(self, name: str) -> Any:
         def make() -> Any:
             import tiktoken
@@ -808,6 +813,10 @@ class References:
         self.threads = threads
         self.made: dict[tuple[str, str, int], list[array]] = {}
 
+    def release(self, name: str) -> None:
+        for key in [key for key in self.made if key[1] == name]:
+            del self.made[key]
+
     def get(self, owner: str, name: str, texts: list[str]) -> list[array]:
         key = (owner, name, id(texts))
         if key not in self.made:
@@ -947,9 +956,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = oracles.fill_tiktoken_cache(cache)
         models = Models(args, Path(cache), Path(workdir))
         references = References(models, args.threads)
-        for row in args.rows:
-            title, encodings = ROWS[row]
-            for name in args.encodings or encodings:
+        # Encoding by encoding, so that only one encoding's tokenizers (some hundreds of MB per peer
+        # for o200k) and reference ids are alive at a time; the tables list rows in --rows order.
+        plan = [(row, name) for row in args.rows for name in (args.encodings or ROWS[row][1])]
+        for encoding in dict.fromkeys(name for _, name in plan):
+            for row, name in [(row, name) for row, name in plan if name == encoding]:
                 if name in missing:
                     skipped.append(f"{row} {name}: every contender: {missing[name]}")
                     continue
@@ -958,7 +969,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 except Skip as reason:
                     skipped.append(f"{row} {name}: every contender: {reason}")
                     continue
-                heading = title.format(threads=args.threads, long_mb=args.long_mb, batch_size=args.batch_size)
+                heading = ROWS[row][0].format(threads=args.threads, long_mb=args.long_mb,
+                                              batch_size=args.batch_size)
                 print(f"{row} {name}: {heading} ({load()})", flush=True)
                 texts = row_inputs(row, inputs)
                 if row.startswith("bulk") and inputs.bulk_arrow is None:
@@ -968,7 +980,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row_contenders, owner = contenders(row, name, models, inputs, args, skipped)
                 size = textgen.utf8_size(texts) / MB
                 run_row(row, name, row_contenders, owner, texts, inputs, references, args)
+                for contender in row_contenders:  # keep the verdicts and rates, not the tokenizers
+                    contender.call = contender.setup = None  # type: ignore[assignment]
                 results.append((row, name, row_contenders, size))
+            models.release(encoding)
+            references.release(encoding)
+            gc.collect()
+        order = {row: index for index, row in enumerate(args.rows)}
+        results.sort(key=lambda result: order[result[0]])
 
     print_tables(results, args)
     if skipped:
