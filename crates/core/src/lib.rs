@@ -28,8 +28,6 @@ mod test_rng;
 pub mod train;
 pub mod tuning;
 
-/// The SentencePiece model's old module name (before `char_merge`), kept for code written against it.
-pub use char_merge as sentencepiece;
 pub use model::{BuildError, Kind, Model, RuleDifference};
 pub use pretokenize::{Behavior, SplitError, SplitRule, SplitStep, Splitter};
 pub use special::SpecialMatcher;
