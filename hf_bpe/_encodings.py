@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hf_bpe import patterns
+from hf_bpe._byte_level import str_to_token
 from hf_bpe._io import atomic_write, read_file
-from hf_bpe.byte_level import str_to_token
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE
 

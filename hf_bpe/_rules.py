@@ -6,12 +6,12 @@ first, and a piece that is a token is emitted whole. GPT-2's files and HF's BPE 
 order (the whole-piece rule only with ``ignore_merges``). The core proves, for a given model, that the
 other rule encodes every text the same, or finds where it does not.
 
->>> import hf_bpe, hf_bpe.rules
+>>> import hf_bpe, hf_bpe._rules
 >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258}
 >>> listed = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "gpt2")
->>> hf_bpe.rules.rank_rule_difference(listed)
+>>> hf_bpe._rules.rank_rule_difference(listed)
 "the bytes of b'bc' merge to b'b' + b'c', a pair no merge joins; the rank rule would join them ..."
->>> hf_bpe.rules.merge_rule_difference(hf_bpe.get_encoding("gpt2"), ignore_merges=False) is None
+>>> hf_bpe._rules.merge_rule_difference(hf_bpe.get_encoding("gpt2"), ignore_merges=False) is None
 True
 """
 

@@ -29,7 +29,7 @@ import conversion.gpt2
 import conversion.hf
 import conversion.sentencepiece
 import conversion.tiktoken
-from hf_bpe import encodings
+from hf_bpe import _encodings
 from hf_bpe._io import read_file
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE, MODEL_FILE
@@ -74,8 +74,8 @@ def load(
     >>> hf_bpe.load(path).encode("hello world")
     [31373, 995]
     """
-    if format is None and isinstance(source, str) and source in encodings.ENCODINGS and not os.path.exists(source):
-        return encodings.get_encoding(source)
+    if format is None and isinstance(source, str) and source in _encodings.ENCODINGS and not os.path.exists(source):
+        return _encodings.get_encoding(source)
     path = Path(source)
     fmt = format or detect_format(path)
     specials = dict(special_tokens or {})
@@ -114,10 +114,10 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of ``path`` (one of :data:`FORMATS`) from its name, layout and first bytes;
     :class:`SourceError` when it does not exist or cannot be told.
 
-    >>> import hf_bpe.sources, tempfile, os
+    >>> import hf_bpe._sources, tempfile, os
     >>> folder = tempfile.mkdtemp()
     >>> _ = hf_bpe.get_encoding("gpt2").save(os.path.join(folder, "model.json"))
-    >>> hf_bpe.sources.detect_format(os.path.join(folder, "model.json"))
+    >>> hf_bpe._sources.detect_format(os.path.join(folder, "model.json"))
     'hf_bpe'
     """
     path = Path(path)
@@ -168,13 +168,13 @@ def _looks_like_rank_lines(head: bytes) -> bool:
 def _named_encoding(path: Path) -> tuple[str, dict[str, int]] | None:
     """(pattern, special tokens) when ``path`` is one of OpenAI's rank files (by SHA-256)."""
     try:
-        data = read_file(path, limit=encodings.KNOWN_FILE_LIMIT)
+        data = read_file(path, limit=_encodings.KNOWN_FILE_LIMIT)
     except TokenizerFileError:
         return None
     digest = hashlib.sha256(data).hexdigest()
-    for name, remote in (("r50k_base", encodings.R50K), ("cl100k_base", encodings.CL100K),
-                         ("o200k_base", encodings.O200K)):
+    for name, remote in (("r50k_base", _encodings.R50K), ("cl100k_base", _encodings.CL100K),
+                         ("o200k_base", _encodings.O200K)):
         if digest == remote.sha256:
-            known = encodings.get_encoding(name)
+            known = _encodings.get_encoding(name)
             return str(known.pattern), known.special_tokens
     return None

@@ -13,8 +13,8 @@ import conversion.gpt2
 import conversion.tiktoken
 import hf_bpe
 from hf_bpe import BPE
+from hf_bpe._sources import SourceError, detect_format
 from hf_bpe.cli import main
-from hf_bpe.sources import SourceError, detect_format
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -25,8 +25,8 @@ import pytest
 from conversion_support import cl100k_file, gpt2_files, mistral_file, trained_model
 
 import hf_bpe
+from hf_bpe._token_view import view_text
 from hf_bpe.cli import main
-from hf_bpe.token_view import view_text
 from hf_bpe.transformers import BPETokenizer
 
 TEXT = "Hello 🦙 world!\n\tif x == 12345:<|endoftext|>토큰"

@@ -23,8 +23,8 @@ from conversion_support import (
 
 import conversion.gpt2
 import conversion.tiktoken
-from hf_bpe import BPE, patterns, rules
-from hf_bpe.byte_level import token_to_str
+from hf_bpe import BPE, _rules, patterns
+from hf_bpe._byte_level import token_to_str
 from hf_bpe.errors import ConversionError, TokenizerFileError
 
 tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is an oracle; pip install -e '.[test]'")
@@ -138,7 +138,7 @@ def test_merges_lists_apply_only_listed_merges(tmp_path: Path) -> None:
     (tmp_path / "merges.txt").write_text("#version: 0.2\na b\nab c\n", encoding="utf-8")
     model = conversion.gpt2.load(tmp_path / "vocab.json", tmp_path / "merges.txt")
     assert model.kind == "merges"
-    assert "merge to b'b' + b'c'" in rules.rank_rule_difference(model)
+    assert "merge to b'b' + b'c'" in _rules.rank_rule_difference(model)
     theirs = gpt2_tokenizer(tmp_path)
     for text in ["abc bc", "bcab", "xbc abcabc", "bc"]:
         assert model.encode_ordinary(text) == theirs.encode(text, add_special_tokens=False), text

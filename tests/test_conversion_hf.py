@@ -17,7 +17,7 @@ from conversion_support import PARITY_STRINGS, assert_same, gpt2_files, varied_t
 import conversion._hf_pretokenizers as hf_pretokenizers
 import conversion.hf as hf_load
 from hf_bpe import BPE, patterns
-from hf_bpe.byte_level import token_to_str
+from hf_bpe._byte_level import token_to_str
 from hf_bpe.errors import TokenizerFileError
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is the oracle; pip install -e '.[test]'")

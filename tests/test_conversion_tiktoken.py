@@ -51,7 +51,7 @@ def test_saved_file_is_read_by_tiktoken_itself(tmp_path: Path) -> None:
 def test_official_file_round_trips_byte_for_byte(tmp_path: Path) -> None:
     """Our writer reproduces the official cl100k file exactly (same SHA-256 as tiktoken expects)."""
     model = hf_bpe.get_encoding("cl100k_base")
-    from hf_bpe.encodings import CL100K, find_file
+    from hf_bpe._encodings import CL100K, find_file
 
     _, original = find_file(CL100K)
     assert conversion.tiktoken.dumps(model) == original

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CORE_USERS = {"hf_bpe.model", "hf_bpe.counting", "hf_bpe.train", "hf_bpe.train_sentencepiece", "hf_bpe._corpus", "hf_bpe.streaming"}
+CORE_USERS = {"hf_bpe.model", "hf_bpe.counting", "hf_bpe.train", "hf_bpe.train_sentencepiece", "hf_bpe._corpus", "hf_bpe._streaming"}
 """The model-layer modules that may import the Rust core, ``hf_bpe._core``."""
 
 TOP = ("hf_bpe.cli", "hf_bpe.__main__", "hf_bpe.__init__")

@@ -13,7 +13,7 @@ from conftest import require_shared, scaled
 
 import conversion.gpt2
 import hf_bpe
-from hf_bpe.byte_level import token_to_str
+from hf_bpe._byte_level import token_to_str
 from hf_bpe.errors import InvalidVocabularyError, TokenizerFileError
 
 BYTES = {i: bytes([i]) for i in range(256)}

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conversion_support import scaled
 
-from hf_bpe import BPE, patterns, rules
-from hf_bpe.byte_level import token_to_str
+from hf_bpe import BPE, _rules, patterns
+from hf_bpe._byte_level import token_to_str
 from hf_bpe.errors import InvalidVocabularyError
 
 tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is an oracle; pip install -e '.[test]'")
@@ -110,7 +110,7 @@ def test_lists_without_a_rank_rule_difference_encode_like_tiktoken(proper: bool,
         count = rng.randint(5, 60)
         vocab, merges = random_merges(rng, count, proper=True) if proper else renumbered_merges(rng, count)
         ours = BPE.from_merges(vocab, merges, "gpt2", ignore_merges=ignore_merges)
-        if rules.rank_rule_difference(ours) is not None:
+        if _rules.rank_rule_difference(ours) is not None:
             continue
         equivalent += 1
         theirs = tiktoken.Encoding("random", pat_str=patterns.GPT2, mergeable_ranks=vocab, special_tokens={})
@@ -127,7 +127,7 @@ def test_recovered_merges_encode_like_the_rank_model_when_no_difference_is_repor
         vocab, _ = random_merges(rng, rng.randint(5, 60), proper=False)
         ranks = BPE(vocab, "gpt2")
         for ignore_merges in (False, True):
-            if rules.merge_rule_difference(ranks, ignore_merges) is not None:
+            if _rules.merge_rule_difference(ranks, ignore_merges) is not None:
                 continue
             checked += 1
             theirs = hf_tokenizer(vocab, ranks.merges, ignore_merges)
@@ -142,7 +142,7 @@ def test_a_list_that_tiktoken_would_apply_differently_is_reported() -> None:
     vocab = BYTES | {b"bc": 256, b"pq": 257, b"pqb": 258, b"pqbc": 259}
     merges = [(b"b", b"c"), (b"p", b"q"), (b"pq", b"b"), (b"pqb", b"c")]
     model = BPE.from_merges(vocab, merges, "gpt2")
-    assert "merge to b'pq' + b'bc'" in rules.rank_rule_difference(model)
+    assert "merge to b'pq' + b'bc'" in _rules.rank_rule_difference(model)
     assert model.encode_ordinary("pqbc") == [257, 256]
     assert BPE(vocab, "gpt2").encode_ordinary("pqbc") == [259]
 
@@ -151,7 +151,7 @@ def test_merges_models_persist_and_compare(tmp_path: Path) -> None:
     vocab = BYTES | {b"ab": 256, b"bc": 257, b"abc": 258}
     model = BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "cl100k", {"<|end|>": 300}, ignore_merges=True,
                             name="m")
-    assert model.kind == "merges" and rules.ignore_merges(model) is True
+    assert model.kind == "merges" and _rules.ignore_merges(model) is True
     assert model.merges == [(b"a", b"b"), (b"ab", b"c")]
     assert model.mergeable_ranks == vocab
     for copy in (BPE.load(model.save(tmp_path / "m.json")), pickle.loads(pickle.dumps(model))):

@@ -22,7 +22,7 @@ import pytest
 import textgen
 from conftest import scaled
 
-from hf_bpe import encodings
+from hf_bpe import _encodings
 from hf_bpe import tiktoken as ours_tiktoken
 from hf_bpe.errors import TokenizerFileError
 
@@ -269,7 +269,7 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[type[_Fi
     handler.port = httpd.server_address[1]
     monkeypatch.setenv("HF_BPE_ENCODINGS_URL", f"http://127.0.0.1:{handler.port}/mirror")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(encodings, "_cache", {})
+    monkeypatch.setattr(_encodings, "_cache", {})
     try:
         yield handler
     finally:
@@ -277,8 +277,8 @@ def server(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[type[_Fi
         httpd.server_close()
 
 
-def _remote(data: bytes) -> encodings.RemoteFile:
-    return encodings.RemoteFile("test.tiktoken", f"{encodings._BLOB}/encodings/test.tiktoken",
+def _remote(data: bytes) -> _encodings.RemoteFile:
+    return _encodings.RemoteFile("test.tiktoken", f"{_encodings._BLOB}/encodings/test.tiktoken",
                                 hashlib.sha256(data).hexdigest(), ())
 
 
@@ -286,12 +286,12 @@ def test_download_is_checked_and_cached_under_tiktokens_name(server: type[_Files
     data = b"YQ== 0\n"
     remote = _remote(data)
     server.served["/mirror/encodings/test.tiktoken"] = data
-    path, got = encodings.find_file(remote)
+    path, got = _encodings.find_file(remote)
     assert got == data
     assert path == tmp_path / "cache" / hashlib.sha1(remote.url.encode()).hexdigest()
     assert path.read_bytes() == data
     assert server.requests == ["/mirror/encodings/test.tiktoken"]
-    assert encodings.find_file(remote) == (path, data)
+    assert _encodings.find_file(remote) == (path, data)
     assert len(server.requests) == 1, "the second call reads the cache"
     assert [p.name for p in path.parent.iterdir()] == [path.name], "no temporary file is left behind"
 
@@ -300,7 +300,7 @@ def test_a_corrupted_download_is_refused_and_not_cached(server: type[_Files], tm
     remote = _remote(b"YQ== 0\n")
     server.served["/mirror/encodings/test.tiktoken"] = b"YQ== 1\n"
     with pytest.raises(TokenizerFileError, match="SHA-256 .* was not cached"):
-        encodings.find_file(remote)
+        _encodings.find_file(remote)
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
 
@@ -311,20 +311,20 @@ def test_a_corrupted_cache_file_is_passed_over_and_replaced(server: type[_Files]
     cached.parent.mkdir()
     cached.write_bytes(b"broken")
     server.served["/mirror/encodings/test.tiktoken"] = data
-    assert encodings.find_file(remote) == (cached, data)
+    assert _encodings.find_file(remote) == (cached, data)
     assert cached.read_bytes() == data
 
 
 def test_a_failed_download_says_where_it_looked_and_what_to_do(server: type[_Files]) -> None:
     with pytest.raises(FileNotFoundError, match=r"test.tiktoken not found: .*downloading http://127.0.0.1:\d+/mirror"
                                                 r"/encodings/test.tiktoken failed .*404"):
-        encodings.find_file(_remote(b"YQ== 0\n"))
+        _encodings.find_file(_remote(b"YQ== 0\n"))
 
 
 def test_downloads_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_BPE_ENCODINGS_URL", "")
     with pytest.raises(FileNotFoundError, match="downloads are turned off"):
-        encodings.find_file(_remote(b"YQ== 0\n"))
+        _encodings.find_file(_remote(b"YQ== 0\n"))
 
 
 @pytest.mark.slow
@@ -332,11 +332,11 @@ def test_a_named_encoding_downloads_into_the_cache_tiktoken_reads(
     server: type[_Files], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiktoken_offline: Any
 ) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "elsewhere"))
-    _, data = encodings.find_file(encodings.O200K)
+    _, data = _encodings.find_file(_encodings.O200K)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
     server.served["/mirror/encodings/o200k_base.tiktoken"] = data
-    monkeypatch.setattr(encodings, "_package_file", lambda package, relative: None)  # as if not installed
-    ours = encodings.get_encoding("o200k_base")
+    monkeypatch.setattr(_encodings, "_package_file", lambda package, relative: None)  # as if not installed
+    ours = _encodings.get_encoding("o200k_base")
     assert server.requests == ["/mirror/encodings/o200k_base.tiktoken"]
     import tiktoken.registry
 
@@ -383,10 +383,10 @@ def test_load_tiktoken_bpe_reads_files_as_tiktoken(tiktoken_offline: Any, tmp_pa
 
     from hf_bpe.tiktoken.load import dump_tiktoken_bpe, load_tiktoken_bpe
 
-    official, data = encodings.find_file(encodings.CL100K)
+    official, data = _encodings.find_file(_encodings.CL100K)
     assert load_tiktoken_bpe(official) == tiktoken.load.load_tiktoken_bpe(str(official))
-    assert load_tiktoken_bpe(official, encodings.CL100K.sha256) == tiktoken.load.load_tiktoken_bpe(
-        str(official), encodings.CL100K.sha256)
+    assert load_tiktoken_bpe(official, _encodings.CL100K.sha256) == tiktoken.load.load_tiktoken_bpe(
+        str(official), _encodings.CL100K.sha256)
     odd = tmp_path / "odd.tiktoken"
     odd.write_bytes(b"YQ== 0\n\nYg==  1 \r\nYWI= 2\r= 3\n")
     assert load_tiktoken_bpe(odd) == tiktoken.load.load_tiktoken_bpe(str(odd))
@@ -419,4 +419,4 @@ def test_load_tiktoken_bpe_downloads_an_address_into_the_cache_tiktoken_reads(
     assert tiktoken.load.load_tiktoken_bpe(address, digest) == {b"a": 0, b"b": 1, b"ab": 2}
     assert server.requests == ["/models/mine.tiktoken"]
     with pytest.raises(ValueError, match="(?i)hash mismatch"):
-        load_tiktoken_bpe(encodings.CL100K.url, "0" * 64)
+        load_tiktoken_bpe(_encodings.CL100K.url, "0" * 64)

@@ -19,7 +19,7 @@ from terminal import on_a_terminal
 
 import hf_bpe
 from hf_bpe import _core, patterns
-from hf_bpe.byte_level import str_to_token
+from hf_bpe._byte_level import str_to_token
 from hf_bpe.train import PieceCounts, count_pieces, train_from_counts
 
 CS336 = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cs336"

@@ -125,7 +125,7 @@ def _gpt2_tokenizer(**policy: object) -> BPETokenizer:
 def _gpt2_reference() -> transformers.PreTrainedTokenizerBase:
     """transformers' own GPT-2 tokenizer, built from GPT-2's original files: the oracle for the
     mixin's integration test (expected tokens and ids are never written down here)."""
-    from hf_bpe.encodings import ENCODER_JSON, VOCAB_BPE, find_file
+    from hf_bpe._encodings import ENCODER_JSON, VOCAB_BPE, find_file
 
     folder = Path(tempfile.mkdtemp())
     shutil.copy(find_file(ENCODER_JSON)[0], folder / "vocab.json")

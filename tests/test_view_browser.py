@@ -22,8 +22,8 @@ import pytest
 from conversion_support import trained_model
 
 import hf_bpe
+from hf_bpe._token_view import view_text
 from hf_bpe.model import BPE
-from hf_bpe.token_view import view_text
 from hf_bpe.view import EXAMPLES, TokenPage, make_server
 from hf_bpe.view.server import url_of
 

@@ -16,7 +16,7 @@ import pytest
 from conversion_support import mistral_file, trained_model, varied_texts
 
 import hf_bpe
-from hf_bpe.token_view import view_text
+from hf_bpe._token_view import view_text
 from hf_bpe.view import DEFAULT_TEXT, EXAMPLES, TokenPage, make_server
 from hf_bpe.view.server import MAX_REQUEST_BYTES, url_of
 

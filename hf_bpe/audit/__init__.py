@@ -157,7 +157,7 @@ def _shown(table: vocabulary.TokenTable, id: int) -> str:
 
 def _compared(compare: Sequence[BPE | str] | Mapping[str, BPE]) -> dict[str, BPE]:
     """The comparison tokenizers by label."""
-    from hf_bpe.encodings import get_encoding
+    from hf_bpe._encodings import get_encoding
     from hf_bpe.model import BPE, as_model
 
     if isinstance(compare, Mapping):

@@ -68,8 +68,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple
 
+from hf_bpe._rules import merge_pieces
 from hf_bpe.audit import utf8
-from hf_bpe.rules import merge_pieces
 from hf_bpe.sentencepiece_bpe import BYTE, NORMAL, USER_DEFINED, merge_list
 
 if TYPE_CHECKING:

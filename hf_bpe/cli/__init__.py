@@ -20,10 +20,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from hf_bpe._sources import SourceError
 from hf_bpe.cli import audit, convert, count, decode, encode, inspect, tokenize, train, view
 from hf_bpe.cli.common import UsageError, for_the_shell
 from hf_bpe.model import MODEL_FILE
-from hf_bpe.sources import SourceError
 
 __all__ = ["COMMANDS", "MODEL_FILE", "UsageError", "main"]
 

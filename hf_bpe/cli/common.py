@@ -13,10 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hf_bpe.encodings import ENCODINGS, list_encoding_names
+from hf_bpe._encodings import ENCODINGS, list_encoding_names
+from hf_bpe._sources import FORMATS, SourceError, detect_format, load
 from hf_bpe.errors import ConversionError
 from hf_bpe.model import BPE
-from hf_bpe.sources import FORMATS, SourceError, detect_format, load
 
 
 class UsageError(Exception):
@@ -28,11 +28,11 @@ SOURCE_OPTIONS = {"pattern": "--pattern", "special_tokens": "--special TOKEN=ID"
 
 
 def for_the_shell(error: BaseException) -> str:
-    """``error``'s message as the command line says it: a :class:`~hf_bpe.sources.SourceError` names
+    """``error``'s message as the command line says it: a :class:`~hf_bpe._sources.SourceError` names
     the options to type (``--pattern``, ``--special``, ``--from``) where the library names ``load``'s
     arguments.
 
-    >>> from hf_bpe.sources import SourceError
+    >>> from hf_bpe._sources import SourceError
     >>> for_the_shell(SourceError("x.tiktoken holds no split pattern", {"pattern": "gpt2 or a regex"}))
     'x.tiktoken holds no split pattern; pass --pattern (gpt2 or a regex)'
     """
@@ -64,7 +64,7 @@ def read_source_argument(arguments: argparse.Namespace, path: os.PathLike[str] |
 def read_source(path: str, source_format: str | None, *, pattern: str | None = None,
                 specials: Sequence[str] = ()) -> tuple[BPE, str]:
     """The model in ``path`` (see :func:`hf_bpe.load`: a file, a folder or a named encoding) and the
-    format it was read as (``"encoding"`` for a named encoding); :class:`~hf_bpe.sources.SourceError`
+    format it was read as (``"encoding"`` for a named encoding); :class:`~hf_bpe._sources.SourceError`
     naming what a source may be when ``path`` is neither a named encoding nor a file or folder."""
     if source_format is None and not os.path.exists(path):
         if path in ENCODINGS:

@@ -5,7 +5,7 @@
     hf-bpe convert tokenizer.model --to folder my-tokenizer/     # a BPETokenizer folder
     hf-bpe convert my-tokenizer/ --to sentencepiece out.model --lossy
 
-The formats are :data:`hf_bpe.sources.FORMATS` (the source's is detected when ``--from`` is not
+The formats are :data:`hf_bpe._sources.FORMATS` (the source's is detected when ``--from`` is not
 given). A target that cannot hold the model exactly makes ``convert`` fail with the reason; ``--lossy``
 writes the documented approximation where the format has one (for ``hf``, with a warning that says
 how often the file differed from the model on its probe texts).
@@ -23,6 +23,7 @@ import conversion.gpt2
 import conversion.hf
 import conversion.sentencepiece
 import conversion.tiktoken
+from hf_bpe._sources import FORMATS
 from hf_bpe.cli.common import (
     UsageError,
     format_option,
@@ -35,7 +36,6 @@ from hf_bpe.cli.common import (
 from hf_bpe.cli.inspect import pattern_name
 from hf_bpe.errors import LossyConversionWarning
 from hf_bpe.model import BPE
-from hf_bpe.sources import FORMATS
 
 
 def register(subparsers: Any) -> None:
@@ -83,7 +83,7 @@ def run(arguments: argparse.Namespace) -> int:
 
 
 def write_model(model: BPE, target: str, out: Path, *, lossy: bool = False) -> Path:
-    """Write ``model`` as ``target`` (one of :data:`~hf_bpe.sources.FORMATS`) at ``out``; returns what
+    """Write ``model`` as ``target`` (one of :data:`~hf_bpe._sources.FORMATS`) at ``out``; returns what
     was written."""
     if target == "tiktoken":
         return conversion.tiktoken.save(model, out, lossy=lossy)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hf_bpe import patterns, rules
+from hf_bpe import _rules, patterns
 from hf_bpe.cli.common import format_option, naming_lossy, read_source_argument, source_options
 from hf_bpe.model import BPE, n_ordinary
 
@@ -74,7 +74,7 @@ def describe(model: BPE, source_format: str, text: str) -> dict[str, Any]:
         "pattern": pattern_name(model),
     }
     if model.kind == "merges":
-        description["ignore_merges"] = rules.ignore_merges(model)
+        description["ignore_merges"] = _rules.ignore_merges(model)
     spec = model.sentencepiece
     if spec is not None:
         description["normalizer"] = spec.normalizer_name

@@ -98,7 +98,7 @@ def _text(given: str | None) -> str | None:
 
 
 def _print(tokenizers: list[tuple[str, BPE]], text: str, color: str) -> int:
-    from hf_bpe.token_view import color_terminal, view_text
+    from hf_bpe._token_view import color_terminal, view_text
 
     colored = color == "always" or (color == "auto" and color_terminal())
     views = [view_text(model, text, name=source) for source, model in tokenizers]

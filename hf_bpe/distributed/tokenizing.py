@@ -46,9 +46,9 @@ from typing import Any
 import numpy as np
 
 from hf_bpe._io import atomic_write
+from hf_bpe._sources import load
 from hf_bpe.distributed import _cluster, _inputs
 from hf_bpe.model import BPE, MODEL_FILE, IdType
-from hf_bpe.sources import load
 
 SHARD_BYTES = 128 << 20
 """Default shard size: 128 MiB of input text (about 32 million ids of English with a 50k vocabulary)."""

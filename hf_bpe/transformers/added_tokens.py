@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from transformers.tokenization_utils_base import AddedToken
 
-from hf_bpe.added_tokens import added_tokens_encoder
+from hf_bpe._added_tokens import added_tokens_encoder
 from hf_bpe.model import BPE
 
 __all__ = ["AddedTokens"]

@@ -11,8 +11,8 @@ from typing import Any
 from transformers import PreTrainedTokenizer
 from transformers.tokenization_utils_base import AddedToken, BatchEncoding, PaddingStrategy, TensorType
 
-from hf_bpe.added_tokens import AddedTokensEncoder
-from hf_bpe.byte_level import token_to_str
+from hf_bpe._added_tokens import AddedTokensEncoder
+from hf_bpe._byte_level import token_to_str
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
 from hf_bpe.transformers.added_tokens import AddedTokens
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from transformers.tokenization_utils_base import AddedToken
 
+from hf_bpe._added_tokens import ordinary_token_id
+from hf_bpe._byte_level import token_to_str, try_str_to_token
 from hf_bpe._io import read_json
 from hf_bpe._rwlock import ReadWriteLock, reading
-from hf_bpe.added_tokens import ordinary_token_id
-from hf_bpe.byte_level import token_to_str, try_str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError
 from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, as_model
 from hf_bpe.transformers.added_tokens import AddedTokens
@@ -26,7 +26,7 @@ from hf_bpe.transformers.pipeline import EncodingPipeline
 from hf_bpe.transformers.training import Retraining
 
 if TYPE_CHECKING:
-    from hf_bpe.token_view import TokenView
+    from hf_bpe._token_view import TokenView
 
 __all__ = ["BPETokenizer", "save_tokenizer_folder"]
 
@@ -180,13 +180,13 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
 
     def view(self, text: str) -> TokenView:
         """How this tokenizer cuts ``text``, added tokens included: a
-        :class:`~hf_bpe.token_view.TokenView` (ids as ``encode(text, add_special_tokens=False)``).
+        :class:`~hf_bpe.view.TokenView` (ids as ``encode(text, add_special_tokens=False)``).
 
         >>> import hf_bpe
         >>> BPETokenizer.from_model(hf_bpe.get_encoding("gpt2")).view("Hello world").ids
         [15496, 995]
         """
-        from hf_bpe.token_view import view_tokenizer
+        from hf_bpe._token_view import view_tokenizer
 
         return view_tokenizer(self, text)
 

@@ -7,12 +7,12 @@ network) asks the server for every tokenizer's tokens in one request per change 
 draws them; the static export embeds the same answer in the same page.
 
 This package sits on top of the layers, beside the command line: it loads tokenizers of any format
-and serves them. The token view object it draws (:mod:`hf_bpe.token_view`) sits at the model layer;
+and serves them. The token view object it draws (:mod:`hf_bpe._token_view`) sits at the model layer;
 :func:`view_text` (``view_text(model, text)``) builds one, printed as bracketed tokens and shown in a
 notebook as colored spans.
 """
 
-from hf_bpe.token_view import TokenView, view_text
+from hf_bpe._token_view import TokenView, view_text
 from hf_bpe.view.examples import DEFAULT_TEXT, EXAMPLES
 from hf_bpe.view.server import TokenPage, make_server
 

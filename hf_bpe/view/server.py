@@ -2,7 +2,7 @@
 
 Routes: ``GET /`` the page; ``POST /api/encode`` with ``{"text": str}`` and ``POST /api/decode``
 with ``{"ids": [int, ...]}`` answer ``{"results": [one per tokenizer], "elapsed_ms": float}``, each
-result a :meth:`~hf_bpe.token_view.TokenView.to_json` (encoding with a byte-level model packs it:
+result a :meth:`~hf_bpe._token_view.TokenView.to_json` (encoding with a byte-level model packs it:
 :meth:`TokenPage.encode`; decoding adds the decoded ``text``; a tokenizer that cannot decode the
 ids gives ``{"name", "error"}`` instead). Bad requests get status 400 (413 when too large, 403
 when addressed to another host name than localhost on a loopback address) and ``{"error": message}``.
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from hf_bpe._io import atomic_write
-from hf_bpe.token_view import view_ids, view_text
+from hf_bpe._token_view import view_ids, view_text
 from hf_bpe.view.examples import DEFAULT_TEXT, EXAMPLES
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class TokenPage:
 
     def encode(self, text: str) -> dict[str, Any]:
         """Every tokenizer's view of ``text`` (special tokens allowed), as the page reads it: a
-        :meth:`~hf_bpe.token_view.TokenView.to_json` per tokenizer, except that byte-level models
+        :meth:`~hf_bpe._token_view.TokenView.to_json` per tokenizer, except that byte-level models
         answer with ``ids`` and ``lengths`` packed (base64 of little-endian 32-bit ids and 8-bit
         byte lengths, 16-bit if the model has tokens of 256 bytes or more; the page reads them as
         typed arrays) and no ``special`` (the page knows each

@@ -59,7 +59,7 @@ else:
     import hf_bpe
     from hf_bpe.errors import InternalError
 
-from hf_bpe import rules
+from hf_bpe import _rules
 from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
 from hf_bpe.train import PieceCounts, count_pieces
 
@@ -177,8 +177,8 @@ def check_encoding(model: hf_bpe.BPE, text: str, cuts: list[int]) -> None:
     for left, right in model.merges:
         assert left + right in model.mergeable_ranks
     if model.kind == "merges":
-        rules.rank_rule_difference(model)
-    rules.merge_rule_difference(model, True)
+        _rules.rank_rule_difference(model)
+    _rules.merge_rule_difference(model, True)
 
 
 # ---------------------------------------------------------------------------------- sentencepiece

@@ -25,7 +25,7 @@ from conftest import PARITY_ENCODINGS, scaled
 
 import hf_bpe
 from hf_bpe import BPE, BPETokenizer
-from hf_bpe.streaming import decode_parts
+from hf_bpe._streaming import decode_parts
 
 THREADS = 8
 TIMEOUT = 300.0

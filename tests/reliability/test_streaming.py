@@ -2,7 +2,7 @@
 are cut, in memory that does not grow with the input; ``stream_decoder`` (and ``decode_parts`` over it) give
 exactly ``decode`` of all the ids, never part of a character.
 
-Most checks make the core encode after every part (``streaming.BLOCK_BYTES = 1``), so every cut is
+Most checks make the core encode after every part (``_streaming.BLOCK_BYTES = 1``), so every cut is
 a boundary the stream has to get right; a few keep the default block. The memory checks run in a
 fresh interpreter and read its peak RSS; they are ``slow`` (sized by ``HF_BPE_TEST_SCALE``).
 """
@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hf_bpe
-from hf_bpe import BPE, DisallowedSpecialTokenError, UnknownTokenError, streaming
-from hf_bpe.streaming import decode_parts
+from hf_bpe import BPE, DisallowedSpecialTokenError, UnknownTokenError, _streaming
+from hf_bpe._streaming import decode_parts
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ TRICKY = (
 @pytest.fixture
 def every_part(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the core encode after every part it gets, not every 64 KiB."""
-    monkeypatch.setattr(streaming, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(_streaming, "BLOCK_BYTES", 1)
 
 
 @pytest.fixture(scope="module", params=PARITY_ENCODINGS)
@@ -117,11 +117,11 @@ def test_generated_documents_stream_exactly_in_random_parts(enc: BPE) -> None:
         assert streamed(enc, cut(text, positions), allowed_special="all") == expected
 
 
-@pytest.mark.parametrize("block", [1, streaming.BLOCK_BYTES])
+@pytest.mark.parametrize("block", [1, _streaming.BLOCK_BYTES])
 def test_shared_corpora_stream_exactly_line_by_line_and_in_odd_sizes(
     enc: BPE, block: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(streaming, "BLOCK_BYTES", block)
+    monkeypatch.setattr(_streaming, "BLOCK_BYTES", block)
     folder = require_shared("corpora")
     rng = random.Random(block)
     for path in sorted(folder.glob("*.txt")):
