@@ -40,7 +40,7 @@ import textgen
 
 import hf_bpe
 from hf_bpe.view import TokenPage, make_server
-from hf_bpe.view.server import url_of
+from hf_bpe.view._server import url_of
 
 KEY_SCRIPT = """
 async (key) => {

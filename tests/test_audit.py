@@ -18,9 +18,9 @@ from test_audit_reachability import hand_built_ranks, hand_built_sentencepiece
 import hf_bpe
 import hf_bpe.audit
 from hf_bpe import BPE
-from hf_bpe.audit import corpus as corpus_module
-from hf_bpe.audit import specials as specials_module
-from hf_bpe.audit import vocabulary
+from hf_bpe.audit import _corpus as corpus_module
+from hf_bpe.audit import _specials as specials_module
+from hf_bpe.audit import _vocabulary
 from hf_bpe.cli import main
 from hf_bpe.counting import piece_token_counts, token_counts
 from hf_bpe.train import count_pieces
@@ -45,7 +45,7 @@ def trained() -> BPE:
 def test_hf_bpe_audit_is_callable_and_its_modules_stay_importable(trained: BPE) -> None:
     report = hf_bpe.audit.audit(trained)
     assert report.name == "trained" and report.corpus is None and report.unused == []
-    from hf_bpe.audit.reachability import REASONS
+    from hf_bpe.audit._reachability import REASONS
 
     assert "split_apart" in REASONS
 
@@ -101,8 +101,8 @@ def test_near_duplicates_group_case_space_and_punctuation_variants() -> None:
     ranks = {bytes([byte]): byte for byte in range(256)}
     for token in [b"hello", b" hello", b"Hello", b"hello!", b" world", b"HELLO", b"ab", b" Ab"]:
         ranks[token] = len(ranks)
-    table = vocabulary.tokens_of(BPE(ranks, "gpt2"))
-    groups = {group.key: group for group in vocabulary.near_duplicates(table)}
+    table = _vocabulary.tokens_of(BPE(ranks, "gpt2"))
+    groups = {group.key: group for group in _vocabulary.near_duplicates(table)}
     assert set(groups) == {"hello", "ab"}
     assert groups["hello"].kinds == ["case", "punctuation", "space"] and groups["hello"].extra_ids == 4
     assert groups["ab"].kinds == ["case", "space"]
@@ -110,8 +110,8 @@ def test_near_duplicates_group_case_space_and_punctuation_variants() -> None:
 
 def test_sentencepiece_spaces_count_as_leading_spaces() -> None:
     model, _ = hand_built_sentencepiece()
-    table = vocabulary.tokens_of(model)
-    groups = vocabulary.near_duplicates(table)
+    table = _vocabulary.tokens_of(model)
+    groups = _vocabulary.near_duplicates(table)
     assert [(group.key, group.kinds) for group in groups] == []  # "▁b" is one character after the space
     assert table.text(model.sentencepiece.pieces.index(next(p for p in model.sentencepiece.pieces  # type: ignore[union-attr]
                                                              if p.text == "▁b"))) == " b"

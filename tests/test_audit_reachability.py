@@ -1,4 +1,4 @@
-"""Reachability (``hf_bpe.audit.reachability``): hand-built vocabularies whose unreachable tokens are known
+"""Reachability (``hf_bpe.audit._reachability``): hand-built vocabularies whose unreachable tokens are known
 (each with the reason), and the derived verdicts against brute force: every string up to a few characters
 over the vocabulary's alphabet, encoded, must produce no token the audit calls unreachable.
 
@@ -17,8 +17,8 @@ from conftest import scaled
 from conversion_support import mistral_file
 
 from hf_bpe import BPE
-from hf_bpe.audit import reachability as reach
-from hf_bpe.audit import utf8
+from hf_bpe.audit import _reachability as reach
+from hf_bpe.audit import _utf8
 from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
 
 BYTES = {bytes([byte]): byte for byte in range(256)}
@@ -122,7 +122,7 @@ def test_a_merges_list_forms_no_token_whose_bytes_merge_elsewhere_unless_it_igno
 
 def test_partial_utf8_kinds_follow_the_utf8_definition() -> None:
     ranks, _ = hand_built_ranks()
-    kinds = {token: utf8.kind(token) for token in ranks}
+    kinds = {token: _utf8.kind(token) for token in ranks}
     expected = {bytes([byte]): "continuation" for byte in range(0x80, 0xC0)}
     expected |= {bytes([byte]): "lead" for byte in range(0xC2, 0xF5)}
     expected |= dict.fromkeys(NEVER_UTF8, "invalid")

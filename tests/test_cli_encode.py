@@ -81,7 +81,7 @@ def test_a_whole_file_counts_and_encodes_as_the_tokenizer_encodes_its_contents(
     """Without --lines a file is one text: its count is len(tiktoken's encode of the contents), cut
     into small parts here (CHUNK_BYTES lowered) so that many cuts are crossed, newlines of every kind
     included."""
-    from hf_bpe.cli import encode
+    from hf_bpe.cli import _encode
 
     rng = random.Random(17)
     documents = textgen.documents(rng, scaled(300_000))
@@ -89,8 +89,8 @@ def test_a_whole_file_counts_and_encodes_as_the_tokenizer_encodes_its_contents(
     path = tmp_path / "corpus.txt"
     path.write_text(text, encoding="utf-8", newline="")
     expected = tiktoken_encoding(name).encode_ordinary(text)
-    monkeypatch.setattr(encode, "CHUNK_BYTES", 2_000)
-    assert len(list(encode.chunks(hf_bpe.get_encoding(name), text.encode("utf-8"), False, size=2_000))) > 10
+    monkeypatch.setattr(_encode, "CHUNK_BYTES", 2_000)
+    assert len(list(_encode.chunks(hf_bpe.get_encoding(name), text.encode("utf-8"), False, size=2_000))) > 10
     assert run(capsys, "count", name, "--file", str(path)) == f"{len(expected)}\n"
     assert run(capsys, "encode", name, "--file", str(path)).split() == list(map(str, expected))
     process = subprocess.run([sys.executable, "-m", "hf_bpe", "count", name], input=text.encode(),
@@ -102,7 +102,8 @@ def test_every_command_has_examples_in_its_help() -> None:
     from hf_bpe.cli import COMMANDS, parser
 
     subparsers = next(action for action in parser()._actions if action.choices and "train" in action.choices)
-    assert sorted(subparsers.choices) == sorted(command.__name__.rsplit(".", 1)[1] for command in COMMANDS)
+    assert sorted(subparsers.choices) == sorted(command.__name__.rsplit(".", 1)[1].removeprefix("_")
+                                                 for command in COMMANDS)
     for name, command_parser in subparsers.choices.items():
         assert f"examples:\n  hf-bpe {name} " in command_parser.format_help(), name
 
@@ -111,12 +112,12 @@ def test_lines_end_at_newlines_across_reads(tmp_path: Path, capsys: pytest.Captu
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Lines end at \\n or \\r\\n (not kept), a lone \\r stays in its line, the last line needs no
     newline; the file is read a few characters at a time here so that reads cut lines and \\r\\n pairs."""
-    from hf_bpe.cli import encode
+    from hf_bpe.cli import _encode
 
     lines = ["first line", "", "crlf line", "a\rlone cr", " spaced ", "last without newline"]
     path = tmp_path / "lines.txt"
     path.write_bytes(b"first line\n\ncrlf line\r\na\rlone cr\n spaced \nlast without newline")
-    monkeypatch.setattr(encode, "READ_CHARS", 3)
+    monkeypatch.setattr(_encode, "READ_CHARS", 3)
     out = run(capsys, "encode", "gpt2", "--lines", "--format", "jsonl", "--file", str(path))
     assert [json.loads(row)["text"] for row in out.splitlines()] == lines
     enc = hf_bpe.get_encoding("gpt2")
@@ -129,11 +130,11 @@ def test_a_file_that_is_not_utf8_is_named_with_the_bad_bytes_offset(
 ) -> None:
     """The file is read as bytes and decoded a part at a time: the error still names the file and the
     offset in the whole file (here in the third part)."""
-    from hf_bpe.cli import encode
+    from hf_bpe.cli import _encode
 
     path = tmp_path / "latin1.txt"
     path.write_bytes(b"a line.\n" * 100 + b"caf\xe9\n" + b"a line.\n" * 10)
-    monkeypatch.setattr(encode, "CHUNK_BYTES", 300)
+    monkeypatch.setattr(_encode, "CHUNK_BYTES", 300)
     assert main(["count", "gpt2", "--file", str(path)]) == 1
     assert f"{path} is not UTF-8 text: byte 803 is b'\\xe9'" in capsys.readouterr().err
 
@@ -142,14 +143,14 @@ def test_a_whole_files_count_with_special_tokens_is_tiktokens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     tiktoken_encoding: Callable[[str], Any],
 ) -> None:
-    from hf_bpe.cli import encode
+    from hf_bpe.cli import _encode
 
     rng = random.Random(23)
     text = "".join(doc + rng.choice(["\n<|endoftext|>", "<|fim_prefix|>\n", "\n"]) for doc in
                    textgen.documents(rng, scaled(100_000)))
     path = tmp_path / "special.txt"
     path.write_text(text, encoding="utf-8", newline="")
-    monkeypatch.setattr(encode, "CHUNK_BYTES", 2_000)
+    monkeypatch.setattr(_encode, "CHUNK_BYTES", 2_000)
     theirs = tiktoken_encoding("cl100k_base")
     assert run(capsys, "count", "cl100k_base", "--file", str(path), "--allow-special") == \
         f"{len(theirs.encode(text, allowed_special='all'))}\n"
@@ -162,11 +163,11 @@ def test_a_crlf_split_between_two_reads_still_ends_the_line(
 ) -> None:
     """With 20 characters (bytes) a read, the first read ends with the \\r of "crlf line\\r\\n" and the
     second holds no \\r: the line must still lose it (it did not when only the new read was searched)."""
-    from hf_bpe.cli import encode
+    from hf_bpe.cli import _encode
 
     path = tmp_path / "lines.txt"
     path.write_bytes(b"a\rlone cr\ncrlf line\r\nlast")
-    monkeypatch.setattr(encode, "READ_CHARS", read)
+    monkeypatch.setattr(_encode, "READ_CHARS", read)
     lines = ["a\rlone cr", "crlf line", "last"]
     enc = hf_bpe.get_encoding("gpt2")
     assert run(capsys, "count", "gpt2", "--lines", "--each", "--file", str(path)).split() == [

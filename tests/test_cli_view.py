@@ -1,4 +1,4 @@
-"""``hf-bpe view`` (``hf_bpe.cli.view``): the terminal form, the static export, the live server as a
+"""``hf-bpe view`` (``hf_bpe.cli._view``): the terminal form, the static export, the live server as a
 real process (its address, its answers, Ctrl-C), and bad input stopping it before anything starts.
 
 The ids printed and served are compared with tiktoken's and with the loaded models' ``encode``.

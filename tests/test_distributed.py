@@ -21,7 +21,7 @@ from conftest import require_shared, scaled
 import hf_bpe
 import hf_bpe.distributed
 from hf_bpe.distributed import ShardError
-from hf_bpe.distributed.training import prune
+from hf_bpe.distributed._training import prune
 from hf_bpe.train import PieceCounts, count_pieces, train_from_counts
 
 SPECIAL = "<|endoftext|>"

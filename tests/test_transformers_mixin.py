@@ -194,18 +194,18 @@ class TestBPETokenizerConformanceBosEos(BPETokenizerConformance, unittest.TestCa
 
 
 def test_the_installed_transformers_is_a_release_the_pipeline_was_checked_against() -> None:
-    """hf_bpe/transformers/pipeline.py implements transformers' private ``_encode_plus``: on a major it
+    """hf_bpe/transformers/_pipeline.py implements transformers' private ``_encode_plus``: on a major it
     was not checked against this fails, saying what to do, before anything subtler does."""
     import transformers
 
-    from hf_bpe.transformers import pipeline
+    from hf_bpe.transformers import _pipeline
 
     major = int(transformers.__version__.split(".")[0])
-    assert major in pipeline.TRANSFORMERS_MAJORS, (
-        f"transformers {transformers.__version__} is outside {pipeline.TRANSFORMERS_CHECKED}, the releases "
-        "hf_bpe/transformers/pipeline.py (its _encode_plus override) was checked against: compare it with this "
+    assert major in _pipeline.TRANSFORMERS_MAJORS, (
+        f"transformers {transformers.__version__} is outside {_pipeline.TRANSFORMERS_CHECKED}, the releases "
+        "hf_bpe/transformers/_pipeline.py (its _encode_plus override) was checked against: compare it with this "
         "release's PythonBackend._encode_plus, run this file, then widen TRANSFORMERS_CHECKED and the pin in "
         "pyproject.toml"
     )
     pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
-    assert f'"transformers{pipeline.TRANSFORMERS_CHECKED}"' in pyproject, "pyproject.toml pins another range"
+    assert f'"transformers{_pipeline.TRANSFORMERS_CHECKED}"' in pyproject, "pyproject.toml pins another range"

@@ -25,7 +25,7 @@ import hf_bpe
 from hf_bpe._token_view import view_text
 from hf_bpe.model import BPE
 from hf_bpe.view import EXAMPLES, TokenPage, make_server
-from hf_bpe.view.server import url_of
+from hf_bpe.view._server import url_of
 
 pytestmark = pytest.mark.browser
 

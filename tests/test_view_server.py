@@ -18,7 +18,7 @@ from conversion_support import mistral_file, trained_model, varied_texts
 import hf_bpe
 from hf_bpe._token_view import view_text
 from hf_bpe.view import DEFAULT_TEXT, EXAMPLES, TokenPage, make_server
-from hf_bpe.view.server import MAX_REQUEST_BYTES, url_of
+from hf_bpe.view._server import MAX_REQUEST_BYTES, url_of
 
 
 def unpacked(result: dict[str, Any]) -> tuple[list[int], list[int]]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hf_bpe.audit import utf8
-from hf_bpe.audit.reachability import REASONS
+from hf_bpe.audit import _utf8
+from hf_bpe.audit._reachability import REASONS
 
 if TYPE_CHECKING:
-    from hf_bpe.audit.report import AuditReport
+    from hf_bpe.audit._report import AuditReport
 
 ROWS = 20
 """Rows shown per list; the JSON (``to_dict``) has them all."""
@@ -69,7 +69,7 @@ def _unreachable(report: AuditReport) -> str:
     text = [
         "## Unreachable tokens",
         ("A token is unreachable when no text encodes to a sequence holding it. Each verdict is derived "
-        "from the merge rule and the split pattern (see `hf_bpe.audit.reachability`); reachable tokens "
+        "from the merge rule and the split pattern (see `hf_bpe.audit._reachability`); reachable tokens "
         "have a witness text that was encoded to check it."),
     ]
     if not ids:
@@ -90,7 +90,7 @@ def _partial(report: AuditReport) -> str:
     rows = []
     for kind, ids in report.partial_by_kind.items():
         examples = ", ".join(cell(report.show(id)) for id in ids[:4])
-        rows.append([kind, utf8.KINDS[kind], f"{len(ids):,}", examples])
+        rows.append([kind, _utf8.KINDS[kind], f"{len(ids):,}", examples])
     return "## Partial UTF-8 tokens\n\n" + _table(["kind", "meaning", "tokens", "examples"], rows)
 
 

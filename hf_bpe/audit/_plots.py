@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hf_bpe.audit.report import AuditReport
+    from hf_bpe.audit._report import AuditReport
 
 FILES = {
     "findings": "audit_findings.png",

@@ -1,7 +1,7 @@
 """Which tokens can appear in an encoding at all, derived from the merge rule and the split pattern.
 
 **Definition.** An ordinary token (not a special token) is *reachable* when some text ``s`` has it
-in ``model.encode_ordinary(s)``. Special tokens are left to :mod:`hf_bpe.audit.specials`.
+in ``model.encode_ordinary(s)``. Special tokens are left to :mod:`hf_bpe.audit._specials`.
 
 Every reachable verdict comes with a *witness*: a text whose encoding holds the token, checked by
 encoding it with the model itself, so a reachable verdict is never wrong. Every unreachable verdict
@@ -69,7 +69,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple
 
 from hf_bpe._rules import merge_pieces
-from hf_bpe.audit import utf8
+from hf_bpe.audit import _utf8
 from hf_bpe.sentencepiece_bpe import BYTE, NORMAL, USER_DEFINED, merge_list
 
 if TYPE_CHECKING:
@@ -283,7 +283,7 @@ class _ByteLevelSearch(_Search):
     def __init__(self, model: BPE, search_limit: int, num_threads: int | None) -> None:
         tokens = {id: token for token, id in model.mergeable_ranks.items()}
         super().__init__(model, tokens, search_limit, num_threads)
-        self._edges: dict[int, utf8.Edges | None] | None = None
+        self._edges: dict[int, _utf8.Edges | None] | None = None
 
     def run(self) -> Reachability:
         texts = {id: text for id, token in self.tokens.items() if (text := _text(token)) is not None}
@@ -294,9 +294,9 @@ class _ByteLevelSearch(_Search):
         ids = list(self.tokens)
         merged = self.merged([self.tokens[id] for id in ids])
         valid = frozenset(id for id, parts in zip(ids, merged) if parts == [id])
-        edges: dict[int, utf8.Edges] = {}
+        edges: dict[int, _utf8.Edges] = {}
         for id in self.pending():
-            found = utf8.edges(self.tokens[id])
+            found = _utf8.edges(self.tokens[id])
             if found is None:
                 self.verdicts[id] = Verdict(id, reason="invalid_utf8")
             elif id not in valid:
@@ -310,11 +310,11 @@ class _ByteLevelSearch(_Search):
             self._neighbour_search(list(rest), edges)
         return Reachability(self.verdicts, self.intermediate(valid), valid)
 
-    def _completed(self, id: int, edges: utf8.Edges, limit: int = 256) -> Iterator[str]:
+    def _completed(self, id: int, edges: _utf8.Edges, limit: int = 256) -> Iterator[str]:
         """The token with its edge characters completed by bytes, alternating choices on each side."""
         token = self.tokens[id]
-        heads = utf8.head_completions(token[: edges.head], limit=limit) if edges.head else [b""]
-        tails = utf8.tail_completions(edges.tail, limit=limit) if edges.tail else [b""]
+        heads = _utf8.head_completions(token[: edges.head], limit=limit) if edges.head else [b""]
+        tails = _utf8.tail_completions(edges.tail, limit=limit) if edges.tail else [b""]
         for step in range(max(len(heads), len(tails)) * 4):
             head = heads[step % len(heads)]
             tail = tails[(step // len(heads) + step) % len(tails)]
@@ -322,7 +322,7 @@ class _ByteLevelSearch(_Search):
             if text is not None:
                 yield text
 
-    def _neighbour_search(self, ids: list[int], edges: dict[int, utf8.Edges]) -> None:
+    def _neighbour_search(self, ids: list[int], edges: dict[int, _utf8.Edges]) -> None:
         """The exhaustive part. A side where the token starts (ends) inside a character needs a
         neighbour: every token of the vocabulary that fits there is checked for compatibility, and
         none compatible settles the verdict. Otherwise texts are built from compatible neighbour
@@ -360,13 +360,13 @@ class _ByteLevelSearch(_Search):
             all_continuations = found.head == len(other_bytes) > 0
             if side == "left":
                 inside = bool(found.tail) or all_continuations
-                if mine.head == 0 and not found.tail or mine.head and inside and utf8.edges(other_bytes + token) is not None:
+                if mine.head == 0 and not found.tail or mine.head and inside and _utf8.edges(other_bytes + token) is not None:
                     candidates.append(other)
             else:
                 if found.head == 0:
                     if not mine.tail:
                         candidates.append(other)
-                elif (mine.tail or mine.head == len(token)) and utf8.edges(token + other_bytes) is not None:
+                elif (mine.tail or mine.head == len(token)) and _utf8.edges(token + other_bytes) is not None:
                     candidates.append(other)
         joined = [self.tokens[other] + token if side == "left" else token + self.tokens[other] for other in candidates]
         merged = self.merged(joined)
@@ -376,9 +376,9 @@ class _ByteLevelSearch(_Search):
         shortest_first: list[int | None] = list(found_ids)
         return shortest_first
 
-    def edges_of(self) -> dict[int, utf8.Edges | None]:
+    def edges_of(self) -> dict[int, _utf8.Edges | None]:
         if self._edges is None:
-            self._edges = {id: utf8.edges(token) for id, token in self.tokens.items()}
+            self._edges = {id: _utf8.edges(token) for id, token in self.tokens.items()}
         return self._edges
 
     def _neighbour_texts(self, id: int, left: list[int | None], right: list[int | None]) -> Iterator[str]:
@@ -394,11 +394,11 @@ class _ByteLevelSearch(_Search):
             yield from islice(_wrapped(core), 1, None)
 
     def _completions(self, data: bytes, limit: int = 3) -> Iterator[str]:
-        found = utf8.edges(data)
+        found = _utf8.edges(data)
         if found is None:
             return
-        heads = utf8.head_completions(data[: found.head], limit=limit) if found.head else [b""]
-        tails = utf8.tail_completions(found.tail, limit=limit) if found.tail else [b""]
+        heads = _utf8.head_completions(data[: found.head], limit=limit) if found.head else [b""]
+        tails = _utf8.tail_completions(found.tail, limit=limit) if found.tail else [b""]
         for head in heads:
             for tail in tails:
                 text = _text(head + data + tail)

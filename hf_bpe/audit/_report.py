@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hf_bpe.audit.corpus import CorpusStats, Group, Magikarp
-from hf_bpe.audit.reachability import REASONS, Reachability
-from hf_bpe.audit.specials import SpecialToken
-from hf_bpe.audit.vocabulary import TokenTable, VariantGroup
+from hf_bpe.audit._corpus import CorpusStats, Group, Magikarp
+from hf_bpe.audit._reachability import REASONS, Reachability
+from hf_bpe.audit._specials import SpecialToken
+from hf_bpe.audit._vocabulary import TokenTable, VariantGroup
 
 
 @dataclass
@@ -44,7 +44,7 @@ class AuditReport:
 
     @property
     def unreachable(self) -> list[int]:
-        """Ordinary tokens no text encodes to (see :mod:`hf_bpe.audit.reachability`)."""
+        """Ordinary tokens no text encodes to (see :mod:`hf_bpe.audit._reachability`)."""
         return self.reachability.unreachable
 
     @property
@@ -183,9 +183,9 @@ class AuditReport:
 
     def to_markdown(self, *, images: dict[str, str] | None = None) -> str:
         """The report as Markdown; ``images`` maps chart names (:meth:`plots`) to file names to show."""
-        from hf_bpe.audit import markdown
+        from hf_bpe.audit import _markdown
 
-        return markdown.render(self, images or {})
+        return _markdown.render(self, images or {})
 
     # ---------------------------------------------------------------------------------- charts
 
@@ -193,7 +193,7 @@ class AuditReport:
         """Draw the charts (``findings``, ``lengths``; with a corpus ``compression`` and ``usage``; or
         those of ``names``) as PNG files in ``directory`` (created if needed); returns their paths by
         name. Needs matplotlib (``pip install 'hf_bpe[plots]'``)."""
-        from hf_bpe.audit import plots
+        from hf_bpe.audit import _plots
 
-        return plots.draw(self, Path(directory), names)
+        return _plots.draw(self, Path(directory), names)
 

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hf_bpe.audit import utf8
+from hf_bpe.audit import _utf8
 from hf_bpe.sentencepiece_bpe import BYTE, NORMAL, USER_DEFINED
 
 if TYPE_CHECKING:
@@ -72,14 +72,14 @@ def tokens_of(model: BPE) -> TokenTable:
 
 
 def partial_utf8(model: BPE, table: TokenTable) -> dict[str, list[int]]:
-    """The tokens that are not valid UTF-8 on their own, by kind (:data:`hf_bpe.audit.utf8.KINDS`).
+    """The tokens that are not valid UTF-8 on their own, by kind (:data:`hf_bpe.audit._utf8.KINDS`).
     For SentencePiece only byte pieces can be: ``<0xE3>`` is ``lead``, ``<0x81>`` ``continuation``."""
-    found: dict[str, list[int]] = {kind: [] for kind in utf8.KINDS}
+    found: dict[str, list[int]] = {kind: [] for kind in _utf8.KINDS}
     spec = model.sentencepiece
     for id, data in table.bytes_of.items():
         if spec is not None and spec.pieces[id].type != BYTE:
             continue
-        kind = utf8.kind(data)
+        kind = _utf8.kind(data)
         if kind is not None:
             found[kind].append(id)
     return found
@@ -173,7 +173,7 @@ Magikarp" does: its ``clean_encode``)."""
 
 def round_trip_failures(model: BPE, table: TokenTable) -> list[int]:
     """Ordinary tokens whose decoded text does not encode back to the token alone: the "unreachable"
-    indicator of Land & Bartolo (2024), which is weaker than :mod:`hf_bpe.audit.reachability` (a token
+    indicator of Land & Bartolo (2024), which is weaker than :mod:`hf_bpe.audit._reachability` (a token
     can fail it yet appear inside longer text) and skips tokens that are not UTF-8. SentencePiece
     tokens are encoded after a one-token prefix (``«``) that is then dropped, so the dummy prefix
     does not change their first character."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from hf_bpe._io import atomic_write
 from hf_bpe.audit import audit
-from hf_bpe.cli.common import (
+from hf_bpe.cli._common import (
     UsageError,
     format_option,
     load_dataset,

@@ -24,7 +24,7 @@ import conversion.hf
 import conversion.sentencepiece
 import conversion.tiktoken
 from hf_bpe._sources import FORMATS
-from hf_bpe.cli.common import (
+from hf_bpe.cli._common import (
     UsageError,
     format_option,
     missing_folder,
@@ -33,7 +33,7 @@ from hf_bpe.cli.common import (
     report_created,
     source_options,
 )
-from hf_bpe.cli.inspect import pattern_name
+from hf_bpe.cli._inspect import pattern_name
 from hf_bpe.errors import LossyConversionWarning
 from hf_bpe.model import BPE
 

@@ -3,7 +3,7 @@
     hf-bpe count o200k_base --file corpus.txt          # = len(encode(the file's contents))
     hf-bpe count gpt2 --file notes.txt --lines --each   # one count per line
 
-Texts are what ``hf-bpe encode`` reads (:mod:`hf_bpe.cli.encode`): each TEXT argument, else each
+Texts are what ``hf-bpe encode`` reads (:mod:`hf_bpe.cli._encode`): each TEXT argument, else each
 file whole, else standard input whole; with ``--lines``, every line without its newline. The count of
 a text is the length of ``hf-bpe encode``'s ids for it; without ``--each`` the total is printed.
 """
@@ -14,8 +14,8 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from hf_bpe.cli.common import read_source_argument
-from hf_bpe.cli.encode import TEXTS_HELP, counts, text_options
+from hf_bpe.cli._common import read_source_argument
+from hf_bpe.cli._encode import TEXTS_HELP, counts, text_options
 
 
 def register(subparsers: Any) -> None:

@@ -11,8 +11,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from hf_bpe.cli.common import read_source_argument
-from hf_bpe.cli.encode import tokenizer_options
+from hf_bpe.cli._common import read_source_argument
+from hf_bpe.cli._encode import tokenizer_options
 
 
 def register(subparsers: Any) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hf_bpe import patterns
-from hf_bpe.cli.common import format_option, read_source_argument, source_options
+from hf_bpe.cli._common import format_option, read_source_argument, source_options
 from hf_bpe.counting import count_utf8_batch
 from hf_bpe.model import BPE, AllowedSpecial
 from hf_bpe.train import progress_delay, watched

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe import _rules, patterns
-from hf_bpe.cli.common import format_option, naming_lossy, read_source_argument, source_options
+from hf_bpe.cli._common import format_option, naming_lossy, read_source_argument, source_options
 from hf_bpe.model import BPE, n_ordinary
 
 SAMPLE = "Hello world! It's 2024: naïve café, 日本語, 🦙 <|endoftext|>"

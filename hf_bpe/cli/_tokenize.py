@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hf_bpe.cli.common import (
+from hf_bpe.cli._common import (
     format_option,
     parse_size,
     ray_option,
@@ -31,7 +31,7 @@ from hf_bpe.cli.common import (
 
 def register(subparsers: Any) -> None:
     """Add ``tokenize`` to an ``argparse`` subparsers object."""
-    from hf_bpe.distributed import tokenizing
+    from hf_bpe.distributed import _tokenizing
 
     tokenize = subparsers.add_parser(
         "tokenize",
@@ -52,9 +52,9 @@ def register(subparsers: Any) -> None:
     tokenize.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder for the shards")
     tokenize.add_argument("--eot", metavar="TOKEN_OR_ID",
                           help="a special token (or id) appended after every document, e.g. '<|endoftext|>'")
-    tokenize.add_argument("--shard-size", type=parse_size, default=tokenizing.SHARD_BYTES, metavar="BYTES",
+    tokenize.add_argument("--shard-size", type=parse_size, default=_tokenizing.SHARD_BYTES, metavar="BYTES",
                           help="input bytes per shard, e.g. 256M (default: 128M)")
-    tokenize.add_argument("--format", action="append", dest="formats", choices=tokenizing.FORMATS,
+    tokenize.add_argument("--format", action="append", dest="formats", choices=_tokenizing.FORMATS,
                           help="output formats (repeat; default: bin and parquet)")
     tokenize.add_argument("--text-column", default="text", metavar="C",
                           help="the JSON key or Parquet column with the text (default: text)")
@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
 def run(arguments: argparse.Namespace) -> int:
     """Tokenize, print the manifest's totals (exit status 1 with the shard's error when one fails)."""
     from hf_bpe import distributed
-    from hf_bpe.distributed import tokenizing
+    from hf_bpe.distributed import _tokenizing
 
     eot: int | str | None = arguments.eot
     if isinstance(eot, str) and eot.isdigit():
@@ -87,7 +87,7 @@ def run(arguments: argparse.Namespace) -> int:
                 arguments.out,
                 eot=eot,
                 shard_size=arguments.shard_size,
-                formats=tuple(arguments.formats or tokenizing.FORMATS),
+                formats=tuple(arguments.formats or _tokenizing.FORMATS),
                 text_column=arguments.text_column,
                 num_workers=arguments.num_workers,
                 ray_address=address,

@@ -7,7 +7,7 @@ embedded default corpus: Python's own documentation (``pydoc_data.topics``, ship
         --vocab-size 8192 --out my-tokenizer
     hf-bpe train --sentencepiece --llama2 data/*.txt --vocab-size 32000 --out my-llama-tokenizer
 
-``--sentencepiece`` (:mod:`hf_bpe.cli.train_sentencepiece`) learns a SentencePiece BPE model instead.
+``--sentencepiece`` (:mod:`hf_bpe.cli._train_sentencepiece`) learns a SentencePiece BPE model instead.
 
 ``--out DIR`` receives a transformers tokenizer folder (``AutoTokenizer.from_pretrained(DIR)``): our
 model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``tokenizer.json``,
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe import patterns
-from hf_bpe.cli import train_sentencepiece
-from hf_bpe.cli.common import (
+from hf_bpe.cli import _train_sentencepiece
+from hf_bpe.cli._common import (
     DATASET_ON_RAY,
     UsageError,
     load_dataset,
@@ -92,7 +92,7 @@ def register(subparsers: Any) -> None:
     train.add_argument("--name", help="the model's name (default: the folder's name)")
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
-    train_sentencepiece.add_arguments(train)
+    _train_sentencepiece.add_arguments(train)
     ray_option(train, "train on Ray")
     train.add_argument("--num-workers", type=int, metavar="N", help="with --ray: tasks at once (default: every CPU)")
     train.add_argument("--prune-below", type=int, metavar="C",
@@ -135,7 +135,7 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.sentencepiece:
         if arguments.ray is not None:
             raise UsageError("--sentencepiece trains on this machine only; --ray trains byte-level BPE (drop one)")
-        return train_sentencepiece.run(arguments, corpus, files, described)
+        return _train_sentencepiece.run(arguments, corpus, files, described)
     if arguments.llama2 or arguments.sp_options:
         raise UsageError("--llama2 and --sp-option go with --sentencepiece")
 

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hf_bpe.cli.common import UsageError
+from hf_bpe.cli._common import UsageError
 from hf_bpe.sentencepiece_bpe import CONTROL, UNKNOWN
 from hf_bpe.train_sentencepiece import FIXED, LLAMA2_OPTIONS, NO_EFFECT, OPTIONS, train_sentencepiece
 

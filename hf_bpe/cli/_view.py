@@ -22,7 +22,7 @@ import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hf_bpe.cli.common import UsageError, for_the_shell, read_source, source_options
+from hf_bpe.cli._common import UsageError, for_the_shell, read_source, source_options
 
 if TYPE_CHECKING:
     from hf_bpe.model import BPE
@@ -125,7 +125,7 @@ def _export(tokenizers: list[tuple[str, BPE]], text: str | None, arguments: argp
 
 def _serve(tokenizers: list[tuple[str, BPE]], arguments: argparse.Namespace) -> int:
     from hf_bpe.view import TokenPage, make_server
-    from hf_bpe.view.server import url_of
+    from hf_bpe.view._server import url_of
 
     page = TokenPage(tokenizers, command=_command(arguments))
     try:

@@ -14,7 +14,7 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Padd
 from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe._byte_level import token_to_str
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
-from hf_bpe.transformers.added_tokens import AddedTokens
+from hf_bpe.transformers._added_tokens import AddedTokens
 
 Encoded = tuple[list[int], list[tuple[int, int]] | None]
 """A sequence's ids, and the character span of each when offsets were asked for."""

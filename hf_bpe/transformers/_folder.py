@@ -21,7 +21,7 @@ REMOTE_CODE_FILE = "tokenization_hf_bpe.py"
 """The one-line module that ``save_pretrained(..., remote_code=True)`` writes for ``auto_map``."""
 
 if TYPE_CHECKING:
-    from hf_bpe.transformers.tokenizer import BPETokenizer
+    from hf_bpe.transformers._tokenizer import BPETokenizer
 
 CONFIG_KEY = "hf_bpe"
 """Our section of ``tokenizer_config.json``: the BOS/EOS policy and what the model card knows."""
@@ -98,7 +98,7 @@ class FolderFormat(PreTrainedTokenizer):
             files = (*files, str(directory / REMOTE_CODE_FILE))
         atomic_write(config_path, json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
         if model_card:
-            from hf_bpe.transformers.model_card import write_model_card
+            from hf_bpe.transformers._model_card import write_model_card
 
             files = (*files, str(write_model_card(cast("BPETokenizer", self), directory)))
         if push_to_hub:

@@ -22,7 +22,7 @@ from hf_bpe._io import atomic_write
 if TYPE_CHECKING:
     from hf_bpe.audit import AuditReport
     from hf_bpe.model import BPE
-    from hf_bpe.transformers.tokenizer import BPETokenizer
+    from hf_bpe.transformers._tokenizer import BPETokenizer
 
 CARD_FILE = "README.md"
 HISTOGRAM_FILE = "token_lengths.png"
@@ -138,7 +138,7 @@ def audit_section(tokenizer: BPETokenizer, directory: Path | None = None) -> str
     for 32,000 tokens) and, when the card records it (``card["training"]["usage"]``, from
     :func:`hf_bpe.audit.training_usage`), of the training corpus; with ``directory``, its charts are
     drawn there when matplotlib is installed."""
-    from hf_bpe.audit import plots
+    from hf_bpe.audit import _plots
 
     report = _audited(tokenizer.model).report
     summary = report.summary()
@@ -164,12 +164,12 @@ def audit_section(tokenizer: BPETokenizer, directory: Path | None = None) -> str
     images: dict[str, str] = {}
     if directory is not None:
         try:
-            findings = _chart(tokenizer.model, directory / plots.FILES["findings"],
+            findings = _chart(tokenizer.model, directory / _plots.FILES["findings"],
                               lambda path: report.plots(path.parent, ["findings"]))
             images = {"findings": findings} if findings else {}
             if usage:
                 title = "Reachable tokens by times produced on the training corpus"
-                path = plots.usage_histogram(usage["histogram"], directory / plots.FILES["training_usage"], title)
+                path = _plots.usage_histogram(usage["histogram"], directory / _plots.FILES["training_usage"], title)
                 images["training_usage"] = path.name
         except ImportError:
             pass

@@ -21,7 +21,7 @@ from typing import Any, cast
 from transformers.tokenization_utils_base import BatchEncoding, PaddingStrategy, TruncationStrategy
 
 from hf_bpe._rwlock import reading
-from hf_bpe.transformers.encode import BatchRequest, CoreEncoding, Encoded
+from hf_bpe.transformers._encode import BatchRequest, CoreEncoding, Encoded
 
 TRANSFORMERS_CHECKED = ">=5.0,<6"
 """The transformers releases this override was checked against (``transformers>=5.0,<6`` in pyproject.toml)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from transformers import AutoTokenizer, PreTrainedConfig
 
-from hf_bpe.transformers.tokenizer import BPETokenizer
+from hf_bpe.transformers._tokenizer import BPETokenizer
 
 
 def register() -> None:

@@ -1,7 +1,7 @@
 """``BPETokenizer``: an ``hf_bpe.BPE`` model as a transformers tokenizer (``PreTrainedTokenizer``):
 construction, the vocabulary, added tokens, tokens and decoding. Encoding lives in
-:mod:`~hf_bpe.transformers.pipeline` and :mod:`~hf_bpe.transformers.encode`, saving in
-:mod:`~hf_bpe.transformers.folder`, retraining in :mod:`~hf_bpe.transformers.training`.
+:mod:`~hf_bpe.transformers._pipeline` and :mod:`~hf_bpe.transformers._encode`, saving in
+:mod:`~hf_bpe.transformers._folder`, retraining in :mod:`~hf_bpe.transformers._training`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from hf_bpe._io import read_json
 from hf_bpe._rwlock import ReadWriteLock, reading
 from hf_bpe.errors import ConversionError, InvalidVocabularyError
 from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, as_model
-from hf_bpe.transformers.added_tokens import AddedTokens
-from hf_bpe.transformers.encode import Tables
-from hf_bpe.transformers.folder import CONFIG_KEY, FolderFormat, check_settings, config_path, load_model
-from hf_bpe.transformers.pipeline import EncodingPipeline
-from hf_bpe.transformers.training import Retraining
+from hf_bpe.transformers._added_tokens import AddedTokens
+from hf_bpe.transformers._encode import Tables
+from hf_bpe.transformers._folder import CONFIG_KEY, FolderFormat, check_settings, config_path, load_model
+from hf_bpe.transformers._pipeline import EncodingPipeline
+from hf_bpe.transformers._training import Retraining
 
 if TYPE_CHECKING:
     from hf_bpe._token_view import TokenView

@@ -10,10 +10,10 @@ from transformers.tokenization_utils_base import AddedToken
 
 from hf_bpe.model import BPE
 from hf_bpe.train import train
-from hf_bpe.transformers.folder import CONFIG_KEY
+from hf_bpe.transformers._folder import CONFIG_KEY
 
 if TYPE_CHECKING:
-    from hf_bpe.transformers.tokenizer import BPETokenizer
+    from hf_bpe.transformers._tokenizer import BPETokenizer
 
 
 class Retraining(PreTrainedTokenizer):

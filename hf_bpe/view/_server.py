@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from hf_bpe._io import atomic_write
 from hf_bpe._token_view import view_ids, view_text
-from hf_bpe.view.examples import DEFAULT_TEXT, EXAMPLES
+from hf_bpe.view._examples import DEFAULT_TEXT, EXAMPLES
 
 if TYPE_CHECKING:
     from hf_bpe.model import BPE
