@@ -99,7 +99,7 @@ def load_corpus(seed: int) -> tuple[str, str]:
         where = ", ".join(path.name for path in files)
     else:
         text = "".join(textgen.documents(random.Random(seed), 20 * MB, specials=False))
-        where = "generated text (tests/textgen.py)"
+        where = "generated text (tests/support/textgen.py)"
     text = text.replace(EOT, "<|endoftext|")
     return text, f"{len(text.encode()) / MB:.0f} MB of {where}"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import textgen
-from conftest import require_shared, scaled
+from suite import require_shared, scaled
 
 import conversion.gpt2
 import hf_bpe

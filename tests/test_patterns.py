@@ -14,7 +14,7 @@ from typing import Any
 
 import oniguruma_patterns
 import pytest
-from conftest import scaled
+from suite import scaled
 
 import conversion.hf
 import hf_bpe

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import scaled
 from conversion_support import mistral_file, trained_model, varied_texts
+from suite import scaled
 
 import hf_bpe
 from hf_bpe._token_view import Span, TokenView, byte_parts, draw_text, view_ids, view_text

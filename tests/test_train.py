@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import regex
-from conftest import PEAK_RSS_KB
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import naive_train
+from suite import PEAK_RSS_KB
 from terminal import on_a_terminal
 
 import hf_bpe

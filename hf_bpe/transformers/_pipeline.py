@@ -10,7 +10,7 @@ Python string per token) and ``convert_tokens_to_ids``; its public hooks (``toke
 public hook that receives a whole batch of texts, which is what encoding them in one core call needs.
 So this module implements ``_encode_plus`` and keeps what it calls identical to ``PythonBackend``'s;
 it is checked against :data:`TRANSFORMERS_CHECKED` (pyproject.toml pins the same range), and
-transformers' own ``TokenizerTesterMixin`` runs against the class (tests/test_transformers_mixin.py),
+transformers' own ``TokenizerTesterMixin`` runs against the class (tests/transformers/test_transformers_suite.py),
 which fails, naming this module, on a transformers major outside the range.
 """
 

@@ -1,6 +1,6 @@
 """The vocabulary audit's report (``hf_bpe.audit``): corpus usage and compression against direct encoding,
 the magikarp score, near duplicates, special tokens, the Markdown/JSON/charts and ``hf-bpe audit``.
-Reachability itself is tested in ``test_audit_reachability.py``."""
+Reachability itself is tested in ``test_reachability.py``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require_shared, scaled
-from test_audit_reachability import hand_built_ranks, hand_built_sentencepiece
+from audit_vocabularies import hand_built_ranks, hand_built_sentencepiece
+from suite import require_shared, scaled
 
 import hf_bpe
 import hf_bpe.audit
@@ -285,7 +285,7 @@ def test_piece_token_counts_are_the_token_counts_of_the_counted_texts(kind: str)
     """Random vocabularies (many tokens not valid, so the whole-piece rule matters) under two patterns,
     on random texts over characters that share bytes: counting each distinct piece once must give
     what encoding every text gives."""
-    from test_audit_reachability import ALPHABET, random_rank_model, random_tokens
+    from audit_vocabularies import ALPHABET, random_rank_model, random_tokens
 
     for pattern in ("gpt2", r"\S+|\s+"):
         rng = random.Random(f"{kind} {pattern}")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import scaled
+from suite import scaled
 
 import hf_bpe
 from hf_bpe.cli import main

@@ -17,7 +17,7 @@ import hf_bpe
 from hf_bpe.cli import main
 from hf_bpe.train import count_pieces
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def mistral_v3() -> Path:

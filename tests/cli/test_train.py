@@ -53,7 +53,7 @@ def test_train_with_no_input_uses_pythons_documentation(
     assert status == 0
     captured = capsys.readouterr()
     assert "the default corpus (Python's documentation" in captured.out and "pattern cl100k" in captured.out
-    assert "Counting pieces" not in captured.err  # not a terminal: no progress bars (test_cli_rough_edges)
+    assert "Counting pieces" not in captured.err  # not a terminal: no progress bars (cli/test_messages.py)
     model = hf_bpe.BPE.load(tmp_path / "docs" / MODEL_FILE)
     assert model.n_vocab == 1000
     assert len(model.encode("def function(argument):\n    return None")) < 15

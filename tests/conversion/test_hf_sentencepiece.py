@@ -20,9 +20,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import textgen
-from conftest import SHARED_DATA, require_shared, scale_factor, scaled
-from conversion_support import PARITY_STRINGS, assert_same, mistral_file, shared, varied_texts
+from conversion_support import (
+    NORMALIZER_REFUSAL,
+    PARITY_STRINGS,
+    TRAINED,
+    USER_DEFINED_REFUSAL,
+    assert_same,
+    corpus_lines,
+    mistral_file,
+    shared,
+    training_corpus,
+    varied_texts,
+)
+from suite import require_shared, scale_factor, scaled
 
 import conversion.hf
 import conversion.sentencepiece
@@ -43,9 +53,6 @@ spm = pytest.importorskip("sentencepiece", reason="sentencepiece is the oracle; 
 pytest.importorskip("google.protobuf", reason="reading .model files needs protobuf; pip install protobuf")
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers reads the written files; pip install -e '.[test]'")
 
-USER_DEFINED_REFUSAL = "user-defined pieces .* with the dummy prefix"
-NORMALIZER_REFUSAL = r"the normalizer 'nmt_nfkc' \(a precompiled character map\)"
-
 SHIPPED = {
     "mistral-v1": (lambda: mistral_file("tokenizer.model.v1"), None),
     "mistral-v3": (lambda: mistral_file("mistral_instruct_tokenizer_240323.model.v3"), USER_DEFINED_REFUSAL),
@@ -55,43 +62,6 @@ SHIPPED = {
 """The SentencePiece BPE models the test dependencies ship: (path, why tokenizer.json is refused)."""
 
 # ------------------------------------------------------------------------------------------ training
-
-
-def training_corpus(seed: int = 41) -> list[str]:
-    """Generated text for SentencePieceTrainer: prose, code, digits, whitespace runs, contractions,
-    special-token look-alikes and words of four alphabets (few enough characters for a small vocab)."""
-    rng = random.Random(seed)
-    kinds = [textgen.prose_fragment, textgen.code_fragment, textgen.digits_fragment, textgen.whitespace_fragment,
-             textgen.contractions_fragment, textgen.special_lookalike_fragment]
-    corpus = []
-    for _ in range(4_000):
-        if rng.random() < 0.3:
-            alphabet = textgen.SCRIPTS[rng.choice(["latin", "greek", "cyrillic", "hebrew"])]
-            corpus.append(" ".join(textgen.random_letters(rng, alphabet, rng.randint(1, 8))
-                                   for _ in range(rng.randint(1, 12))))
-        else:
-            corpus.append(rng.choice(kinds)(rng))
-    return [text for text in corpus if text.strip()]
-
-
-TRAINED = {
-    "identity": ({"normalization_rule_name": "identity"}, None),
-    "identity-byte-fallback": ({"normalization_rule_name": "identity", "byte_fallback": True}, None),
-    "identity-split-digits": ({"normalization_rule_name": "identity", "byte_fallback": True, "split_digits": True},
-                              None),
-    "identity-no-dummy-prefix": ({"normalization_rule_name": "identity", "add_dummy_prefix": False}, None),
-    "identity-keep-whitespace": ({"normalization_rule_name": "identity", "remove_extra_whitespaces": False}, None),
-    "identity-user-defined-no-dummy-prefix": ({"normalization_rule_name": "identity", "add_dummy_prefix": False,
-                                               "user_defined_symbols": ["<sep>", "[REF]", "@@", "x", "▁the"]}, None),
-    "llama-like": ({"normalization_rule_name": "identity", "byte_fallback": True, "split_digits": True,
-                    "remove_extra_whitespaces": False, "allow_whitespace_only_pieces": True}, None),
-    "identity-user-defined": ({"normalization_rule_name": "identity", "user_defined_symbols": ["<sep>", "[REF]"]},
-                              USER_DEFINED_REFUSAL),
-    "nmt-nfkc": ({}, NORMALIZER_REFUSAL),
-    "nmt-nfkc-byte-fallback-user-defined": ({"byte_fallback": True, "user_defined_symbols": ["<sep>"]},
-                                            NORMALIZER_REFUSAL),
-}
-"""SentencePieceTrainer options (BPE, vocab 1,500) and why tokenizer.json is refused, if it is."""
 
 
 @functools.cache
@@ -111,15 +81,6 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 # ----------------------------------------------------------------------------------------- comparing
-
-
-def corpus_lines(limit: int | None) -> list[str]:
-    """The lines of every shared corpus and botchan.txt (the first ``limit`` of each file, or all)."""
-    lines: list[str] = []
-    for path in sorted((SHARED_DATA / "corpora").glob("*.txt")) + [SHARED_DATA / "sentencepiece" / "botchan.txt"]:
-        if path.is_file() and "COPYING" not in path.name:
-            lines.extend(path.read_text(encoding="utf-8").split("\n")[:limit])
-    return lines
 
 
 def write(model: BPE, path: Path) -> LossyConversionWarning | None:

@@ -39,7 +39,7 @@ from hf_bpe.errors import ConversionError, LossyConversionWarning
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is an oracle; pip install -e '.[test]'")
 
 TEXTS = scaled(500, minimum=100)
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 # ------------------------------------------------------------------------------------------- sources
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import scaled
+from suite import scaled
 
 import conversion.tiktoken
 import hf_bpe

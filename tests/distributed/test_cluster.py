@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import scaled
-from test_distributed import SPECIAL, file_bytes, write_corpus
+from distributed_inputs import SPECIAL, file_bytes, write_corpus
+from suite import scaled
 
 import hf_bpe
 import hf_bpe.distributed

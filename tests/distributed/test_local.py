@@ -1,7 +1,7 @@
 """hf_bpe.distributed on this machine's cores (this process is not connected to Ray here, so every
 call runs locally): the models and files of the single-process path, byte for byte; resumption,
-pruning's bound and bad input. The same on a real local Ray is ``test_distributed_ray.py`` (which
-imports this module's inputs and references), on a two-node cluster ``test_distributed_cluster.py``.
+pruning's bound and bad input. The same on a real local Ray is ``test_ray.py``, on a two-node cluster
+``test_cluster.py``; the three share their inputs (``tests/support/distributed_inputs.py``).
 """
 
 from __future__ import annotations
@@ -9,14 +9,22 @@ from __future__ import annotations
 import itertools
 import json
 import pickle
-import random
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-import textgen
-from conftest import require_shared, scaled
+from distributed_inputs import (  # the module-scoped inputs and the single-process run, and the helpers
+    SPECIAL,
+    corpus,
+    file_bytes,
+    final_names,
+    local_tokenized,
+    mixed_inputs,
+    same_model,
+    write_corpus,
+)
+from suite import require_shared, scaled
 
 import hf_bpe
 import hf_bpe.distributed
@@ -24,35 +32,7 @@ from hf_bpe.distributed import ShardError
 from hf_bpe.distributed._training import prune
 from hf_bpe.train import PieceCounts, count_pieces, train_from_counts
 
-SPECIAL = "<|endoftext|>"
-RAY_REASON = "Ray is not installed (pip install 'hf_bpe[ray]'); the distributed tests need a real local Ray"
-
-
-def write_corpus(folder: Path, seed: int, files: int, total_bytes: int) -> list[Path]:
-    """Generated documents (every code point class, specials among them) in ``files`` text files."""
-    rng = random.Random(seed)
-    documents = textgen.documents(rng, total_bytes)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for number in range(files):
-        text = SPECIAL.join(documents[number::files])
-        path = folder / f"part-{number:03d}.txt"
-        path.write_text(text, encoding="utf-8", newline="")
-        paths.append(path)
-    return paths
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return write_corpus(tmp_path_factory.mktemp("corpus"), 21, 10, scaled(300_000))
-
-
-def same_model(ours: hf_bpe.BPE, reference: hf_bpe.BPE, texts: list[str]) -> None:
-    assert ours.mergeable_ranks == reference.mergeable_ranks
-    assert ours.special_tokens == reference.special_tokens
-    assert ours.pattern == reference.pattern
-    assert ours == reference
-    assert ours.encode_batch(texts, allowed_special="all") == reference.encode_batch(texts, allowed_special="all")
+__all__ = ["corpus", "local_tokenized", "mixed_inputs"]  # fixtures: used by name, not by reference
 
 
 # ------------------------------------------------------------------------------------------- training
@@ -191,34 +171,6 @@ def test_train_refuses_bad_options_before_any_work(corpus: list[Path], tmp_path:
 # ----------------------------------------------------------------------------------------- tokenizing
 
 
-@pytest.fixture(scope="module")
-def mixed_inputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], list[str]]:
-    """Text files, a JSON Lines file and a Parquet file (3 row groups); and every document in order."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    folder = tmp_path_factory.mktemp("inputs")
-    rng = random.Random(3)
-    documents = textgen.documents(rng, scaled(240_000))
-    thirds = [documents[0::3], documents[1::3], documents[2::3]]
-    paths = []
-    for number, text in enumerate(thirds[0][:8]):
-        path = folder / f"a{number}.txt"
-        path.write_text(text, encoding="utf-8", newline="")
-        paths.append(path)
-    in_order = list(thirds[0][:8])
-    jsonl = folder / "b.jsonl"
-    jsonl.write_text("".join(json.dumps({"text": text, "n": i}) + "\n" for i, text in enumerate(thirds[1])),
-                     encoding="utf-8")
-    paths.append(jsonl)
-    in_order += thirds[1]
-    parquet = folder / "c.parquet"
-    pq.write_table(pa.table({"text": thirds[2]}), parquet, row_group_size=max(1, len(thirds[2]) // 3 + 1))
-    paths.append(parquet)
-    in_order += thirds[2]
-    return paths, in_order
-
-
 def read_shards(out: Path, dtype: str) -> tuple[list[list[int]], list[list[int]]]:
     """Every document's ids from the .bin/.idx files and from the Parquet files, in shard order."""
     import pyarrow.parquet as pq
@@ -233,18 +185,6 @@ def read_shards(out: Path, dtype: str) -> tuple[list[list[int]], list[list[int]]
         from_bin += [ids[start:stop].tolist() for start, stop in itertools.pairwise(offsets)]
         from_parquet += pq.read_table(out / f"{shard['name']}.parquet").column("input_ids").to_pylist()
     return from_bin, from_parquet
-
-
-def file_bytes(folder: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir()) if not path.name.startswith(".")}
-
-
-@pytest.fixture(scope="module")
-def local_tokenized(mixed_inputs: tuple[list[Path], list[str]], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    paths, _ = mixed_inputs
-    out = tmp_path_factory.mktemp("local") / "out"
-    hf_bpe.distributed.tokenize_files(paths, "gpt2", out, eot=SPECIAL, shard_size=scaled(20_000), num_workers=2)
-    return out
 
 
 def test_tokenize_on_local_threads_writes_every_document_in_order(
@@ -310,10 +250,6 @@ def test_a_rerun_with_other_inputs_or_options_is_refused(
     (tmp_path / "stranger.txt").write_text("not ours")
     with pytest.raises(ValueError, match="is not empty and holds no plan.json"):
         hf_bpe.distributed.tokenize_files(paths, "gpt2", tmp_path)
-
-
-def final_names(folder: Path) -> set[str]:
-    return {path.name for path in folder.iterdir() if not path.name.startswith(".")} if folder.exists() else set()
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
 """hf_bpe.distributed on a real local Ray (2 CPUs, one session for the module): the models and files
 of the single-process path, byte for byte; a killed worker, a shard past its memory limit, the
 command line's --ray. Marked ``ray``; without Ray installed they skip saying so. The tests on local
-cores are in ``test_distributed.py`` (this process is not connected to Ray there), the two-node
-cluster in ``test_distributed_cluster.py``.
+cores are in ``test_local.py`` (this process is not connected to Ray there), the two-node
+cluster in ``test_cluster.py``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import require_shared, scaled
-from test_distributed import (  # the module-scoped inputs and local references, and the helpers
-    RAY_REASON,
+from distributed_inputs import (  # the module-scoped inputs and the single-process run, and the helpers
     SPECIAL,
     corpus,
     file_bytes,
@@ -33,12 +31,15 @@ from test_distributed import (  # the module-scoped inputs and local references,
     same_model,
     write_corpus,
 )
+from suite import require_shared, scaled
 
 import hf_bpe
 import hf_bpe.distributed
 from hf_bpe.distributed import ShardError
 
 __all__ = ["corpus", "local_tokenized", "mixed_inputs"]  # fixtures: used by name, not by reference
+
+RAY_REASON = "Ray is not installed (pip install 'hf_bpe[ray]'); the distributed tests need a real local Ray"
 
 
 @pytest.fixture(scope="module")

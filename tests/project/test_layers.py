@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CORE_USERS = {"hf_bpe.model", "hf_bpe.counting", "hf_bpe.train", "hf_bpe.train_sentencepiece", "hf_bpe._corpus", "hf_bpe._streaming"}
 """The model-layer modules that may import the Rust core, ``hf_bpe._core``."""

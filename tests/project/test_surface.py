@@ -2,7 +2,7 @@
 ``hf_bpe.tiktoken.Encoding``'s (tiktoken's own plus the documented extras) and the names ``BPETokenizer``
 defines itself. Growing (or shrinking) the surface is a decision: the snapshot changes with it.
 
-To change it deliberately: ``python tests/test_surface.py --update`` rewrites tests/data/surface.json;
+To change it deliberately: ``python tests/project/test_surface.py --update`` rewrites tests/data/surface.json;
 commit it with the change and say why in the commit.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / "tests" / "data" / "surface.json"
 
 TOP_LEVEL = {
@@ -30,7 +30,7 @@ TOP_LEVEL = {
 ENCODING_EXTRAS = {"model"}
 """The public names hf_bpe.tiktoken.Encoding has beyond tiktoken's: ``model``, the BPE it holds."""
 
-UPDATE_HINT = ("the public surface changed; if that is deliberate, run `python tests/test_surface.py --update` "
+UPDATE_HINT = ("the public surface changed; if that is deliberate, run `python tests/project/test_surface.py --update` "
                "and commit tests/data/surface.json with the change (say why in the commit)")
 
 
@@ -117,6 +117,6 @@ def test_encoding_has_tiktoken_s_names_and_the_documented_extras() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
-        raise SystemExit("usage: python tests/test_surface.py --update  (rewrites tests/data/surface.json)")
+        raise SystemExit("usage: python tests/project/test_surface.py --update  (rewrites tests/data/surface.json)")
     SNAPSHOT.write_text(json.dumps(surface(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {SNAPSHOT}")

@@ -4,7 +4,7 @@ The naive merge loop (rescan every pair after each merge) is quadratic in the le
 piece can be a whole megabyte: one repeated letter, or letters without any whitespace. These tests
 compare the cost of encoding 100 KB and 1 MB of such text and require the ratio to stay near 10 (at
 most 20; a quadratic loop gives about 100). Costs are CPU time of this process, runs of the two sizes
-alternate, and each size is the median of its runs (``tests/cost.py``), so other processes on the
+alternate, and each size is the median of its runs (``tests/support/cost.py``), so other processes on the
 machine do not change the ratio. Every run encodes a fresh text (so a cache of whole pieces cannot
 hide the cost). A 300 KB step runs first so that a quadratic implementation fails in seconds rather
 than minutes.
@@ -13,59 +13,24 @@ than minutes.
 from __future__ import annotations
 
 import functools
-import random
 import statistics
 from collections.abc import Callable
 from typing import Any
 
 import cost
 import pytest
+import textgen
 
 SMALL_BYTES = 100_000
 STEPS = (300_000, 1_000_000)
 SLACK = 2.0  # allowed cost ratio = SLACK * size ratio
 RUNS = 3
 
-LATIN1_LETTERS = [chr(code) for code in range(0xC0, 0x100) if chr(code).isalpha()]
-
-
-def repeated_letter(run: int, size: int) -> str:
-    """One letter repeated (one piece under every pattern), behind a run-specific first letter."""
-    return "xyzqwvkj"[run] + "a" * (size - 1)
-
-
-def random_non_whitespace(run: int, size: int) -> str:
-    """Random letters, marks, digits and punctuation from several scripts, never whitespace."""
-    rng = random.Random(1000 + run)
-    pool = ([chr(code) for code in range(0x21, 0x7F)] + LATIN1_LETTERS + [chr(code) for code in range(0x3B1, 0x3CA)]
-            + [chr(code) for code in range(0x430, 0x450)] + [chr(code) for code in range(0x4E00, 0x4E80)]
-            + ["\u0301", "\u0915", "\u094d", "\u0661", "\uff11", "\U0001F600"])
-    return _sized(rng, pool, size)
-
-
-def random_latin1_letters(run: int, size: int) -> str:
-    """Random bytes 0xC0-0xFF read as Latin-1 letters, with ASCII letters: one piece of 2-byte characters."""
-    rng = random.Random(2000 + run)
-    return _sized(rng, LATIN1_LETTERS + [chr(code) for code in range(0x61, 0x7B)], size)
-
-
-def random_ascii_letters(run: int, size: int) -> str:
-    """Random lowercase ASCII letters without spaces: one piece with merges everywhere."""
-    rng = random.Random(3000 + run)
-    return _sized(rng, [chr(code) for code in range(0x61, 0x7B)], size)
-
-
-def _sized(rng: random.Random, pool: list[str], size: int) -> str:
-    """Characters from ``pool`` making about ``size`` UTF-8 bytes."""
-    average = sum(len(ch.encode()) for ch in pool) / len(pool)
-    return "".join(rng.choices(pool, k=int(size / average)))
-
-
 TEXTS: dict[str, Callable[[int, int], str]] = {
-    "one repeated letter": repeated_letter,
-    "random non-whitespace characters": random_non_whitespace,
-    "random Latin-1 letters, no spaces": random_latin1_letters,
-    "random ASCII letters, no spaces": random_ascii_letters,
+    "one repeated letter": textgen.repeated_letter,
+    "random non-whitespace characters": textgen.random_non_whitespace,
+    "random Latin-1 letters, no spaces": textgen.random_latin1_letters,
+    "random ASCII letters, no spaces": textgen.random_ascii_letters,
 }
 
 

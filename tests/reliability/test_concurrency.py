@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import pytest
 import textgen
-from conftest import PARITY_ENCODINGS, scaled
+from suite import PARITY_ENCODINGS, scaled
 
 import hf_bpe
 from hf_bpe import BPE, BPETokenizer

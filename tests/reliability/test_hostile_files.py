@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import reliability_support as support
-from conftest import PEAK_RSS_KB, peak_rss_mb, restart_peak_rss_mb, scaled
 from reliability_support import one_rule_charsmap
+from suite import PEAK_RSS_KB, peak_rss_mb, restart_peak_rss_mb, scaled
 
 import conversion.gpt2
 import conversion.hf
@@ -261,7 +261,7 @@ def _set(target: Any, key: Any, value: Any) -> None:
 
 
 # A token twice in a rank file is not refused: tiktoken keeps its last rank, and so do we
-# (test_conversion_tiktoken compares every such line form with tiktoken's own loader).
+# (conversion/test_tiktoken.py compares every such line form with tiktoken's own loader).
 DUPLICATES = {
     "tiktoken: a rank twice": ("tiktoken", _rank_lines_with(lambda lines: lines.append(b"eHl6eg== 7"))),
     "tekken: a token twice": ("tekken", _tekken_with(lambda d: _set(d["vocab"][298], "token_bytes", d["vocab"][297]["token_bytes"]))),

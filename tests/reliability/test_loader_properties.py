@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 import reliability_support as support
-from conftest import scaled
 from conversion_support import cl100k_file, gpt2_files, mistral_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite import scaled
 
 import conversion.gpt2
 import conversion.sentencepiece

@@ -23,15 +23,15 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import PARITY_ENCODINGS, require_shared, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite import PARITY_ENCODINGS, require_shared, scaled
 
 import hf_bpe
 from hf_bpe import BPE, DisallowedSpecialTokenError, UnknownTokenError, _streaming
 from hf_bpe._streaming import decode_parts
 
-TESTS = Path(__file__).resolve().parents[1]
+SUPPORT = Path(textgen.__file__).resolve().parent
 
 # Characters of every class the split patterns tell apart (contraction letters and their folds,
 # Lt/Lm/Lo letters, a mark, numbers, white space with and without line breaks, apostrophe, slash,
@@ -441,7 +441,7 @@ def stream_in_a_fresh_process(name: str, megabytes: float, max_piece: int = 0) -
     if not Path("/proc/self/clear_refs").exists():
         pytest.skip("measuring peak memory needs Linux's /proc/self/clear_refs")
     result = subprocess.run(
-        [sys.executable, "-c", MEMORY_SCRIPT, str(TESTS), name, str(megabytes), str(max_piece)],
+        [sys.executable, "-c", MEMORY_SCRIPT, str(SUPPORT), name, str(megabytes), str(max_piece)],
         capture_output=True, text=True, timeout=600, check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
     if result.returncode != 0 and "clear_refs" in result.stderr:

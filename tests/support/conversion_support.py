@@ -1,7 +1,9 @@
 """Shared material for the conversion tests: varied strings, the real tokenizer files the formats'
 owners ship on PyPI, a tiny reference trainer, and comparison helpers.
 
-Trained models come from :func:`hf_bpe.train`.
+Trained models come from :func:`hf_bpe.train`; SentencePiece models from ``SentencePieceTrainer`` on
+:func:`training_corpus` with the options of :data:`TRAINED` (the tokenizer.json tests and their
+benchmark share them).
 
 Strings (:func:`varied_texts`): lines and slices of the shared corpora when present, plus
 ``textgen`` fragments (scripts, emoji sequences, whitespace runs, digits, code, contractions,
@@ -21,7 +23,7 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import SHARED_DATA, require_shared, scaled
+from suite import SHARED_DATA, require_shared, scaled
 
 PARITY_STRINGS = scaled(20_000)
 """Strings per model in the import-exactness checks (20,000 at the default scale)."""
@@ -170,3 +172,55 @@ def train_model(texts: Sequence[str] | str, merges: int, pattern: str, specials:
 def trained_model(pattern: str = "gpt2") -> Any:
     """A model trained by :func:`hf_bpe.train` on generated and corpus text (cached)."""
     return train_model(varied_texts(2_000, seed=2), 400, pattern, ["<|endoftext|>"])
+
+
+# ------------------------------------------- SentencePiece models trained here (tests and benchmarks)
+
+USER_DEFINED_REFUSAL = "user-defined pieces .* with the dummy prefix"
+NORMALIZER_REFUSAL = r"the normalizer 'nmt_nfkc' \(a precompiled character map\)"
+
+
+def training_corpus(seed: int = 41) -> list[str]:
+    """Generated text for SentencePieceTrainer: prose, code, digits, whitespace runs, contractions,
+    special-token look-alikes and words of four alphabets (few enough characters for a small vocab)."""
+    rng = random.Random(seed)
+    kinds = [textgen.prose_fragment, textgen.code_fragment, textgen.digits_fragment, textgen.whitespace_fragment,
+             textgen.contractions_fragment, textgen.special_lookalike_fragment]
+    corpus = []
+    for _ in range(4_000):
+        if rng.random() < 0.3:
+            alphabet = textgen.SCRIPTS[rng.choice(["latin", "greek", "cyrillic", "hebrew"])]
+            corpus.append(" ".join(textgen.random_letters(rng, alphabet, rng.randint(1, 8))
+                                   for _ in range(rng.randint(1, 12))))
+        else:
+            corpus.append(rng.choice(kinds)(rng))
+    return [text for text in corpus if text.strip()]
+
+
+TRAINED = {
+    "identity": ({"normalization_rule_name": "identity"}, None),
+    "identity-byte-fallback": ({"normalization_rule_name": "identity", "byte_fallback": True}, None),
+    "identity-split-digits": ({"normalization_rule_name": "identity", "byte_fallback": True, "split_digits": True},
+                              None),
+    "identity-no-dummy-prefix": ({"normalization_rule_name": "identity", "add_dummy_prefix": False}, None),
+    "identity-keep-whitespace": ({"normalization_rule_name": "identity", "remove_extra_whitespaces": False}, None),
+    "identity-user-defined-no-dummy-prefix": ({"normalization_rule_name": "identity", "add_dummy_prefix": False,
+                                               "user_defined_symbols": ["<sep>", "[REF]", "@@", "x", "▁the"]}, None),
+    "llama-like": ({"normalization_rule_name": "identity", "byte_fallback": True, "split_digits": True,
+                    "remove_extra_whitespaces": False, "allow_whitespace_only_pieces": True}, None),
+    "identity-user-defined": ({"normalization_rule_name": "identity", "user_defined_symbols": ["<sep>", "[REF]"]},
+                              USER_DEFINED_REFUSAL),
+    "nmt-nfkc": ({}, NORMALIZER_REFUSAL),
+    "nmt-nfkc-byte-fallback-user-defined": ({"byte_fallback": True, "user_defined_symbols": ["<sep>"]},
+                                            NORMALIZER_REFUSAL),
+}
+"""SentencePieceTrainer options (BPE, vocab 1,500) and why tokenizer.json is refused, if it is."""
+
+
+def corpus_lines(limit: int | None) -> list[str]:
+    """The lines of every shared corpus and botchan.txt (the first ``limit`` of each file, or all)."""
+    lines: list[str] = []
+    for path in sorted((SHARED_DATA / "corpora").glob("*.txt")) + [SHARED_DATA / "sentencepiece" / "botchan.txt"]:
+        if path.is_file() and "COPYING" not in path.name:
+            lines.extend(path.read_text(encoding="utf-8").split("\n")[:limit])
+    return lines

@@ -1,8 +1,8 @@
 """Coverage-guided fuzz targets (atheris, libFuzzer) for hf_bpe, driving the Rust core through its
 Python bindings, as users reach it.
 
-    python tests/reliability/fuzz_targets.py TARGET [libFuzzer flags] [CORPUS_DIR ...]
-    python tests/reliability/fuzz_targets.py TARGET --seeds DIR   # write seed inputs, then exit
+    python tests/support/fuzz_targets.py TARGET [libFuzzer flags] [CORPUS_DIR ...]
+    python tests/support/fuzz_targets.py TARGET --seeds DIR   # write seed inputs, then exit
 
 Targets (``TARGETS``):
 
@@ -17,17 +17,19 @@ Targets (``TARGETS``):
 - ``loader``: a file of one of the formats (the first byte picks it; the seeds are valid files)
   loaded as users load it; the property of ``reliability_support.check_load``.
 - ``counts``: the serialized count table that pickling stores.
-- ``all``: every target in one process, the first byte picking one (what ``test_fuzz.py`` runs).
+- ``all``: every target in one process, the first byte picking one (what
+  ``tests/reliability/test_fuzz.py`` runs).
 
 Each input either passes the target's checks or raises a documented error (``ValueError``,
 ``TypeError``, ``hf_bpe.errors``); anything else, including ``InternalError`` (a Rust panic), is a
 crash: libFuzzer writes the input to ``crash-*`` and exits non-zero. Coverage comes from hf_bpe's and
-conversion's Python code (atheris instruments it), and from the Rust core when it is built with
-coverage instrumentation (``test_fuzz.py`` does that at HF_BPE_TEST_SCALE >= 5, see there, and runs
-with atheris' libFuzzer preloaded); the core that ``pip install`` builds runs on every input but
+conversion's Python code (atheris instruments it), and from the Rust core when it is built with coverage
+instrumentation (``tests/reliability/test_fuzz.py`` does that at HF_BPE_TEST_SCALE >= 5, see there, and
+runs with atheris' libFuzzer preloaded); the core that ``pip install`` builds runs on every input but
 reports no coverage of its own.
 
-Found inputs that crashed go to ``fuzz_corpus/<target>/`` and are replayed by ``test_fuzz.py``.
+Found inputs that crashed go to ``tests/reliability/fuzz_corpus/<target>/`` and are replayed by
+``tests/reliability/test_fuzz.py``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 # HF_BPE_FUZZ_ROOT: a folder holding hf_bpe (e.g. with a coverage-instrumented core) to fuzz instead.
-sys.path[:0] = [str(_HERE), str(_HERE.parent), os.environ.get("HF_BPE_FUZZ_ROOT") or str(_HERE.parents[1])]
+sys.path[:0] = [str(_HERE), os.environ.get("HF_BPE_FUZZ_ROOT") or str(_HERE.parents[1])]
 
 try:
     import atheris

@@ -439,3 +439,40 @@ def corpus_documents(paths: Iterable[Path], rng: random.Random, *, limit_bytes: 
 
 def utf8_size(texts: Iterable[str]) -> int:
     return sum(len(text.encode("utf-8")) for text in texts)
+
+
+# ------------------------------------------------- one long piece (the cost guard, the benchmark)
+
+LATIN1_LETTERS = [chr(code) for code in range(0xC0, 0x100) if chr(code).isalpha()]
+
+
+def repeated_letter(run: int, size: int) -> str:
+    """One letter repeated (one piece under every pattern), behind a run-specific first letter."""
+    return "xyzqwvkj"[run] + "a" * (size - 1)
+
+
+def random_non_whitespace(run: int, size: int) -> str:
+    """Random letters, marks, digits and punctuation from several scripts, never whitespace."""
+    rng = random.Random(1000 + run)
+    pool = ([chr(code) for code in range(0x21, 0x7F)] + LATIN1_LETTERS + [chr(code) for code in range(0x3B1, 0x3CA)]
+            + [chr(code) for code in range(0x430, 0x450)] + [chr(code) for code in range(0x4E00, 0x4E80)]
+            + ["\u0301", "\u0915", "\u094d", "\u0661", "\uff11", "\U0001F600"])
+    return _sized(rng, pool, size)
+
+
+def random_latin1_letters(run: int, size: int) -> str:
+    """Random bytes 0xC0-0xFF read as Latin-1 letters, with ASCII letters: one piece of 2-byte characters."""
+    rng = random.Random(2000 + run)
+    return _sized(rng, LATIN1_LETTERS + [chr(code) for code in range(0x61, 0x7B)], size)
+
+
+def random_ascii_letters(run: int, size: int) -> str:
+    """Random lowercase ASCII letters without spaces: one piece with merges everywhere."""
+    rng = random.Random(3000 + run)
+    return _sized(rng, [chr(code) for code in range(0x61, 0x7B)], size)
+
+
+def _sized(rng: random.Random, pool: list[str], size: int) -> str:
+    """Characters from ``pool`` making about ``size`` UTF-8 bytes."""
+    average = sum(len(ch.encode()) for ch in pool) / len(pool)
+    return "".join(rng.choices(pool, k=int(size / average)))

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import pytest
 import textgen
-from conftest import scaled
+from suite import scaled
 
 from hf_bpe import _encodings
 from hf_bpe import tiktoken as ours_tiktoken

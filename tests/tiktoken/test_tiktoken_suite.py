@@ -23,7 +23,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import scaled
+from suite import scaled
 
 pytest.importorskip("hypothesis", reason="tiktoken's suite needs hypothesis (pip install -e '.[test]')")
 

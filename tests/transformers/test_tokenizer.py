@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import regex
 import textgen
-from conftest import require_shared, scaled
+from suite import require_shared, scaled
 
 import conversion.hf
 import hf_bpe
@@ -311,7 +311,7 @@ def test_the_reader_reads_what_the_writer_wrote(name: str, tmp_path: Path) -> No
 
 def test_sentencepiece_models_are_refused_by_bpe_tokenizer_but_written_as_tokenizer_json() -> None:
     """BPETokenizer wraps byte-level models only; tokenizer.json holds SentencePiece models too (see
-    tests/test_conversion_hf_sentencepiece.py)."""
+    tests/conversion/test_hf_sentencepiece.py)."""
     from hf_bpe.sentencepiece_bpe import NORMAL, UNKNOWN, Piece, SentencePieceSpec
 
     spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1, NORMAL), Piece("a", -2, NORMAL),

@@ -174,7 +174,7 @@ class BPETokenizerConformance(common.TokenizerTesterMixin):
     # - test_sequence_ids, test_chat_template_return_assistant_tokens_mask_truncated: they need
     #   tokenizers' Encoding objects (`sequence_ids()`, `char_to_token()`), which only TokenizersBackend
     #   returns; the mixin skips every other backend ("Tokenizers backend tokenizer", "Custom backend
-    #   tokenizer"). Our offsets are checked against tokenizers' in test_hf.py instead.
+    #   tokenizer"). Our offsets are checked against tokenizers' in test_tokenizer.py instead.
     # - test_chat_template_save_loading: it checks `reloaded.tokenizer.chat_template`, an attribute of
     #   processors; the mixin skips tokenizers whose __init__ has no `chat_template` parameter, which is
     #   every tokenizer in transformers and ours (chat templates are saved and loaded: test_chat_template).
@@ -207,5 +207,5 @@ def test_the_installed_transformers_is_a_release_the_pipeline_was_checked_agains
         "release's PythonBackend._encode_plus, run this file, then widen TRANSFORMERS_CHECKED and the pin in "
         "pyproject.toml"
     )
-    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8")
     assert f'"transformers{_pipeline.TRANSFORMERS_CHECKED}"' in pyproject, "pyproject.toml pins another range"
