@@ -508,7 +508,7 @@ def _build_in_child(queue, ranks) -> None:  # runs in a forked process
 def test_a_model_builds_in_a_forked_child_after_the_parent_built_one() -> None:
     """Building a model finds the tokens' splits on a thread pool; a child forked after the parent
     built one (a datasets.map(num_proc=...) worker loading a tokenizer) must not wait for the
-    parent's threads. It hung when the splits ran on rayon's global pool."""
+    parent's threads (on rayon's global pool, whose threads a forked child does not have, it would hang)."""
     import multiprocessing
 
     ranks = hf_bpe.get_encoding("gpt2").mergeable_ranks  # enough tokens to be split among threads

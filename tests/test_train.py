@@ -267,8 +267,9 @@ def two_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_list_of_file_names_is_refused_instead_of_trained_on_as_text(two_files: list[str]) -> None:
-    """What a user of ``tokenizers`` writes: ``train(["a.txt", "b.txt"], ...)``. It used to train on
-    the two names; now it says how to pass files, and how to train on the names if that was meant."""
+    """What a user of ``tokenizers`` writes: ``train(["a.txt", "b.txt"], ...)``. Training on the two
+    names would be a silent mistake; the error says how to pass files, and how to train on the names if
+    that was meant."""
     for call in (lambda names: hf_bpe.train(names, 300, show_progress=False),
                  lambda names: count_pieces(names, show_progress=False)):
         for names in (two_files, tuple(two_files), [str(Path(name).resolve()) for name in two_files]):

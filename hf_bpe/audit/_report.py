@@ -17,7 +17,7 @@ from hf_bpe.audit._vocabulary import TokenTable, VariantGroup
 
 @dataclass
 class AuditReport:
-    """What :func:`hf_bpe.audit.audit` found. The id lists the issue asks for are attributes:
+    """What :func:`hf_bpe.audit.audit` found. The lists of ids are attributes:
     :attr:`unreachable`, :attr:`partial_utf8`, :attr:`unused`; every section is in
     :meth:`to_dict` (JSON-ready), :meth:`to_markdown` and, as charts, :meth:`plots`."""
 

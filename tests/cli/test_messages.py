@@ -1,6 +1,6 @@
-"""The rough edges a new user hit (issue 17), each held fixed: messages that say what is true and name
-the command-line option, errors that name the file the user gave, folders created openly, and progress
-bars only where someone watches work that lasts."""
+"""What the command line tells its user: messages that say what is true and name the command-line
+option, errors that name the file the user gave, folders created openly, and progress bars only where
+someone watches work that lasts."""
 
 from __future__ import annotations
 

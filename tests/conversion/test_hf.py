@@ -400,7 +400,7 @@ def test_the_probe_tells_a_splitter_that_cuts_differently(gpt2: BPE) -> None:
 
 
 def test_load_refuses_a_split_it_would_cut_differently(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The load check on a real splitter that disagrees (the old fancy-regex reading of the Split):
+    """The load check on a real splitter that disagrees (a fancy-regex reading of the Split):
     refused, naming the text and both piece lists. A named pattern that disagreed falls back to the
     file's own Split."""
     path = with_pre_tokenizer(minimal_document(), splits_then_byte_level(patterns.Split("[[:punct:]]+|[^[:punct:]]+")),

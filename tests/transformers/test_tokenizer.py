@@ -821,8 +821,8 @@ def test_train_new_from_iterator_reads_names_of_files_as_text(tmp_path: Path, mo
 
 
 def test_a_large_batch_with_added_tokens_gives_their_ids() -> None:
-    """A batch of over 65,536 ids becomes lists on the pool's threads, where the ids of added tokens
-    (past the model's vocabulary) once indexed past the shared ints: an InternalError."""
+    """A batch of over 65,536 ids becomes lists on the pool's threads; the ids of added tokens lie past
+    the model's vocabulary, and so past its shared ints."""
     tokenizer = BPETokenizer.from_model(hf_bpe.get_encoding("cl100k_base"), eos_token="<|end|>")
     tokenizer.add_tokens(["added words", "ça"])
     rng = random.Random(7)
