@@ -341,8 +341,10 @@ def test_a_plain_string_split_encodes_as_tokenizers(tmp_path: Path) -> None:
     assert check_split_parity(path, [*varied_texts(scaled(1000, 200), seed=9)]).pattern == split
 
 
-def test_what_the_issue_reported_now_encodes_as_tokenizers(tmp_path: Path) -> None:
-    """[A-Z]* kept no gaps (' ' encoded to []); POSIX brackets were ASCII; \\w and \\b were regex-syntax's."""
+def test_empty_matches_posix_brackets_and_word_boundaries_encode_as_tokenizers(tmp_path: Path) -> None:
+    """Where regex engines differ, a file's Split is read as Oniguruma reads it: [A-Z]* matches the
+    empty string and the gaps between matches are kept (' ' is not encoded to []); POSIX brackets are
+    Unicode, not ASCII; \\w and \\b are Oniguruma's, not regex-syntax's."""
     document = trained_with_split(patterns.Split("[A-Z]*"), seed=2)
     for number, regex in enumerate(["[A-Z]*", "[[:alpha:]]+|[[:digit:]]+|[[:punct:]]+", r"\w+|\W", r"\b"]):
         path = with_pre_tokenizer(document, splits_then_byte_level(patterns.Split(regex)), tmp_path / str(number) / "t.json")
