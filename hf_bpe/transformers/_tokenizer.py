@@ -468,6 +468,13 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         self._lock = ReadWriteLock()
 
 
+# Pickles and reprs name the class where users import it (hf_bpe.transformers), not by this private
+# module, so that a pickled tokenizer does not depend on how the package is laid out. doctest then
+# takes the class for another module's, so its examples are listed here to keep them run.
+BPETokenizer.__module__ = "hf_bpe.transformers"
+__test__ = {"BPETokenizer": BPETokenizer}
+
+
 def _special_text(model: BPE, key: str, token_id: int) -> str:
     """The text of the special token with id ``token_id``, for ``key`` given as an id."""
     for text, special_id in model.special_tokens.items():
