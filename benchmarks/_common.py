@@ -17,10 +17,10 @@ os.environ.setdefault("RAYON_NUM_THREADS", str(THREADS_DEFAULT))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
-import oracles  # tests/oracles.py
-import textgen  # tests/textgen.py
+import oracles  # tests/support/oracles.py
+import textgen  # tests/support/textgen.py
 
 __all__ = ["MB", "REPO", "SHARED_CORPORA", "THREADS_DEFAULT", "best_seconds", "best_seconds_interleaved",
            "load_documents", "oracles", "seconds_interleaved", "textgen"]

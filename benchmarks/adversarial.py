@@ -1,6 +1,6 @@
 """Worst-case input: encode speed on adversarial text against speed on natural text, per encoding.
 
-Adversarial inputs are one megabyte each (``--mb``), built by ``tests/test_complexity.py``'s generators
+Adversarial inputs are one megabyte each (``--mb``), built by ``tests/support/textgen.py``'s generators
 plus random bytes: one letter repeated (one piece under every pattern), random ASCII letters without
 spaces, random Latin-1 letters, random non-whitespace characters from several scripts, and random bytes
 decoded with replacement. Natural text is ``../shared/data/corpora`` (generated text when absent), cut
@@ -26,17 +26,15 @@ from _common import MB, SHARED_CORPORA, load_documents, textgen
 
 
 def adversarial_inputs(size: int) -> dict[str, Callable[[int], str]]:
-    import test_complexity  # tests/test_complexity.py, on the path once _common is imported
-
     def random_bytes(run: int) -> str:
         rng = random.Random(4000 + run)
         return rng.randbytes(size).decode("utf-8", errors="replace")
 
     return {
-        "one letter repeated": lambda run: test_complexity.repeated_letter(run, size),
-        "random ASCII letters, no spaces": lambda run: test_complexity.random_ascii_letters(run, size),
-        "random Latin-1 letters": lambda run: test_complexity.random_latin1_letters(run, size),
-        "random non-whitespace, many scripts": lambda run: test_complexity.random_non_whitespace(run, size),
+        "one letter repeated": lambda run: textgen.repeated_letter(run, size),
+        "random ASCII letters, no spaces": lambda run: textgen.random_ascii_letters(run, size),
+        "random Latin-1 letters": lambda run: textgen.random_latin1_letters(run, size),
+        "random non-whitespace, many scripts": lambda run: textgen.random_non_whitespace(run, size),
         "random bytes (decoded with replacement)": random_bytes,
     }
 

@@ -8,7 +8,7 @@ Usage (from the repository root, with a release build: ``pip install -e .``)::
 
 Timing: ``hf_bpe.audit.audit(cl100k_base)`` without a corpus (best of ``--repeat``); then with a corpus of
 ``--base-mb`` MB of the shared corpora (``../shared/data/corpora``: every file gets an equal share,
-a group per file), and twice and four times that, timing the corpus part (``hf_bpe.audit.corpus.measure``,
+a group per file), and twice and four times that, timing the corpus part (``hf_bpe.audit._corpus.measure``,
 with o200k_base as the ``--compare`` tokenizer) and the whole audit. The corpus part should grow
 linearly: the last column divides its time by the size.
 
@@ -33,7 +33,7 @@ from _common import SHARED_CORPORA, best_seconds
 
 import hf_bpe
 import hf_bpe.audit
-from hf_bpe.audit import corpus as corpus_module
+from hf_bpe.audit import _corpus as corpus_module
 
 MISTRAL = ("tokenizer.model.v1", "mistral_instruct_tokenizer_240216.model.v2",
            "mistral_instruct_tokenizer_240323.model.v3", "mistral_instruct_tokenizer_241114.model.v7")

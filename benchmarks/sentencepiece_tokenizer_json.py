@@ -9,7 +9,7 @@ Usage (from the repository root)::
 Models: the SentencePiece BPE models the test dependencies ship (Mistral ``tokenizer.model.v1``,
 ``v3``, ``v7`` from ``mistral-common``; botchan BPE from ``../shared/data/sentencepiece``) and models
 trained here with ``SentencePieceTrainer`` under the option mixes of
-``tests/test_conversion_hf_sentencepiece.py``.
+``tests/conversion/test_hf_sentencepiece.py``.
 
 Files compared, each loaded with `tokenizers` (``encode_special_tokens = True``: special pieces are
 text, as SentencePiece reads them), on the same strings:
@@ -57,7 +57,7 @@ def shipped_models() -> dict[str, Path]:
 
 def trained_models(folder: Path) -> dict[str, Path]:
     import sentencepiece
-    from test_conversion_hf_sentencepiece import TRAINED, training_corpus
+    from conversion_support import TRAINED, training_corpus
 
     models = {}
     for name, (options, _) in TRAINED.items():
@@ -130,8 +130,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     arguments = parser.parse_args(argv)
 
     import sentencepiece
-    from conversion_support import varied_texts
-    from test_conversion_hf_sentencepiece import corpus_lines
+    from conversion_support import corpus_lines, varied_texts
 
     texts = {"varied": list(varied_texts(arguments.varied)), "corpora": corpus_lines(arguments.corpus_lines)}
     sizes = ", ".join(f"{name} {len(strings):,} strings ({sum(len(s.encode()) for s in strings) / 1e6:.1f} MB)"

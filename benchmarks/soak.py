@@ -47,7 +47,7 @@ from _common import MB, SHARED_CORPORA, textgen
 
 import hf_bpe
 from hf_bpe import BPE, BPETokenizer
-from hf_bpe.streaming import decode_parts
+from hf_bpe._streaming import decode_parts
 
 EOT = "<|endoftext|>"
 THREADS = 8
@@ -99,7 +99,7 @@ def load_corpus(seed: int) -> tuple[str, str]:
         where = ", ".join(path.name for path in files)
     else:
         text = "".join(textgen.documents(random.Random(seed), 20 * MB, specials=False))
-        where = "generated text (tests/textgen.py)"
+        where = "generated text (tests/support/textgen.py)"
     text = text.replace(EOT, "<|endoftext|")
     return text, f"{len(text.encode()) / MB:.0f} MB of {where}"
 
@@ -181,7 +181,7 @@ def stream_phase(report: Report, enc: BPE, corpus: str, megabytes: float, seed: 
 
 def endless_piece_phase(report: Report, enc: BPE) -> None:
     letters = ("a" * 65536 for _ in range(10_000))
-    limit = hf_bpe.streaming.DEFAULT_MAX_PIECE_BYTES
+    limit = hf_bpe._streaming.DEFAULT_MAX_PIECE_BYTES
     with PeakMemory() as memory:
         try:
             sum(1 for _ in enc.encode_iterable(letters))

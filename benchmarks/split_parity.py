@@ -6,7 +6,7 @@ Usage (from the repository root, hf_bpe built)::
     python benchmarks/split_parity.py                       # 200 patterns, 300 texts, seeds 15 and 16
     python benchmarks/split_parity.py --patterns 50 --texts 100
 
-Patterns come from ``tests/oniguruma_patterns.py`` (seeded), each tried with every ``behavior`` and
+Patterns come from ``tests/support/oniguruma_patterns.py`` (seeded), each tried with every ``behavior`` and
 ``invert`` value on one byte-level vocabulary trained by `tokenizers`' ``BpeTrainer``. For each
 (pattern, behavior, invert) the file is loaded with ``conversion.hf.load`` and the texts are encoded by
 both; the table counts, per construct class (a pattern is counted under the first of: can match the
@@ -86,7 +86,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=15, help="pattern seed (texts use seed + 1)")
     arguments = parser.parse_args()
 
-    import oniguruma_patterns  # tests/oniguruma_patterns.py, on the path once _common is imported
+    import oniguruma_patterns  # tests/support/oniguruma_patterns.py, on the path once _common is imported
     from tokenizers import Regex, Tokenizer, pre_tokenizers
 
     import conversion.hf

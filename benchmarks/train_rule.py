@@ -1,4 +1,4 @@
-"""How often hf_bpe.train learns other merges than the naive recount trainer (tests/naive_bpe.py), and why.
+"""How often hf_bpe.train learns other merges than the naive recount trainer (tests/support/naive_bpe.py), and why.
 
 Two fixed families of generated corpora, every code point allowed:
 - ``varied``: ``textgen.documents(random.Random(seed), --bytes)``;

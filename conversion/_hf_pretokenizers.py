@@ -33,7 +33,7 @@ from tokenizers import Regex, Tokenizer, pre_tokenizers
 
 from conversion import _hf_tables, _unicode_probe
 from hf_bpe import patterns
-from hf_bpe.byte_level import str_to_token, token_to_str
+from hf_bpe._byte_level import str_to_token, token_to_str
 from hf_bpe.model import BPE, recognized_split
 
 __all__ = [

@@ -6,7 +6,7 @@ r"""Character tables of `tokenizers`' pre-tokenizers that are not regexes, as ra
 tables its build has. These tables are those sets as
 `tokenizers` 0.23.3 has them (read from it, code point by code point); ``\p{N}`` or ``\p{P}`` in
 Oniguruma's tables differ (U+11DE0-U+11DE9 and U+16FF4-U+16FF6 are numeric only here, say).
-``tests/test_conversion_hf_components.py`` checks every code point against the installed `tokenizers`.
+``tests/conversion/test_hf_components.py`` checks every code point against the installed `tokenizers`.
 :func:`char_class` writes a table as an Oniguruma character class, so each step is a Split step.
 """
 

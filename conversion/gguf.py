@@ -53,8 +53,8 @@ from typing import Any
 from conversion import _gguf_file
 from conversion._gguf_file import ARRAY, BOOL, FLOAT32, INT32, STRING, UINT32, Value
 from conversion._llama_pre import PRE_NAMES, PreTokenizer
-from hf_bpe import patterns, rules
-from hf_bpe.byte_level import BYTE_TO_UNICODE, token_to_str, try_str_to_token
+from hf_bpe import _rules, patterns
+from hf_bpe._byte_level import BYTE_TO_UNICODE, token_to_str, try_str_to_token
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, LossyConversionWarning, TokenizerFileError
 from hf_bpe.model import BPE
 from hf_bpe.sentencepiece_bpe import (
@@ -579,7 +579,7 @@ def _made_by_merging(token: str, spelled: bytes, formed: set[str], splitter: BPE
         text = spelled.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return pre.ignore_merges and splitter.pieces(text) == [text]
+    return pre.ignore_merges and patterns.pieces(splitter, text) == [text]
 
 
 def _first(value: bool | None, default: bool) -> bool:
@@ -712,7 +712,7 @@ def _split_differences(pattern: patterns.Pattern, steps: patterns.Pattern) -> li
     ours, theirs = BPE(bytes_only, pattern), BPE(bytes_only, steps)
     found = []
     for text in _probe_texts():
-        mine, other = ours.pieces(text), theirs.pieces(text)
+        mine, other = patterns.pieces(ours, text), patterns.pieces(theirs, text)
         if mine != other:
             found.append(f"{text[:40]!r} into {mine[:8]} rather than {other[:8]}")
     return found
@@ -720,7 +720,7 @@ def _split_differences(pattern: patterns.Pattern, steps: patterns.Pattern) -> li
 
 def _byte_level_entries(model: BPE, pre: str, user_defined: set[str], *, lossy: bool) -> list[tuple[str, Value]]:
     ignore_merges = PRE_NAMES[pre].ignore_merges
-    difference = rules.merge_rule_difference(model, ignore_merges)
+    difference = _rules.merge_rule_difference(model, ignore_merges)
     if difference is not None:
         message = (f"llama.cpp applies the merges list{' with ignore_merges' if ignore_merges else ''} (pre {pre!r}), "
                    f"which encodes differently from {model!r}: {difference}")

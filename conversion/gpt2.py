@@ -25,9 +25,9 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from hf_bpe import patterns, rules
+from hf_bpe import _rules, patterns
+from hf_bpe._byte_level import str_to_token, token_to_str
 from hf_bpe._io import atomic_write, read_json, read_text
-from hf_bpe.byte_level import str_to_token, token_to_str
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import BPE, as_model
 
@@ -120,9 +120,9 @@ def load(
     bad JSON, token strings outside the byte-to-unicode alphabet, merges naming tokens the encoder
     lacks or making tokens it lacks.
 
-    >>> import conversion.gpt2, hf_bpe.encodings, tempfile
-    >>> encoder, _ = hf_bpe.encodings.find_file(hf_bpe.encodings.ENCODER_JSON)
-    >>> merges, _ = hf_bpe.encodings.find_file(hf_bpe.encodings.VOCAB_BPE)
+    >>> import conversion.gpt2, hf_bpe._encodings, tempfile
+    >>> encoder, _ = hf_bpe._encodings.find_file(hf_bpe._encodings.ENCODER_JSON)
+    >>> merges, _ = hf_bpe._encodings.find_file(hf_bpe._encodings.VOCAB_BPE)
     >>> gpt2 = conversion.gpt2.load(encoder, merges)
     >>> gpt2.encode("hello world"), gpt2.kind
     ([31373, 995], 'ranks')
@@ -171,7 +171,7 @@ def load(
         model = BPE.from_merges(vocab, pairs, pattern, specials, name=name or "gpt2")
     except InvalidVocabularyError as error:
         raise TokenizerFileError(encoder_json, str(error)) from None
-    if rules.rank_rule_difference(model) is None:
+    if _rules.rank_rule_difference(model) is None:
         return BPE(vocab, pattern, specials, name=model.name)
     return model
 
@@ -195,14 +195,14 @@ def save(model: BPE, directory: str | os.PathLike[str], *, lossy: bool = False) 
     '#version: 0.2\\na b\\n'
     """
     model = as_model(model)
-    rules.check_not_sentencepiece(model, "GPT-2 files", "GPT-2 merges bytes by a list")
+    _rules.check_not_sentencepiece(model, "GPT-2 files", "GPT-2 merges bytes by a list")
     if patterns.resolve(model.pattern) != patterns.GPT2 and not lossy:
         raise ConversionError(
             f"GPT-2 files cannot hold the split pattern of {model!r} ({model.pattern!r}): they carry none and "
             "GPT2Tokenizer always splits with GPT-2's. Pass lossy=True to write them anyway (and load them "
             "with pattern=...)."
         )
-    difference = rules.merge_rule_difference(model, False)
+    difference = _rules.merge_rule_difference(model, False)
     if difference is not None and not lossy:
         raise ConversionError(
             f"GPT-2 files cannot hold {model!r} exactly: applying its merges list in order, without "

@@ -55,9 +55,9 @@ from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were de
     split_steps,
     translate_pattern,
 )
-from hf_bpe import patterns, rules
+from hf_bpe import _rules, patterns
+from hf_bpe._byte_level import BYTE_TO_UNICODE, str_to_token, token_to_str, try_str_to_token
 from hf_bpe._io import atomic_write, read_json
-from hf_bpe.byte_level import BYTE_TO_UNICODE, str_to_token, token_to_str, try_str_to_token
 from hf_bpe.errors import (
     ConversionError,
     InvalidVocabularyError,
@@ -163,13 +163,13 @@ def build_tokenizer(
         elif token_id not in rank_ids:
             vocab[PLACEHOLDER.format(id=token_id)] = token_id
     # A rank model gets tiktoken's whole-piece rule; a merges list keeps its own setting.
-    ignore_merges = model.kind == "ranks" or bool(rules.ignore_merges(model))
+    ignore_merges = model.kind == "ranks" or bool(_rules.ignore_merges(model))
     own_merges = model.merges  # listed, or recovered from the ranks
     proven: list[str] = []  # why a lossy file differs, known before measuring
     own = merges is None or list(merges) == own_merges
     if merges is None or own:
         merges = own_merges
-        difference = rules.merge_rule_difference(model, ignore_merges)
+        difference = _rules.merge_rule_difference(model, ignore_merges)
         if difference is not None:
             if not lossy:
                 raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: its merges list {difference}")
@@ -595,7 +595,7 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             "text), and refuses raw bytes that need one",
             MissingBytesWarning, stacklevel=3,
         )
-    if not absent and rules.rank_rule_difference(loaded) is None:
+    if not absent and _rules.rank_rule_difference(loaded) is None:
         return BPE(vocab, pattern, specials, name=loaded.name)
     return loaded
 

@@ -15,7 +15,7 @@ single bytes in byte order. Files of version ``v3`` and older may omit ``special
 defaults apply then.
 
 Only rank models (or merges lists that provably encode the same, see
-:func:`hf_bpe.rules.rank_rule_difference`) can be saved in these formats; others are refused unless
+:func:`hf_bpe._rules.rank_rule_difference`) can be saved in these formats; others are refused unless
 ``lossy=True``.
 """
 
@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from hf_bpe import patterns, rules
+from hf_bpe import _rules, patterns
 from hf_bpe._io import atomic_write, read_file, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import BPE, as_model
@@ -195,8 +195,8 @@ def check_rank_rule(model: BPE, target: str, *, lossy: bool) -> None:
     """Raise :class:`~hf_bpe.errors.ConversionError` unless tiktoken's rank rule encodes exactly as
     ``model`` (or ``lossy`` accepts the difference); SentencePiece models never pass."""
     model = as_model(model)
-    rules.check_not_sentencepiece(model, target, "tiktoken merges bytes by rank")
-    difference = rules.rank_rule_difference(model)
+    _rules.check_not_sentencepiece(model, target, "tiktoken merges bytes by rank")
+    difference = _rules.rank_rule_difference(model)
     if difference is not None and not lossy:
         raise ConversionError(
             f"{target} cannot hold {model!r} exactly: tiktoken's rank rule would encode some text "

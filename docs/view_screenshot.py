@@ -18,7 +18,7 @@ from pydoc_data.topics import topics
 
 import hf_bpe
 from hf_bpe.view import TokenPage, make_server
-from hf_bpe.view.server import url_of
+from hf_bpe.view._server import url_of
 
 WAIT = """() => new Promise((resolve) => { const check = () => (window.hfBpeView.state.rendered > 0 &&
   !window.hfBpeView.state.inFlight) ? resolve() : setTimeout(check, 20); check(); })"""

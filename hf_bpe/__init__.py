@@ -23,13 +23,14 @@ registers the class when transformers' auto-tokenizer module loads (at once if i
 from typing import TYPE_CHECKING, Any
 
 from hf_bpe import _autotokenizer
-from hf_bpe.encodings import get_encoding, list_encoding_names
+from hf_bpe._encodings import get_encoding, list_encoding_names
 from hf_bpe.errors import (
     ConversionError,
     DisallowedSpecialTokenError,
     InternalError,
     InvalidVocabularyError,
     LossyConversionWarning,
+    MissingBytesWarning,
     TokenizerFileError,
     UnknownTokenError,
 )
@@ -38,7 +39,7 @@ from hf_bpe.train import train
 from hf_bpe.train_sentencepiece import train_sentencepiece
 
 if TYPE_CHECKING:
-    from hf_bpe.sources import load
+    from hf_bpe._sources import load
     from hf_bpe.transformers import BPETokenizer
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "InternalError",
     "InvalidVocabularyError",
     "LossyConversionWarning",
+    "MissingBytesWarning",
     "TokenizerFileError",
     "UnknownTokenError",
     "get_encoding",
@@ -68,7 +70,7 @@ def __getattr__(name: str) -> Any:
 
         return BPETokenizer
     if name == "load":
-        from hf_bpe.sources import load
+        from hf_bpe._sources import load
 
         return load
     raise AttributeError(f"module 'hf_bpe' has no attribute {name!r}")

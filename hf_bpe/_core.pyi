@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal, Self, TypeAlias, final
 
 from _typeshed import StrPath, SupportsItems
 
-from hf_bpe.patterns import Pattern, Split
+from hf_bpe.patterns import Split
 
 __all__ = [
     "CoreBPE",
@@ -19,6 +19,7 @@ __all__ = [
     "_panic_for_tests",
     "can_chunk",
     "check_utf8_files",
+    "recognized_split",
 ]
 
 # A split rule as `hf_bpe.patterns.to_core` gives it and the core gives it back: a regex, or
@@ -26,6 +27,13 @@ __all__ = [
 _SplitRule: TypeAlias = str | list[tuple[str, bool, str, bool]]
 # What the core accepts as one: the regex, or any sequence of such steps.
 _SplitRuleArgument: TypeAlias = str | Sequence[tuple[str, bool, str, bool]]
+# A normalizer step as `hf_bpe.patterns.to_core` gives `hf_bpe.patterns.Normalize`:
+# `(kind, pattern, content, literal, left, right)`.
+_NormalizeStep: TypeAlias = tuple[str, str, str, bool, bool, bool]
+# What a model's split accepts: a split rule, or a list of normalizer steps then split steps.
+_ModelSplitArgument: TypeAlias = str | Sequence[tuple[str, bool, str, bool] | _NormalizeStep]
+# A split pattern without normalizer steps, as piece counts hold it.
+_CountPattern: TypeAlias = str | Split | tuple[Split, ...]
 # Called now and then, from the calling thread, with the work done since the last call.
 _Progress: TypeAlias = Callable[[int], object]
 
@@ -38,13 +46,13 @@ class CoreBPE:
     """The Rust model behind ``hf_bpe.BPE``."""
 
     def __new__(
-        cls, ranks: dict[bytes, int], split: _SplitRuleArgument, special_tokens: dict[str, int]
+        cls, ranks: dict[bytes, int], split: _ModelSplitArgument, special_tokens: dict[str, int]
     ) -> Self: ...
     @staticmethod
     def from_merges(
         vocab: dict[bytes, int],
         merges: Iterable[tuple[int, int]],
-        split: _SplitRuleArgument,
+        split: _ModelSplitArgument,
         special_tokens: dict[str, int],
         ignore_merges: bool,
     ) -> CoreBPE: ...
@@ -99,6 +107,11 @@ class CoreBPE:
     def n_mergeable(self) -> int: ...
     @property
     def split_rule(self) -> _SplitRule | None: ...
+    @property
+    def split_engine(self) -> str | None: ...
+    @property
+    def missing_bytes(self) -> list[int]: ...
+    def normalize(self, text: str) -> str: ...
     def pieces(self, text: str) -> list[str] | None: ...
     @property
     def kind(self) -> Literal["ranks", "merges", "sentencepiece"]: ...
@@ -147,7 +160,7 @@ class PieceCounts:
         special_tokens: Sequence[str] = ...,
     ) -> Self: ...
     @property
-    def pattern(self) -> Pattern: ...
+    def pattern(self) -> _CountPattern: ...
     @property
     def special_tokens(self) -> tuple[str, ...]: ...
     @property
@@ -240,3 +253,5 @@ class SentencePieceWordCounter:
 def check_utf8_files(paths: Sequence[StrPath]) -> int: ...
 def can_chunk(split: _SplitRuleArgument) -> bool: ...
 def _panic_for_tests(site: str) -> None: ...
+
+def recognized_split(rule: _SplitRuleArgument) -> _SplitRule | None: ...

@@ -109,7 +109,7 @@ def _arrow_encoder(tokenizer: Any, *, num_threads: int | None, dtype: IdType, nu
         raise TypeError(f"tokenize expects an hf_bpe.BPE, a BPETokenizer or a transformers tokenizer, "
                         f"got {type(tokenizer).__name__}")
     # a transformers tokenizer, so transformers is installed
-    from hf_bpe.transformers.encode import encode_by_calling
+    from hf_bpe.transformers._encode import encode_by_calling
 
     return lambda texts: encode_by_calling(tokenizer, texts, dtype=dtype, nulls=nulls)
 

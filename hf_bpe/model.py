@@ -24,7 +24,7 @@ from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, Literal
 
-from hf_bpe import _core, patterns, streaming
+from hf_bpe import _core, _streaming, patterns
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
 from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
@@ -562,7 +562,7 @@ class BPE(_Encoder):
         *,
         allowed_special: AllowedSpecial = _NOTHING,
         disallowed_special: DisallowedSpecial = "all",
-        max_piece_bytes: int | None = streaming.DEFAULT_MAX_PIECE_BYTES,
+        max_piece_bytes: int | None = _streaming.DEFAULT_MAX_PIECE_BYTES,
     ) -> Iterator[int]:
         """Encode text that arrives in parts (a file's lines, any iterable of str), yielding the ids
         of ``"".join(texts)`` one by one as they settle, in memory that does not grow with the input.
@@ -595,12 +595,12 @@ class BPE(_Encoder):
                 "patterns (gpt2, cl100k, o200k) are proven to cut text without looking far ahead; encode each "
                 "document whole with encode or encode_batch"
             )
-        stream = self._core.encode_stream(policy, max_piece_bytes, streaming.BLOCK_BYTES)
-        return streaming.encode_parts(stream, iter((texts,) if isinstance(texts, str) else texts))
+        stream = self._core.encode_stream(policy, max_piece_bytes, _streaming.BLOCK_BYTES)
+        return _streaming.encode_parts(stream, iter((texts,) if isinstance(texts, str) else texts))
 
     # ----------------------------------------------------------------------------------- decoding
 
-    def stream_decoder(self, errors: str = "replace") -> streaming.StreamDecoder:
+    def stream_decoder(self, errors: str = "replace") -> _streaming.StreamDecoder:
         """A decoder for ids that arrive one at a time (or in groups), as a model generates them: its
         ``feed(ids)`` returns the text they complete, never part of a character, and ``finish()``
         the rest; joined, exactly ``decode(all ids, errors=errors)``.
@@ -611,7 +611,7 @@ class BPE(_Encoder):
         >>> [decoder.feed(token) for token in enc.encode("🦀 crab")], decoder.finish()
         (['', '', '🦀', ' crab'], '')
         """
-        return streaming.StreamDecoder(self._core, errors, each_byte=self._sentencepiece is not None)
+        return _streaming.StreamDecoder(self._core, errors, each_byte=self._sentencepiece is not None)
 
     # ------------------------------------------------------------------------------- vocabulary
 
@@ -620,7 +620,7 @@ class BPE(_Encoder):
         """A copy of the ranks: each mergeable token's bytes and id, ordered by id.
 
         For a merges-list model these are the vocabulary's ids, which are merge ranks only when
-        :func:`hf_bpe.rules.rank_rule_difference` is ``None``. SentencePiece models have no ranks (their merges
+        :func:`hf_bpe._rules.rank_rule_difference` is ``None``. SentencePiece models have no ranks (their merges
         follow piece scores over characters) and raise :class:`~hf_bpe.errors.ConversionError`.
         """
         if self._sentencepiece is not None:

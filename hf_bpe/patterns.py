@@ -135,7 +135,7 @@ class Normalize:
 
     >>> import hf_bpe
     >>> ranks = {bytes([b]): b for b in range(256)}
-    >>> hf_bpe.BPE(ranks, (Normalize("nfkc"), Split(r"\s+", "removed"))).pieces("ﬁx ①")
+    >>> pieces(hf_bpe.BPE(ranks, (Normalize("nfkc"), Split(r"\s+", "removed"))), "ﬁx ①")
     ['fix', '1']
     """
 

@@ -8,9 +8,9 @@ import random
 
 import pytest
 import textgen
-from conftest import PARITY_ENCODINGS, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite import PARITY_ENCODINGS, scaled
 
 import hf_bpe
 from hf_bpe.errors import DisallowedSpecialTokenError

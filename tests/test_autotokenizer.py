@@ -160,7 +160,7 @@ def test_a_after_import_hf_bpe_autotokenizer_returns_our_class(
     folders: dict[str, Any], tmp_path: Path
 ) -> None:
     result = _run(folders, "import", "plain", tmp_path)
-    assert result["class"] == "hf_bpe.transformers.tokenizer.BPETokenizer"
+    assert result["class"] == "hf_bpe.transformers.BPETokenizer"
     _assert_same(result, folders["expected"])
 
 
@@ -168,13 +168,13 @@ def test_a_registration_also_works_when_transformers_came_first(
     folders: dict[str, Any], tmp_path: Path
 ) -> None:
     result = _run(folders, "import-after", "plain", tmp_path)
-    assert result["class"] == "hf_bpe.transformers.tokenizer.BPETokenizer"
+    assert result["class"] == "hf_bpe.transformers.BPETokenizer"
     _assert_same(result, folders["expected"])
 
 
 def test_a_explicit_registration_returns_our_class(folders: dict[str, Any], tmp_path: Path) -> None:
     result = _run(folders, "register", "plain", tmp_path)
-    assert result["class"] == "hf_bpe.transformers.tokenizer.BPETokenizer"
+    assert result["class"] == "hf_bpe.transformers.BPETokenizer"
     _assert_same(result, folders["expected"])
 
 
@@ -208,7 +208,7 @@ def test_c_remote_code_loads_our_class_where_hf_bpe_was_never_imported(
     folders: dict[str, Any], tmp_path: Path
 ) -> None:
     result = _run(folders, "trust", "remote", tmp_path)
-    assert result["class"] == "hf_bpe.transformers.tokenizer.BPETokenizer"
+    assert result["class"] == "hf_bpe.transformers.BPETokenizer"
     _assert_same(result, folders["expected"])
 
 
@@ -218,5 +218,5 @@ def test_c_remote_code_folder_needs_trust_without_hf_bpe_but_not_with_it(
     refused = _run(folders, "plain", "remote", tmp_path)
     assert "trust_remote_code" in refused.get("error", ""), refused
     result = _run(folders, "import", "remote", tmp_path)
-    assert result["class"] == "hf_bpe.transformers.tokenizer.BPETokenizer"
+    assert result["class"] == "hf_bpe.transformers.BPETokenizer"
     _assert_same(result, folders["expected"])

@@ -8,9 +8,9 @@ import random
 
 import pytest
 import textgen
-from conftest import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite import scaled
 
 import hf_bpe
 from hf_bpe.datasets import tokenize

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 import hf_bpe
-from hf_bpe import encodings, patterns
+from hf_bpe import _encodings, patterns
 from hf_bpe.errors import TokenizerFileError
 
 
 @pytest.fixture
 def fresh_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(encodings, "_cache", {})
+    monkeypatch.setattr(_encodings, "_cache", {})
 
 
 @pytest.mark.parametrize(
@@ -48,19 +48,19 @@ def test_r50k_base_has_the_same_ranks_as_gpt2() -> None:
 
 
 def test_gpt2_read_from_encoder_json_is_what_its_merges_list_proves() -> None:
-    # encodings.gpt2 takes encoder.json's ids as ranks; the GPT-2 converter reads both files and keeps
+    # _encodings.gpt2 takes encoder.json's ids as ranks; the GPT-2 converter reads both files and keeps
     # a rank model only when the merges list provably encodes as the rank rule.
     import conversion.gpt2
 
-    encoder, _ = encodings.find_file(encodings.ENCODER_JSON)
-    merges, _ = encodings.find_file(encodings.VOCAB_BPE)
+    encoder, _ = _encodings.find_file(_encodings.ENCODER_JSON)
+    merges, _ = _encodings.find_file(_encodings.VOCAB_BPE)
     from_files = conversion.gpt2.load(encoder, merges, special_tokens={"<|endoftext|>": 50256})
     assert from_files.kind == "ranks"
     assert from_files == hf_bpe.get_encoding("gpt2")
 
 
 def test_explicit_path_to_folder_or_file(tmp_path: Path, fresh_registry: None) -> None:
-    found, _ = encodings.find_file(encodings.CL100K)
+    found, _ = _encodings.find_file(_encodings.CL100K)
     shutil.copy(found, tmp_path / found.name)
     by_folder = hf_bpe.get_encoding("cl100k_base", path=tmp_path)
     by_file = hf_bpe.get_encoding("cl100k_base", path=tmp_path / found.name)
@@ -68,11 +68,11 @@ def test_explicit_path_to_folder_or_file(tmp_path: Path, fresh_registry: None) -
 
 
 def test_tiktoken_cache_dir_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry: None) -> None:
-    _, data = encodings.find_file(encodings.O200K)
-    cached = tmp_path / hashlib.sha1(encodings.O200K.url.encode()).hexdigest()
+    _, data = _encodings.find_file(_encodings.O200K)
+    cached = tmp_path / hashlib.sha1(_encodings.O200K.url.encode()).hexdigest()
     cached.write_bytes(data)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    path, _ = encodings.find_file(encodings.O200K)
+    path, _ = _encodings.find_file(_encodings.O200K)
     assert path == cached
 
 
@@ -87,7 +87,7 @@ def test_missing_files_say_where_we_looked_and_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry: None
 ) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(encodings, "_package_file", lambda package, relative: None)
+    monkeypatch.setattr(_encodings, "_package_file", lambda package, relative: None)
     with pytest.raises(FileNotFoundError) as raised:
         hf_bpe.get_encoding("o200k_base", path=tmp_path / "nowhere")
     message = str(raised.value)

@@ -1,21 +1,39 @@
-"""The BPE model: tiktoken's semantics on random vocabularies, the API contract, bad input."""
+"""The BPE model (``hf_bpe.model``): tiktoken's semantics on random vocabularies, the API contract, bad
+input; merges-list models (``BPE.from_merges``) against HF `tokenizers`' BPE on random merges lists,
+with the rule comparisons that conversions rely on (when ``rank_rule_difference()`` is ``None``
+tiktoken's rank rule encodes exactly as the list, when ``merge_rule_difference()`` is ``None`` the
+recovered list encodes exactly as the rank model); and ``BPE.from_vocab`` / ``conversion.gpt2.load``
+with a list of special tokens (the shapes minbpe and CS336 hold) and ``model.vocab``: round trips,
+CS336's reference merges, and clear errors for inconsistent input."""
 
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 import random
+from pathlib import Path
 
 import pytest
+import textgen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite import require_shared, scaled
 
+import conversion.gpt2
 import hf_bpe
-from hf_bpe import BPE, patterns
-from hf_bpe.errors import DisallowedSpecialTokenError, InvalidVocabularyError, UnknownTokenError
+from hf_bpe import BPE, _rules, patterns
+from hf_bpe._byte_level import token_to_str
+from hf_bpe.errors import (
+    DisallowedSpecialTokenError,
+    InvalidVocabularyError,
+    TokenizerFileError,
+    UnknownTokenError,
+)
 from hf_bpe.model import clear_cache
 
 tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is the oracle; pip install -e '.[test]'")
+tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is an oracle; pip install -e '.[test]'")
 
 BYTES = {bytes([byte]): byte for byte in range(256)}
 
@@ -490,7 +508,7 @@ def _build_in_child(queue, ranks) -> None:  # runs in a forked process
 def test_a_model_builds_in_a_forked_child_after_the_parent_built_one() -> None:
     """Building a model finds the tokens' splits on a thread pool; a child forked after the parent
     built one (a datasets.map(num_proc=...) worker loading a tokenizer) must not wait for the
-    parent's threads. It hung when the splits ran on rayon's global pool."""
+    parent's threads (on rayon's global pool, whose threads a forked child does not have, it would hang)."""
     import multiprocessing
 
     ranks = hf_bpe.get_encoding("gpt2").mergeable_ranks  # enough tokens to be split among threads
@@ -571,3 +589,237 @@ def test_clearing_the_cache_changes_no_result_even_while_threads_encode() -> Non
     assert results == [True, True, True]
     clear_cache(ours)
     assert [ours.encode_ordinary(text) for text in texts] == expected
+
+
+# --------------------------------------------------------------------- merges lists and the merge rules
+
+ALPHABET = b"abcde "
+
+
+def random_merges(rng: random.Random, count: int, *, proper: bool) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]]]:
+    """A vocabulary over a small alphabet and a merges list making its tokens. ``proper`` lists only
+    join tokens made earlier, like a trainer; otherwise lines come in any order, some pairs twice,
+    and some tokens get no line."""
+    vocab = dict(BYTES)
+    pool = [bytes([byte]) for byte in ALPHABET]
+    merges: list[tuple[bytes, bytes]] = []
+    while len(merges) < count:
+        left, right = rng.choice(pool), rng.choice(pool)
+        token = left + right
+        if len(token) > 8:
+            continue
+        if token not in vocab:
+            vocab[token] = len(vocab)
+            pool.append(token)
+        elif proper:
+            continue
+        merges.append((left, right))
+    if not proper:
+        rng.shuffle(merges)
+        for _ in range(count // 10):  # tokens that no line makes
+            token = bytes(rng.choice(ALPHABET) for _ in range(rng.randint(2, 5)))
+            vocab.setdefault(token, len(vocab))
+    return vocab, merges
+
+
+def renumbered_merges(rng: random.Random, count: int) -> tuple[dict[bytes, int], list[tuple[bytes, bytes]]]:
+    """Lines in any order (a line may join tokens that only later lines make), ids in line order,
+    so merge order and id order agree; plus tokens that no line makes."""
+    _, merges = random_merges(rng, count, proper=False)
+    vocab = dict(BYTES)
+    unique: list[tuple[bytes, bytes]] = []
+    for left, right in merges:
+        if left + right not in vocab:
+            vocab[left + right] = len(vocab)
+            unique.append((left, right))
+    for left, right in unique:  # every token a line names must exist
+        for part in (left, right):
+            vocab.setdefault(part, len(vocab) + 1000)
+    for _ in range(count // 10):
+        vocab.setdefault(bytes(rng.choice(ALPHABET) for _ in range(rng.randint(2, 5))), len(vocab) + 2000)
+    return vocab, unique
+
+
+def hf_tokenizer(vocab: dict[bytes, int], merges: list[tuple[bytes, bytes]], ignore_merges: bool):
+    spelled = {token_to_str(token): token_id for token, token_id in vocab.items()}
+    model = tokenizers.models.BPE(vocab=spelled, merges=[(token_to_str(a), token_to_str(b)) for a, b in merges],
+                                  ignore_merges=ignore_merges)
+    tokenizer = tokenizers.Tokenizer(model)
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = tokenizers.decoders.ByteLevel()
+    return tokenizer
+
+
+def random_texts(rng: random.Random, count: int) -> list[str]:
+    return ["".join(rng.choice("abcde abcde.\n") for _ in range(rng.randint(0, 40))) for _ in range(count)]
+
+
+CASES = scaled(60, minimum=10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("proper", [True, False], ids=["trained-like", "any-order"])
+@pytest.mark.parametrize("ignore_merges", [False, True])
+def test_merges_lists_encode_like_tokenizers(proper: bool, ignore_merges: bool) -> None:
+    rng = random.Random(hash((proper, ignore_merges)) & 0xFFFF)
+    for case in range(CASES):
+        vocab, merges = random_merges(rng, rng.randint(5, 60), proper=proper)
+        ours = BPE.from_merges(vocab, merges, "gpt2", ignore_merges=ignore_merges)
+        theirs = hf_tokenizer(vocab, merges, ignore_merges)
+        texts = random_texts(rng, 100)
+        got = ours.encode_ordinary_batch(texts)
+        expected = [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=False)]
+        assert got == expected, f"case {case}: {merges}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("proper", [True, False], ids=["trained-like", "renumbered"])
+@pytest.mark.parametrize("ignore_merges", [False, True])
+def test_lists_without_a_rank_rule_difference_encode_like_tiktoken(proper: bool, ignore_merges: bool) -> None:
+    """The proof in ``Model::rank_rule_difference``, checked on random lists."""
+    rng = random.Random(17 + proper + 2 * ignore_merges)
+    equivalent = 0
+    for case in range(CASES * 3):
+        count = rng.randint(5, 60)
+        vocab, merges = random_merges(rng, count, proper=True) if proper else renumbered_merges(rng, count)
+        ours = BPE.from_merges(vocab, merges, "gpt2", ignore_merges=ignore_merges)
+        if _rules.rank_rule_difference(ours) is not None:
+            continue
+        equivalent += 1
+        theirs = tiktoken.Encoding("random", pat_str=patterns.GPT2, mergeable_ranks=vocab, special_tokens={})
+        texts = random_texts(rng, 100)
+        assert ours.encode_ordinary_batch(texts) == theirs.encode_ordinary_batch(texts), f"case {case}: {merges}"
+    assert equivalent >= CASES // 10, "too few random lists were rank-equivalent to test anything"
+
+
+@pytest.mark.slow
+def test_recovered_merges_encode_like_the_rank_model_when_no_difference_is_reported() -> None:
+    rng = random.Random(5)
+    checked = 0
+    for case in range(CASES * 2):
+        vocab, _ = random_merges(rng, rng.randint(5, 60), proper=False)
+        ranks = BPE(vocab, "gpt2")
+        for ignore_merges in (False, True):
+            if _rules.merge_rule_difference(ranks, ignore_merges) is not None:
+                continue
+            checked += 1
+            theirs = hf_tokenizer(vocab, ranks.merges, ignore_merges)
+            texts = random_texts(rng, 100)
+            expected = [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=False)]
+            assert ranks.encode_ordinary_batch(texts) == expected, f"case {case}, ignore_merges={ignore_merges}"
+    assert checked >= CASES // 2
+
+
+def test_a_list_that_tiktoken_would_apply_differently_is_reported() -> None:
+    """pq + bc spell the token pqbc, but no line joins them: tiktoken's rule would."""
+    vocab = BYTES | {b"bc": 256, b"pq": 257, b"pqb": 258, b"pqbc": 259}
+    merges = [(b"b", b"c"), (b"p", b"q"), (b"pq", b"b"), (b"pqb", b"c")]
+    model = BPE.from_merges(vocab, merges, "gpt2")
+    assert "merge to b'pq' + b'bc'" in _rules.rank_rule_difference(model)
+    assert model.encode_ordinary("pqbc") == [257, 256]
+    assert BPE(vocab, "gpt2").encode_ordinary("pqbc") == [259]
+
+
+def test_merges_models_persist_and_compare(tmp_path: Path) -> None:
+    vocab = BYTES | {b"ab": 256, b"bc": 257, b"abc": 258}
+    model = BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "cl100k", {"<|end|>": 300}, ignore_merges=True,
+                            name="m")
+    assert model.kind == "merges" and _rules.ignore_merges(model) is True
+    assert model.merges == [(b"a", b"b"), (b"ab", b"c")]
+    assert model.mergeable_ranks == vocab
+    for loaded in (BPE.load(model.save(tmp_path / "m.json")), pickle.loads(pickle.dumps(model))):
+        assert loaded == model and loaded.kind == "merges" and loaded.name == "m"
+        assert loaded.encode("bc abc<|end|>", allowed_special="all") == [257, 32, 258, 300]
+    assert model != BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "cl100k", {"<|end|>": 300})
+    assert "merges" in repr(model)
+
+
+def test_bad_merges_are_rejected() -> None:
+    vocab = BYTES | {b"ab": 256}
+    with pytest.raises(InvalidVocabularyError, match="must be a pair of tokens of the vocabulary"):
+        BPE.from_merges(vocab, [(b"a", b"zz")], "gpt2")
+    with pytest.raises(InvalidVocabularyError, match="makes b'xy', which is not a token"):
+        BPE.from_merges(vocab, [(b"x", b"y")], "gpt2")
+
+
+# ------------------------------------------------------------------------------------------- from_vocab
+
+BYTE_VOCAB = {i: bytes([i]) for i in range(256)}
+
+
+def _texts(specials: list[str]) -> list[str]:
+    docs = textgen.documents(random.Random(7), scaled(60_000))
+    return docs + ["".join(specials) + " x " + " ".join(specials)]
+
+
+@pytest.mark.parametrize("encoding", ["gpt2", "cl100k_base"])
+def test_vocab_and_merges_round_trip_through_from_vocab(encoding: str) -> None:
+    model = hf_bpe.get_encoding(encoding)
+    specials = sorted(model.special_tokens)
+    again = hf_bpe.BPE.from_vocab(model.vocab, model.merges, specials, model.pattern)
+    assert again.vocab == model.vocab
+    assert again.merges == model.merges
+    assert again.special_tokens == model.special_tokens
+    texts = _texts(specials)
+    assert again.encode_batch(texts, allowed_special="all") == model.encode_batch(texts, allowed_special="all")
+
+
+def test_a_trained_model_round_trips_through_gpt2_style_files(tmp_path: Path) -> None:
+    docs = textgen.tie_documents(random.Random(3), words=200, special_tokens=["<|endoftext|>"])
+    model = hf_bpe.train(docs, 600, special_tokens=["<|endoftext|>"], show_progress=False)
+    (tmp_path / "vocab.json").write_text(json.dumps({token_to_str(token): i for i, token in model.vocab.items()}))
+    (tmp_path / "merges.txt").write_text("".join(f"{token_to_str(a)} {token_to_str(b)}\n" for a, b in model.merges))
+    again = conversion.gpt2.load(tmp_path / "vocab.json", tmp_path / "merges.txt", ["<|endoftext|>"])
+    assert again.vocab == model.vocab and again.merges == model.merges
+    assert again.encode_batch(docs, allowed_special="all") == model.encode_batch(docs, allowed_special="all")
+
+
+def test_cs336_reference_files_encode_as_the_model_trained_on_the_same_corpus() -> None:
+    folder = require_shared("cs336")
+    reference = conversion.gpt2.load(folder / "train-bpe-reference-vocab.json",
+                                     folder / "train-bpe-reference-merges.txt", ["<|endoftext|>"])
+    assert reference.special_tokens == {"<|endoftext|>": 0}, "CS336's vocab holds the special token at id 0"
+    trained = hf_bpe.train(files=[folder / "corpus.en"], vocab_size=500, special_tokens=["<|endoftext|>"],
+                           show_progress=False)
+    assert [a + b for a, b in reference.merges] == [trained.decode_single_token_bytes(256 + i) for i in range(243)]
+    text = (folder / "corpus.en").read_text(encoding="utf-8")[:50_000] + "<|endoftext|>"
+    ours = trained.decode_tokens_bytes(trained.encode(text, allowed_special="all"))
+    theirs = reference.decode_tokens_bytes(reference.encode(text, allowed_special="all"))
+    assert ours == theirs
+
+
+def test_special_tokens_keep_their_vocab_id_or_come_after_the_largest() -> None:
+    model = hf_bpe.BPE.from_vocab(BYTE_VOCAB | {300: b"<|a|>"}, [], ["<|b|>", "<|a|>"])
+    assert model.special_tokens == {"<|b|>": 301, "<|a|>": 300}
+    assert model.vocab[301] == b"<|b|>"
+
+
+@pytest.mark.parametrize(
+    ("vocab", "merges", "specials", "message"),
+    [
+        (BYTE_VOCAB | {256: b"ab"}, [(b"a", b"c")], None, r"merge 0 \(b'a', b'c'\): its result b'ac' is not in vocab"),
+        (BYTE_VOCAB, [(b"a", b"xy")], None, r"its token b'xy' is not in vocab"),
+        (BYTE_VOCAB | {256: b"a"}, [], None, "ids 97 and 256 are both b'a'"),
+        (BYTE_VOCAB | {-1: b"ab"}, [], None, "vocab id -1 is not a non-negative int"),
+        (BYTE_VOCAB | {256: "ab"}, [], None, r"vocab\[256\] is str, not bytes"),
+        (BYTE_VOCAB, [(b"a",)], None, "merge 0 .* is not a pair of bytes"),
+        (BYTE_VOCAB, [], ["<|a|>", "<|a|>"], "given twice"),
+        (BYTE_VOCAB | {256: b"ab"}, [(b"a", b"b")], ["ab"], r"its result b'ab' is not in vocab \(or is a special token\)"),
+        ({i: bytes([i]) for i in range(255)}, [], None, "byte"),
+    ],
+)
+def test_inconsistent_input_is_refused_saying_what(vocab, merges, specials, message) -> None:
+    with pytest.raises(InvalidVocabularyError, match=message):
+        hf_bpe.BPE.from_vocab(vocab, merges, specials)
+
+
+def test_unreadable_files_name_the_file_and_line(tmp_path: Path) -> None:
+    vocab = tmp_path / "vocab.json"
+    vocab.write_text(json.dumps({token_to_str(bytes([b])): b for b in range(256)}))
+    merges = tmp_path / "merges.txt"
+    merges.write_text("#version: 0.2\nĠ t\na b c\n")
+    with pytest.raises(TokenizerFileError, match=r"merges.txt, line 3: expected two tokens"):
+        conversion.gpt2.load(vocab, merges)
+    vocab.write_text('["not", "an", "object"]')
+    with pytest.raises(TokenizerFileError, match="vocab.json: expected a JSON object"):
+        conversion.gpt2.load(vocab, merges)

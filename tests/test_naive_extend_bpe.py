@@ -1,4 +1,4 @@
-"""The extension reference (``tests/naive_extend_bpe.py``): its loop from single bytes is the naive trainer;
+"""The extension reference (``tests/support/naive_extend_bpe.py``): its loop from single bytes is the naive trainer;
 its two encoders are tiktoken's and ``tokenizers``' BPE; continuing a model on its own training corpus is
 training longer (rank models and merges-list models, text full of ties and the shared corpora); old ids,
 bytes and merges never change and new ids follow the last one, with the special tokens kept or moved."""

@@ -1,4 +1,4 @@
-"""Continuing SentencePiece's loop (``tests/naive_extend_sentencepiece.py``) is training longer, by
+"""Continuing SentencePiece's loop (``tests/support/naive_extend_sentencepiece.py``) is training longer, by
 ``sentencepiece`` 0.2.3 itself: a model ``SentencePieceTrainer`` trains to ``m`` pieces, continued on its own
 corpus for ``k`` pieces, learns the pieces (texts and scores) it trains to ``m + k``, and the extended model
 (the ``.model`` with the new pieces appended) encodes every text as the longer one does. Corpora: sentences

@@ -1,4 +1,4 @@
-"""The parity-aware BPE reference (``tests/naive_parity_bpe.py``) learns exactly the merges and vocabulary of
+"""The parity-aware BPE reference (``tests/support/naive_parity_bpe.py``) learns exactly the merges and vocabulary of
 ``tokenizers.trainers.ParityBpeTrainer``, trained through ``ParityBpeTrainer.train_from_iterator(tokenizer,
 train_iterators, dev_iterators=..., ratio=...)`` on a ``Tokenizer(BPE())`` whose pre-tokenizer is
 ``ByteLevel(add_prefix_space=False)`` or ``Split(cl100k-style regex, "isolated")`` + ``ByteLevel(use_regex=

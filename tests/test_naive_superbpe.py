@@ -1,4 +1,4 @@
-"""The SuperBPE reference (``tests/naive_superbpe.py``): its stage one is the naive trainer; its stage-two cut
+"""The SuperBPE reference (``tests/support/naive_superbpe.py``): its stage one is the naive trainer; its stage-two cut
 is ``tokenizers``' ``Digits`` + ``Split(r"(?=(\\d{3})+(?!\\d))")`` + ``ByteLevel`` pre-tokenizer; what it learns
 keeps its limits and crosses spaces; and the trained model, written as a ``tokenizer.json`` (that
 pre-tokenizer, a BPE model with the merges list, the special tokens as added tokens), encodes every text

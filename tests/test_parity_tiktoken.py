@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import PARITY_ENCODINGS, require_shared, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite import PARITY_ENCODINGS, require_shared, scaled
 
 SEED = 20240611
 GENERATED_BYTES = 5_000_000

@@ -14,7 +14,7 @@ from typing import Any
 
 import oniguruma_patterns
 import pytest
-from conftest import scaled
+from suite import scaled
 
 import conversion.hf
 import hf_bpe
@@ -202,7 +202,7 @@ def test_named_patterns_cut_every_code_point_after_a_space_and_doubled_as_onigur
     ],
     ids=repr,
 )
-def test_constructs_the_issue_names_split_as_in_tokenizers(split: Split) -> None:
+def test_edge_constructs_split_as_in_tokenizers(split: Split) -> None:
     texts = [*oniguruma_patterns.EDGE_TEXT, *conversion.hf.SPLIT_PROBE_EDGES, "Straße STRASSE strasse ẞ",
              "a.+*?[](){}|^$\\b", "12ab 3x4 ", "AB cd  EF\n\ngh ", *oniguruma_patterns.texts(random.Random(5), 200)]
     assert assert_same_pieces(BPE(BYTES, split), their_splitter(split), texts, repr(split)) == 0

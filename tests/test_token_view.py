@@ -1,4 +1,4 @@
-"""The token view (``hf_bpe.token_view``): ``BPE.view`` and ``BPETokenizer.view``, their spans, the
+"""The token view (``hf_bpe._token_view``): ``BPE.view`` and ``BPETokenizer.view``, their spans, the
 terminal and HTML forms, and the compact JSON the token page draws.
 
 The ids of a view are checked against the libraries that own the formats (tiktoken, SentencePiece,
@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import scaled
 from conversion_support import mistral_file, trained_model, varied_texts
+from suite import scaled
 
 import hf_bpe
-from hf_bpe.token_view import Span, TokenView, byte_parts, draw_text, view_ids, view_text
+from hf_bpe._token_view import Span, TokenView, byte_parts, draw_text, view_ids, view_text
 
 ESCAPE = "\x1b"
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 import regex
-from conftest import PEAK_RSS_KB
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import naive_train
+from suite import PEAK_RSS_KB
 from terminal import on_a_terminal
 
 import hf_bpe
 from hf_bpe import _core, patterns
-from hf_bpe.byte_level import str_to_token
+from hf_bpe._byte_level import str_to_token
 from hf_bpe.train import PieceCounts, count_pieces, train_from_counts
 
 CS336 = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "cs336"
@@ -267,8 +267,9 @@ def two_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_list_of_file_names_is_refused_instead_of_trained_on_as_text(two_files: list[str]) -> None:
-    """What a user of ``tokenizers`` writes: ``train(["a.txt", "b.txt"], ...)``. It used to train on
-    the two names; now it says how to pass files, and how to train on the names if that was meant."""
+    """What a user of ``tokenizers`` writes: ``train(["a.txt", "b.txt"], ...)``. Training on the two
+    names would be a silent mistake; the error says how to pass files, and how to train on the names if
+    that was meant."""
     for call in (lambda names: hf_bpe.train(names, 300, show_progress=False),
                  lambda names: count_pieces(names, show_progress=False)):
         for names in (two_files, tuple(two_files), [str(Path(name).resolve()) for name in two_files]):

@@ -7,11 +7,11 @@ import random
 
 import pytest
 import textgen
-from conftest import require_shared, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import regex_only_code_points
 from naive_minbpe import naive_minbpe_train
+from suite import require_shared, scaled
 
 import hf_bpe
 from hf_bpe import patterns

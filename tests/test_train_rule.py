@@ -1,6 +1,6 @@
 """Training follows the documented rule (README.md, "Training") on every input: ``hf_bpe.train``, and ``count_pieces`` followed by
 ``train_from_counts``, learn exactly the tokens, in order, of a naive trainer that recounts every pair
-before each merge (``tests/naive_bpe.py``, independent of hf_bpe), with the special tokens after them.
+before each merge (``tests/support/naive_bpe.py``, independent of hf_bpe), with the special tokens after them.
 
 Inputs: generated multilingual text where ties decide most merges (small alphabets, words repeated equally
 often: Hangul, Devanagari digits, emoji ZWJ families, Latin, other scripts, any code point, compounds), at
@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import SHARED_DATA, require_shared, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import naive_pieces, naive_train, recount_train, regex_only_code_points
+from suite import SHARED_DATA, require_shared, scaled
 
 import hf_bpe
 from hf_bpe import patterns

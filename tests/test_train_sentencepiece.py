@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import require_shared, scaled
+from suite import require_shared, scaled
 
 import hf_bpe
 from hf_bpe.train_sentencepiece import LLAMA2_OPTIONS

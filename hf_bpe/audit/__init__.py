@@ -6,8 +6,8 @@ models misbehave (Land & Bartolo 2024, "Fishing for Magikarp"). :func:`audit` fi
 tokenizer alone, for every kind of model hf_bpe loads (tiktoken ranks, merges lists, SentencePiece):
 
 - unreachable tokens, derived from the merge rule and the split pattern
-  (:mod:`hf_bpe.audit.reachability`), and those only formed on the way to others;
-- partial UTF-8 tokens by kind (:mod:`hf_bpe.audit.utf8`);
+  (:mod:`hf_bpe.audit._reachability`), and those only formed on the way to others;
+- partial UTF-8 tokens by kind (:mod:`hf_bpe.audit._utf8`);
 - with a corpus: tokens never or rarely produced, and the *magikarp score* (merged early, rare on
   the corpus); compression per language or script against other tokenizers;
 - near duplicates, special tokens that collide, token lengths.
@@ -25,12 +25,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hf_bpe.audit import corpus as corpus_module
-from hf_bpe.audit import reachability as reachability_module
-from hf_bpe.audit import specials as specials_module
-from hf_bpe.audit import vocabulary
-from hf_bpe.audit.reachability import DEFAULT_SEARCH_LIMIT
-from hf_bpe.audit.report import AuditReport
+from hf_bpe.audit import _corpus as corpus_module
+from hf_bpe.audit import _reachability as reachability_module
+from hf_bpe.audit import _specials as specials_module
+from hf_bpe.audit import _vocabulary
+from hf_bpe.audit._reachability import DEFAULT_SEARCH_LIMIT
+from hf_bpe.audit._report import AuditReport
 from hf_bpe.counting import piece_token_counts
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def audit(
     others = _compared(compare)
     # The corpus first: a problem with it shows before the vocabulary's analysis.
     stats = None if corpus is None else corpus_module.measure(model, corpus, others, num_threads=num_threads)
-    table = vocabulary.tokens_of(model)
+    table = _vocabulary.tokens_of(model)
     found = reachability_module.reachability(model, search_limit=search_limit, num_threads=num_threads)
     pattern = model.pattern
     from hf_bpe import patterns
@@ -81,13 +81,13 @@ def audit(
         n_vocab=model.n_vocab,
         tokens=table,
         reachability=found,
-        round_trip_failures=vocabulary.round_trip_failures(model, table),
-        partial_by_kind=vocabulary.partial_utf8(model, table),
-        near_duplicates=vocabulary.near_duplicates(table),
+        round_trip_failures=_vocabulary.round_trip_failures(model, table),
+        partial_by_kind=_vocabulary.partial_utf8(model, table),
+        near_duplicates=_vocabulary.near_duplicates(table),
         specials=specials_module.special_tokens(model),
         special_overlaps=specials_module.overlaps(model),
-        length_counts=vocabulary.length_counts(table),
-        longest=vocabulary.longest(table, top),
+        length_counts=_vocabulary.length_counts(table),
+        longest=_vocabulary.longest(table, top),
         rare_below=rare_below,
         top=top,
     )
@@ -115,7 +115,7 @@ def training_usage(model: BPE, counts: PieceCounts, *, rare_below: int = 10, top
     (36, True)
     """
     produced = produced_on(model, counts)
-    table = vocabulary.tokens_of(model)
+    table = _vocabulary.tokens_of(model)
     found = reachability_module.reachability(model)
     reachable = found.reachable
     histogram: dict[str, int] = {}
@@ -150,14 +150,14 @@ def _bucket_start(label: str) -> int:
     return int(label.split("-")[0])
 
 
-def _shown(table: vocabulary.TokenTable, id: int) -> str:
+def _shown(table: _vocabulary.TokenTable, id: int) -> str:
     text = table.text(id)
     return repr(text) if text is not None else repr(table.bytes_of.get(id, b""))
 
 
 def _compared(compare: Sequence[BPE | str] | Mapping[str, BPE]) -> dict[str, BPE]:
     """The comparison tokenizers by label."""
-    from hf_bpe.encodings import get_encoding
+    from hf_bpe._encodings import get_encoding
     from hf_bpe.model import BPE, as_model
 
     if isinstance(compare, Mapping):

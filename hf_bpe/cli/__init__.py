@@ -20,23 +20,23 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from hf_bpe.cli import audit, convert, count, decode, encode, inspect, tokenize, train, view
-from hf_bpe.cli.common import UsageError, for_the_shell
+from hf_bpe._sources import SourceError
+from hf_bpe.cli import _audit, _convert, _count, _decode, _encode, _inspect, _tokenize, _train, _view
+from hf_bpe.cli._common import UsageError, for_the_shell
 from hf_bpe.model import MODEL_FILE
-from hf_bpe.sources import SourceError
 
 __all__ = ["COMMANDS", "MODEL_FILE", "UsageError", "main"]
 
 COMMANDS = (
-    train,
-    convert,
-    inspect,
-    encode,
-    count,
-    decode,
-    view,
-    audit,
-    tokenize,
+    _train,
+    _convert,
+    _inspect,
+    _encode,
+    _count,
+    _decode,
+    _view,
+    _audit,
+    _tokenize,
 )
 """The command modules, in the order ``--help`` lists them."""
 
@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 1 failed, 2 bad usage)."""
     arguments, extra = parser().parse_known_args(argv)
     if extra:  # texts (or ids) after options: argparse leaves them over
-        encode.take_leftovers(arguments, extra)
+        _encode.take_leftovers(arguments, extra)
     try:
         return int(arguments.run(arguments))
     except (UsageError, SourceError) as error:

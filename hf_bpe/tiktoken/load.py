@@ -3,7 +3,7 @@ load_tiktoken_bpe`` where you had ``from tiktoken.load import load_tiktoken_bpe`
 
 :func:`load_tiktoken_bpe` reads a local file as tiktoken does (:func:`conversion.tiktoken.read_ranks`,
 which also refuses what ``tiktoken.Encoding`` would refuse later), and an address the way
-:mod:`hf_bpe.encodings` gets OpenAI's files: tiktoken's cache (same folder, same file name), the
+:mod:`hf_bpe._encodings` gets OpenAI's files: tiktoken's cache (same folder, same file name), the
 packages of ``hf_bpe[encodings]``, then a download checked by SHA-256. hf_bpe downloads only what it
 can check: an address that is not one of OpenAI's files needs ``expected_hash``. tiktoken's other
 helpers (``read_file``, ``read_file_cached``, ``data_gym_to_mergeable_bpe_ranks``) are not here:
@@ -27,12 +27,12 @@ import os
 from pathlib import Path
 
 from conversion.tiktoken import dump_ranks, read_ranks
-from hf_bpe import encodings
+from hf_bpe import _encodings
 from hf_bpe._io import atomic_write, read_file
 
 __all__ = ["dump_tiktoken_bpe", "load_tiktoken_bpe"]
 
-_OPENAI_FILES = (encodings.R50K, encodings.P50K, encodings.CL100K, encodings.O200K)
+_OPENAI_FILES = (_encodings.R50K, _encodings.P50K, _encodings.CL100K, _encodings.O200K)
 
 
 def load_tiktoken_bpe(tiktoken_bpe_file: str | os.PathLike[str], expected_hash: str | None = None) -> dict[bytes, int]:
@@ -61,8 +61,8 @@ def load_tiktoken_bpe(tiktoken_bpe_file: str | os.PathLike[str], expected_hash: 
         if expected_hash is None:
             raise ValueError(f"{source}: hf_bpe downloads only files it can check; pass expected_hash= (the file's "
                              "SHA-256), or download the file and pass its path")
-        known = encodings.RemoteFile(source.rsplit("/", 1)[-1] or "ranks.tiktoken", source, expected_hash.lower(), ())
-    found, _ = encodings.find_file(known)
+        known = _encodings.RemoteFile(source.rsplit("/", 1)[-1] or "ranks.tiktoken", source, expected_hash.lower(), ())
+    found, _ = _encodings.find_file(known)
     return read_ranks(found)
 
 

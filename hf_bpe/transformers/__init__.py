@@ -6,12 +6,12 @@ folder that loads everywhere: with ``import hf_bpe`` ``AutoTokenizer`` returns t
 it, transformers falls back to ``TokenizersBackend`` on the equivalent ``tokenizer.json``, which gives
 the same ids.
 
-One file per concern: :mod:`~hf_bpe.transformers.tokenizer` (the class, construction, vocabulary,
-decoding), :mod:`~hf_bpe.transformers.pipeline` (transformers' encoding pipeline),
-:mod:`~hf_bpe.transformers.encode` (ids from the core, padded arrays),
-:mod:`~hf_bpe.transformers.added_tokens`, :mod:`~hf_bpe.transformers.folder` (saving, settings
-checks), :mod:`~hf_bpe.transformers.training`, :mod:`~hf_bpe.transformers.model_card` and
-:mod:`~hf_bpe.transformers.registration` (``AutoTokenizer``: :func:`register`, run on import; ``import
+One file per concern: :mod:`~hf_bpe.transformers._tokenizer` (the class, construction, vocabulary,
+decoding), :mod:`~hf_bpe.transformers._pipeline` (transformers' encoding pipeline),
+:mod:`~hf_bpe.transformers._encode` (ids from the core, padded arrays),
+:mod:`~hf_bpe.transformers._added_tokens`, :mod:`~hf_bpe.transformers._folder` (saving, settings
+checks), :mod:`~hf_bpe.transformers._training`, :mod:`~hf_bpe.transformers._model_card` and
+:mod:`~hf_bpe.transformers._registration` (``AutoTokenizer``: :func:`register`, run on import; ``import
 hf_bpe`` runs it when transformers loads, without importing transformers itself).
 
 >>> import hf_bpe
@@ -24,9 +24,9 @@ hf_bpe`` runs it when transformers loads, without importing transformers itself)
 """
 
 from hf_bpe.model import MODEL_FILE
-from hf_bpe.transformers.folder import CONFIG_KEY, REMOTE_CODE_FILE
-from hf_bpe.transformers.registration import register
-from hf_bpe.transformers.tokenizer import BPETokenizer, save_tokenizer_folder
+from hf_bpe.transformers._folder import CONFIG_KEY, REMOTE_CODE_FILE
+from hf_bpe.transformers._registration import register
+from hf_bpe.transformers._tokenizer import BPETokenizer, save_tokenizer_folder
 
 __all__ = ["CONFIG_KEY", "MODEL_FILE", "REMOTE_CODE_FILE", "BPETokenizer", "register", "save_tokenizer_folder"]
 

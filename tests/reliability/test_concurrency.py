@@ -21,11 +21,11 @@ from typing import Any, TypeVar
 
 import pytest
 import textgen
-from conftest import PARITY_ENCODINGS, scaled
+from suite import PARITY_ENCODINGS, scaled
 
 import hf_bpe
 from hf_bpe import BPE, BPETokenizer
-from hf_bpe.streaming import decode_parts
+from hf_bpe._streaming import decode_parts
 
 THREADS = 8
 TIMEOUT = 300.0

@@ -1,7 +1,7 @@
 """Coverage-guided fuzzing of hf_bpe, bounded in time, from pytest.
 
 ``test_fuzzing_finds_no_crash`` (``slow``) runs atheris (libFuzzer for Python, from PyPI) on
-``fuzz_targets.py``'s ``all`` target, each input picking one target (a model built from fuzzed
+``tests/support/fuzz_targets.py``'s ``all`` target, each input picking one target (a model built from fuzzed
 ranks and merges, a SentencePiece model, a split pattern, a tokenizer file of any format, a count
 table), for 45 s times ``HF_BPE_TEST_SCALE``, seeded with valid inputs and the committed corpus.
 
@@ -34,7 +34,7 @@ from typing import Any
 
 import fuzz_targets
 import pytest
-from conftest import scale_factor, scaled
+from suite import scale_factor, scaled
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -120,7 +120,7 @@ def test_fuzzing_finds_no_crash(tmp_path: Path, record_property: Any) -> None:
     # size into its child's (through fork and exec), and libFuzzer's -rss_limit_mb reads that peak, so the
     # fuzzer of a test process grown past the limit would report out-of-memory before its first input.
     command = [sys.executable, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))",
-               sys.executable, str(HERE / "fuzz_targets.py"), "all", f"-max_total_time={FUZZ_SECONDS}",
+               sys.executable, fuzz_targets.__file__, "all", f"-max_total_time={FUZZ_SECONDS}",
                "-timeout=20", "-rss_limit_mb=2048", "-print_final_stats=1", f"-artifact_prefix={artifacts}/",
                str(corpus), str(seeds)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 import reliability_support as support
-from conftest import PEAK_RSS_KB, peak_rss_mb, restart_peak_rss_mb, scaled
 from reliability_support import one_rule_charsmap
+from suite import PEAK_RSS_KB, peak_rss_mb, restart_peak_rss_mb, scaled
 
 import conversion.gpt2
 import conversion.hf
@@ -47,8 +47,8 @@ def small_spec(charsmap: bytes) -> SentencePieceSpec:
 def test_corrupt_sentencepiece_character_maps_encode_without_crashing(
     tmp_path: Path, key: int, replacement: bytes, why: str
 ) -> None:
-    """Regression: both made the Rust normalizer panic (slicing inside a character; offsets shifted
-    against lossy text), found by mutating the character map of a real model."""
+    """Maps that a careless normalizer would panic on (slicing inside a character; offsets shifted
+    against lossy text), as mutating the character map of a real model makes them."""
     path = conversion.sentencepiece.save(hf_bpe.BPE.from_sentencepiece(small_spec(one_rule_charsmap(key, replacement))),
                                          tmp_path / "corrupt.model")
     model = conversion.sentencepiece.load(path)
@@ -261,7 +261,7 @@ def _set(target: Any, key: Any, value: Any) -> None:
 
 
 # A token twice in a rank file is not refused: tiktoken keeps its last rank, and so do we
-# (test_conversion_tiktoken compares every such line form with tiktoken's own loader).
+# (conversion/test_tiktoken.py compares every such line form with tiktoken's own loader).
 DUPLICATES = {
     "tiktoken: a rank twice": ("tiktoken", _rank_lines_with(lambda lines: lines.append(b"eHl6eg== 7"))),
     "tekken: a token twice": ("tekken", _tekken_with(lambda d: _set(d["vocab"][298], "token_bytes", d["vocab"][297]["token_bytes"]))),
@@ -523,8 +523,8 @@ def test_a_tokenizer_json_split_that_oniguruma_gives_up_on_fails_as_in_tokenizer
     ],
 )
 def test_corrupt_tokenizer_settings_are_refused_naming_them(tmp_path: Path, edit: Any, problem: str) -> None:
-    """Regression: these loaded and then failed inside transformers (AttributeError at load, TypeError
-    at the first encode)."""
+    """Settings of the wrong type are refused when the folder loads, naming them, instead of failing
+    inside transformers (an AttributeError at load, a TypeError at the first encode)."""
     config = _json("folder", "tokenizer_config.json")
     folder = support.materialize({**support.valid_files("folder"),
                                   "tokenizer_config.json": json.dumps(edit(config)).encode()}, tmp_path / "f")
@@ -596,8 +596,8 @@ def test_millions_of_tokens_load_in_linear_time_and_memory(tmp_path: Path, suffi
 
 @pytest.mark.parametrize("form", ["tiktoken", "sentencepiece"])
 def test_a_token_of_megabytes_loads_in_linear_time(tmp_path: Path, form: str) -> None:
-    """Regression: building the merge table looked up every prefix of every token, quadratic in a
-    token's length: one token of a megabyte took minutes (ten megabytes, hours)."""
+    """Building the merge table must not look up every prefix of every token: that is quadratic in a
+    token's length (a token of a megabyte would take minutes, of ten megabytes hours)."""
     def prepare(length: int) -> Callable[[], Any]:
         """Writes the file with one token of ``length`` characters; returns its loader."""
         if form == "tiktoken":

@@ -20,16 +20,16 @@ from typing import Any
 
 import pytest
 import reliability_support as support
-from conftest import scaled
 from conversion_support import cl100k_file, gpt2_files, mistral_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite import scaled
 
 import conversion.gpt2
 import conversion.sentencepiece
 import conversion.tiktoken
 import hf_bpe
-import hf_bpe.encodings
+import hf_bpe._encodings
 
 CHOICE = st.tuples(st.integers(0, 2**16), st.integers(0, 2**30), st.integers(0, 2**30))
 CHOICES = st.lists(CHOICE, min_size=1, max_size=4)
@@ -151,7 +151,7 @@ def test_get_encoding_refuses_corrupted_files_it_finds(
     files = {**valid, name: support.mutate_bytes(valid[name], choices)}
     folder = support.materialize(files, tmp_path / "c")
     try:
-        model = hf_bpe.encodings.get_encoding(encoding, path=folder)
+        model = hf_bpe._encodings.get_encoding(encoding, path=folder)
     except hf_bpe.TokenizerFileError as error:
         assert str(folder) in str(error)
         assert "not the official" in str(error) or "gzip" in str(error)
@@ -161,7 +161,7 @@ def test_get_encoding_refuses_corrupted_files_it_finds(
         support.exercise(model)
         OUTCOMES[f"get_encoding {encoding}: loaded"] += 1
     finally:
-        hf_bpe.encodings._cache.clear()
+        hf_bpe._encodings._cache.clear()
 
 
 def test_autotokenizer_loads_corrupted_folders_sanely_or_refuses(tmp_path: Path) -> None:

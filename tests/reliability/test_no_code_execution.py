@@ -21,7 +21,7 @@ import pytest
 import reliability_support as support
 
 import hf_bpe
-import hf_bpe.encodings
+import hf_bpe._encodings
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("hf_bpe", "conversion")
@@ -106,7 +106,7 @@ def test_named_encodings_load_without_pickle(no_deserializers: Any) -> None:
     import conversion.tiktoken  # noqa: F401
 
     calls = no_deserializers()
-    hf_bpe.encodings._cache.clear()
+    hf_bpe._encodings._cache.clear()
     try:
         for name in ("gpt2", "cl100k_base"):
             try:
@@ -115,7 +115,7 @@ def test_named_encodings_load_without_pickle(no_deserializers: Any) -> None:
                 pytest.skip(str(error))
             assert model.decode(model.encode("hello world")) == "hello world"
     finally:
-        hf_bpe.encodings._cache.clear()
+        hf_bpe._encodings._cache.clear()
     assert calls == []
 
 

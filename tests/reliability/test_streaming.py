@@ -2,7 +2,7 @@
 are cut, in memory that does not grow with the input; ``stream_decoder`` (and ``decode_parts`` over it) give
 exactly ``decode`` of all the ids, never part of a character.
 
-Most checks make the core encode after every part (``streaming.BLOCK_BYTES = 1``), so every cut is
+Most checks make the core encode after every part (``_streaming.BLOCK_BYTES = 1``), so every cut is
 a boundary the stream has to get right; a few keep the default block. The memory checks run in a
 fresh interpreter and read its peak RSS; they are ``slow`` (sized by ``HF_BPE_TEST_SCALE``).
 """
@@ -23,15 +23,15 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import PARITY_ENCODINGS, require_shared, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from suite import PARITY_ENCODINGS, require_shared, scaled
 
 import hf_bpe
-from hf_bpe import BPE, DisallowedSpecialTokenError, UnknownTokenError, streaming
-from hf_bpe.streaming import decode_parts
+from hf_bpe import BPE, DisallowedSpecialTokenError, UnknownTokenError, _streaming
+from hf_bpe._streaming import decode_parts
 
-TESTS = Path(__file__).resolve().parents[1]
+SUPPORT = Path(textgen.__file__).resolve().parent
 
 # Characters of every class the split patterns tell apart (contraction letters and their folds,
 # Lt/Lm/Lo letters, a mark, numbers, white space with and without line breaks, apostrophe, slash,
@@ -52,7 +52,7 @@ TRICKY = (
 @pytest.fixture
 def every_part(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the core encode after every part it gets, not every 64 KiB."""
-    monkeypatch.setattr(streaming, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(_streaming, "BLOCK_BYTES", 1)
 
 
 @pytest.fixture(scope="module", params=PARITY_ENCODINGS)
@@ -117,11 +117,11 @@ def test_generated_documents_stream_exactly_in_random_parts(enc: BPE) -> None:
         assert streamed(enc, cut(text, positions), allowed_special="all") == expected
 
 
-@pytest.mark.parametrize("block", [1, streaming.BLOCK_BYTES])
+@pytest.mark.parametrize("block", [1, _streaming.BLOCK_BYTES])
 def test_shared_corpora_stream_exactly_line_by_line_and_in_odd_sizes(
     enc: BPE, block: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(streaming, "BLOCK_BYTES", block)
+    monkeypatch.setattr(_streaming, "BLOCK_BYTES", block)
     folder = require_shared("corpora")
     rng = random.Random(block)
     for path in sorted(folder.glob("*.txt")):
@@ -441,7 +441,7 @@ def stream_in_a_fresh_process(name: str, megabytes: float, max_piece: int = 0) -
     if not Path("/proc/self/clear_refs").exists():
         pytest.skip("measuring peak memory needs Linux's /proc/self/clear_refs")
     result = subprocess.run(
-        [sys.executable, "-c", MEMORY_SCRIPT, str(TESTS), name, str(megabytes), str(max_piece)],
+        [sys.executable, "-c", MEMORY_SCRIPT, str(SUPPORT), name, str(megabytes), str(max_piece)],
         capture_output=True, text=True, timeout=600, check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
     if result.returncode != 0 and "clear_refs" in result.stderr:

@@ -300,15 +300,15 @@ mod tests {
     #[test]
     fn a_rule_ending_inside_a_character_is_ignored() {
         // A corrupt map whose rule matches the first byte of "é": applying it would cut the
-        // character in two (this panicked on slicing the text).
+        // character in two (slicing the text there would panic).
         let normalizer = with_charsmap(&one_rule_charsmap(0xC3, b"x"));
         assert_eq!(normalizer.normalize("a\u{e9}b").0, "a\u{e9}b");
     }
 
     #[test]
     fn a_rule_whose_replacement_is_not_utf8_is_ignored() {
-        // Replacing with lossy text used to shift the offsets against the normalized text (a panic
-        // in encode_with_offsets).
+        // Replacing with lossy text would shift the offsets against the normalized text (a panic in
+        // encode_with_offsets).
         let normalizer = with_charsmap(&one_rule_charsmap(b'a', b"\xff\xfe"));
         let (normalized, origins) = normalizer.normalize("xay");
         assert_eq!(normalized, "xay");

@@ -1,27 +1,20 @@
 //! Ids returned as Python lists of ints, cheaply.
 //!
 //! Every id of a model gets one shared Python int, made on first use: a returned list then holds
-//! shared ints instead of allocating an int object per element, which was most of the cost of
+//! shared ints instead of allocating an int object per element, which is most of the cost of
 //! returning ids and most of their memory (ints are immutable, so sharing is invisible).
 //!
 //! On CPython with a GIL the shared ints of ids above 256 live in blocks of huge-page memory of our
 //! own, in id order, one 32-byte int per id ([`blocks`]): the int of an id sits at an address
-//! computed from the id, so filling a list reads no table of pointers. Encoding `encode.py`'s held-out
-//! documents one by one with o200k (a list per document, dropped at once), this build against one
-//! with ints made by CPython and found through a table of pointers, both loaded in one process and
-//! timed in turns: median per-round speed ratio 1.060 (30 rounds, quartiles 0.983 to 1.180). Ids
-//! up to 256 are CPython's own small ints, so `ids[0] is 5` holds as for any int CPython makes.
-//! Other builds (free-threaded, PyPy, GraalPy) keep a table of ints made by the interpreter.
+//! computed from the id, so filling a list reads no table of pointers. Ids up to 256 are CPython's
+//! own small ints, so `ids[0] is 5` holds as for any int CPython makes. Other builds (free-threaded,
+//! PyPy, GraalPy) keep a table of ints made by the interpreter.
 //!
 //! The blocks' ints are immortal, as CPython's small ints are from 3.12 on (their count is the one
 //! CPython gives its own immortal objects; on 3.11, which has none, a count of 2**62, which no
 //! process lives to release down to zero): a list takes no reference to them, so filling one
 //! writes to no int, only to the list's own slots. `sys.getrefcount` of such an id reports that
-//! count. Encoding as above, this build against the one whose lists took a reference per element,
-//! both loaded in one process and timed in turns (CPython 3.11, o200k): median per-round speed
-//! ratios 1.034, 1.085, 0.990 and 1.089 in four runs of 40 rounds (lower quartiles 0.91-1.00, upper
-//! 1.14-1.20; two copies of one build measured that way: 1.009), cl100k 1.030 and 1.068; batches on
-//! 2 threads 1.039 (20 rounds), whose workers no longer count each element's id.
+//! count.
 //!
 //! A large batch's lists are filled on the thread pool, with the GIL released: the workers only
 //! store pointers to shared ints (they never touch a reference count, which other Python threads may

@@ -125,8 +125,8 @@ type State<'py> = (Bound<'py, PyAny>, Vec<String>, Bound<'py, PyBytes>);
 /// that cut it. Tables add with ``+`` (so ``sum(tables)`` works), pickle, and compare equal when
 /// their counts, pattern and special tokens are equal.
 ///
-/// >>> import hf_bpe
-/// >>> counts = hf_bpe.count_pieces(["the cat", "the hat"], show_progress=False)
+/// >>> from hf_bpe.train import count_pieces
+/// >>> counts = count_pieces(["the cat", "the hat"], show_progress=False)
 /// >>> counts[b" the"], counts["the"], len(counts), counts.total
 /// (0, 2, 3, 4)
 #[pyclass(module = "hf_bpe._core", name = "PieceCounts")]

@@ -556,7 +556,7 @@ mod tests {
         learned
     }
 
-    /// Issue 15's shape of tables (see the test below): UTF-8 text full of ties.
+    /// Tables of UTF-8 text full of ties (see the test below).
     fn tie_heavy_table(next: &mut impl FnMut() -> u64) -> PieceCounts {
         let family = "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}";
         let alphabet: Vec<String> = (0..2 + next() % 3)
@@ -691,7 +691,7 @@ mod tests {
         }
     }
 
-    /// The shape of issue 15's report: a few Hangul syllables, Devanagari digits and emoji ZWJ
+    /// Text where ties decide most merges: a few Hangul syllables, Devanagari digits and emoji ZWJ
     /// families, words repeated equally often, so that most merges are ties between pairs of high
     /// bytes (the end of one character and the start of the next, `(b'\xb8', b'\xec')`); merged
     /// until no pair is left.

@@ -1,0 +1,82 @@
+"""Which merge rule a model's vocabulary can be written with: the questions converters ask before
+writing a format whose rule differs from the model's.
+
+tiktoken's files (and tekken) apply the rank rule: any pair whose bytes form a token merges, lowest id
+first, and a piece that is a token is emitted whole. GPT-2's files and HF's BPE apply a merges list in
+order (the whole-piece rule only with ``ignore_merges``). The core proves, for a given model, that the
+other rule encodes every text the same, or finds where it does not.
+
+>>> import hf_bpe, hf_bpe._rules
+>>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257, b"abc": 258}
+>>> listed = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b"), (b"ab", b"c")], "gpt2")
+>>> hf_bpe._rules.rank_rule_difference(listed)
+"the bytes of b'bc' merge to b'b' + b'c', a pair no merge joins; the rank rule would join them ..."
+>>> hf_bpe._rules.merge_rule_difference(hf_bpe.get_encoding("gpt2"), ignore_merges=False) is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hf_bpe.errors import ConversionError
+from hf_bpe.model import BPE
+
+__all__ = ["check_not_sentencepiece", "ignore_merges", "merge_pieces", "merge_rule_difference", "rank_rule_difference"]
+
+
+def rank_rule_difference(model: BPE) -> str | None:
+    """For a merges-list model: how tiktoken's rank rule (ranks = these ids) would encode some text
+    differently, or ``None`` when it provably encodes all text the same (then the model can be
+    written as a tiktoken file). ``None`` for rank models; SentencePiece models always differ."""
+    if model.kind == "sentencepiece":
+        return "a SentencePiece model merges characters by piece score, not bytes by rank"
+    return model._core.rank_rule_difference()  # the model layer's own core
+
+
+def merge_rule_difference(model: BPE, ignore_merges: bool) -> str | None:
+    """How ``model.merges`` applied as a merges list (HF's BPE; ``ignore_merges`` as given) would
+    encode some text differently from ``model``, or ``None`` when it provably does not."""
+    if model.kind == "sentencepiece":
+        return "a SentencePiece model merges characters by piece score, not bytes by a list"
+    return model._core.merge_rule_difference(bool(ignore_merges))  # the model layer's own core
+
+
+def check_not_sentencepiece(model: BPE, target: str, rule: str) -> None:
+    """Raise :class:`~hf_bpe.errors.ConversionError` when ``model`` is a SentencePiece model, which no
+    byte-level format (``target``, merging bytes by ``rule``) can hold, not even approximately."""
+    if model.kind == "sentencepiece":
+        raise ConversionError(
+            f"{model!r} is a SentencePiece model and cannot be written as {target}: it merges characters "
+            f"by piece score after normalizing (dummy prefix, spaces as U+2581, byte fallback), while {rule} "
+            "after a split pattern; no lossy mode maps one onto the other"
+        )
+
+
+def ignore_merges(model: BPE) -> bool | None:
+    """Whether ``model`` emits a piece that is a token whole: always for rank models, as configured
+    for merges lists (HF's ``ignore_merges``), ``None`` for SentencePiece models.
+
+    >>> import hf_bpe
+    >>> ignore_merges(hf_bpe.get_encoding("gpt2"))
+    True
+    """
+    return model._core.ignore_merges  # type: ignore[no-any-return]
+
+
+def merge_pieces(model: BPE, pieces: Iterable[bytes], *, num_threads: int | None = None) -> list[list[int] | None]:
+    """What ``model``'s merge loop alone makes of each piece, in parallel: no split pattern, no
+    whole-piece rule, no special tokens. For a SentencePiece model a piece is normalized text
+    as UTF-8 (spaces as ``▁``, no dummy prefix added) and bytes that are not UTF-8 give ``None``.
+
+    A token that the loop forms inside a longer piece, it forms from its own bytes alone, so
+    whether a token can appear in any encoding follows from this loop (see :mod:`hf_bpe.audit`).
+
+    >>> import hf_bpe
+    >>> enc = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256, b"abcd": 257}, "gpt2")
+    >>> enc.encode_ordinary("abcd"), merge_pieces(enc, [b"abcd", b"ab ab"])
+    ([257], [[256, 99, 100], [256, 32, 256]])
+    """
+    if isinstance(pieces, (bytes, str)):
+        raise TypeError("merge_pieces expects a list of bytes, got a single piece")
+    return model._core.merge_pieces([bytes(piece) for piece in pieces], num_threads)  # type: ignore[no-any-return]

@@ -1,0 +1,214 @@
+"""What the commands share: the usage error, the options that say how to read a tokenizer source, and
+reading a ``--dataset``."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hf_bpe._encodings import ENCODINGS, list_encoding_names
+from hf_bpe._sources import FORMATS, SourceError, detect_format, load
+from hf_bpe.errors import ConversionError
+from hf_bpe.model import BPE
+
+
+class UsageError(Exception):
+    """A command line that cannot work as given (argparse reports it: exit status 2)."""
+
+
+SOURCE_OPTIONS = {"pattern": "--pattern", "special_tokens": "--special TOKEN=ID", "format": "--from"}
+"""The option of the command line for each argument of :func:`hf_bpe.load` a source may need."""
+
+
+def for_the_shell(error: BaseException) -> str:
+    """``error``'s message as the command line says it: a :class:`~hf_bpe._sources.SourceError` names
+    the options to type (``--pattern``, ``--special``, ``--from``) where the library names ``load``'s
+    arguments.
+
+    >>> from hf_bpe._sources import SourceError
+    >>> for_the_shell(SourceError("x.tiktoken holds no split pattern", {"pattern": "gpt2 or a regex"}))
+    'x.tiktoken holds no split pattern; pass --pattern (gpt2 or a regex)'
+    """
+    if not isinstance(error, SourceError) or not error.fixes:
+        return str(error)
+    fix = " and ".join(f"{SOURCE_OPTIONS.get(name, name)} ({takes})" for name, takes in error.fixes.items())
+    return f"{error.problem}; pass {fix}"
+
+
+def source_options(parser: argparse.ArgumentParser) -> None:
+    """``--pattern`` and ``--special`` for a command that reads a tokenizer (``--from``: :func:`format_option`)."""
+    parser.add_argument("--pattern", metavar="P",
+                        help="split pattern for a .tiktoken source: gpt2, cl100k, o200k, llama3, qwen2 or a regex")
+    parser.add_argument("--special", action="append", default=[], metavar="TOKEN=ID",
+                        help="special token of a .tiktoken source (repeat for more)")
+
+
+def format_option(parser: argparse.ArgumentParser, source: str) -> None:
+    """``--from``, the format of the command's ``source`` argument (detected when not given)."""
+    parser.add_argument("--from", choices=FORMATS, dest="source_format", help=f"format of {source} (default: detected)")
+
+
+def read_source_argument(arguments: argparse.Namespace, path: os.PathLike[str] | str) -> tuple[BPE, str]:
+    """:func:`read_source` of ``path`` with the command's ``--from``, ``--pattern`` and ``--special``."""
+    return read_source(os.fspath(path), arguments.source_format, pattern=arguments.pattern,
+                       specials=arguments.special)
+
+
+def read_source(path: str, source_format: str | None, *, pattern: str | None = None,
+                specials: Sequence[str] = ()) -> tuple[BPE, str]:
+    """The model in ``path`` (see :func:`hf_bpe.load`: a file, a folder or a named encoding) and the
+    format it was read as (``"encoding"`` for a named encoding); :class:`~hf_bpe._sources.SourceError`
+    naming what a source may be when ``path`` is neither a named encoding nor a file or folder."""
+    if source_format is None and not os.path.exists(path):
+        if path in ENCODINGS:
+            return load(path), "encoding"
+        raise SourceError(f"unknown tokenizer {path!r}: it is neither a named encoding "
+                          f"({', '.join(list_encoding_names())}) nor a file or folder")
+    fmt = source_format or detect_format(path)
+    return load(path, format=fmt, pattern=pattern, special_tokens=parse_specials(specials)), fmt
+
+
+def missing_folder(path: Path) -> Path | None:
+    """The outermost folder above ``path`` that does not exist yet (writing ``path`` creates it), or None.
+
+    >>> missing_folder(Path("/")) is None
+    True
+    """
+    missing = None
+    for folder in path.parents:
+        if folder.exists():
+            break
+        missing = folder
+    return missing
+
+
+def report_created(folder: Path | None) -> None:
+    """Say that the command created ``folder`` (from :func:`missing_folder`), as ``train`` and ``convert`` do."""
+    if folder is not None and folder.is_dir():
+        print(f"  created the folder {folder} (it did not exist)")
+
+
+def parse_specials(specials: Sequence[str]) -> dict[str, int]:
+    """``--special TOKEN=ID`` options as a dict."""
+    parsed: dict[str, int] = {}
+    for item in specials:
+        token, separator, token_id = item.rpartition("=")
+        if not separator or not token or not token_id.strip().isdigit():
+            raise UsageError(f"--special {item!r}: expected TOKEN=ID, e.g. --special '<|endoftext|>=50256'")
+        parsed[token] = int(token_id)
+    return parsed
+
+
+def naming_lossy(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``run`` with a refused conversion (:class:`~hf_bpe.errors.ConversionError`) printed with the
+    option that accepts it, ``--lossy`` (exit status 1)."""
+
+    @functools.wraps(run)
+    def reporting(arguments: argparse.Namespace) -> int:
+        try:
+            return run(arguments)
+        except ConversionError as error:
+            print(f"hf-bpe {arguments.command}: error: {error} (on the command line: --lossy)", file=sys.stderr)
+            return 1
+
+    return reporting
+
+
+DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
+"""The ``datasets`` builder that reads a ``--dataset`` data file, by extension."""
+
+
+def load_dataset(name_or_path: str, config: str | None, split: str) -> Any:
+    """``--dataset NAME_OR_PATH`` (``--dataset-config``, ``--split``) as a ``datasets`` dataset: a folder
+    saved with ``save_to_disk``, a data file (:data:`DATA_FILE_BUILDERS`), or a name on the Hub."""
+    import datasets  # type: ignore[import-untyped]
+
+    path = Path(name_or_path)
+    if path.is_dir() and any((path / marker).exists() for marker in ("state.json", "dataset_dict.json")):
+        loaded = datasets.load_from_disk(str(path))
+        if isinstance(loaded, datasets.DatasetDict):
+            if split not in loaded:
+                raise UsageError(f"--split {split}: {path} has splits {sorted(loaded)}")
+            return loaded[split]
+        return loaded
+    if path.is_file():
+        builder = DATA_FILE_BUILDERS.get(path.suffix.lower())
+        if builder is None:
+            raise UsageError(
+                f"--dataset {path}: cannot read {path.suffix or 'extension-less'} files; "
+                f"use one of {sorted(DATA_FILE_BUILDERS)}"
+            )
+        return datasets.load_dataset(builder, data_files=str(path), split=split)
+    return datasets.load_dataset(name_or_path, config, split=split)
+
+
+DATASET_ON_RAY = ("--ray trains on FILES (text files or quoted glob patterns); for a dataset, call "
+                  "hf_bpe.distributed.train(ray.data.read_parquet(...), ...) from Python")
+RAY_ADDRESS = re.compile(r"(ray://)?[\w.\-\[\]:]+:\d+|auto|local")
+"""What ``--ray ADDRESS`` accepts as an address; anything else after ``--ray`` is the first input."""
+
+
+def ray_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--ray [ADDRESS]`` (``hf-bpe train``, ``hf-bpe tokenize``): run on Ray; ``what`` starts the help."""
+    parser.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                        help=f"{what}: alone, the cluster this machine knows (RAY_ADDRESS, ray start) or a new "
+                        "local one; or the cluster at ADDRESS (host:port, ray://host:port)")
+
+
+def reclaim_files(arguments: argparse.Namespace, name: str) -> None:
+    """``--ray data/*.txt``: argparse took the first input for the address; put it back in front of
+    ``arguments.<name>`` (the command's inputs). ``--ray`` with ``--dataset`` is refused.
+
+    >>> arguments = argparse.Namespace(ray="a.txt", files=[Path("b.txt")])
+    >>> reclaim_files(arguments, "files")
+    >>> arguments.ray, arguments.files
+    ('', [PosixPath('a.txt'), PosixPath('b.txt')])
+    """
+    if arguments.ray is not None and getattr(arguments, "dataset", None):
+        raise UsageError(DATASET_ON_RAY)
+    if arguments.ray and not RAY_ADDRESS.fullmatch(arguments.ray):
+        inputs = getattr(arguments, name) or []
+        setattr(arguments, name, [Path(arguments.ray) if name == "files" else arguments.ray, *inputs])
+        arguments.ray = ""
+
+
+@contextmanager
+def ray_session(option: str | None) -> Iterator[str | None]:
+    """The ``ray_address`` for a :mod:`hf_bpe.distributed` call from ``--ray``: None without it; with a
+    bare ``--ray``, Ray's own choice (``ray.init()``, shut down afterwards); else the address given."""
+    if option != "":
+        yield option
+        return
+    from hf_bpe.distributed import import_ray
+
+    ray = import_ray()
+    if ray.is_initialized():  # called from Python that is connected already: use that session
+        yield None
+        return
+    ray.init(log_to_driver=False)
+    try:
+        yield None
+    finally:
+        ray.shutdown()
+
+
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """``--shard-size``, ``--task-memory-limit``: bytes, with an optional K, M or G (powers of 1024).
+
+    >>> parse_size("128M"), parse_size("4096"), parse_size("1GiB")
+    (134217728, 4096, 1073741824)
+    """
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text, flags=re.IGNORECASE)
+    if match is None or int(match.group(1)) == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: give bytes, e.g. 134217728, 128M or 1G")
+    return int(match.group(1)) * SIZE_UNITS[match.group(2).upper()]

@@ -1,0 +1,211 @@
+"""``hf-bpe train``: learn a tokenizer from text files, a ``datasets`` dataset, or (with no input) an
+embedded default corpus: Python's own documentation (``pydoc_data.topics``, shipped with CPython)::
+
+    hf-bpe train --vocab-size 4096 --out my-tokenizer
+    hf-bpe train data/*.txt --vocab-size 32768 --special-token '<|endoftext|>' --out my-tokenizer
+    hf-bpe train --dataset wikitext --dataset-config wikitext-2-raw-v1 --split train \\
+        --vocab-size 8192 --out my-tokenizer
+    hf-bpe train --sentencepiece --llama2 data/*.txt --vocab-size 32000 --out my-llama-tokenizer
+
+``--sentencepiece`` (:mod:`hf_bpe.cli._train_sentencepiece`) learns a SentencePiece BPE model instead.
+
+``--out DIR`` receives a transformers tokenizer folder (``AutoTokenizer.from_pretrained(DIR)``): our
+model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``tokenizer.json``,
+``tokenizer_config.json`` and a model card ``README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from hf_bpe import patterns
+from hf_bpe.cli import _train_sentencepiece
+from hf_bpe.cli._common import (
+    DATASET_ON_RAY,
+    UsageError,
+    load_dataset,
+    missing_folder,
+    parse_size,
+    ray_option,
+    ray_session,
+    reclaim_files,
+    report_created,
+)
+from hf_bpe.model import MODEL_FILE
+from hf_bpe.train import count_pieces, train_from_counts
+
+
+def register(subparsers: Any) -> None:
+    """Add ``train`` to an ``argparse`` subparsers object."""
+    train = subparsers.add_parser(
+        "train",
+        help="learn a tokenizer from text files, a dataset, or the default corpus",
+        description="Learn a byte-level BPE tokenizer. With neither FILES nor --dataset, trains on an "
+        "embedded default corpus: Python's own documentation (pydoc_data.topics).",
+        epilog="examples:\n  hf-bpe train --vocab-size 4096 --special-token '<|endoftext|>' --out my-tokenizer\n"
+        "  hf-bpe train corpus/*.txt --vocab-size 32000 --pattern o200k --out tok\n"
+        "  hf-bpe train --dataset wikitext --dataset-config wikitext-2-raw-v1 --vocab-size 8192 --out wiki",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = train.add_argument_group("input (at most one of FILES and --dataset)")
+    source.add_argument(
+        "files", nargs="*", type=Path, metavar="FILES", help="UTF-8 text files, each a document"
+    )
+    source.add_argument(
+        "--dataset",
+        metavar="NAME_OR_PATH",
+        help="a datasets name, a folder saved with "
+        "save_to_disk, or a .json/.jsonl/.csv/.parquet/.txt data file",
+    )
+    source.add_argument("--dataset-config", metavar="NAME", help="the dataset's configuration name")
+    source.add_argument("--split", default="train", help="the dataset split (default: train)")
+    source.add_argument(
+        "--text-column", default="text", metavar="C", help="the column with the text (default: text)"
+    )
+    train.add_argument(
+        "--vocab-size",
+        type=int,
+        required=True,
+        metavar="N",
+        help="tokens in all: 256 bytes + merges + special tokens",
+    )
+    train.add_argument(
+        "--pattern",
+        default="gpt2",
+        metavar="P",
+        help="split pattern: gpt2, cl100k, o200k or a regex (default: gpt2)",
+    )
+    train.add_argument(
+        "--special-token",
+        action="append",
+        default=[],
+        metavar="T",
+        dest="special_tokens",
+        help="a special token (repeat for more); ids follow the merges",
+    )
+    train.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="folder to write the tokenizer to"
+    )
+    train.add_argument("--name", help="the model's name (default: the folder's name)")
+    train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
+    train.add_argument("--quiet", action="store_true", help="no progress bars")
+    _train_sentencepiece.add_arguments(train)
+    ray_option(train, "train on Ray")
+    train.add_argument("--num-workers", type=int, metavar="N", help="with --ray: tasks at once (default: every CPU)")
+    train.add_argument("--prune-below", type=int, metavar="C",
+                       help="with --ray: drop pieces seen fewer than C times per group of files (bounded memory, "
+                       "no longer exact; see docs/scale.md)")
+    train.add_argument("--task-memory-limit", type=parse_size, metavar="BYTES",
+                       help="with --ray: the memory a count task may map beyond its worker's, e.g. 4G; a group of "
+                       "files past it fails naming them (default: no limit)")
+    train.set_defaults(run=run, parser=train)
+
+
+def run(arguments: argparse.Namespace) -> int:
+    """Train, write the folder, print what was written."""
+    reclaim_files(arguments, "files")
+    if arguments.ray is None:
+        given = [option for option, value in (("--num-workers", arguments.num_workers), ("--prune-below",
+                 arguments.prune_below), ("--task-memory-limit", arguments.task_memory_limit)) if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} work with --ray only (hf-bpe train --ray ...)")
+    if arguments.files and arguments.dataset:
+        raise UsageError("give FILES or --dataset, not both")
+    if arguments.out.exists() and not arguments.out.is_dir():
+        raise UsageError(f"--out {arguments.out} is a file; give a folder")
+    corpus: Any = None
+    files: list[Path] | None = None
+    if arguments.files:
+        files = list(arguments.files)
+        count = len(files)
+        if arguments.ray is not None:  # FILES may be glob patterns there: count the files they name
+            from hf_bpe.distributed import _inputs
+
+            count = len(_inputs.expand([str(path) for path in files]))
+        described = f"{count} file{'s' if count != 1 else ''}"
+    elif arguments.dataset:
+        corpus = load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
+        described = f"dataset {arguments.dataset} ({arguments.split})"
+    else:
+        corpus = _default_corpus()
+        described = "the default corpus (Python's documentation, pydoc_data.topics)"
+    if arguments.sentencepiece:
+        if arguments.ray is not None:
+            raise UsageError("--sentencepiece trains on this machine only; --ray trains byte-level BPE (drop one)")
+        return _train_sentencepiece.run(arguments, corpus, files, described)
+    if arguments.llama2 or arguments.sp_options:
+        raise UsageError("--llama2 and --sp-option go with --sentencepiece")
+
+    started = time.perf_counter()
+    name = arguments.name or arguments.out.resolve().name
+    counts = None
+    if arguments.ray is not None:  # the table stays on the cluster: the card has no usage section
+        model = _train_on_ray(arguments, files, name)
+    else:
+        # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's usage:
+        # kept serialized (a fraction of the table's memory) while the merge loop empties the table. The
+        # table's own serialization (what pickling it stores), without pickle: no module of hf_bpe imports it.
+        counts = count_pieces(
+            corpus,
+            files=files,
+            pattern=arguments.pattern,
+            special_tokens=arguments.special_tokens,
+            show_progress=not arguments.quiet,
+            num_threads=arguments.num_threads,
+            text_column=arguments.text_column,
+        )
+        rebuild, kept = counts.__reduce__()
+        model = train_from_counts(counts, arguments.vocab_size, show_progress=not arguments.quiet, name=name,
+                                  consume=True, num_threads=arguments.num_threads)
+        counts = rebuild(*kept)
+        del kept
+    elapsed = time.perf_counter() - started
+    from hf_bpe.audit import training_usage
+    from hf_bpe.transformers import save_tokenizer_folder  # imports transformers: only once trained
+
+    eos = "<|endoftext|>" if "<|endoftext|>" in model.special_tokens else None
+    training: dict[str, Any] = {"corpus": described, "vocab_size": arguments.vocab_size}
+    if counts is not None:
+        training["usage"] = training_usage(model, counts)
+    created = missing_folder(arguments.out)
+    save_tokenizer_folder(model, arguments.out, eos_token=eos, card={"training": training})
+    path = arguments.out / MODEL_FILE
+
+    specials = len(model.special_tokens_set)
+    merges = len(model.mergeable_ranks) - 256
+    pattern = patterns.name_of(model.pattern) or "custom regex"
+    print(f"Wrote {arguments.out} (AutoTokenizer.from_pretrained loads it; model file {path.name})")
+    print(
+        f"  {model.n_vocab} tokens: 256 bytes + {merges} merges + {specials} special token{'s' if specials != 1 else ''}; "
+        f"pattern {pattern}; trained on {described} in {elapsed:.1f} s"
+    )
+    report_created(created)
+    return 0
+
+
+def _train_on_ray(arguments: argparse.Namespace, files: list[Path] | None, name: str) -> Any:
+    """``hf-bpe train --ray``: :func:`hf_bpe.distributed.train` on FILES (text files or glob patterns)."""
+    from hf_bpe import distributed
+
+    if not files:
+        raise UsageError(DATASET_ON_RAY)
+    with ray_session(arguments.ray) as address:
+        return distributed.train([str(path) for path in files], arguments.vocab_size, pattern=arguments.pattern,
+                                 special_tokens=arguments.special_tokens, text_column=arguments.text_column,
+                                 num_workers=arguments.num_workers, ray_address=address,
+                                 prune_below=arguments.prune_below, name=name,
+                                 task_memory_limit=arguments.task_memory_limit)
+
+
+def _default_corpus() -> list[str]:
+    try:
+        from pydoc_data.topics import topics
+    except ImportError:  # some distributions ship CPython without it
+        raise UsageError(
+            "no input given and the default corpus (pydoc_data.topics) is not in this Python; "
+            "pass FILES or --dataset"
+        ) from None
+    return [topics[name] for name in sorted(topics)]

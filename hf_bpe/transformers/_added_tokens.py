@@ -1,0 +1,93 @@
+"""transformers' added tokens as the core matches them: `tokenizers`' rules, leftmost-longest."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from transformers.tokenization_utils_base import AddedToken
+
+from hf_bpe._added_tokens import added_tokens_encoder
+from hf_bpe.model import BPE
+
+__all__ = ["AddedTokens"]
+
+
+class AddedTokens:
+    """The added tokens as the core matches them: ``tokenizers``' rules, leftmost-longest match.
+
+    `tokenizers` first cuts out the tokens with ``normalized=False`` (special tokens, by default),
+    then the others in the text between. When no token of the second kind can overlap one of the
+    first, a single leftmost-longest pass in the core gives the same result; otherwise
+    :meth:`two_phase` does the two passes.
+    """
+
+    def __init__(self, model: BPE, decoder: Mapping[int, AddedToken]) -> None:
+        self.decoder = decoder
+        self.size = len(decoder)
+        tokens = [(token.content, token_id) for token_id, token in decoder.items()]
+        self.plain = all(
+            not (token.lstrip or token.rstrip or token.single_word) for token in decoder.values()
+        )
+        self.encoder = added_tokens_encoder(model, tokens)
+        self.encoder_without_specials = added_tokens_encoder(
+            model,
+            [(token.content, token_id) for token_id, token in decoder.items() if not token.special]
+        )
+        self.special_ids = frozenset(token_id for token_id, token in decoder.items() if token.special)
+        self.outside_model = {
+            token_id: token.content.encode("utf-8")
+            for token_id, token in decoder.items()
+            if not _in_model(model, token_id)
+        }
+        raw = [token.content for token in decoder.values() if not token.normalized]
+        normalized = [token.content for token in decoder.values() if token.normalized]
+        self.first_phase: re.Pattern[str] | None = None
+        if raw and normalized and _can_overlap(normalized, raw):
+            self.first_phase = re.compile(
+                "|".join(re.escape(text) for text in sorted(raw, key=len, reverse=True))
+            )
+            self._raw_ids = {
+                token.content: token_id for token_id, token in decoder.items() if not token.normalized
+            }
+            self._second_encoder = added_tokens_encoder(
+                model,
+                [(token.content, token_id) for token_id, token in decoder.items() if token.normalized]
+            )
+
+    def two_phase(self, text: str) -> tuple[list[int], list[int]]:
+        """Ids and character starts: raw tokens first, then normalized ones in the gaps."""
+        assert self.first_phase is not None
+        ids: list[int] = []
+        starts: list[int] = []
+        done = 0
+        for match in [*self.first_phase.finditer(text), None]:
+            end = len(text) if match is None else match.start()
+            if end > done:
+                gap_ids, gap_starts = self._second_encoder.encode_with_offsets(text[done:end])
+                ids += gap_ids
+                starts += [done + start for start in gap_starts]
+            if match is not None:
+                ids.append(self._raw_ids[match.group()])
+                starts.append(match.start())
+                done = match.end()
+        return ids, starts
+
+
+def _in_model(model: BPE, token_id: int) -> bool:
+    try:
+        model.decode_single_token_bytes(token_id)
+    except KeyError:
+        return False
+    return True
+
+
+def _can_overlap(normalized: list[str], raw: list[str]) -> bool:
+    """Whether a normalized token can start before a raw one and reach into it (or contain it)."""
+    for first in normalized:
+        for second in raw:
+            if second in first and second != first:
+                return True
+            if any(first.endswith(second[:size]) for size in range(1, min(len(first), len(second)))):
+                return True
+    return False

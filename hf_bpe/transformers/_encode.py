@@ -1,0 +1,275 @@
+"""Ids from the core for :class:`~hf_bpe.BPETokenizer`: single texts, batches (on threads), character
+offsets, padded NumPy arrays built from the core's flat buffer, and Arrow list columns (built by the
+core, or from the tokenizer's own call where the core cannot match the added tokens alone); the lookups
+they need (added-token matchers, token strings, continuation flags)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from transformers import PreTrainedTokenizer
+from transformers.tokenization_utils_base import AddedToken, BatchEncoding, PaddingStrategy, TensorType
+
+from hf_bpe._added_tokens import AddedTokensEncoder
+from hf_bpe._byte_level import token_to_str
+from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
+from hf_bpe.transformers._added_tokens import AddedTokens
+
+Encoded = tuple[list[int], list[tuple[int, int]] | None]
+"""A sequence's ids, and the character span of each when offsets were asked for."""
+
+
+class CoreEncoding(PreTrainedTokenizer):
+    """The part of :class:`~hf_bpe.BPETokenizer` that asks the core for ids (a mixin: the state is
+    the tokenizer's)."""
+
+    _model: BPE
+    _add_bos: bool
+    _add_eos: bool
+    _tables: Tables | None
+    _added: AddedTokens | None
+    _added_tokens_decoder: dict[int, AddedToken]
+
+    def _get_tables(self) -> Tables:
+        if self._tables is None:
+            self._tables = Tables(self._model)
+        return self._tables
+
+    def _added_tokens(self) -> AddedTokens:
+        """The core's added-token matchers, rebuilt when the added tokens change (a new table, or
+        one changed in place by transformers' own code)."""
+        added, decoder = self._added, self._added_tokens_decoder
+        if added is None or added.decoder is not decoder or added.size != len(decoder):
+            added = self._added = AddedTokens(self._model, decoder)
+        return added
+
+    def _core_encoder(self, split_special_tokens: bool) -> AddedTokensEncoder | None:
+        """The model's encoder that cuts out the added tokens, or None where they must be cut out
+        in Python first (``AddedTokens.two_phase``)."""
+        added = self._added_tokens()
+        if split_special_tokens:
+            return added.encoder_without_specials
+        return added.encoder if added.first_phase is None else None
+
+    def _encode_texts(self, texts: list[str], split_special_tokens: bool) -> list[list[int]]:
+        """Ids of each text, added tokens cut out first, all in the core (threads for batches)."""
+        encoder = self._core_encoder(split_special_tokens)
+        if encoder is None:
+            added = self._added_tokens()
+            return [added.two_phase(text)[0] for text in texts]
+        if len(texts) == 1:
+            return [encoder.encode(texts[0])]
+        return encoder.encode_batch(texts)
+
+    def _encode_arrow(
+        self,
+        texts: Any,
+        *,
+        add_special_tokens: bool,
+        split_special_tokens: bool,
+        num_threads: int | None,
+        dtype: IdType,
+        nulls: Nulls,
+    ) -> Any:
+        """``self(texts)["input_ids"]`` as an Arrow list column: built by the core when it matches the
+        added tokens alone (no stripping or single-word tokens, no two-phase matching), otherwise from
+        ``self`` called on the rows (:func:`encode_by_calling`)."""
+        texts = _arrow_strings(texts)
+        if dtype == "auto":  # every id the tokenizer can give: the vocabulary's and the added tokens'
+            dtype = id_type_for(dtype, max([self._model.n_vocab - 1, *self._added_tokens_decoder]))  # type: ignore[assignment]
+        encoder = self._core_encoder(split_special_tokens) if self._added_tokens().plain else None
+        if encoder is None:
+            def call(rows: list[str]) -> Any:
+                return self(rows, add_special_tokens=add_special_tokens, split_special_tokens=split_special_tokens)
+
+            return encode_by_calling(call, texts, dtype=dtype, nulls=nulls)
+        prefix = [self.bos_token_id] if add_special_tokens and self._add_bos else []
+        suffix = [self.eos_token_id] if add_special_tokens and self._add_eos else []
+        return encoder.encode_arrow(texts, num_threads=num_threads, dtype=dtype, nulls=nulls,
+                                    prefix=prefix, suffix=suffix)
+
+    def _encode_with_offsets(
+        self, text: str, split_special_tokens: bool
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids of ``text`` and the characters each covers, ``(start, end)``, as `tokenizers` gives
+        them: a token holding part of a character covers all of it."""
+        added = self._added_tokens()
+        if added.first_phase is not None and not split_special_tokens:
+            ids, starts = added.two_phase(text)
+        else:
+            encoder = added.encoder_without_specials if split_special_tokens else added.encoder
+            ids, starts = encoder.encode_with_offsets(text)
+        continues = self._get_tables().continues
+        spans = []
+        for index, start in enumerate(starts):
+            if index + 1 < len(starts):
+                next_id = ids[index + 1]
+                mid_character = next_id < len(continues) and continues[next_id]
+                end = starts[index + 1] + (1 if mid_character else 0)
+            else:
+                end = len(text)
+            spans.append((start, end))
+        return ids, spans
+
+    def _encode_texts_batch(self, texts: list[str], request: BatchRequest) -> BatchEncoding:
+        """The common case, a batch of texts with at most padding, without the per-text Python of
+        the general path; the result is the same (the tests hold the two side by side)."""
+        if (
+            request.return_tensors == TensorType.NUMPY
+            and request.padding_strategy != PaddingStrategy.DO_NOT_PAD
+            and texts
+        ):
+            arrays = self._padded_arrays(texts, request)
+            if arrays is not None:
+                return BatchEncoding(arrays, tensor_type=request.return_tensors)
+        rows = self._encode_texts(texts, request.split_special_tokens)
+        if request.add_special_tokens and (self._add_bos or self._add_eos):
+            bos = [self.bos_token_id] if self._add_bos else []
+            eos = [self.eos_token_id] if self._add_eos else []
+            rows = [bos + row + eos for row in rows]
+        lengths = [len(row) for row in rows]
+        if request.max_length is None and request.verbose and lengths and max(lengths) > self.model_max_length:
+            self._eventual_warn_about_too_long_sequence(
+                rows[lengths.index(max(lengths))], request.max_length, request.verbose
+            )
+        target = request.padded_length(max(lengths, default=None))
+        outputs: dict[str, Any] = {}
+        if target is None:
+            outputs["input_ids"] = rows
+            if request.return_attention_mask:
+                outputs["attention_mask"] = [[1] * length for length in lengths]
+        else:
+            pad = self.pad_token_id
+            left = request.pads_left(self.padding_side)
+            missing = [max(0, target - length) for length in lengths]
+            if left:
+                outputs["input_ids"] = [[pad] * gap + row for gap, row in zip(missing, rows)]
+            else:
+                outputs["input_ids"] = [row + [pad] * gap for gap, row in zip(missing, rows)]
+            if request.return_attention_mask:
+                outputs["attention_mask"] = [
+                    [0] * gap + [1] * length if left else [1] * length + [0] * gap
+                    for gap, length in zip(missing, lengths)
+                ]
+        return BatchEncoding(outputs, tensor_type=request.return_tensors)
+
+    def _padded_arrays(self, texts: list[str], request: BatchRequest) -> dict[str, Any] | None:
+        """``_encode_texts_batch`` for padded NumPy output, built as arrays from the core's flat
+        buffer instead of as lists of Python ints; None where the rows would not all fit the padded
+        length (then the list path gives transformers' own result or error)."""
+        import numpy as np
+
+        encoder = self._core_encoder(request.split_special_tokens)
+        if encoder is None:
+            rows = self._encode_texts(texts, request.split_special_tokens)
+            flat = np.fromiter((token for row in rows for token in row), dtype=np.int64)
+            lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
+        else:
+            ids, counts = encoder.encode_batch_flat(texts)
+            flat = np.frombuffer(ids, dtype=np.uint32).astype(np.int64)
+            lengths = np.frombuffer(counts, dtype=np.uint64).astype(np.int64)
+        bos = int(request.add_special_tokens and self._add_bos)
+        eos = int(request.add_special_tokens and self._add_eos)
+        totals = lengths + (bos + eos)
+        longest = int(totals.max())
+        if request.max_length is None and request.verbose and longest > self.model_max_length:
+            row = int(totals.argmax())
+            start = int(lengths[:row].sum())
+            ids_of_row = flat[start : start + int(lengths[row])].tolist()
+            sequence = [self.bos_token_id] * bos + ids_of_row + [self.eos_token_id] * eos
+            self._eventual_warn_about_too_long_sequence(sequence, request.max_length, request.verbose)
+        target = request.padded_length(longest)
+        if target is None or longest > target:
+            return None
+        left = request.pads_left(self.padding_side)
+        starts = target - totals if left else np.zeros_like(totals)  # where each row's tokens begin
+        columns = np.arange(target)
+        content = (columns >= (starts + bos)[:, None]) & (columns < (starts + bos + lengths)[:, None])
+        input_ids = np.full((len(texts), target), self.pad_token_id, dtype=np.int64)
+        input_ids[content] = flat  # row-major order: each row's ids in turn
+        rows_index = np.arange(len(texts))
+        if bos:
+            input_ids[rows_index, starts] = self.bos_token_id
+        if eos:
+            input_ids[rows_index, starts + bos + lengths] = self.eos_token_id
+        arrays: dict[str, Any] = {"input_ids": input_ids}
+        if request.return_attention_mask:
+            attention = (columns >= starts[:, None]) & (columns < (starts + totals)[:, None])
+            arrays["attention_mask"] = attention.astype(np.int64)
+        return arrays
+
+
+class Tables:
+    """Per-model lookups built on first use: token strings, the vocabulary, continuation flags."""
+
+    def __init__(self, model: BPE) -> None:
+        spelled: list[str | None] = [None] * model.n_vocab
+        continues = bytearray(model.n_vocab)
+        for token, rank in model.mergeable_ranks.items():
+            spelled[rank] = token_to_str(token)
+            continues[rank] = bool(token) and 0x80 <= token[0] < 0xC0  # b"" is the empty token
+        for text, token_id in model.special_tokens.items():
+            spelled[token_id] = text
+        self.spelled = spelled
+        self.continues = continues
+        self.vocab = {token: token_id for token_id, token in enumerate(spelled) if token is not None}
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """What a caller of ``tokenizer(texts, ...)`` asked for, as the batch path needs it (transformers'
+    argument names)."""
+
+    add_special_tokens: bool
+    padding_strategy: PaddingStrategy
+    max_length: int | None
+    pad_to_multiple_of: int | None
+    padding_side: str | None
+    return_tensors: Any
+    return_attention_mask: bool
+    split_special_tokens: bool
+    verbose: bool
+
+    def padded_length(self, longest: int | None) -> int | None:
+        """The length a batch's rows are padded to (the longest row, or ``max_length``), rounded up
+        to a multiple of ``pad_to_multiple_of``; None when nothing is padded."""
+        target = {PaddingStrategy.LONGEST: longest, PaddingStrategy.MAX_LENGTH: self.max_length}.get(
+            self.padding_strategy
+        )
+        multiple = self.pad_to_multiple_of
+        if target is not None and multiple is not None and target % multiple:
+            target = (target // multiple + 1) * multiple
+        return target
+
+    def pads_left(self, tokenizer_side: str) -> bool:
+        """Whether padding goes before the tokens: the call's ``padding_side``, else the tokenizer's."""
+        return (self.padding_side if self.padding_side is not None else tokenizer_side) == "left"
+
+
+def encode_by_calling(tokenizer: Any, texts: Any, *, dtype: IdType = "uint32", nulls: Nulls = "raise") -> Any:
+    """``tokenizer(rows)["input_ids"]`` of the rows of an Arrow string column, as an Arrow list column
+    like :meth:`~hf_bpe.BPE.encode_arrow`'s (a chunked array for a chunked array): the slow path, for
+    tokenizers the core cannot run alone.
+
+    >>> import pyarrow as pa, hf_bpe
+    >>> enc = hf_bpe.get_encoding("gpt2")
+    >>> encode_by_calling(lambda rows: {"input_ids": enc.encode_batch(rows)}, pa.array(["hi", None]),
+    ...                   nulls="null").to_pylist()
+    [[5303], None]
+    """
+    import numpy as np
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+    if dtype == "auto":  # a transformers tokenizer: its ids lie below len(tokenizer)
+        dtype = id_type_for(dtype, len(tokenizer) - 1) if hasattr(tokenizer, "__len__") else "uint32"  # type: ignore[assignment]
+    rows = texts.to_pylist()
+    missing = [index for index, text in enumerate(rows) if text is None]
+    if missing and nulls == "raise":
+        raise ValueError(f"row {missing[0]} of the array is null (None), not a string; pass nulls='empty' to "
+                         "encode null rows as \"\", nulls='null' to keep them null, or drop them first")
+    # transformers refuses an empty batch; an empty column has no ids to ask for
+    ids = tokenizer([text if text is not None else "" for text in rows])["input_ids"] if rows else []
+    mask = np.array([text is None for text in rows]) if missing and nulls == "null" else None
+    array = pa.array(ids, type=pa.list_(pa.from_numpy_dtype(np.dtype(dtype))), mask=mask)
+    return pa.chunked_array([array]) if isinstance(texts, pa.ChunkedArray) else array

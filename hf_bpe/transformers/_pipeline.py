@@ -1,0 +1,413 @@
+"""transformers' encoding pipeline for :class:`~hf_bpe.BPETokenizer`, mirrored from ``PythonBackend``
+(``_encode_plus``, ``prepare_for_model``, padding): the texts of a call are encoded in one core batch,
+then assembled exactly as transformers assembles them (truncation, BOS/EOS, masks, offsets, padding).
+
+Why an override of a private method: ``PreTrainedTokenizerBase.__call__`` hands every call to
+``_encode_plus``, the method each backend implements (``PythonBackend`` and ``TokenizersBackend`` both
+do). ``PythonBackend``'s own version encodes a batch one text at a time, each through ``tokenize`` (a
+Python string per token) and ``convert_tokens_to_ids``; its public hooks (``tokenize``, ``_tokenize``,
+``_convert_token_to_id``, ``prepare_for_model``) are all per text or per token. transformers has no
+public hook that receives a whole batch of texts, which is what encoding them in one core call needs.
+So this module implements ``_encode_plus`` and keeps what it calls identical to ``PythonBackend``'s;
+it is checked against :data:`TRANSFORMERS_CHECKED` (pyproject.toml pins the same range), and
+transformers' own ``TokenizerTesterMixin`` runs against the class (tests/transformers/test_transformers_suite.py),
+which fails, naming this module, on a transformers major outside the range.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from transformers.tokenization_utils_base import BatchEncoding, PaddingStrategy, TruncationStrategy
+
+from hf_bpe._rwlock import reading
+from hf_bpe.transformers._encode import BatchRequest, CoreEncoding, Encoded
+
+TRANSFORMERS_CHECKED = ">=5.0,<6"
+"""The transformers releases this override was checked against (``transformers>=5.0,<6`` in pyproject.toml)."""
+
+TRANSFORMERS_MAJORS = (5,)
+"""The majors of :data:`TRANSFORMERS_CHECKED`."""
+
+
+class EncodingPipeline(CoreEncoding):
+    """``_encode_plus`` and what it calls (a mixin of :class:`~hf_bpe.BPETokenizer`)."""
+
+    @reading
+    def _encode_plus(  # type: ignore[override]
+        self,
+        text: Any,
+        text_pair: Any = None,
+        add_special_tokens: bool = True,
+        padding_strategy: PaddingStrategy = PaddingStrategy.DO_NOT_PAD,
+        truncation_strategy: TruncationStrategy = TruncationStrategy.DO_NOT_TRUNCATE,
+        max_length: int | None = None,
+        stride: int = 0,
+        is_split_into_words: bool = False,
+        pad_to_multiple_of: int | None = None,
+        padding_side: str | None = None,
+        return_tensors: Any = None,
+        return_token_type_ids: bool | None = None,
+        return_attention_mask: bool | None = None,
+        return_overflowing_tokens: bool = False,
+        return_special_tokens_mask: bool = False,
+        return_offsets_mapping: bool = False,
+        return_length: bool = False,
+        verbose: bool = True,
+        split_special_tokens: bool | None = None,
+        **kwargs: Any,
+    ) -> BatchEncoding:
+        """Encode in the core, then assemble exactly as ``PythonBackend`` does (truncation, special
+        tokens, masks, padding), plus character offsets on request. Calls run in parallel, but not
+        while :meth:`add_tokens` changes the tokenizer."""
+        if split_special_tokens is None:
+            split_special_tokens = self.split_special_tokens
+        if kwargs.get("sanitize_control_tokens") or not self._added_tokens().plain:
+            if return_offsets_mapping:
+                raise NotImplementedError(
+                    "return_offsets_mapping=True is not available with added tokens that strip spaces or "
+                    "match single words (lstrip, rstrip, single_word)"
+                )
+            return super()._encode_plus(
+                text=text,
+                text_pair=text_pair,
+                add_special_tokens=add_special_tokens,
+                padding_strategy=padding_strategy,
+                truncation_strategy=truncation_strategy,
+                max_length=max_length,
+                stride=stride,
+                is_split_into_words=is_split_into_words,
+                pad_to_multiple_of=pad_to_multiple_of,
+                padding_side=padding_side,
+                return_tensors=return_tensors,
+                return_token_type_ids=return_token_type_ids,
+                return_attention_mask=return_attention_mask,
+                return_overflowing_tokens=return_overflowing_tokens,
+                return_special_tokens_mask=return_special_tokens_mask,
+                return_length=return_length,
+                verbose=verbose,
+                split_special_tokens=split_special_tokens,
+                **kwargs,
+            )
+        if (
+            return_overflowing_tokens
+            and truncation_strategy == TruncationStrategy.LONGEST_FIRST
+            and text_pair is not None
+            and not _is_batch(text, is_split_into_words)
+        ):
+            raise ValueError(
+                "Not possible to return overflowing tokens for pair of sequences with the `longest_first`. "
+                "Please select another truncation strategy than `longest_first`, for instance `only_second` or "
+                "`only_first`."
+            )
+        batched = _is_batch(text, is_split_into_words)
+        if return_attention_mask is None:
+            return_attention_mask = "attention_mask" in self.model_input_names
+        if return_token_type_ids is None:
+            return_token_type_ids = "token_type_ids" in self.model_input_names
+        if (
+            batched
+            and text_pair is None
+            and truncation_strategy == TruncationStrategy.DO_NOT_TRUNCATE
+            and not (is_split_into_words or return_offsets_mapping or return_token_type_ids)
+            and not (return_overflowing_tokens or return_special_tokens_mask or return_length)
+            and padding_strategy
+            in (PaddingStrategy.DO_NOT_PAD, PaddingStrategy.LONGEST, PaddingStrategy.MAX_LENGTH)
+            and all(isinstance(item, str) for item in text)
+        ):
+            request = BatchRequest(
+                add_special_tokens=add_special_tokens,
+                padding_strategy=padding_strategy,
+                max_length=max_length,
+                pad_to_multiple_of=pad_to_multiple_of,
+                padding_side=padding_side,
+                return_tensors=return_tensors,
+                return_attention_mask=return_attention_mask,
+                split_special_tokens=split_special_tokens,
+                verbose=verbose,
+            )
+            return self._encode_texts_batch(list(text), request)
+        items = _items(text, text_pair, batched, is_split_into_words)
+        encoder = _SequenceEncoder(self, split_special_tokens, return_offsets_mapping, is_split_into_words)
+        for first, second in items:
+            encoder.request(first)
+            if second is not None:
+                encoder.request(second)
+        encoder.run()
+        options: dict[str, Any] = {
+            "add_special_tokens": add_special_tokens,
+            "truncation_strategy": truncation_strategy,
+            "max_length": max_length,
+            "stride": stride,
+            "return_token_type_ids": return_token_type_ids,
+            "return_overflowing_tokens": return_overflowing_tokens,
+            "return_special_tokens_mask": return_special_tokens_mask,
+            "verbose": verbose,
+        }
+        if not batched:
+            first, second = items[0]
+            encoded = self._assemble(
+                encoder.result(first), None if second is None else encoder.result(second), **options
+            )
+            if return_overflowing_tokens and return_tensors:
+                encoded.pop("overflowing_tokens", None)
+                encoded.pop("num_truncated_tokens", None)
+            if padding_strategy != PaddingStrategy.DO_NOT_PAD or return_attention_mask:
+                encoded = self.pad(  # type: ignore[assignment]
+                    encoded,
+                    max_length=max_length,
+                    padding=padding_strategy.value,
+                    pad_to_multiple_of=pad_to_multiple_of,
+                    padding_side=padding_side,
+                    return_attention_mask=return_attention_mask,
+                )
+            if return_length:
+                encoded["length"] = len(encoded["input_ids"])
+            return BatchEncoding(encoded, tensor_type=return_tensors, prepend_batch_axis=True)
+        outputs: dict[str, list[Any]] = {}
+        for first, second in items:
+            encoded = self._assemble(
+                encoder.result(first), None if second is None else encoder.result(second), **options
+            )
+            if return_length:
+                encoded["length"] = len(encoded["input_ids"])
+            for key, value in encoded.items():
+                outputs.setdefault(key, []).append(value)
+        if return_tensors and return_overflowing_tokens:
+            outputs.pop("overflowing_tokens", None)
+            outputs.pop("num_truncated_tokens", None)
+        padded = self.pad(
+            outputs,
+            padding=padding_strategy.value,
+            max_length=max_length,
+            pad_to_multiple_of=pad_to_multiple_of,
+            padding_side=padding_side,
+            return_attention_mask=return_attention_mask,
+        )
+        return BatchEncoding(padded.data, tensor_type=return_tensors)
+
+    def _assemble(
+        self,
+        first: Encoded,
+        second: Encoded | None,
+        *,
+        add_special_tokens: bool,
+        truncation_strategy: TruncationStrategy,
+        max_length: int | None,
+        stride: int,
+        return_token_type_ids: bool,
+        return_overflowing_tokens: bool,
+        return_special_tokens_mask: bool,
+        verbose: bool,
+    ) -> dict[str, Any]:
+        """One sequence (or pair) as ``PythonBackend.prepare_for_model`` builds it, before padding."""
+        ids, spans = first
+        pair_ids, pair_spans = second if second is not None else (None, None)
+        if (
+            return_overflowing_tokens
+            and truncation_strategy == TruncationStrategy.LONGEST_FIRST
+            and pair_ids is not None
+        ):
+            raise ValueError(
+                "Not possible to return overflowing tokens for pair of sequences with the `longest_first`. "
+                "Please select another truncation strategy than `longest_first`, for instance `only_second` or "
+                "`only_first`."
+            )
+        n_special = (int(self._add_bos) + int(self._add_eos)) * (2 if pair_ids is not None else 1)
+        total = len(ids) + len(pair_ids or ()) + (n_special if add_special_tokens else 0)
+        overflowing: list[int] = []
+        if truncation_strategy != TruncationStrategy.DO_NOT_TRUNCATE and max_length and total > max_length:
+            remove = total - max_length
+            kept_ids, kept_pair, overflowing = self.truncate_sequences(
+                ids, pair_ids=pair_ids, num_tokens_to_remove=remove, truncation_strategy=truncation_strategy,
+                stride=stride,
+            )  # fmt: skip
+            if spans is not None:  # truncate_sequences only slices: the spans are cut like the ids
+                spans, pair_spans, _ = self.truncate_sequences(  # type: ignore[assignment]
+                    spans, pair_ids=pair_spans, num_tokens_to_remove=remove,  # type: ignore[arg-type]
+                    truncation_strategy=truncation_strategy, stride=stride,
+                )  # fmt: skip
+            ids, pair_ids = kept_ids, kept_pair
+        if add_special_tokens:
+            sequence = self.build_inputs_with_special_tokens(ids, pair_ids)
+            type_ids = self.create_token_type_ids_from_sequences(ids, pair_ids)
+        else:
+            sequence = ids + (pair_ids if pair_ids else [])
+            type_ids = [0] * len(sequence)
+        encoded: dict[str, Any] = {"input_ids": sequence}
+        if return_token_type_ids:
+            encoded["token_type_ids"] = type_ids
+        if return_special_tokens_mask:
+            encoded["special_tokens_mask"] = (
+                self.get_special_tokens_mask(ids, pair_ids) if add_special_tokens else [0] * len(sequence)
+            )
+        if spans is not None:
+            encoded["offset_mapping"] = self._with_special_spans(spans, pair_spans, add_special_tokens)
+        if return_overflowing_tokens and overflowing:
+            encoded["overflowing_tokens"] = overflowing
+            encoded["num_truncated_tokens"] = total - max_length if max_length else 0
+        self._eventual_warn_about_too_long_sequence(sequence, max_length, verbose)
+        return encoded
+
+    def _with_special_spans(
+        self, spans: list[tuple[int, int]], pair_spans: list[tuple[int, int]] | None, add_special_tokens: bool
+    ) -> list[tuple[int, int]]:
+        """Offsets with ``(0, 0)`` where BOS/EOS are inserted (as `tokenizers` does)."""
+        if not add_special_tokens:
+            return spans + (pair_spans or [])
+        bos = [(0, 0)] if self._add_bos else []
+        eos = [(0, 0)] if self._add_eos else []
+        result = bos + spans + eos
+        if pair_spans is not None:
+            result += bos + pair_spans + eos
+        return result
+
+    def _pad(  # type: ignore[override]
+        self,
+        encoded_inputs: dict[str, Any],
+        max_length: int | None = None,
+        padding_strategy: PaddingStrategy = PaddingStrategy.DO_NOT_PAD,
+        pad_to_multiple_of: int | None = None,
+        padding_side: str | None = None,
+        return_attention_mask: bool | None = None,
+    ) -> dict[str, Any]:
+        """transformers' padding, also padding ``offset_mapping`` with ``(0, 0)``."""
+        spans = encoded_inputs.pop("offset_mapping", None)
+        before = len(encoded_inputs[self.model_input_names[0]])
+        padded = super()._pad(
+            encoded_inputs,
+            max_length,
+            padding_strategy,
+            pad_to_multiple_of,
+            padding_side,
+            return_attention_mask,
+        )
+        if spans is not None:
+            extra = [(0, 0)] * (len(padded[self.model_input_names[0]]) - before)
+            side = padding_side if padding_side is not None else self.padding_side
+            padded["offset_mapping"] = extra + list(spans) if side == "left" else list(spans) + extra
+        return padded
+
+    def build_inputs_with_special_tokens(
+        self, token_ids_0: list[int], token_ids_1: list[int] | None = None
+    ) -> list[int]:
+        bos = [self.bos_token_id] if self._add_bos else []
+        eos = [self.eos_token_id] if self._add_eos else []
+        sequence = bos + token_ids_0 + eos
+        if token_ids_1 is not None:
+            sequence += bos + token_ids_1 + eos
+        return sequence
+
+    def get_special_tokens_mask(
+        self,
+        token_ids_0: list[int],
+        token_ids_1: list[int] | None = None,
+        already_has_special_tokens: bool = False,
+    ) -> list[int]:
+        if already_has_special_tokens:
+            return super().get_special_tokens_mask(token_ids_0, token_ids_1, already_has_special_tokens=True)
+        bos = [1] if self._add_bos else []
+        eos = [1] if self._add_eos else []
+        mask = bos + [0] * len(token_ids_0) + eos
+        if token_ids_1 is not None:
+            mask += bos + [0] * len(token_ids_1) + eos
+        return mask
+
+    def num_special_tokens_to_add(self, pair: bool = False) -> int:
+        return (int(self._add_bos) + int(self._add_eos)) * (2 if pair else 1)
+
+
+class _SequenceEncoder:
+    """Collects every text of a call, encodes them in one core batch, hands back ids (and spans)."""
+
+    def __init__(
+        self, tokenizer: EncodingPipeline, split_special_tokens: bool, offsets: bool, words: bool
+    ) -> None:
+        self._tokenizer = tokenizer
+        self._split = split_special_tokens
+        self._offsets = offsets
+        self._words = words
+        self._texts: list[str] = []
+        self._results: list[Encoded] = []
+
+    def request(self, sequence: Any) -> None:
+        if isinstance(sequence, str):
+            self._texts.append(sequence)
+        elif (
+            self._words and isinstance(sequence, (list, tuple)) and sequence and isinstance(sequence[0], str)
+        ):
+            self._texts.extend(sequence)
+
+    def run(self) -> None:
+        tokenizer = self._tokenizer
+        if self._offsets:
+            self._results = [tokenizer._encode_with_offsets(text, self._split) for text in self._texts]
+        else:
+            self._results = [(ids, None) for ids in tokenizer._encode_texts(self._texts, self._split)]
+        self._next = iter(self._results)
+
+    def result(self, sequence: Any) -> Encoded:
+        """The encoding of ``sequence``, taken in the order the sequences were requested."""
+        if isinstance(sequence, str):
+            return next(self._next)
+        if isinstance(sequence, (list, tuple)):
+            if not sequence:
+                return [], ([] if self._offsets else None)
+            if isinstance(sequence[0], int):
+                if self._offsets:
+                    raise ValueError("return_offsets_mapping=True needs text, not token ids")
+                return list(sequence), None
+            if isinstance(sequence[0], str):
+                if not self._words:  # a list of token strings, as PythonBackend reads it
+                    if self._offsets:
+                        raise ValueError("return_offsets_mapping=True needs text, not token strings")
+                    return cast(list[int], self._tokenizer.convert_tokens_to_ids(list(sequence))), None
+                ids: list[int] = []
+                spans: list[tuple[int, int]] | None = [] if self._offsets else None
+                for _ in sequence:
+                    word_ids, word_spans = next(self._next)
+                    ids += word_ids
+                    if spans is not None and word_spans is not None:
+                        spans += word_spans
+                return ids, spans
+        raise ValueError(f"Input must be a string, list of strings, or list of ints, got: {type(sequence)}")
+
+
+def _is_batch(text: Any, is_split_into_words: bool) -> bool:
+    """``PythonBackend._encode_plus``'s test for batched input."""
+    return isinstance(text, (list, tuple)) and (
+        (not text and not is_split_into_words)
+        or (bool(text) and is_split_into_words and isinstance(text[0], (list, tuple)))
+        or (bool(text) and not is_split_into_words and isinstance(text[0], (str, list, tuple)))
+    )
+
+
+def _items(text: Any, text_pair: Any, batched: bool, is_split_into_words: bool) -> list[tuple[Any, Any]]:
+    """The (sequence, pair) items of a call, read as ``PythonBackend._encode_plus`` reads them."""
+    if not batched:
+        return [(text, text_pair)]
+    if text_pair is not None and (not isinstance(text_pair, (list, tuple)) or len(text_pair) != len(text)):
+        raise ValueError("If `text` is a batch, `text_pair` must also be a batch of the same length.")
+    pairs = text_pair if text_pair is not None else [None] * len(text)
+    items = []
+    for current, pair in zip(text, pairs):
+        if (
+            isinstance(current, (list, tuple))
+            and current
+            and not isinstance(current[0], int)
+            and pair is None
+        ):
+            is_pair = (
+                len(current) == 2
+                and (not is_split_into_words or isinstance(current, tuple))
+                and isinstance(current[0], (str, list, tuple))
+                and isinstance(current[1], (str, list, tuple))
+            )
+            if is_pair:
+                current, pair = current
+            elif len(current) == 1:
+                current = current[0]
+            elif not is_split_into_words:
+                raise ValueError(f"Expected a pair of sequences, got {len(current)} sequences.")
+        items.append((current, pair))
+    return items

@@ -1,0 +1,162 @@
+"""The ``hf-bpe`` command line: ``hf-bpe train`` on files, datasets and the default corpus."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from transformers import AutoTokenizer
+
+import hf_bpe
+from hf_bpe.cli import MODEL_FILE, main
+
+
+def test_train_on_files_writes_the_model_and_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat on the mat<|endoftext|>the hat\n" * 200, encoding="utf-8")
+    status = main(
+        [
+            "train",
+            str(corpus),
+            "--vocab-size",
+            "270",
+            "--special-token",
+            "<|endoftext|>",
+            "--special-token",
+            "<pad>",
+            "--out",
+            str(tmp_path / "tok"),
+            "--quiet",
+        ]
+    )
+    assert status == 0
+    out = capsys.readouterr().out
+    assert f"Wrote {tmp_path / 'tok'}" in out
+    assert type(AutoTokenizer.from_pretrained(tmp_path / "tok")).__name__ == "BPETokenizer"
+    assert "270 tokens: 256 bytes + 12 merges + 2 special tokens; pattern gpt2" in out
+    model = hf_bpe.BPE.load(tmp_path / "tok" / MODEL_FILE)
+    assert model.n_vocab == 270 and model.name == "tok"
+    assert model.special_tokens == {"<|endoftext|>": 268, "<pad>": 269}
+    expected = hf_bpe.train(corpus, 270, special_tokens=["<|endoftext|>", "<pad>"], show_progress=False)
+    assert model.mergeable_ranks == expected.mergeable_ranks
+
+
+def test_train_with_no_input_uses_pythons_documentation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = main(["train", "--vocab-size", "1000", "--pattern", "cl100k", "--out", str(tmp_path / "docs")])
+    assert status == 0
+    captured = capsys.readouterr()
+    assert "the default corpus (Python's documentation" in captured.out and "pattern cl100k" in captured.out
+    assert "Counting pieces" not in captured.err  # not a terminal: no progress bars (cli/test_messages.py)
+    model = hf_bpe.BPE.load(tmp_path / "docs" / MODEL_FILE)
+    assert model.n_vocab == 1000
+    assert len(model.encode("def function(argument):\n    return None")) < 15
+
+
+def test_train_on_a_saved_dataset_and_a_data_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import datasets
+
+    rows = {"id": [1, 2, 3], "body": ["first text here", "second text there", "third text everywhere"]}
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows)}).save_to_disk(str(tmp_path / "saved"))
+    status = main(
+        [
+            "train",
+            "--dataset",
+            str(tmp_path / "saved"),
+            "--text-column",
+            "body",
+            "--vocab-size",
+            "265",
+            "--out",
+            str(tmp_path / "a"),
+            "--quiet",
+        ]
+    )
+    assert status == 0
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text("".join(json.dumps({"body": body}) + "\n" for body in rows["body"]), encoding="utf-8")
+    status = main(
+        [
+            "train",
+            "--dataset",
+            str(jsonl),
+            "--text-column",
+            "body",
+            "--vocab-size",
+            "265",
+            "--out",
+            str(tmp_path / "b"),
+            "--quiet",
+        ]
+    )
+    assert status == 0
+    a = hf_bpe.BPE.load(tmp_path / "a" / MODEL_FILE)
+    b = hf_bpe.BPE.load(tmp_path / "b" / MODEL_FILE)
+    assert (
+        a.mergeable_ranks
+        == b.mergeable_ranks
+        == hf_bpe.train(rows["body"], 265, show_progress=False).mergeable_ranks
+    )
+    assert "dataset" in capsys.readouterr().out
+
+
+def test_errors_are_reported_with_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import datasets
+
+    out = str(tmp_path / "out")
+    assert main(["train", "--vocab-size", "200", "--out", out]) == 1
+    assert "vocab_size 200 is too small" in capsys.readouterr().err
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\n\xff")
+    assert main(["train", str(bad), "--vocab-size", "300", "--out", out]) == 1
+    assert "bad.txt: not UTF-8 text: invalid byte 0xff at byte offset 3" in capsys.readouterr().err
+
+    datasets.Dataset.from_dict({"content": ["x"]}).save_to_disk(str(tmp_path / "ds"))
+    assert main(["train", "--dataset", str(tmp_path / "ds"), "--vocab-size", "300", "--out", out]) == 1
+    assert "no column 'text'; its columns are ['content']" in capsys.readouterr().err
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", str(bad), "--dataset", "x", "--vocab-size", "300", "--out", out])
+    assert exit_info.value.code == 2
+    assert "give FILES or --dataset, not both" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_runs_as_a_program(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello hello world\n" * 50, encoding="utf-8")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hf_bpe.cli",
+            "train",
+            str(corpus),
+            "--vocab-size",
+            "260",
+            "--out",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "260 tokens" in done.stdout
+    assert (tmp_path / "t" / MODEL_FILE).is_file()
+
+
+def test_inspect_reads_what_train_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("hello hello world\n" * 50, encoding="utf-8")
+    assert main(["train", str(corpus), "--vocab-size", "260", "--out", str(tmp_path / "t"), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(tmp_path / "t" / MODEL_FILE)]) == 0
+    assert "260" in capsys.readouterr().out

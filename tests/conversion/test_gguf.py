@@ -1,0 +1,487 @@
+"""GGUF files (``conversion.gguf``): llama.cpp's own vocabulary tests, save round trips, what is refused,
+corrupt files, the command line, and rank files recognised by their content (Meta's ``tokenizer.model``).
+
+The oracle is llama.cpp: its ``ggml-vocab-*.gguf`` files with the ids its tokenizer test expects
+(``.inp``/``.out``, from the ``llama-cpp-python`` sdist), and, when a llama.cpp tokenizer is at hand
+(``LLAMA_CPP_TEST_TOKENIZER`` names llama.cpp's ``test-tokenizer-0`` binary, or the ``llama_cpp``
+package is installed), llama.cpp itself on generated text.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import oracles
+import pytest
+from conftest import scaled
+from conversion_support import generated_text, varied_texts
+
+import conversion.gguf
+import hf_bpe
+from conversion import _gguf_file
+from conversion._gguf_file import ARRAY, FLOAT32, INT32, STRING, UINT32, Value
+from conversion._llama_pre import PRE_NAMES
+from hf_bpe import patterns
+from hf_bpe._known_rank_files import LLAMA3, LLAMA4, QWEN
+from hf_bpe._sources import SourceError, detect_format
+from hf_bpe.cli import main
+from hf_bpe.errors import ConversionError, LossyConversionWarning, TokenizerFileError
+
+VOCAB_FILES = ("aquila", "baichuan", "bert-bge", "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4",
+               "gpt-2", "gpt-neox", "llama-bpe", "llama-spm", "mpt", "nomic-bert-moe", "phi-3", "qwen2", "qwen35",
+               "refact", "starcoder")
+"""Every vocabulary of the pinned sdist (``oracles.LLAMA_CPP_SDIST``)."""
+
+REFUSED_MODELS = {"bert-bge": "bert", "nomic-bert-moe": "t5", "gemma-4": "gemma4"}
+"""Files whose ``tokenizer.ggml.model`` is no BPE hf_bpe runs, by the model they name."""
+
+LACKING_BYTES = ("falcon", "refact", "starcoder")
+"""Files refused by default because their vocabulary lacks byte tokens llama.cpp drops from text."""
+
+LOADED = tuple(name for name in VOCAB_FILES if name not in REFUSED_MODELS and name not in LACKING_BYTES)
+
+SEPARATOR = "\n__ggml_vocab_test__\n"
+
+
+def vocab_path(folder: Path, name: str) -> Path:
+    return folder / f"ggml-vocab-{name}.gguf"
+
+
+def vocab_cases(path: Path) -> list[tuple[str, list[int]]]:
+    """The strings of ``path.inp`` and the ids of ``path.out``, read as llama.cpp's
+    ``tests/test-tokenizer-0.cpp`` reads them; empty when the file has no tests."""
+    inputs, outputs = Path(f"{path}.inp"), Path(f"{path}.out")
+    if not inputs.exists():
+        return []
+    raw = inputs.read_text(encoding="utf-8")
+    texts: list[str] = []
+    position = 0
+    while position < len(raw):
+        found = raw.find(SEPARATOR, position)
+        if found < 0:
+            texts.append(raw[position:])
+            break
+        texts.append(raw[position:found])
+        position = found + len(SEPARATOR)
+    lines = outputs.read_text(encoding="utf-8").split("\n")
+    assert len(lines) >= len(texts) and not any(lines[len(texts):]), f"{path.name}: .inp and .out disagree"
+    return [(text, [int(number) for number in line.split()]) for text, line in zip(texts, lines)]
+
+
+@functools.cache
+def _read(path: Path, lossy: bool = False) -> conversion.gguf.GGUFVocab:
+    return conversion.gguf.read(path, lossy=lossy)
+
+
+def read_vocab(folder: Path, name: str) -> conversion.gguf.GGUFVocab:
+    """The file's vocabulary, read once per test run (the falcon file with ``lossy``)."""
+    return _read(vocab_path(folder, name), name in LACKING_BYTES)
+
+
+def texts_for(count: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [generated_text(rng) for _ in range(count)]
+
+
+# ------------------------------------------------------------------------- llama.cpp's own tests
+
+
+@pytest.mark.parametrize("name", VOCAB_FILES)
+def test_llama_cpp_vocabulary_tests_pass_or_the_file_is_refused_naming_its_model(
+    llama_cpp_vocab_files: Path, name: str
+) -> None:
+    path = vocab_path(llama_cpp_vocab_files, name)
+    if name in REFUSED_MODELS:
+        with pytest.raises(ConversionError) as refused:
+            conversion.gguf.read(path)
+        model = REFUSED_MODELS[name]
+        assert f"tokenizer.ggml.model is {model!r}, {conversion.gguf.REFUSED_MODELS[model]}" in str(refused.value)
+        return
+    if name in LACKING_BYTES:
+        with pytest.raises(ConversionError, match=r"no token for the bytes 0x.*lossy=True"):
+            conversion.gguf.read(path)
+    vocab = read_vocab(llama_cpp_vocab_files, name)
+    cases = vocab_cases(path)
+    wrong = [(text, expected, vocab.encode(text)) for text, expected in cases if vocab.encode(text) != expected]
+    assert not wrong, f"{name}: {len(wrong)} of {len(cases)} differ, first {wrong[0]}"
+    if not cases:  # no expected ids: the file loads and every text survives encode and decode
+        for text in texts_for(50):
+            if vocab.model.kind == "sentencepiece":
+                text = text.replace("\u2581", "_")  # SentencePiece decodes its ▁ as a space
+            assert vocab.model.decode(vocab.encode(text)) == text
+
+
+@pytest.mark.parametrize("name", [name for name in LOADED if name not in ("aquila", "baichuan", "gpt-neox")])
+def test_the_model_alone_gives_llama_cpps_ids_where_no_token_is_cut_out(llama_cpp_vocab_files: Path, name: str) -> None:
+    """``load(path)`` is the tokenizer: ``GGUFVocab.encode`` only adds llama.cpp's cutting of user-defined
+    tokens (and the dummy prefix it puts after them)."""
+    vocab = read_vocab(llama_cpp_vocab_files, name)
+    checked = 0
+    for text, expected in vocab_cases(vocab_path(llama_cpp_vocab_files, name)):
+        if not any(token in text for token in vocab.user_defined):
+            assert vocab.model.encode_ordinary(text) == expected, text
+            checked += 1
+    assert checked >= 30
+
+
+def test_llama_cpp_settings_are_read(llama_cpp_vocab_files: Path) -> None:
+    llama3 = read_vocab(llama_cpp_vocab_files, "llama-bpe")
+    assert (llama3.tokenizer_model, llama3.pre, llama3.bos_id, llama3.eos_id) == ("gpt2", "llama-bpe", 128000, 128001)
+    assert llama3.add_bos and not llama3.add_eos  # llama.cpp's default for llama-bpe
+    assert llama3.model.ignore_merges and llama3.model.pattern == PRE_NAMES["llama-bpe"].steps
+    assert llama3.encode("Hi", add_special=True) == [128000, *llama3.encode("Hi")]
+    assert llama3.encode("<|eot_id|>", parse_special=True) == [128009]
+    assert llama3.encode("<|eot_id|>") == llama3.model.encode_ordinary("<|eot_id|>")
+    spm = read_vocab(llama_cpp_vocab_files, "llama-spm")
+    assert (spm.tokenizer_model, spm.model.kind, spm.bos_id, spm.add_bos) == ("llama", "sentencepiece", 1, True)
+    assert spm.encode("Hi", add_special=True, parse_special=True) == [1, *spm.encode("Hi")]
+    deepseek = read_vocab(llama_cpp_vocab_files, "deepseek-coder")
+    assert "<|EOT|>" in deepseek.user_defined  # cut out of any text, as llama.cpp does
+    assert deepseek.encode("a<|EOT|>b") == [*deepseek.encode("a"), deepseek.model.special_tokens["<|EOT|>"],
+                                            *deepseek.encode("b")]
+    phi3 = read_vocab(llama_cpp_vocab_files, "phi-3")  # llama.cpp strips spaces after Phi-3's special tokens
+    assert phi3.encode("<|user|>  hi", parse_special=True) == [32010, *phi3.encode("hi")]
+
+
+# ------------------------------------------------------------------------------------ round trips
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [*LOADED, *LACKING_BYTES])
+def test_save_round_trips_every_vocabulary(llama_cpp_vocab_files: Path, tmp_path: Path, name: str) -> None:
+    vocab = read_vocab(llama_cpp_vocab_files, name)
+    saved = conversion.gguf.read(conversion.gguf.save(vocab, tmp_path / f"{name}.gguf"))
+    settings = ("tokenizer_model", "pre", "bos_id", "eos_id", "unknown_id", "padding_id", "add_bos", "add_eos",
+                "user_defined")
+    assert [getattr(saved, key) for key in settings] == [getattr(vocab, key) for key in settings] or (
+        vocab.pre is None and saved.pre == "default")  # llama.cpp reads a missing pre as "default"
+    texts = [*texts_for(scaled(200, 20)), *(text for text, _ in vocab_cases(vocab_path(llama_cpp_vocab_files, name)))]
+    for text in texts:
+        assert saved.encode(text) == vocab.encode(text), text
+        assert saved.encode(text, add_special=True, parse_special=True) == \
+            vocab.encode(text, add_special=True, parse_special=True), text
+
+
+def test_save_writes_gpt2_exactly(tmp_path: Path) -> None:
+    model = hf_bpe.get_encoding("gpt2")
+    vocab = conversion.gguf.read(conversion.gguf.save(model, tmp_path / "gpt2.gguf", eos_token="<|endoftext|>"))
+    assert (vocab.pre, vocab.eos_id, vocab.add_bos, vocab.model.special_tokens) == ("gpt-2", 50256, False,
+                                                                                     model.special_tokens)
+    for text in varied_texts(scaled(500, 50)):
+        assert vocab.encode(text) == model.encode_ordinary(text), text
+
+
+def test_save_refuses_cl100k_whose_split_no_pre_tokenizer_runs_and_writes_it_when_lossy(tmp_path: Path) -> None:
+    """The closest is Llama 3's, as llama.cpp spells it: cl100k also cuts whitespace at the end of the text
+    whole (``\\s++$``), and its ``(?i:...)`` contractions take ``'ſ`` (long s folds to s), llama.cpp's
+    ``'[sS]`` do not. Wherever the two splits agree, the ids do."""
+    model = hf_bpe.get_encoding("cl100k_base")
+    path = tmp_path / "cl100k.gguf"
+    with pytest.raises(ConversionError, match="the closest, 'llama-bpe', cuts .* probe text.*ſ"):
+        conversion.gguf.save(model, path)
+    with pytest.warns(LossyConversionWarning, match="ſ"):
+        conversion.gguf.save(model, path, lossy=True)
+    vocab = conversion.gguf.read(path)
+    assert vocab.pre == "llama-bpe"
+    assert vocab.model.pieces("x'ſt \n ") == ["x", "'ſt", " \n", " "] and model.pieces("x'ſt \n ") == [
+        "x", "'ſ", "t", " \n "]
+    agreeing = 0
+    for text in varied_texts(scaled(500, 50)):
+        if vocab.model.pieces(text) == model.pieces(text):
+            assert vocab.encode(text) == model.encode_ordinary(text), text
+            agreeing += 1
+    assert agreeing >= scaled(500, 50) * 0.9
+
+
+def test_save_refuses_what_llama_cpp_cannot_run(tmp_path: Path) -> None:
+    ranks = {bytes([byte]): byte for byte in range(256)}
+    with pytest.raises(ConversionError, match=r"no llama.cpp pre-tokenizer splits as the pattern '\\\\w\+\|\\\\s\+'"):
+        conversion.gguf.save(hf_bpe.BPE(ranks, r"\w+|\s+"), tmp_path / "words.gguf")
+    with pytest.raises(ConversionError, match="pre 'kimi-k2' is not a llama.cpp pre-tokenizer hf_bpe reproduces"):
+        conversion.gguf.save(hf_bpe.BPE(ranks, "gpt2"), tmp_path / "gpt2.gguf", pre="kimi-k2")
+    from hf_bpe.sentencepiece_bpe import CONTROL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
+
+    pieces = (Piece("<unk>", 0, UNKNOWN), Piece("<s>", 0, CONTROL), Piece("<u>", 0, USER_DEFINED),
+              Piece("▁", -1), Piece("a", -2))
+    with pytest.raises(ConversionError, match="byte fallback.*user-defined pieces \\['<u>'\\]"):
+        conversion.gguf.save(hf_bpe.BPE.from_sentencepiece(SentencePieceSpec(pieces)), tmp_path / "sp.gguf")
+
+
+# ----------------------------------------------------------------------------------- corrupt files
+
+
+def _header(version: int = 3, tensors: int = 0, entries: int = 1) -> bytes:
+    return b"GGUF" + struct.pack("<IQQ", version, tensors, entries)
+
+
+def _entry(key: bytes, kind: int, payload: bytes) -> bytes:
+    return struct.pack("<Q", len(key)) + key + struct.pack("<I", kind) + payload
+
+
+MALFORMED = {
+    "wrong magic": b"GGUX" + _header()[4:] + b"\0" * 16,
+    "empty": b"",
+    "version 1": _header(version=1) + b"\0" * 32,
+    "big-endian": b"GGUF" + struct.pack(">IQQ", 3, 0, 1) + b"\0" * 32,
+    "huge entry count": _header(entries=2**62) + b"\0" * 32,
+    "huge key length": _header() + struct.pack("<Q", 2**61) + b"\0" * 32,
+    "huge string": _header() + _entry(b"general.name", STRING, struct.pack("<Q", 2**60) + b"abc"),
+    "huge string array": _header() + _entry(b"tokenizer.ggml.tokens", ARRAY, struct.pack("<IQ", STRING, 2**60)),
+    "huge float array": _header() + _entry(b"tokenizer.ggml.scores", ARRAY, struct.pack("<IQ", FLOAT32, 2**40)),
+    "nested array": _header() + _entry(b"x", ARRAY, struct.pack("<IQ", ARRAY, 1) + b"\0" * 16),
+    "unknown type": _header() + _entry(b"x", 99, b"\0" * 8),
+    "empty key": _header() + _entry(b"", UINT32, b"\0" * 4),
+    "repeated key": _header(entries=2) + _entry(b"x", UINT32, b"\0" * 4) * 2,
+    "key not UTF-8": _header() + _entry(b"\xff\xfe", UINT32, b"\0" * 4),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_files_raise_tokenizer_file_error_naming_the_file(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(MALFORMED[case])
+    with pytest.raises(TokenizerFileError, match="bad.gguf"):
+        conversion.gguf.read(path)
+
+
+def test_every_truncation_of_a_file_is_refused(tmp_path: Path) -> None:
+    ranks = {bytes([byte]): byte for byte in range(256)} | {b"ab": 256}
+    data = conversion.gguf.save(hf_bpe.BPE(ranks, "gpt2", {"<|end|>": 257}), tmp_path / "whole.gguf").read_bytes()
+    assert conversion.gguf.read(tmp_path / "whole.gguf").encode("abc") == [256, 99]
+    inside_metadata = len(data) - _gguf_file.ALIGNMENT  # the padding after the metadata is shorter
+    cut = tmp_path / "cut.gguf"
+    for size in sorted({*range(64), *range(64, inside_metadata, 97), inside_metadata - 1}):
+        cut.write_bytes(data[:size])
+        with pytest.raises(TokenizerFileError, match="cut.gguf"):
+            conversion.gguf.read(cut)
+
+
+def test_tokenizer_metadata_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
+    def write(*entries: tuple[str, Value]) -> Path:
+        return _gguf_file.write(tmp_path / "shape.gguf", entries)
+
+    tokens = ("tokenizer.ggml.tokens", Value(ARRAY, [b"a", b"b"], STRING))
+    model = ("tokenizer.ggml.model", Value(STRING, b"llama"))
+    for entries, problem in [
+        ((tokens,), "no tokenizer"),
+        ((model,), "no tokens"),
+        ((model, ("tokenizer.ggml.tokens", Value(ARRAY, [1, 2], INT32))), "array of STRING"),
+        ((model, tokens, ("tokenizer.ggml.token_type", Value(ARRAY, [1], INT32))), "1 entries for 2 tokens"),
+        ((model, ("tokenizer.ggml.tokens", Value(ARRAY, [b"a", b"a"], STRING))), "tokens 0 and 1 are both 'a'"),
+        ((model, ("tokenizer.ggml.tokens", Value(ARRAY, [b"\xff"], STRING))), "token 0 is not UTF-8"),
+        ((("tokenizer.ggml.model", Value(UINT32, 1)), tokens), "not a string"),
+        ((("tokenizer.ggml.model", Value(STRING, b"gpt2")), tokens), "needs tokenizer.ggml.merges"),
+    ]:
+        with pytest.raises(TokenizerFileError, match=problem):
+            conversion.gguf.read(write(*entries))
+    with pytest.raises(ConversionError, match="tokenizer.ggml.pre is 'kimi-k2', a split hf_bpe does not reproduce"):
+        conversion.gguf.read(write(("tokenizer.ggml.model", Value(STRING, b"gpt2")),
+                                   ("tokenizer.ggml.pre", Value(STRING, b"kimi-k2")), tokens))
+
+
+def test_a_model_file_is_read_up_to_its_metadata_only(tmp_path: Path) -> None:
+    """A 4 GiB file (sparse: its tensor data is never written, and never read) costs its header only."""
+    path = conversion.gguf.save(hf_bpe.get_encoding("gpt2"), tmp_path / "model.gguf")
+    data = bytearray(path.read_bytes())
+    data[8:16] = struct.pack("<Q", 3)  # it now claims three tensors, whose descriptions are never read
+    path.write_bytes(bytes(data))
+    os.truncate(path, 4 * 2**30)
+    assert conversion.gguf.read(path).encode("hello world") == [31373, 995]
+
+
+# ----------------------------------------------------------------------------------- the command line
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: Any) -> tuple[int, str, str]:
+    status = main([str(arg) for arg in argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.mark.parametrize("name", ["gpt-2", "deepseek-coder", "llama-spm"])
+def test_cli_inspects_gguf_and_converts_it_to_a_tokenizer_json_that_tokenizers_runs_alike(
+    capsys: pytest.CaptureFixture[str], llama_cpp_vocab_files: Path, tmp_path: Path, name: str
+) -> None:
+    from tokenizers import Tokenizer
+
+    path = vocab_path(llama_cpp_vocab_files, name)
+    assert detect_format(path) == "gguf"
+    status, out, _ = run(capsys, "inspect", path, "--json", "--text", "hello world")
+    described = json.loads(out)
+    assert status == 0 and described["format"] == "gguf"
+    assert described["sample_ids"] == read_vocab(llama_cpp_vocab_files, name).encode("hello world")
+    status, out, _ = run(capsys, "convert", path, "--to", "hf", tmp_path / "tokenizer.json")
+    assert status == 0 and "(gguf) ->" in out
+    tokenizer = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for text, expected in vocab_cases(path):
+        assert tokenizer.encode(text, add_special_tokens=False).ids == expected, text
+
+
+def test_cli_converts_to_gguf(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    status, out, _ = run(capsys, "convert", "gpt2", "--to", "gguf", tmp_path / "gpt2.gguf")
+    assert status == 0 and "(gguf)" in out
+    assert conversion.gguf.read(tmp_path / "gpt2.gguf").encode("hello world") == [31373, 995]
+    status, _, err = run(capsys, "convert", "cl100k_base", "--to", "gguf", tmp_path / "cl100k.gguf")
+    assert status == 1 and "--lossy" in err
+
+
+# ------------------------------------------------------------------- rank files known by their content
+
+
+def _llama_encoding(files: Path, version: str) -> Any:
+    module = oracles.import_package_module(files, f"llama_models.{version}.tokenizer")
+    return module.Tokenizer(files / "llama_models" / version / "tokenizer.model").model
+
+
+@pytest.mark.parametrize("version", ["llama3", "llama4"])
+def test_metas_rank_files_named_tokenizer_model_load_as_metas_tokenizer_encodes(
+    llama_models_files: Path, version: str
+) -> None:
+    pytest.importorskip("tiktoken", reason="Meta's tokenizer code builds a tiktoken encoding; pip install tiktoken")
+    path = llama_models_files / "llama_models" / version / "tokenizer.model"
+    assert detect_format(path) == "tiktoken"
+    ours = hf_bpe.load(path)
+    theirs = _llama_encoding(llama_models_files, version)
+    assert ours.special_tokens == theirs._special_tokens and ours.n_vocab == theirs.n_vocab
+    assert ours.pattern == (patterns.LLAMA3 if version == "llama3" else patterns.O200K) == theirs._pat_str
+    for text in [*varied_texts(scaled(300, 30)), "<|begin_of_text|>Hi<|eot_id|><|eot|>"]:
+        assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all"), text
+
+
+def test_qwens_rank_file_loads_as_qwens_tokenizer_encodes(dashscope_files: Path) -> None:
+    """Qwen's tokenizer normalizes text to NFC first; the rank file's model is its tiktoken encoding."""
+    pytest.importorskip("tiktoken", reason="Qwen's tokenizer code builds a tiktoken encoding; pip install tiktoken")
+    path = dashscope_files / "dashscope" / "resources" / "qwen.tiktoken"
+    ours = hf_bpe.load(path)
+    module = oracles.import_package_module(dashscope_files, "dashscope.tokenizers.qwen_tokenizer")
+    theirs = module.QwenTokenizer(str(path))._tokenizer
+    assert ours.pattern == patterns.QWEN2 == theirs._pat_str and ours.special_tokens == theirs._special_tokens
+    for text in [*varied_texts(scaled(300, 30)), "<|im_start|>user<|im_end|>"]:
+        assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all"), text
+
+
+def test_known_rank_files_are_the_packaged_ones(llama_models_files: Path, dashscope_files: Path) -> None:
+    for known, path in [(LLAMA3, llama_models_files / "llama_models/llama3/tokenizer.model"),
+                        (LLAMA4, llama_models_files / "llama_models/llama4/tokenizer.model"),
+                        (QWEN, dashscope_files / "dashscope/resources/qwen.tiktoken")]:
+        assert hf_bpe._known_rank_files.identify(path.read_bytes()) is known
+        assert len(path.read_text().splitlines()) == known.ranks
+
+
+def test_cli_converts_metas_tokenizer_model_and_takes_pattern_llama3(
+    capsys: pytest.CaptureFixture[str], llama_models_files: Path, tmp_path: Path
+) -> None:
+    from tokenizers import Tokenizer
+
+    pytest.importorskip("tiktoken", reason="Meta's tokenizer code builds a tiktoken encoding; pip install tiktoken")
+    path = llama_models_files / "llama_models" / "llama3" / "tokenizer.model"
+    status, out, _ = run(capsys, "convert", path, "--to", "hf", tmp_path / "tokenizer.json")
+    assert status == 0 and "(tiktoken) ->" in out
+    theirs = _llama_encoding(llama_models_files, "llama3")
+    tokenizer = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for text in varied_texts(scaled(100, 20), seed=1):
+        assert tokenizer.encode(text, add_special_tokens=False).ids == theirs.encode(text, disallowed_special=())
+    copy = tmp_path / "tokenizer.model"  # a rank file hf_bpe does not know: one line less
+    copy.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
+    with pytest.raises(SourceError, match="llama3"):
+        hf_bpe.load(copy)
+    status, _, _ = run(capsys, "convert", copy, "--to", "hf_bpe", tmp_path / "copy.json", "--pattern", "llama3",
+                       "--special", "<|begin_of_text|>=128000")
+    assert status == 0
+    loaded = hf_bpe.load(tmp_path / "copy.json")
+    assert loaded.pattern == patterns.LLAMA3 and loaded.special_tokens == {"<|begin_of_text|>": 128000}
+
+
+# ------------------------------------------------------------------------------- llama.cpp itself
+
+
+def _llama_cpp_tokenizer() -> Callable[[Path, str], list[int]] | None:
+    """A function running llama.cpp's tokenizer (no special tokens added or parsed) on a file and a text,
+    or ``None`` when neither llama.cpp's ``test-tokenizer-0`` (``LLAMA_CPP_TEST_TOKENIZER``) nor the
+    ``llama_cpp`` package is at hand."""
+    binary = os.environ.get("LLAMA_CPP_TEST_TOKENIZER")
+    if binary:
+        def run_binary(vocab: Path, text: str) -> list[int]:
+            text_file = vocab.with_name(vocab.name + ".txt")
+            text_file.write_bytes(text.encode("utf-8"))
+            subprocess.run([binary, str(vocab), str(text_file)], check=True, capture_output=True, timeout=600)
+            return [int(line) for line in Path(f"{text_file}.tokcpp").read_text().split()]
+        return run_binary
+    try:
+        import llama_cpp  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+
+    def run_package(vocab: Path, text: str) -> list[int]:
+        model = llama_cpp.Llama(model_path=str(vocab), vocab_only=True, verbose=False)
+        return list(model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+    return run_package
+
+
+LLAMA_CPP = _llama_cpp_tokenizer()
+needs_llama_cpp = pytest.mark.skipif(
+    LLAMA_CPP is None, reason="llama.cpp is not at hand: set LLAMA_CPP_TEST_TOKENIZER to its test-tokenizer-0 binary "
+    "(cmake --build . --target test-tokenizer-0) or pip install llama-cpp-python")
+
+
+def _document(seed: int) -> str:
+    rng = random.Random(seed)
+    return "".join(generated_text(rng) for _ in range(scaled(400, 40)))
+
+
+@pytest.mark.slow
+@needs_llama_cpp
+@pytest.mark.parametrize("name", [*LOADED, *LACKING_BYTES])
+def test_llama_cpp_tokenizes_generated_text_and_our_saved_files_as_we_do(
+    llama_cpp_vocab_files: Path, tmp_path: Path, name: str
+) -> None:
+    assert LLAMA_CPP is not None
+    vocab = read_vocab(llama_cpp_vocab_files, name)
+    text = _document(VOCAB_FILES.index(name))
+    if name in LACKING_BYTES:  # llama.cpp drops the bytes the vocabulary lacks, hf_bpe gives them placeholders
+        text = "".join(char for char in text if max(vocab.model.encode_ordinary(char)) < vocab.token_count)
+    original = shutil.copy(vocab_path(llama_cpp_vocab_files, name), tmp_path / "original.gguf")
+    assert LLAMA_CPP(Path(original), text) == vocab.encode(text)
+    saved = conversion.gguf.save(vocab, tmp_path / "saved.gguf")
+    assert LLAMA_CPP(saved, text) == vocab.encode(text)
+
+
+@pytest.mark.slow
+@needs_llama_cpp
+@pytest.mark.parametrize("pre", sorted(PRE_NAMES))
+def test_llama_cpp_splits_as_each_pre_tokenizer_hf_bpe_reads(tmp_path: Path, pre: str) -> None:
+    """GPT-2's vocabulary under every ``pre`` name: llama.cpp and hf_bpe cut and merge generated text alike."""
+    gpt2 = hf_bpe.get_encoding("gpt2")
+    model = hf_bpe.BPE.from_merges(gpt2.mergeable_ranks, gpt2.merges, PRE_NAMES[pre].steps, gpt2.special_tokens,
+                                   ignore_merges=PRE_NAMES[pre].ignore_merges)
+    path = conversion.gguf.save(model, tmp_path / f"{pre}.gguf", pre=pre)
+    text = _document(len(pre))
+    assert LLAMA_CPP is not None and LLAMA_CPP(path, text) == conversion.gguf.read(path).encode(text)
+
+
+@pytest.mark.slow
+@needs_llama_cpp
+def test_llama_cpp_tokenizes_our_gpt2_and_cl100k_files_as_the_models_do(tmp_path: Path) -> None:
+    text = _document(7)
+    gpt2 = hf_bpe.get_encoding("gpt2")
+    assert LLAMA_CPP is not None
+    assert LLAMA_CPP(conversion.gguf.save(gpt2, tmp_path / "gpt2.gguf"), text) == gpt2.encode_ordinary(text)
+    cl100k = hf_bpe.get_encoding("cl100k_base")
+    with pytest.warns(LossyConversionWarning):
+        path = conversion.gguf.save(cl100k, tmp_path / "cl100k.gguf", lossy=True)
+    vocab = conversion.gguf.read(path)
+    rng = random.Random(8)  # fragments the two splits cut alike (see the cl100k test above)
+    fragments = [fragment for fragment in (generated_text(rng) for _ in range(scaled(600, 60)))
+                 if vocab.model.pieces(fragment + "x") == cl100k.pieces(fragment + "x")]
+    text = "x".join(fragments) + "x"
+    assert vocab.model.pieces(text) == cl100k.pieces(text)
+    assert LLAMA_CPP(path, text) == vocab.encode(text) == cl100k.encode_ordinary(text)

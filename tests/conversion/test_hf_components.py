@@ -1,0 +1,341 @@
+"""`tokenizer.json` components beyond Split + ByteLevel, each proven against `tokenizers` itself.
+
+- The character tables of Digits, Punctuation and WhitespaceSplit (``conversion._hf_tables``) and the
+  normalizers (NFC, NFD, NFKC, NFKD, Lowercase) at every code point.
+- Generated configurations (normalizer Sequences, pre-tokenizer Sequences of every supported step,
+  vocabularies trained by `tokenizers` on generated text, some lacking byte symbols) loaded with
+  :func:`conversion.hf.load` and compared with ``tokenizers.Tokenizer`` on generated text of every
+  code point class: ids, start offsets and decoded text.
+- The normalizer and pre-tokenizer fragments of real families (Qwen 2, MPT, Command-R, Claude v1,
+  DeepSeek, StarCoder, Refact) over a generated vocabulary; Falcon's is refused by name.
+
+Sizes follow ``HF_BPE_TEST_SCALE``; the full-size runs are marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import scaled
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from textgen import documents
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+import conversion.hf
+from conversion import _hf_tables, _unicode_probe
+from hf_bpe._byte_level import BYTE_TO_UNICODE
+from hf_bpe.errors import MissingBytesWarning, TokenizerFileError
+from hf_bpe.model import missing_bytes, normalized_text
+
+CODE_POINTS = [code for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
+
+
+def _ranges(codes: set[int]) -> tuple[tuple[int, int], ...]:
+    out: list[list[int]] = []
+    for code in sorted(codes):
+        if out and out[-1][1] == code - 1:
+            out[-1][1] = code
+        else:
+            out.append([code, code])
+    return tuple((low, high) for low, high in out)
+
+
+def _isolated_by(pre_tokenizer: Any, codes: list[int]) -> set[int]:
+    """The code points ``pre_tokenizer`` makes a piece of their own when each follows U+0001."""
+    found = set()
+    for start in range(0, len(codes), 65536):
+        text = "".join("\x01" + chr(code) for code in codes[start : start + 65536])
+        found |= {ord(piece) for piece, _ in pre_tokenizer.pre_tokenize_str(text) if len(piece) == 1 and piece != "\x01"}
+    return found
+
+
+def _stride() -> int:
+    """Every code point at full scale, every n-th one at a reduced scale."""
+    return max(1, round(1 / min(1.0, scaled(1.0, 0) or 0.01)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("table", "pre_tokenizer"), [
+    ("NUMERIC", pre_tokenizers.Digits(individual_digits=True)),
+    ("PUNCTUATION", pre_tokenizers.Punctuation("isolated")),
+])
+def test_character_tables_are_those_of_tokenizers_at_every_code_point(table: str, pre_tokenizer: Any) -> None:
+    codes = CODE_POINTS[:: _stride()]
+    expected = {code for low, high in getattr(_hf_tables, table) for code in range(low, high + 1)} & set(codes)
+    assert _isolated_by(pre_tokenizer, codes) == expected
+
+
+def test_whitespace_table_is_that_of_tokenizers_at_every_code_point() -> None:
+    expected = {code for low, high in _hf_tables.WHITESPACE for code in range(low, high + 1)}
+    found = set()
+    for start in range(0, len(CODE_POINTS), 65536):
+        chunk = CODE_POINTS[start : start + 65536]
+        text = "".join("x" + chr(code) for code in chunk)
+        covered = {at for _, (begin, end) in pre_tokenizers.WhitespaceSplit().pre_tokenize_str(text)
+                   for at in range(begin, end)}
+        found |= {code for index, code in enumerate(chunk) if 2 * index + 1 not in covered}
+    assert found == expected
+
+
+def test_word_table_is_that_of_tokenizers_whitespace_at_every_code_point() -> None:
+    word = {code for low, high in _hf_tables.WORD for code in range(low, high + 1)}
+    found = set()
+    for start in range(0, len(CODE_POINTS), 65536):
+        chunk = CODE_POINTS[start : start + 65536]
+        # "a" and the code point, separated by spaces: one piece when the code point is \w.
+        text = " ".join("a" + chr(code) for code in chunk)
+        ends = {begin: end for _, (begin, end) in pre_tokenizers.Whitespace().pre_tokenize_str(text)}
+        found |= {code for index, code in enumerate(chunk) if ends[3 * index] == 3 * index + 2}
+    assert found == word
+
+
+def _byte_model(steps: tuple[Any, ...]) -> Any:
+    import hf_bpe
+    from hf_bpe.patterns import Split
+
+    return hf_bpe.BPE({bytes([byte]): byte for byte in range(256)}, (*steps, Split(" ", "removed")))
+
+
+@pytest.mark.parametrize("kind", ["nfc", "nfd", "nfkc", "nfkd", "lowercase"])
+def test_normalizers_match_tokenizers_at_every_code_point(kind: str) -> None:
+    from hf_bpe.patterns import Normalize
+
+    model = _byte_model((Normalize(kind),))
+    theirs = {"nfc": normalizers.NFC(), "nfd": normalizers.NFD(), "nfkc": normalizers.NFKC(),
+              "nfkd": normalizers.NFKD(), "lowercase": normalizers.Lowercase()}[kind]
+    for start in range(0, len(CODE_POINTS), 8192):
+        # Each code point alone (after a space) and after a letter it may compose with.
+        text = "".join(" " + chr(code) + "e" + chr(code) for code in CODE_POINTS[start : start + 8192])
+        assert normalized_text(model, text) == theirs.normalize_str(text), hex(CODE_POINTS[start])
+
+
+# --------------------------------------------------------------------------------- configurations
+
+_REGEXES = [r"\p{L}+|\p{N}+|[^\p{L}\p{N}]+", r" ?\w+", r"\s+", r"[aeiou]", r"\d{1,3}", r"(?i:'s|'t)", r".{1,4}",
+            r"[\p{P}\p{S}]+", r"\X"]
+_BEHAVIORS = ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]
+
+
+@st.composite
+def _normalizer(draw: Any) -> Any:
+    def step() -> Any:
+        kind = draw(st.sampled_from(["NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Strip", "Replace", "Prepend"]))
+        if kind == "Strip":
+            return {"type": "Strip", "strip_left": draw(st.booleans()), "strip_right": draw(st.booleans())}
+        if kind == "Replace":
+            pattern = draw(st.sampled_from([{"String": " "}, {"String": "a"}, {"Regex": r"\s+"}, {"Regex": r"\p{N}"},
+                                            {"Regex": r"\A +"}, {"String": "é"}]))
+            return {"type": "Replace", "pattern": pattern, "content": draw(st.sampled_from(["", "\u2581", "  ", "X"]))}
+        if kind == "Prepend":
+            return {"type": "Prepend", "prepend": draw(st.sampled_from(["\u2581", " ", "ab"]))}
+        return {"type": kind}
+
+    count = draw(st.integers(0, 3))
+    steps = [step() for _ in range(count)]
+    if count == 1 and draw(st.booleans()):
+        return steps[0]
+    return {"type": "Sequence", "normalizers": steps}
+
+
+@st.composite
+def _pre_tokenizer(draw: Any) -> Any:
+    def step() -> Any:
+        kind = draw(st.sampled_from(["Split", "Digits", "Punctuation", "Whitespace", "WhitespaceSplit",
+                                     "CharDelimiterSplit"]))
+        if kind == "Split":
+            return {"type": "Split", "pattern": {"Regex": draw(st.sampled_from(_REGEXES))},
+                    "behavior": draw(st.sampled_from(_BEHAVIORS)), "invert": draw(st.booleans())}
+        if kind == "Digits":
+            return {"type": "Digits", "individual_digits": draw(st.booleans())}
+        if kind == "Punctuation":
+            return {"type": "Punctuation", "behavior": draw(st.sampled_from(_BEHAVIORS))}
+        if kind == "CharDelimiterSplit":
+            return {"type": "CharDelimiterSplit", "delimiter": draw(st.sampled_from([" ", "a", "\u3000", "\u00e9"]))}
+        return {"type": kind}
+
+    steps = [step() for _ in range(draw(st.integers(0, 3)))]
+    use_regex = draw(st.booleans()) or not steps
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": use_regex}
+    if not steps and draw(st.booleans()):
+        return byte_level
+    return {"type": "Sequence", "pretokenizers": [*steps, byte_level]}
+
+
+_CORPUS_CHARS = _unicode_probe.run_ends()
+
+
+def _texts(rng: random.Random, count: int) -> list[str]:
+    """Generated documents cut short, and strings of characters of every code point class."""
+    texts = [document[: rng.randint(1, 200)] for document in documents(rng, 300 * count)][:count // 2]
+    while len(texts) < count:
+        texts.append("".join(rng.choice(_CORPUS_CHARS) if rng.random() < 0.4 else rng.choice(" aé1\n,.ab")
+                             for _ in range(rng.randint(1, 30))))
+    return texts
+
+
+def _trained(normalizer: Any, pre_tokenizer: Any, seed: int, *, drop: bytes = b"", vocab_size: int = 500) -> dict:
+    """A tokenizer.json whose vocabulary `tokenizers` trained on generated text through the given
+    normalizer and pre-tokenizer (with ``drop`` byte symbols left out of it)."""
+    tokenizer = Tokenizer(models.BPE())
+    document = json.loads(tokenizer.to_str())
+    document["normalizer"] = normalizer
+    document["pre_tokenizer"] = pre_tokenizer
+    document["decoder"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+    tokenizer = Tokenizer.from_str(json.dumps(document))
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["<|endoftext|>"])
+    tokenizer.train_from_iterator(_texts(random.Random(seed), 200), trainer=trainer)
+    trained = json.loads(tokenizer.to_str())
+    if drop:
+        gone = {BYTE_TO_UNICODE[byte] for byte in drop}
+        vocab = trained["model"]["vocab"]
+        kept = [token for token, _ in sorted(vocab.items(), key=lambda item: item[1])
+                if not any(char in gone for char in token)]
+        trained["model"]["vocab"] = {token: index for index, token in enumerate(kept)}
+        trained["model"]["merges"] = [merge for merge in trained["model"]["merges"]
+                                      if all(part in trained["model"]["vocab"] for part in merge)
+                                      and "".join(merge) in trained["model"]["vocab"]]
+        trained["added_tokens"] = [dict(entry, id=trained["model"]["vocab"].get(entry["content"], len(kept)))
+                                   for entry in trained["added_tokens"]]
+    return trained
+
+
+def _compare(document: dict, path: Path, texts: list[str]) -> None:
+    path.write_text(json.dumps(document), encoding="utf-8")
+    theirs = Tokenizer.from_file(str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingBytesWarning)
+        model = conversion.hf.load(path)
+    for text in texts:
+        encoding = theirs.encode(text, add_special_tokens=False)
+        ids, starts = model.encode_with_offsets(text, allowed_special="all")
+        assert ids == encoding.ids, (text, document["normalizer"], document["pre_tokenizer"])
+        assert starts == [start for start, _ in encoding.offsets], (text, ids)
+        assert model.decode(ids) == theirs.decode(ids, skip_special_tokens=False), text
+
+
+@pytest.mark.parametrize("size", [pytest.param(scaled(30, 3), id="ci"),
+                                  pytest.param(scaled(300, 10), id="full", marks=pytest.mark.slow)])
+def test_generated_configurations_encode_as_tokenizers(size: int, tmp_path: Path) -> None:
+    @settings(max_examples=size, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
+    @given(normalizer=_normalizer(), pre_tokenizer=_pre_tokenizer(), seed=st.integers(0, 2**16))
+    def check(normalizer: Any, pre_tokenizer: Any, seed: int) -> None:
+        document = _trained(normalizer, pre_tokenizer, seed, vocab_size=400)
+        _compare(document, tmp_path / "tokenizer.json", _texts(random.Random(seed + 1), 40))
+
+    check()
+
+
+# ---------------------------------------------------------------------------------- missing bytes
+
+def test_vocabulary_lacking_bytes_utf8_never_uses_encodes_every_text(tmp_path: Path) -> None:
+    unused = bytes([0xC0, 0xC1, *range(0xF5, 0x100)])
+    document = _trained(None, {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                               "use_regex": True}, 3, drop=unused)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MissingBytesWarning)  # nothing to warn about: no str needs them
+        model = conversion.hf.load(path)
+    assert missing_bytes(model) == unused
+    _compare(document, path, _texts(random.Random(4), scaled(400, 50)))
+
+
+def test_vocabulary_lacking_bytes_text_uses_drops_them_as_tokenizers(tmp_path: Path) -> None:
+    document = _trained(None, {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                               "use_regex": True}, 5, drop=bytes([0xF1, 0x0B, 0x80]))
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.warns(MissingBytesWarning, match="0x0B, 0x80, 0xF1"):
+        model = conversion.hf.load(path)
+    texts = _texts(random.Random(6), scaled(400, 50)) + ["\U00040000", "a\U00040000b", "\x0b\x0b", "\u0400"]
+    _compare(document, path, texts)
+    theirs = Tokenizer.from_file(str(path))
+    # U+41041 is F1 81 81 81: three ids for four bytes, as in tokenizers.
+    assert theirs.encode("\U00041041").ids == model.encode("\U00041041")
+    assert len(model.encode("\U00041041")) == 3
+    assert set(missing_bytes(model)) == {0x0B, 0x80, 0xF1}
+    with pytest.raises(ValueError, match="0xF1"):  # raw bytes (tiktoken's encode_bytes merges them as one piece)
+        model._core.encode_single_piece(b"a\xf1", True)
+
+
+def test_missing_bytes_with_an_unknown_token_are_refused_by_name(tmp_path: Path) -> None:
+    document = _trained(None, {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                               "use_regex": True}, 5, drop=b"\xf1")
+    document["model"]["unk_token"] = "<|endoftext|>"
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(TokenizerFileError, match="unk_token"):
+        conversion.hf.load(path)
+
+
+# ------------------------------------------------------------------------------------ the families
+
+_QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
+          r"\s+(?!\S)|\s+")
+_DEEPSEEK = [r"[\r\n]", r"\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-Ֆ]+", r"\s?[!-/:-~！-／：-～‘-‟　-。]+",
+             r"\s+$", r"[一-龥ࠀ-一가-퟿]+", r"\p{N}+"]
+
+
+def _byte_level(use_regex: bool) -> dict:
+    return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": use_regex}
+
+
+def _split(regex: str, behavior: str = "Isolated") -> dict:
+    return {"type": "Split", "pattern": {"Regex": regex}, "behavior": behavior, "invert": False}
+
+
+FAMILIES: dict[str, tuple[Any, Any, bytes]] = {
+    "qwen2": ({"type": "NFC"}, {"type": "Sequence", "pretokenizers": [_split(_QWEN2), _byte_level(False)]}, b""),
+    "mpt": ({"type": "NFC"}, _byte_level(True), bytes([0xC0, 0xC1, *range(0xF5, 0x100)])),
+    "command-r": ({"type": "NFC"}, {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True}, _byte_level(True)]}, b""),
+    "claude-v1": ({"type": "NFKC"}, _byte_level(True), b""),
+    "deepseek": ({"type": "Sequence", "normalizers": []}, {"type": "Sequence", "pretokenizers": [
+        *(_split(regex) for regex in _DEEPSEEK), _byte_level(False)]}, bytes([0xC0, 0xC1, *range(0xF5, 0x100)])),
+    "starcoder": (None, {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True}, _byte_level(True)]}, bytes([0xC0, 0xC1, *range(0xF5, 0x100)])),
+    "refact": (None, {"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True}, _byte_level(True)]}, b"\xf1"),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_real_families_load_and_encode_as_tokenizers(family: str, tmp_path: Path) -> None:
+    normalizer, pre_tokenizer, drop = FAMILIES[family]
+    document = _trained(normalizer, pre_tokenizer, 11, drop=drop, vocab_size=800)
+    _compare(document, tmp_path / "tokenizer.json", _texts(random.Random(12), scaled(300, 40)))
+
+
+def test_falcon_steps_after_byte_level_are_refused_by_name(tmp_path: Path) -> None:
+    pre_tokenizer = {"type": "Sequence", "pretokenizers": [
+        {"type": "Punctuation", "behavior": "Contiguous"}, _byte_level(True),
+        {"type": "Digits", "individual_digits": False}, _split("[0-9][0-9][0-9]")]}
+    document = _trained(None, pre_tokenizer, 13)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(TokenizerFileError, match="step 'Digits' after ByteLevel"):
+        conversion.hf.load(path)
+
+
+@pytest.mark.parametrize(("normalizer", "name"), [
+    ({"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None,
+      "lowercase": True}, "BertNormalizer"),
+    ({"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "StripAccents"}]}, "StripAccents"),
+    ({"type": "Nmt"}, "Nmt"),
+])
+def test_other_normalizers_are_refused_by_name(normalizer: Any, name: str, tmp_path: Path) -> None:
+    document = _trained(None, _byte_level(True), 1, vocab_size=300)
+    document["normalizer"] = normalizer
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(TokenizerFileError, match=f"normalizer '{name}' is not supported"):
+        conversion.hf.load(path)
