@@ -120,6 +120,8 @@ def test_pages_describe_the_product_not_its_history(page: Path) -> None:
 
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+PATH = re.compile(r"`((?:benchmarks|conversion|crates|docs|hf_bpe|model_cards|tests)/[\w./-]*)`")
+"""A path of the repository in backticks (a file or folder the text points at)."""
 
 
 def anchors(page: Path) -> set[str]:
@@ -132,7 +134,8 @@ def anchors(page: Path) -> set[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(ROOT).as_posix())
 def test_links_lead_somewhere(page: Path) -> None:
-    """Every relative link names a file of the repository and, after ``#``, one of its headings."""
+    """Every relative link names a file of the repository and, after ``#``, one of its headings; every
+    repository path in backticks exists."""
     broken = []
     for target in LINK.findall(page.read_text(encoding="utf-8")):
         if re.match(r"[a-z]+:", target):
@@ -143,6 +146,9 @@ def test_links_lead_somewhere(page: Path) -> None:
             broken.append(f"{target}: no file {linked.relative_to(ROOT) if linked.is_relative_to(ROOT) else linked}")
         elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
             broken.append(f"{target}: {linked.name} has no heading with the anchor #{anchor}")
+    for path in PATH.findall(page.read_text(encoding="utf-8")):
+        if not (ROOT / path).exists():
+            broken.append(f"`{path}`: no such file or folder in the repository")
     assert not broken, f"{page.name} has broken links:\n" + "\n".join(broken)
 
 
