@@ -14,7 +14,7 @@ Phases, each counting what it tried and every result that differed from the refe
   the stream's text back. Reports the peak RSS growth while streaming and the throughput.
 - ``endless piece``: letters without a split point, streamed until ``max_piece_bytes`` (16 MiB) stops it.
 - ``encode vs stream``: ``encode`` of a ``--encode-mb`` MB text at once against ``encode_iterable`` of it
-  line by line: throughput and peak RSS growth of each (the README's memory figures).
+  line by line: throughput and peak RSS growth of each (the memory figures behind docs/limits.md).
 - ``threads: BPE``, ``threads: tokenizer``: 8 threads calling one model / one ``BPETokenizer`` with random
   calls for ``--seconds``, each result compared with the serial one; in the tokenizer phase one thread
   adds tokens and special tokens meanwhile, and every call must match the tokenizer before or after

@@ -1,4 +1,4 @@
-"""Training follows the documented rule (README.md, "Training") on every input: ``hf_bpe.train``, and ``count_pieces`` followed by
+"""Training follows the documented rule (docs/training.md, "The rule") on every input: ``hf_bpe.train``, and ``count_pieces`` followed by
 ``train_from_counts``, learn exactly the tokens, in order, of a naive trainer that recounts every pair
 before each merge (``tests/support/naive_bpe.py``, independent of hf_bpe), with the special tokens after them.
 

@@ -2,7 +2,7 @@
 target's own library loads what ``save`` wrote and encodes as our model does) or is refused with a
 :class:`~hf_bpe.errors.ConversionError` saying why, with or without a documented lossy mode.
 
-``EXPECTED`` is the table; README.md carries it (checked by ``test_readme_carries_the_matrix``).
+``EXPECTED`` is the table; docs/formats.md carries it (checked by ``test_docs_carry_the_matrix``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from hf_bpe.errors import ConversionError, LossyConversionWarning
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is an oracle; pip install -e '.[test]'")
 
 TEXTS = scaled(500, minimum=100)
-README = Path(__file__).resolve().parents[2] / "README.md"
+FORMATS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "formats.md"
 
 # ------------------------------------------------------------------------------------------- sources
 
@@ -251,7 +251,7 @@ def test_matrix(source: str, target: str, folder: str, tmp_path: Path) -> None:
                     [their_decode(ids) for ids in their_ids])
 
 
-# -------------------------------------------------------------------------------------------- README
+# ----------------------------------------------------------------------------------------------- docs
 
 LEGEND = {
     EXACT: "exact",
@@ -275,12 +275,12 @@ def markdown_matrix() -> str:
     return "\n".join([header, rule, *rows])
 
 
-def test_readme_carries_the_matrix() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_docs_carry_the_matrix() -> None:
+    text = FORMATS_PAGE.read_text(encoding="utf-8")
     found = re.search(r"<!-- conversion-matrix -->\n(.*?)\n<!-- /conversion-matrix -->", text, re.DOTALL)
-    assert found, "README.md lacks the <!-- conversion-matrix --> section"
+    assert found, "docs/formats.md lacks the <!-- conversion-matrix --> section"
     assert found.group(1).strip() == markdown_matrix(), (
-        "README.md's conversion matrix is out of date; replace it with:\n" + markdown_matrix())
+        "docs/formats.md's conversion matrix is out of date; replace it with:\n" + markdown_matrix())
 
 
 def test_every_pair_has_an_expected_outcome() -> None:

@@ -1,4 +1,4 @@
-"""The limits README states: ids up to 2**31 - 1 (a table below 2**24, a hash map above; what needs
+"""The limits docs/limits.md states: ids up to 2**31 - 1 (a table below 2**24, a hash map above; what needs
 an entry per id refuses larger ones instead of exhausting memory), tokens of any length, and what
 is refused beyond them."""
 

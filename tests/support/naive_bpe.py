@@ -1,4 +1,4 @@
-"""A naive BPE trainer for the tests, written from the training rule (README.md, "Training") and independent of hf_bpe.
+"""A naive BPE trainer for the tests, written from the training rule (docs/training.md, "The rule") and independent of hf_bpe.
 
 - :func:`naive_pieces`: split each document on the special tokens (leftmost, longest first), pre-tokenize
   each part with the ``regex`` module and the pattern, count the pieces' UTF-8 bytes.
