@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import regex
 import textgen
-from conftest import SHARED_DATA, require_shared, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import naive_pieces, naive_train, regex_only_code_points
@@ -25,6 +24,7 @@ from naive_extend_bpe import (
     extend_rank_model,
 )
 from naive_parity_bpe import BYTE_LEVEL, GPT2_PATTERN, from_byte_level
+from suite import SHARED_DATA, require_shared, scaled
 
 from hf_bpe import patterns
 

@@ -13,7 +13,6 @@ import re
 from typing import Any
 
 import pytest
-from conftest import require_shared, scaled
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from naive_extend_sentencepiece import (
@@ -22,6 +21,7 @@ from naive_extend_sentencepiece import (
     encode_word,
     simple_words,
 )
+from suite import require_shared, scaled
 
 spm = pytest.importorskip("sentencepiece")
 pb2 = pytest.importorskip("sentencepiece.sentencepiece_model_pb2", reason="reading .model files needs protobuf")

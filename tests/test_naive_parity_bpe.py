@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import SHARED_DATA, require_shared, scaled
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from naive_bpe import regex_only_code_points
@@ -38,6 +37,7 @@ from naive_parity_bpe import (
     parity_pieces,
     saved_merges,
 )
+from suite import SHARED_DATA, require_shared, scaled
 
 tokenizers = pytest.importorskip("tokenizers")
 if not hasattr(tokenizers.trainers, "ParityBpeTrainer"):

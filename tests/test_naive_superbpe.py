@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 import textgen
-from conftest import SHARED_DATA, require_shared, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import naive_train, regex_only_code_points
@@ -26,6 +25,7 @@ from naive_superbpe import (
     superbpe_encode,
     within_limits,
 )
+from suite import SHARED_DATA, require_shared, scaled
 
 from hf_bpe import patterns
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import oracles
 import pytest
-from conftest import scaled
 from conversion_support import generated_text, varied_texts
+from suite import scaled
 
 import conversion.gguf
 import hf_bpe

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import scaled
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from suite import scaled
 from textgen import documents
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 

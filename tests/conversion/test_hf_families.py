@@ -13,8 +13,8 @@ from pathlib import Path
 
 import oniguruma_patterns
 import pytest
-from conftest import scaled
 from conversion_support import varied_texts
+from suite import scaled
 
 import conversion._hf_pretokenizers as hf_pretokenizers
 import conversion.hf as hf_load

@@ -32,9 +32,32 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 import regex
+
+
+def merge_word(word: tuple[Any, ...], pair: tuple[Any, Any]) -> tuple[Any, ...]:
+    """``word`` with every occurrence of ``pair`` replaced, left to right and non-overlapping, by the
+    two symbols joined (bytes or str)."""
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+            out.append(word[i] + word[i + 1])
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return tuple(out)
+
+
+def merge_words(words: Mapping[tuple[Any, ...], int], pair: tuple[Any, Any]) -> dict[tuple[Any, ...], int]:
+    """Every word of a count table with ``pair`` merged (:func:`merge_word`); words that become equal add up."""
+    merged: Counter[tuple[Any, ...]] = Counter()
+    for word, count in words.items():
+        merged[merge_word(word, pair)] += count
+    return dict(merged)
 
 
 def naive_pieces(documents: Iterable[str], pattern: str, special_tokens: list[str]) -> Counter[bytes]:
@@ -64,18 +87,7 @@ def naive_train(documents: list[str], vocab_size: int, pattern: str, special_tok
         merged = best[0] + best[1]
         if merged not in learned:  # the same bytes reached twice stay one token
             learned.append(merged)
-        new_words: Counter[tuple[bytes, ...]] = Counter()
-        for word, n in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                    out.append(merged)
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            new_words[tuple(out)] += n
-        words = dict(new_words)
+        words = merge_words(words, best)
     return learned
 
 

@@ -74,7 +74,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from naive_bpe import naive_pieces
+from naive_bpe import merge_words, naive_pieces
 
 Pair = tuple[bytes, bytes]
 
@@ -151,18 +151,7 @@ def continue_merges(pieces: Mapping[bytes, int], tokens_of: Callable[[bytes], li
         if merged not in seen:
             seen.add(merged)
             learned.append(merged)
-        replaced: Counter[tuple[bytes, ...]] = Counter()
-        for word, count in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                    out.append(merged)
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            replaced[tuple(out)] += count
-        words = replaced
+        words = merge_words(words, best)
     return Continuation(merges, learned)
 
 

@@ -47,6 +47,8 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 
+from naive_bpe import merge_words
+
 SPACE = "\u2581"
 
 
@@ -97,16 +99,5 @@ def continue_sentencepiece(words: Mapping[str, int], pieces: Mapping[str, float]
         merged = left + right
         known.add(merged)
         learned.append((merged, next_score - len(learned)))
-        replaced: Counter[tuple[str, ...]] = Counter()
-        for word, count in state.items():
-            out, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i], word[i + 1]) == (left, right):
-                    out.append(merged)
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            replaced[tuple(out)] += count
-        state = replaced
+        state = merge_words(state, (left, right))
     return learned

@@ -87,6 +87,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import regex
+from naive_bpe import merge_word
 
 BYTE_LEVEL: list[str] = []
 """GPT-2's byte-to-character map (``tokenizers``' ByteLevel alphabet): printable bytes stand for
@@ -156,17 +157,7 @@ Word = tuple[bytes, ...]
 
 
 def _merge_word(word: Word, pair: tuple[bytes, bytes]) -> Word:
-    if pair[0] not in word:
-        return word
-    out, i = [], 0
-    while i < len(word):
-        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
-            out.append(word[i] + word[i + 1])
-            i += 2
-        else:
-            out.append(word[i])
-            i += 1
-    return tuple(out)
+    return word if pair[0] not in word else merge_word(word, pair)
 
 
 def _merge_all(words: dict[Word, int], pair: tuple[bytes, bytes]) -> dict[Word, int]:

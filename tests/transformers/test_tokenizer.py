@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import regex
 import textgen
+from naive_bpe import merge_words
 from suite import require_shared, scaled
 
 import conversion.hf
@@ -147,18 +148,7 @@ def naive_bpe_ranks(text: str, merges: int, pattern: str) -> dict[bytes, int]:
             break
         best = max(pairs, key=lambda pair: (pairs[pair], pair))
         ranks[best[0] + best[1]] = len(ranks)
-        merged: Counter[tuple[bytes, ...]] = Counter()
-        for word, count in words.items():
-            out, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i], word[i + 1]) == best:
-                    out.append(word[i] + word[i + 1])
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            merged[tuple(out)] += count
-        words = merged
+        words = merge_words(words, best)
     return ranks
 
 
