@@ -30,7 +30,7 @@ from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFile
 from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
 __all__ = [
-    "BPE", "MAX_DENSE_IDS", "MODEL_FILE", "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "AllowedSpecial",
+    "BPE", "MAX_DENSE_IDS", "MODEL_FILE", "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "NEVER_IN_UTF8", "AllowedSpecial",
     "DisallowedSpecial", "IdType", "Nulls", "as_model", "clear_cache", "id_type_for", "n_ordinary"
 ]
 
@@ -49,6 +49,9 @@ MODEL_FORMAT = "hf_bpe"
 MODEL_FORMAT_VERSION = 1
 MODEL_FILE = "hf_bpe.json"
 """The model file's name inside a tokenizer folder."""
+
+NEVER_IN_UTF8 = frozenset({0xC0, 0xC1, *range(0xF5, 0x100)})
+"""The bytes no UTF-8 text holds: a vocabulary lacking only these encodes every ``str`` exactly."""
 
 MAX_DENSE_IDS = 1 << 24
 """Ids below this (16,777,216) are kept in a table; a model with a larger id keeps its tokens in a
@@ -353,6 +356,7 @@ class BPE(_Encoder):
         special_tokens: Mapping[str, int] | None = None,
         *,
         ignore_merges: bool = False,
+        drop_missing_bytes: bool = False,
         name: str | None = None,
     ) -> BPE:
         """A model that merges only the listed pairs, in list order (GPT-2's files, HF's BPE).
@@ -360,6 +364,12 @@ class BPE(_Encoder):
         ``vocab`` maps each mergeable token's bytes to its id; ``merges`` lists pairs of tokens, and
         a pair merges into the token its bytes spell. With ``ignore_merges`` a piece that is itself
         a token is emitted whole (HF's ``ignore_merges``). A pair listed twice takes its last line.
+
+        ``vocab`` needs every single byte that UTF-8 text uses as a token (those no UTF-8 text holds,
+        0xC0, 0xC1 and 0xF5-0xFF, may be absent: every ``str`` still encodes exactly, and raw bytes
+        needing one are refused); lacking others raises
+        :class:`~hf_bpe.errors.InvalidVocabularyError`, unless ``drop_missing_bytes``, which encodes as
+        `tokenizers` does such a vocabulary: a missing byte is dropped from the text.
 
         >>> import hf_bpe
         >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257}
@@ -379,6 +389,15 @@ class BPE(_Encoder):
                 raise InvalidVocabularyError(
                     f"merge {number} ({pair!r}) must be a pair of tokens of the vocabulary"
                 ) from None
+        lacking = bytes(byte for byte in range(256) if bytes([byte]) not in vocab and byte not in NEVER_IN_UTF8)
+        if lacking and not drop_missing_bytes:
+            raise InvalidVocabularyError(
+                f"the vocabulary's tokens lack the single byte {lacking[:1]!r}"
+                + (f" and {len(lacking) - 1} more" if len(lacking) > 1 else "")
+                + ", which UTF-8 text uses: text holding it cannot be encoded; a byte-level BPE needs every such "
+                "byte as a token (tokenizer.json files lacking bytes load through conversion.hf.load, which drops "
+                "them from the text as tokenizers does)"
+            )
         specials = dict(special_tokens or {})
         model = cls.__new__(cls)
         split = patterns.to_core(patterns.resolve(pattern))
@@ -723,6 +742,8 @@ class BPE(_Encoder):
         if self.kind == "merges":
             document["merges"] = [[_b64(left), _b64(right)] for left, right in self.merges]
             document["ignore_merges"] = self._core.ignore_merges
+            if any(byte not in NEVER_IN_UTF8 for byte in self._core.missing_bytes):
+                document["drop_missing_bytes"] = True
         return document
 
     @classmethod
@@ -750,7 +771,8 @@ class BPE(_Encoder):
             merges = [(_unb64(left), _unb64(right)) for left, right in _entries(document["merges"], "merges", 2)]
             return cls.from_merges(
                 ranks, merges, _pattern_of(document["pattern"]), document["special_tokens"],
-                ignore_merges=bool(document["ignore_merges"]), name=name,
+                ignore_merges=bool(document["ignore_merges"]),
+                drop_missing_bytes=bool(document.get("drop_missing_bytes", False)), name=name,
             )
         if kind != "ranks":
             raise ValueError(f"unknown model kind {kind!r:.80}")
