@@ -163,7 +163,7 @@ def _pre_tokenizer(draw: Any) -> Any:
     use_regex = draw(st.booleans()) or not steps
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": use_regex}
     if not steps and draw(st.booleans()):
-        return byte_level
+        return dict(byte_level, add_prefix_space=draw(st.booleans()))  # with steps before it, it is refused
     return {"type": "Sequence", "pretokenizers": [*steps, byte_level]}
 
 
