@@ -65,7 +65,7 @@ from hf_bpe.errors import (
     MissingBytesWarning,
     TokenizerFileError,
 )
-from hf_bpe.model import BPE, MAX_DENSE_IDS, as_model
+from hf_bpe.model import BPE, MAX_DENSE_IDS, NEVER_IN_UTF8, as_model
 
 __all__ = [
     "ConversionError",
@@ -567,7 +567,13 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         if left not in spelled_ids or right not in spelled_ids:
             continue  # a token outside the byte-level alphabet: never formed, so never merged
         if left + right not in spelled_ids:
-            raise refuse(f"merge {number} ({left!r} {right!r}) makes {left + right!r}, which the vocab lacks")
+            formed = left + right
+            if formed in specials and specials[formed] == model["vocab"].get(formed) and str_to_token(formed) == formed.encode():
+                # an added token that merges also form (from text the normalizer rewrote into it, since the
+                # added-token matcher cuts the text itself out first): the model keeps it as a token too
+                vocab[formed.encode()] = spelled_ids[formed] = specials[formed]
+            else:
+                raise refuse(f"merge {number} ({left!r} {right!r}) makes {formed!r}, which the vocab lacks")
         merges.append((str_to_token(left), str_to_token(right)))
 
     absent = bytes(byte for byte in range(256) if bytes([byte]) not in vocab)
@@ -578,7 +584,7 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         )
     ignore_merges = bool(model.get("ignore_merges", False))
     try:
-        loaded = BPE.from_merges(vocab, merges, pattern, specials, ignore_merges=ignore_merges,
+        loaded = BPE.from_merges(vocab, merges, pattern, specials, ignore_merges=ignore_merges, drop_missing_bytes=True,
                                  name=name or Path(path).parent.name or "tokenizer")
     except InvalidVocabularyError as error:
         raise refuse(str(error)) from None
@@ -587,7 +593,7 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     if normalizers:
         _check_normalizer(loaded, document, refuse)
         _check_pipeline(loaded, document, refuse)
-    in_text = bytes(byte for byte in absent if byte not in _NEVER_IN_UTF8)
+    in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
     if in_text:
         warnings.warn(
             f"{path}: the vocabulary lacks the byte symbols {_show_bytes(in_text)}, which UTF-8 text uses; as "
@@ -598,10 +604,6 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     if not absent and _rules.rank_rule_difference(loaded) is None:
         return BPE(vocab, pattern, specials, name=loaded.name)
     return loaded
-
-
-_NEVER_IN_UTF8 = frozenset({0xC0, 0xC1, *range(0xF5, 0x100)})
-"""Bytes no UTF-8 text contains: a vocabulary lacking only these encodes every ``str`` exactly."""
 
 
 def _check_pipeline(loaded: BPE, document: dict[str, Any], refuse: Any) -> None:

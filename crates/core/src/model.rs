@@ -337,7 +337,9 @@ fn byte_ids(encoder: &FxHashMap<Box<[u8]>, Rank>) -> Result<[Rank; 256], BuildEr
     Ok(ids)
 }
 
-/// Checks special tokens against each other and against the ids of `tokens` (id -> bytes).
+/// Checks special tokens against each other and against the ids of `tokens` (id -> bytes). A
+/// special token may share its id with a token of the same bytes (as `tokenizers` keeps an added
+/// token that merges also form in its model's vocabulary): both decode alike.
 fn check_specials(
     specials: &[(String, Rank)],
     token_of_id: impl Fn(Rank) -> Option<Vec<u8>>,
@@ -350,7 +352,7 @@ fn check_specials(
         if *id > MAX_ID {
             return Err(BuildError::IdTooLarge { id: u64::from(*id) });
         }
-        if let Some(token) = token_of_id(*id) {
+        if let Some(token) = token_of_id(*id).filter(|token| token[..] != *special.as_bytes()) {
             return Err(BuildError::SpecialCollidesWithToken { special: special.clone(), id: *id, token });
         }
         if let Some(first) = special_ids.insert(*id, special) {
