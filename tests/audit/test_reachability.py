@@ -25,7 +25,7 @@ from audit_vocabularies import (
 from conversion_support import mistral_file
 from suite import scaled
 
-from hf_bpe import BPE
+from hf_bpe import BPE, patterns
 from hf_bpe.audit import _reachability as reach
 from hf_bpe.audit import _utf8
 from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
@@ -74,6 +74,14 @@ def test_hand_built_rank_vocabulary_has_exactly_the_known_unreachable_tokens() -
     assert found.intermediate == {ranks[b" \xd0"]}
     assert found.verdicts[ranks[b"abcd"]].witness == "abcd"  # the whole-piece rule
     assert found.verdicts[ranks[b"\xb1!"]].reachable and found.verdicts[ranks[b"\xa9\xd0"]].reachable
+    # The same pattern spelled so that no scanner runs it: no split check, so the bounded neighbour
+    # search looks for "a b" with neighbours, finds no witness within its bounds, and says so.
+    respelled = BPE(ranks, patterns.GPT2 + "|(?!)")
+    assert respelled._core.split_engine == "fancy-regex"
+    found = reach.reachability(respelled)
+    by_bytes = {model.decode_single_token_bytes(id): found.verdicts[id].reason for id in found.unreachable}
+    assert by_bytes == {token: reason for token, reason in expected.items() if token != b"a b"}
+    assert found.undecided == [ranks[b"a b"]] and found.verdicts[ranks[b"a b"]].searched > reach.DEFAULT_SEARCH_LIMIT
 
 
 @pytest.mark.parametrize("ignore_merges", [False, True])

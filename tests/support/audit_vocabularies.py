@@ -29,7 +29,8 @@ def hand_built_ranks() -> tuple[dict[bytes, int], dict[bytes, str]]:
         add(bytes([lead, 0x90]))
     add(b"ab")
     add(b" b")
-    add(b"a b")  # a + " b": valid, but gpt2 never has a space after a letter inside a piece
+    add(b"a b")  # a + " b": valid, but gpt2 never has a space after a letter inside a piece, whatever
+    # stands around it (the search without that check concludes split_apart)
     add(b"x\ny")  # no two tokens make it (not valid), and no piece is "x\ny"
     add(b"abcd")  # not valid either (no "cd", "abc", "bcd"), but the piece "abcd" is emitted whole
     add(b" \xd0")  # a space and a Cyrillic lead byte: the next byte always joins the lead first (the
@@ -43,7 +44,7 @@ def hand_built_ranks() -> tuple[dict[bytes, int], dict[bytes, str]]:
     add(b"\xed\xa0")  # 0xED 0xA0 starts only surrogates, which UTF-8 excludes
     unreachable = {token: "invalid_utf8" for token in NEVER_UTF8} | {
         b"\xed\xa0": "invalid_utf8",
-        b"a b": "split_apart",
+        b"a b": "never_one_piece",
         b"x\ny": "merges_apart",
         b" \xd0": "no_right_neighbour",
         b"\x90\x80\x80": "no_left_neighbour",
