@@ -48,6 +48,25 @@ class AuditReport:
         return self.reachability.unreachable
 
     @property
+    def undecided(self) -> list[int]:
+        """Ordinary tokens the bounded reachability search neither witnessed nor proved unreachable
+        (see :attr:`search_bounds`)."""
+        return self.reachability.undecided
+
+    @property
+    def search_bounds(self) -> str:
+        """What the reachability verdicts rest on, in words: what is checked for every token and
+        the bounds of the neighbour search, with the work done."""
+        work = self.reachability.work
+        return (f"Every ordinary token is checked: its text encoded alone and next to each probe character, "
+                f"its bytes merged alone, its UTF-8 edges, and for the named patterns whether the split pattern "
+                f"ever keeps its text in one piece. The neighbour search for the rest checks at most "
+                f"{work.neighbour_limit:,} neighbours per token and side (shortest first) and tries at most "
+                f"{work.search_limit:,} texts per token and round; {len(self.undecided):,} tokens not decided "
+                f"within these bounds are listed as undecided. Work done: {work.pieces_merged:,} pieces merged, "
+                f"{work.texts_encoded:,} texts encoded, {work.texts_split:,} texts split.")
+
+    @property
     def intermediate(self) -> list[int]:
         """Unreachable tokens that encoding still forms on the way to reachable ones."""
         return sorted(self.reachability.intermediate)
@@ -99,6 +118,12 @@ class AuditReport:
             "special_tokens": len(self.specials),
             "unreachable": len(self.unreachable),
             "unreachable_by_reason": dict(sorted(reasons.items())),
+            "undecided": len(self.undecided),
+            "search": {"neighbour_limit": self.reachability.work.neighbour_limit,
+                       "search_limit": self.reachability.work.search_limit,
+                       "pieces_merged": self.reachability.work.pieces_merged,
+                       "texts_encoded": self.reachability.work.texts_encoded,
+                       "texts_split": self.reachability.work.texts_split},
             "intermediate_only": len(self.intermediate),
             "round_trip_failures": len(self.round_trip_failures),
             "partial_utf8": len(self.partial_utf8),
@@ -133,6 +158,9 @@ class AuditReport:
                  "intermediate": id in self.reachability.intermediate, "texts_searched": verdicts[id].searched}
                 for id in self.unreachable
             ],
+            "undecided": [{"id": id, "token": self.show(id), "texts_searched": verdicts[id].searched}
+                          for id in self.undecided],
+            "search_bounds": self.search_bounds,
             "round_trip_failures": tokens(self.round_trip_failures),
             "partial_utf8": {kind: tokens(ids) for kind, ids in self.partial_by_kind.items()},
             "near_duplicates": [
