@@ -48,11 +48,14 @@ The byte-level decision, token by token (``t`` its bytes):
   check it against brute-force enumeration on small vocabularies.
 
 **Bounds.** Everything above the neighbour search costs a fixed number of texts or pieces per
-token. The neighbour search is bounded per token: it checks at most ``neighbour_limit`` tokens per
-side for compatibility (shortest first; :data:`DEFAULT_NEIGHBOUR_LIMIT`), scans at most
-``16 * neighbour_limit`` partial tokens for the ones that fit a partial edge, and tries at most
-``search_limit`` texts per round (:data:`DEFAULT_SEARCH_LIMIT`). A token whose verdict needs more
-is *undecided* (:attr:`Reachability.undecided`): neither a witness nor a reason, never a guess.
+token (the split check at most ``(1 + len(PROBES)) ** 2`` texts per character it checks). The
+neighbour search is bounded: it shares a budget of ``max(2**20, 8 * V)`` pieces merged and texts
+tried (``V`` tokens in the vocabulary) among the tokens it searches, so that each checks at most
+``min(neighbour_limit, share / 4)`` tokens per side for compatibility (shortest first;
+:data:`DEFAULT_NEIGHBOUR_LIMIT`), scans at most 16 times that many partial tokens for the ones that
+fit a partial edge, and tries at most ``min(search_limit, share / 4)`` texts per round
+(:data:`DEFAULT_SEARCH_LIMIT`). A token whose verdict needs more is *undecided*
+(:attr:`Reachability.undecided`): neither a witness nor a reason, never a guess.
 :attr:`Reachability.work` records the bounds and the work done (pieces merged, texts encoded, texts
 split).
 
@@ -125,6 +128,11 @@ DEFAULT_NEIGHBOUR_LIMIT = 1024
 together), shortest first, before the neighbour search goes on with those found. When more tokens
 fit there, the search is bounded: a verdict it cannot reach within the bound is *undecided*."""
 
+_BUDGET_PER_TOKEN = 8
+_MIN_BUDGET = 1 << 20
+"""The neighbour search's budget: pieces merged and texts tried, ``_BUDGET_PER_TOKEN`` per token of
+the vocabulary and at least ``_MIN_BUDGET``, shared among the tokens it searches."""
+
 _SCAN_FACTOR = 16
 """Partial tokens scanned per token and side for the ones that fit its partial edge (as UTF-8),
 per neighbour checked: at most ``_SCAN_FACTOR * neighbour_limit``."""
@@ -153,11 +161,18 @@ class Verdict(NamedTuple):
 
 @dataclass(frozen=True)
 class Work:
-    """The bounds the search ran under and the work it did: ``pieces_merged`` (pieces given to the
-    merge loop alone), ``texts_encoded`` and ``texts_split`` (texts cut by the split pattern only)."""
+    """The bounds the search ran under and the work it did. ``search_limit`` and ``neighbour_limit``
+    are the limits asked for; the neighbour search shares ``budget`` (pieces merged and texts tried)
+    among the tokens it searches, so it checked at most ``neighbours_per_side`` neighbours per token
+    and side and tried at most ``texts_per_round`` texts per token and round. The work:
+    ``pieces_merged`` (pieces given to the merge loop alone), ``texts_encoded`` and ``texts_split``
+    (texts cut by the split pattern only)."""
 
     search_limit: int
     neighbour_limit: int
+    budget: int
+    neighbours_per_side: int
+    texts_per_round: int
     pieces_merged: int = 0
     texts_encoded: int = 0
     texts_split: int = 0
@@ -212,6 +227,8 @@ class _Search:
                  num_threads: int | None) -> None:
         self.model = model
         self.tokens = tokens
+        self.limits = (search_limit, neighbour_limit)
+        self.budget = max(_MIN_BUDGET, _BUDGET_PER_TOKEN * len(tokens))
         self.search_limit = search_limit
         self.neighbour_limit = neighbour_limit
         self.num_threads = num_threads
@@ -220,7 +237,15 @@ class _Search:
         self.pieces_merged = self.texts_encoded = self.texts_split = 0
 
     def work(self) -> Work:
-        return Work(self.search_limit, self.neighbour_limit, self.pieces_merged, self.texts_encoded, self.texts_split)
+        return Work(*self.limits, self.budget, self.neighbour_limit, self.search_limit, self.pieces_merged,
+                    self.texts_encoded, self.texts_split)
+
+    def share(self, count: int) -> None:
+        """Bound the neighbour search of ``count`` tokens to the budget: each gets a quarter of its
+        share for the neighbours on each side and for the texts of each round (at most the limits)."""
+        each = self.budget // (4 * max(count, 1))
+        self.search_limit = max(1, min(self.limits[0], each))
+        self.neighbour_limit = max(1, min(self.limits[1], each))
 
     def witness(self, candidates: Iterable[tuple[int, str]]) -> dict[int, str]:
         """For each token id among ``candidates`` (id, text), the first text whose encoding holds it."""
@@ -444,6 +469,7 @@ class _ByteLevelSearch(_Search):
         plans: dict[int, Iterator[str]] = {}
         complete: dict[int, bool] = {}
         nothing: list[int | None] = [None]
+        self.share(len(ids))
         for id in ids:
             left, left_complete = self._neighbours(id, "left") if edges[id].head else (nothing, True)
             right, right_complete = self._neighbours(id, "right") if edges[id].tail else (nothing, True)
@@ -600,7 +626,9 @@ class _SentencePieceSearch(_Search):
         valid = frozenset(id for id, parts in zip(ids, merged) if parts == [id])
         plans = {}
         complete: dict[int, bool] = {}
-        for id in [id for id in words if id not in self.verdicts]:
+        pending = [id for id in words if id not in self.verdicts]
+        self.share(sum(id in valid for id in pending))
+        for id in pending:
             if id not in valid:
                 self.verdicts[id] = Verdict(id, reason="merges_apart")
             else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -60,11 +61,12 @@ class AuditReport:
         work = self.reachability.work
         return (f"Every ordinary token is checked: its text encoded alone and next to each probe character, "
                 f"its bytes merged alone, its UTF-8 edges, and for the named patterns whether the split pattern "
-                f"ever keeps its text in one piece. The neighbour search for the rest checks at most "
-                f"{work.neighbour_limit:,} neighbours per token and side (shortest first) and tries at most "
-                f"{work.search_limit:,} texts per token and round; {len(self.undecided):,} tokens not decided "
-                f"within these bounds are listed as undecided. Work done: {work.pieces_merged:,} pieces merged, "
-                f"{work.texts_encoded:,} texts encoded, {work.texts_split:,} texts split.")
+                f"ever keeps its text in one piece. The neighbour search for the rest shares a budget of "
+                f"{work.budget:,} pieces merged and texts tried: it checked at most {work.neighbours_per_side:,} "
+                f"neighbours per token and side (shortest first) and tried at most {work.texts_per_round:,} texts "
+                f"per token and round; {len(self.undecided):,} tokens not decided within these bounds are listed "
+                f"as undecided. Work done: {work.pieces_merged:,} pieces merged, {work.texts_encoded:,} texts "
+                f"encoded, {work.texts_split:,} texts split.")
 
     @property
     def intermediate(self) -> list[int]:
@@ -119,11 +121,7 @@ class AuditReport:
             "unreachable": len(self.unreachable),
             "unreachable_by_reason": dict(sorted(reasons.items())),
             "undecided": len(self.undecided),
-            "search": {"neighbour_limit": self.reachability.work.neighbour_limit,
-                       "search_limit": self.reachability.work.search_limit,
-                       "pieces_merged": self.reachability.work.pieces_merged,
-                       "texts_encoded": self.reachability.work.texts_encoded,
-                       "texts_split": self.reachability.work.texts_split},
+            "search": dataclasses.asdict(self.reachability.work),
             "intermediate_only": len(self.intermediate),
             "round_trip_failures": len(self.round_trip_failures),
             "partial_utf8": len(self.partial_utf8),
