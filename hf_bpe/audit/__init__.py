@@ -29,7 +29,7 @@ from hf_bpe.audit import _corpus as corpus_module
 from hf_bpe.audit import _reachability as reachability_module
 from hf_bpe.audit import _specials as specials_module
 from hf_bpe.audit import _vocabulary
-from hf_bpe.audit._reachability import DEFAULT_SEARCH_LIMIT
+from hf_bpe.audit._reachability import DEFAULT_NEIGHBOUR_LIMIT, DEFAULT_SEARCH_LIMIT
 from hf_bpe.audit._report import AuditReport
 from hf_bpe.counting import piece_token_counts
 
@@ -49,6 +49,7 @@ def audit(
     rare_below: int = 10,
     top: int = 50,
     search_limit: int = DEFAULT_SEARCH_LIMIT,
+    neighbour_limit: int = DEFAULT_NEIGHBOUR_LIMIT,
     num_threads: int | None = None,
 ) -> AuditReport:
     """Audit the vocabulary of ``model``; see :mod:`hf_bpe.audit` for what is found.
@@ -58,7 +59,9 @@ def audit(
     lists other tokenizers for the compression table: models, names of encodings
     (``hf_bpe.get_encoding``), or a mapping of labels to models. ``rare_below`` is the count under
     which a produced token is *rare*; ``top`` the length of the magikarp and variant lists in the
-    JSON; ``search_limit`` bounds the texts tried per token where reachability rests on a search.
+    JSON; ``search_limit`` bounds the texts tried per token and round where reachability rests on a
+    search, ``neighbour_limit`` the neighbours checked per token and side (tokens the bounds stop are
+    :attr:`AuditReport.undecided`, never guessed).
     """
     from hf_bpe.model import as_model
 
@@ -69,7 +72,8 @@ def audit(
     # The corpus first: a problem with it shows before the vocabulary's analysis.
     stats = None if corpus is None else corpus_module.measure(model, corpus, others, num_threads=num_threads)
     table = _vocabulary.tokens_of(model)
-    found = reachability_module.reachability(model, search_limit=search_limit, num_threads=num_threads)
+    found = reachability_module.reachability(model, search_limit=search_limit, neighbour_limit=neighbour_limit,
+                                             num_threads=num_threads)
     pattern = model.pattern
     from hf_bpe import patterns
 
@@ -129,6 +133,7 @@ def training_usage(model: BPE, counts: PieceCounts, *, rare_below: int = 10, top
         "rare": sum(1 for id in reachable if 0 < produced[id] < rare_below),
         "rare_below": rare_below,
         "unreachable": len(found.unreachable),
+        "undecided": len(found.undecided),
         "magikarps": [[found_item.id, _shown(table, found_item.id), round(found_item.score, 3), found_item.count]
                       for found_item in corpus_module.magikarps(produced, table.merge_position, reachable, top)],
         "histogram": dict(sorted(histogram.items(), key=lambda item: _bucket_start(item[0]))),

@@ -50,6 +50,7 @@ def _headline(report: AuditReport) -> str:
     rows = [
         ["unreachable tokens (no text encodes to them)", f"{summary['unreachable']:,}"],
         ["  of which formed on the way to other tokens (intermediate only)", f"{summary['intermediate_only']:,}"],
+        ["undecided within the reachability search's bounds", f"{summary['undecided']:,}"],
         ["tokens whose own text does not encode back to them (round trip)", f"{summary['round_trip_failures']:,}"],
         ["partial UTF-8 tokens", f"{summary['partial_utf8']:,}"],
         ["ids spent on variants (case, leading space, trailing punctuation)", f"{summary['ids_spent_on_variants']:,}"],
@@ -71,18 +72,23 @@ def _unreachable(report: AuditReport) -> str:
         ("A token is unreachable when no text encodes to a sequence holding it. Each verdict is derived "
         "from the merge rule and the split pattern (see `hf_bpe.audit._reachability`); reachable tokens "
         "have a witness text that was encoded to check it."),
+        report.search_bounds,
     ]
     if not ids:
-        text.append("None: every ordinary token appears in the encoding of some text.")
-        return "\n\n".join(text)
-    verdicts = report.reachability.verdicts
-    rows = [
-        [str(id), cell(report.show(id)), verdicts[id].reason or "", "yes" if id in report.reachability.intermediate else ""]
-        for id in ids[:ROWS]
-    ]
-    text.append(_table(["id", "token", "reason", "intermediate"], rows) + _more(len(ids), ROWS))
-    reasons = sorted({verdicts[id].reason or "" for id in ids})
-    text.append("\n".join(f"- `{reason}`: {REASONS[reason]}" for reason in reasons))
+        text.append("None: every ordinary token appears in the encoding of some text"
+                    + (", or is undecided." if report.undecided else "."))
+    else:
+        verdicts = report.reachability.verdicts
+        rows = [
+            [str(id), cell(report.show(id)), verdicts[id].reason or "", "yes" if id in report.reachability.intermediate else ""]
+            for id in ids[:ROWS]
+        ]
+        text.append(_table(["id", "token", "reason", "intermediate"], rows) + _more(len(ids), ROWS))
+        reasons = sorted({verdicts[id].reason or "" for id in ids})
+        text.append("\n".join(f"- `{reason}`: {REASONS[reason]}" for reason in reasons))
+    if report.undecided:
+        shown = ", ".join(cell(report.show(id)) for id in report.undecided[:ROWS])
+        text.append(f"Undecided ({len(report.undecided):,}): {shown}" + _more(len(report.undecided), ROWS))
     return "\n\n".join(text)
 
 

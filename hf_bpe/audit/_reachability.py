@@ -32,19 +32,38 @@ The byte-level decision, token by token (``t`` its bytes):
 - ``no_left_neighbour`` / ``no_right_neighbour``: ``t`` starts (ends) inside a character, so a
   token must precede (follow) it in its piece, and every token whose bytes fit there is
   incompatible (checked over the whole vocabulary). Exact by fact 1.
+- ``never_one_piece``: ``t`` is valid UTF-8 and valid, and the split pattern cuts its text apart
+  alone and with every probe character (or none) on each side: no piece holds it. For ``t`` partial
+  on one side only, the same for the character each compatible neighbour there finishes, when every
+  token that fits there was checked. Decided for the named patterns run by their scanners, whose
+  pieces depend on one character on each side at most (as above), under a normalizer that leaves the
+  probe texts as they are; exact there.
 - ``split_apart``: ``t`` is valid and has compatible neighbours, but no text built from them was
   witnessed: the split pattern never keeps ``t`` in one piece with a compatible neighbour on each
   side. Found by search in two rounds, first with no neighbour on the sides that need none, then
-  with every compatible neighbour on both sides: pairs of neighbours, small ones first, completed to
-  whole characters, each bare and then with probe characters around, up to ``search_limit`` new
-  texts per round; such verdicts record how many texts were tried (:attr:`Verdict.searched`). This
-  is the one byte-level verdict resting on a search; the tests check it against brute-force
-  enumeration on small vocabularies.
+  with compatible neighbours on both sides: pairs of neighbours, small ones first, completed to
+  whole characters, each bare and then with probe characters around. Concluded only when the search
+  ran out of texts within its bounds; such verdicts record how many texts were tried
+  (:attr:`Verdict.searched`). This is the one byte-level verdict resting on a search; the tests
+  check it against brute-force enumeration on small vocabularies.
+
+**Bounds.** Everything above the neighbour search costs a fixed number of texts or pieces per
+token (the split check at most ``(1 + len(PROBES)) ** 2`` texts per character it checks). The
+neighbour search is bounded: it shares a budget of ``max(2**20, 8 * V)`` pieces merged and texts
+tried (``V`` tokens in the vocabulary) among the tokens it searches, so that each checks at most
+``min(neighbour_limit, share / 4)`` tokens per side for compatibility (shortest first;
+:data:`DEFAULT_NEIGHBOUR_LIMIT`), scans at most 16 times that many partial tokens for the ones that
+fit a partial edge, and tries at most ``min(search_limit, share / 4)`` texts per round
+(:data:`DEFAULT_SEARCH_LIMIT`). A token whose verdict needs more is *undecided*
+(:attr:`Reachability.undecided`): neither a witness nor a reason, never a guess.
+:attr:`Reachability.work` records the bounds and the work done (pieces merged, texts encoded, texts
+split).
 
 SentencePiece models have no split pattern; their normalized text starts with the dummy prefix
 ``▁``. A normal piece is ``merges_apart`` when the merge step does not turn its own text into it
 (fact 1 holds for the score rule), otherwise witnessed or ``no_context`` (no text built from its
-text, a compatible left neighbour and the probes made it: a search, as ``split_apart``). A byte
+text, a compatible left neighbour and the probes made it: a search, as ``split_apart``, bounded
+alike: at most ``neighbour_limit`` left neighbours, shortest first, else undecided). A byte
 piece ``<0xXX>`` is reachable when byte fallback emits it for some character that is not a piece:
 ``byte_never_needed`` when every character whose UTF-8 holds the byte is a piece (exact).
 
@@ -56,8 +75,8 @@ token counts (a list may make one token by several pairs).
 >>> import hf_bpe
 >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
 >>> found = reachability(hf_bpe.BPE(ranks, "gpt2"))
->>> found.verdicts[257].witness, found.verdicts[0xFF].reason
-('abc', 'invalid_utf8')
+>>> found.verdicts[257].witness, found.verdicts[0xFF].reason, found.undecided
+('abc', 'invalid_utf8', [])
 """
 
 from __future__ import annotations
@@ -82,6 +101,7 @@ REASONS = {
     "across the boundary first",
     "no_right_neighbour": "it ends inside a character, and every token that could follow it in a piece merges "
     "across the boundary first",
+    "never_one_piece": "the split pattern cuts its text apart whatever character stands on either side",
     "split_apart": "the split pattern never keeps it in one piece with neighbours that leave it intact (search)",
     "no_context": "no text normalizes to characters that merge to it (search)",
     "byte_never_needed": "byte fallback never emits it: every character whose UTF-8 holds this byte is a piece",
@@ -98,17 +118,32 @@ marks; digits and other numbers; apostrophe and the letters of contractions; pun
 space, newline, carriage return, tab, other whitespace) and a few scripts."""
 
 DEFAULT_SEARCH_LIMIT = 4_000
-"""Texts tried per token and search round before ``split_apart`` / ``no_context`` is concluded.
+"""Texts tried per token and search round; a search that reaches it without a witness leaves the
+token undecided, one that runs out of texts first concludes ``split_apart`` / ``no_context``.
 (Witnesses, where they exist, come early: on the random vocabularies of the tests every one was
 found within the first 400 texts of its round.)"""
+
+DEFAULT_NEIGHBOUR_LIMIT = 1024
+"""Candidate neighbours checked per token and side (the merge loop run on neighbour and token
+together), shortest first, before the neighbour search goes on with those found. When more tokens
+fit there, the search is bounded: a verdict it cannot reach within the bound is *undecided*."""
+
+_BUDGET_PER_TOKEN = 8
+_MIN_BUDGET = 1 << 20
+"""The neighbour search's budget: pieces merged and texts tried, ``_BUDGET_PER_TOKEN`` per token of
+the vocabulary and at least ``_MIN_BUDGET``, shared among the tokens it searches."""
+
+_SCAN_FACTOR = 16
+"""Partial tokens scanned per token and side for the ones that fit its partial edge (as UTF-8),
+per neighbour checked: at most ``_SCAN_FACTOR * neighbour_limit``."""
 
 _CHUNK = 8192
 
 
 class Verdict(NamedTuple):
     """Whether one token is reachable: a ``witness`` text whose encoding holds it, or the
-    ``reason`` (a key of :data:`REASONS`) it is not; ``searched`` counts the texts tried when the
-    verdict came from a search."""
+    ``reason`` (a key of :data:`REASONS`) it is not; neither when the bounded search decided
+    nothing (*undecided*). ``searched`` counts the texts tried when the verdict came from a search."""
 
     id: int
     witness: str | None = None
@@ -118,6 +153,29 @@ class Verdict(NamedTuple):
     @property
     def reachable(self) -> bool:
         return self.witness is not None
+
+    @property
+    def decided(self) -> bool:
+        return self.witness is not None or self.reason is not None
+
+
+@dataclass(frozen=True)
+class Work:
+    """The bounds the search ran under and the work it did. ``search_limit`` and ``neighbour_limit``
+    are the limits asked for; the neighbour search shares ``budget`` (pieces merged and texts tried)
+    among the tokens it searches, so it checked at most ``neighbours_per_side`` neighbours per token
+    and side and tried at most ``texts_per_round`` texts per token and round. The work:
+    ``pieces_merged`` (pieces given to the merge loop alone), ``texts_encoded`` and ``texts_split``
+    (texts cut by the split pattern only)."""
+
+    search_limit: int
+    neighbour_limit: int
+    budget: int
+    neighbours_per_side: int
+    texts_per_round: int
+    pieces_merged: int = 0
+    texts_encoded: int = 0
+    texts_split: int = 0
 
 
 @dataclass(frozen=True)
@@ -129,10 +187,17 @@ class Reachability:
     intermediate: frozenset[int]
     valid: frozenset[int]
     """Tokens whose own bytes (SentencePiece: text) the merge loop turns into them alone."""
+    work: Work
+    """The search's bounds and the work done within them."""
 
     @property
     def unreachable(self) -> list[int]:
-        return sorted(id for id, verdict in self.verdicts.items() if not verdict.reachable)
+        return sorted(id for id, verdict in self.verdicts.items() if verdict.reason is not None)
+
+    @property
+    def undecided(self) -> list[int]:
+        """Tokens the search bounded by :attr:`work` neither witnessed nor proved unreachable."""
+        return sorted(id for id, verdict in self.verdicts.items() if not verdict.decided)
 
     @property
     def reachable(self) -> list[int]:
@@ -140,13 +205,16 @@ class Reachability:
 
 
 def reachability(model: BPE, *, search_limit: int = DEFAULT_SEARCH_LIMIT,
-                 num_threads: int | None = None) -> Reachability:
-    """The verdict on every ordinary token of ``model`` (see the module's docstring)."""
-    if search_limit < 1:
-        raise ValueError(f"search_limit must be at least 1, got {search_limit!r}")
+                 neighbour_limit: int = DEFAULT_NEIGHBOUR_LIMIT, num_threads: int | None = None) -> Reachability:
+    """The verdict on every ordinary token of ``model`` (see the module's docstring); the search
+    tries at most ``search_limit`` texts per token and round and checks at most ``neighbour_limit``
+    neighbours per token and side, and leaves a token undecided when it needed more."""
+    for name, value in (("search_limit", search_limit), ("neighbour_limit", neighbour_limit)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
     if model.sentencepiece is not None:
-        return _SentencePieceSearch(model, search_limit, num_threads).run()
-    return _ByteLevelSearch(model, search_limit, num_threads).run()
+        return _SentencePieceSearch(model, search_limit, neighbour_limit, num_threads).run()
+    return _ByteLevelSearch(model, search_limit, neighbour_limit, num_threads).run()
 
 
 # ------------------------------------------------------------------------------------- helpers
@@ -155,13 +223,29 @@ def reachability(model: BPE, *, search_limit: int = DEFAULT_SEARCH_LIMIT,
 class _Search:
     """What both searches share: the model, its tokens and a batch witness test."""
 
-    def __init__(self, model: BPE, tokens: dict[int, bytes], search_limit: int, num_threads: int | None) -> None:
+    def __init__(self, model: BPE, tokens: dict[int, bytes], search_limit: int, neighbour_limit: int,
+                 num_threads: int | None) -> None:
         self.model = model
         self.tokens = tokens
+        self.limits = (search_limit, neighbour_limit)
+        self.budget = max(_MIN_BUDGET, _BUDGET_PER_TOKEN * len(tokens))
         self.search_limit = search_limit
+        self.neighbour_limit = neighbour_limit
         self.num_threads = num_threads
         self.verdicts: dict[int, Verdict] = {}
         self._tried: dict[int, set[str]] = {}
+        self.pieces_merged = self.texts_encoded = self.texts_split = 0
+
+    def work(self) -> Work:
+        return Work(*self.limits, self.budget, self.neighbour_limit, self.search_limit, self.pieces_merged,
+                    self.texts_encoded, self.texts_split)
+
+    def share(self, count: int) -> None:
+        """Bound the neighbour search of ``count`` tokens to the budget: each gets a quarter of its
+        share for the neighbours on each side and for the texts of each round (at most the limits)."""
+        each = self.budget // (4 * max(count, 1))
+        self.search_limit = max(1, min(self.limits[0], each))
+        self.neighbour_limit = max(1, min(self.limits[1], each))
 
     def witness(self, candidates: Iterable[tuple[int, str]]) -> dict[int, str]:
         """For each token id among ``candidates`` (id, text), the first text whose encoding holds it."""
@@ -169,6 +253,7 @@ class _Search:
         iterator = iter(candidates)
         while chunk := [(id, text) for id, text in islice(iterator, _CHUNK) if id not in found]:
             encoded = self.model.encode_ordinary_batch([text for _, text in chunk], num_threads=self.num_threads)
+            self.texts_encoded += len(chunk)
             for (id, text), ids in zip(chunk, encoded):
                 if id not in found and id in ids:
                     found[id] = text
@@ -182,13 +267,14 @@ class _Search:
         return [id for id in self.tokens if id not in self.verdicts]
 
     def merged(self, pieces: Sequence[bytes]) -> list[list[int] | None]:
+        self.pieces_merged += len(pieces)
         return merge_pieces(self.model, pieces, num_threads=self.num_threads)
 
     def search(self, plans: dict[int, Iterator[str]]) -> dict[int, int]:
         """Try each token's candidate texts in rounds (growing chunks, all tokens at once) until one
         is witnessed (settled) or ``search_limit`` new texts were tried (a text tried for the token
         in an earlier search is skipped); returns the number of texts tried for each token left
-        without a witness."""
+        without a witness (``search_limit`` when the limit, not the plan, ended its search)."""
         tried = dict.fromkeys(plans, 0)
         plans = {id: self._fresh(id, plan) for id, plan in plans.items()}
         size = 16
@@ -221,7 +307,7 @@ class _Search:
         bytes of a reachable token are in UTF-8 text, so are its parts), so most vocabularies need
         no merge list at all."""
         candidates = {id for id, verdict in self.verdicts.items()
-                      if not verdict.reachable and id in valid and verdict.reason not in ("invalid_utf8", "byte_never_needed")}
+                      if verdict.reason is not None and id in valid and verdict.reason not in ("invalid_utf8", "byte_never_needed")}
         if not candidates:
             return frozenset()
         parts_of = self._parts(valid)
@@ -280,10 +366,12 @@ def _text(data: bytes) -> str | None:
 
 
 class _ByteLevelSearch(_Search):
-    def __init__(self, model: BPE, search_limit: int, num_threads: int | None) -> None:
+    def __init__(self, model: BPE, search_limit: int, neighbour_limit: int, num_threads: int | None) -> None:
         tokens = {id: token for token, id in model.mergeable_ranks.items()}
-        super().__init__(model, tokens, search_limit, num_threads)
+        super().__init__(model, tokens, search_limit, neighbour_limit, num_threads)
         self._edges: dict[int, _utf8.Edges | None] | None = None
+        self._fitting: dict[str, list[int]] | None = None
+        self._found: dict[tuple[int, str], tuple[list[int | None], bool]] = {}
 
     def run(self) -> Reachability:
         texts = {id: text for id, token in self.tokens.items() if (text := _text(token)) is not None}
@@ -301,6 +389,8 @@ class _ByteLevelSearch(_Search):
                 self.verdicts[id] = Verdict(id, reason="invalid_utf8")
             elif id not in valid:
                 self.verdicts[id] = Verdict(id, reason="merges_apart")
+            elif found == _utf8.WHOLE and self._never_one_piece(texts[id]):
+                self.verdicts[id] = Verdict(id, reason="never_one_piece")
             else:
                 edges[id] = found
 
@@ -308,7 +398,52 @@ class _ByteLevelSearch(_Search):
         rest = self.search({id: self._completed(id, edges[id]) for id in edges})
         if rest:
             self._neighbour_search(list(rest), edges)
-        return Reachability(self.verdicts, self.intermediate(valid), valid)
+        return Reachability(self.verdicts, self.intermediate(valid), valid, self.work())
+
+    def _never_one_piece(self, text: str) -> bool:
+        """Whether the split pattern cuts ``text`` apart with every probe character (or none) on
+        each side. Decided only for the named patterns (run by their scanners), whose pieces depend
+        on one character on each side at most, and where the normalizer leaves the probe texts as
+        they are; ``False`` (not decided) otherwise."""
+        engine = self.model._core.split_engine or ""
+        if not engine.startswith("scanner "):
+            return False
+        plain = not isinstance(self.model.pattern, tuple)
+        for before, after in itertools.chain([("", "")], (("", probe) for probe in PROBES),
+                                             ((probe, "") for probe in PROBES),
+                                             itertools.product(PROBES, PROBES)):
+            whole = before + text + after
+            self.texts_split += 1
+            if not plain and self.model._core.normalize(whole) != whole:
+                return False
+            start = 0
+            for piece in self.model._split(whole) or ():
+                end = start + len(piece)
+                if start <= len(before) and len(before) + len(text) <= end:
+                    return False
+                start = end
+        return True
+
+    def _cut_with_every(self, id: int, left: list[int | None] | None, right: list[int | None] | None) -> bool:
+        """For a token partial on one side only, whose compatible neighbours there are all known
+        (``left`` or ``right``, the other ``None``): whether the split pattern cuts apart (see
+        :meth:`_never_one_piece`) the token with the character each of them finishes. A piece
+        holding the token holds it next to one of them (fact 1), so then no piece holds it."""
+        if (left is None) == (right is None):
+            return False
+        token, edges_of = self.tokens[id], self.edges_of()
+        cores = set()
+        for other in right or ():
+            assert other is not None
+            mine = edges_of[id]
+            assert mine is not None
+            needed = _utf8.char_length(mine.tail[0]) - len(mine.tail)
+            cores.add(_text(token + self.tokens[other][:needed]) if len(self.tokens[other]) >= needed else None)
+        for other in left or ():
+            assert other is not None
+            found = edges_of[other]
+            cores.add(_text(found.tail + token) if found is not None and found.tail else None)
+        return None not in cores and all(self._never_one_piece(core or "") for core in sorted(cores, key=str))
 
     def _completed(self, id: int, edges: _utf8.Edges, limit: int = 256) -> Iterator[str]:
         """The token with its edge characters completed by bytes, alternating choices on each side."""
@@ -323,58 +458,102 @@ class _ByteLevelSearch(_Search):
                 yield text
 
     def _neighbour_search(self, ids: list[int], edges: dict[int, _utf8.Edges]) -> None:
-        """The exhaustive part. A side where the token starts (ends) inside a character needs a
-        neighbour: every token of the vocabulary that fits there is checked for compatibility, and
-        none compatible settles the verdict. Otherwise texts are built from compatible neighbour
-        pairs, completed to whole characters, bare and then with probes around; first with no
-        neighbour on sides that need none, then (for the pattern's sake) with every compatible one."""
+        """The bounded part. A side where the token starts (ends) inside a character needs a
+        neighbour: the tokens of the vocabulary that fit there are checked for compatibility (at
+        most ``neighbour_limit``, shortest first), and none compatible among all of them settles the
+        verdict. Otherwise texts are built from compatible neighbour pairs, completed to whole
+        characters, bare and then with probes around; first with no neighbour on sides that need
+        none, then (for the pattern's sake) with compatible ones. ``split_apart`` is concluded only
+        when every fitting neighbour was checked and every text of both rounds tried within
+        ``search_limit``; a token the bounds stopped is left undecided."""
         plans: dict[int, Iterator[str]] = {}
+        complete: dict[int, bool] = {}
         nothing: list[int | None] = [None]
+        self.share(len(ids))
         for id in ids:
-            left = self._neighbours(id, "left") if edges[id].head else nothing
-            right = self._neighbours(id, "right") if edges[id].tail else nothing
-            if not left or not right:
-                self.verdicts[id] = Verdict(id, reason="no_left_neighbour" if not left else "no_right_neighbour")
+            left, left_complete = self._neighbours(id, "left") if edges[id].head else (nothing, True)
+            right, right_complete = self._neighbours(id, "right") if edges[id].tail else (nothing, True)
+            if not left and left_complete or not right and right_complete:
+                self.verdicts[id] = Verdict(id, reason="no_left_neighbour" if not left and left_complete
+                                            else "no_right_neighbour")
                 continue
+            if not left or not right:
+                self.verdicts[id] = Verdict(id)
+                continue
+            if self._cut_with_every(id, left if edges[id].head and left_complete else None,
+                                    right if edges[id].tail and right_complete else None):
+                self.verdicts[id] = Verdict(id, reason="never_one_piece")
+                continue
+            complete[id] = left_complete and right_complete
             plans[id] = self._neighbour_texts(id, left, right)
         first = self.search(plans)
         plans = {}
         for id in first:
-            left = ([] if edges[id].head else nothing) + self._neighbours(id, "left")
-            right = ([] if edges[id].tail else nothing) + self._neighbours(id, "right")
-            plans[id] = self._neighbour_texts(id, left, right)
+            left, left_complete = self._neighbours(id, "left")
+            right, right_complete = self._neighbours(id, "right")
+            complete[id] = complete[id] and left_complete and right_complete and first[id] < self.search_limit
+            plans[id] = self._neighbour_texts(id, ([] if edges[id].head else nothing) + left,
+                                              ([] if edges[id].tail else nothing) + right)
         for id, tried in self.search(plans).items():
-            self.verdicts[id] = Verdict(id, reason="split_apart", searched=first[id] + tried)
+            decided = complete[id] and tried < self.search_limit
+            self.verdicts[id] = Verdict(id, reason="split_apart" if decided else None, searched=first[id] + tried)
 
-    def _neighbours(self, id: int, side: str) -> list[int | None]:
-        """Every token that fits on ``side`` of token ``id`` in UTF-8 text and is compatible there
-        (the merge loop on both leaves both), shortest first."""
-        token, edges_of = self.tokens[id], self.edges_of()
-        mine = edges_of[id]
-        assert mine is not None
-        candidates = []
-        for other, found in edges_of.items():
-            if found is None:
-                continue
-            other_bytes = self.tokens[other]
-            all_continuations = found.head == len(other_bytes) > 0
+    def _neighbours(self, id: int, side: str) -> tuple[list[int | None], bool]:
+        """The tokens that fit on ``side`` of token ``id`` in UTF-8 text and are compatible there
+        (the merge loop on both leaves both), shortest first, among the first ``neighbour_limit``
+        that fit; and whether those were all that fit."""
+        key = (id, side)
+        if key not in self._found:
+            token, edges_of = self.tokens[id], self.edges_of()
+            mine = edges_of[id]
+            assert mine is not None
+            fitting = self.fitting()
+            # (group, whether the pair must be checked to be UTF-8 where the two meet)
             if side == "left":
-                inside = bool(found.tail) or all_continuations
-                if mine.head == 0 and not found.tail or mine.head and inside and _utf8.edges(other_bytes + token) is not None:
-                    candidates.append(other)
+                sources = [(fitting["no_tail"], False)] if mine.head == 0 else [(fitting["open_end"], True)]
             else:
-                if found.head == 0:
-                    if not mine.tail:
-                        candidates.append(other)
-                elif (mine.tail or mine.head == len(token)) and _utf8.edges(token + other_bytes) is not None:
-                    candidates.append(other)
-        joined = [self.tokens[other] + token if side == "left" else token + self.tokens[other] for other in candidates]
-        merged = self.merged(joined)
-        found_ids = [other for other, parts in zip(candidates, merged)
-                     if parts == ([other, id] if side == "left" else [id, other])]
-        found_ids.sort(key=lambda other: (len(self.tokens[other]), other))
-        shortest_first: list[int | None] = list(found_ids)
-        return shortest_first
+                sources = [] if mine.tail else [(fitting["whole_start"], False)]
+                if mine.tail or mine.head == len(token):
+                    sources.append((fitting["open_start"], True))
+            candidates: list[int] = []
+            scanned_all, fit = True, 0
+            for source, check in sources:
+                if check:  # partial tokens: scanned, at most SCAN_FACTOR x neighbour_limit of them
+                    scanned = source[: _SCAN_FACTOR * self.neighbour_limit]
+                    scanned_all = scanned_all and len(scanned) == len(source)
+                    joins = ((self.tokens[other] + token if side == "left" else token + self.tokens[other], other)
+                             for other in scanned)
+                    source = [other for joined, other in joins if _utf8.edges(joined) is not None]
+                fit += len(source)
+                candidates.extend(source[: self.neighbour_limit])
+            complete = scanned_all and fit <= self.neighbour_limit
+            candidates = sorted(candidates, key=lambda other: (len(self.tokens[other]), other))[: self.neighbour_limit]
+            joined = [self.tokens[other] + token if side == "left" else token + self.tokens[other]
+                      for other in candidates]
+            merged = self.merged(joined)
+            found: list[int | None] = [other for other, parts in zip(candidates, merged)
+                                       if parts == ([other, id] if side == "left" else [id, other])]
+            self._found[key] = (found, complete)
+        return self._found[key]
+
+    def fitting(self) -> dict[str, list[int]]:
+        """The tokens by how they can meet a neighbour: ending with no unfinished character
+        (``no_tail``), ending open (``open_end``: inside a character, or all continuation bytes),
+        starting on a character boundary (``whole_start``) or not (``open_start``); shortest first."""
+        if self._fitting is None:
+            groups: dict[str, list[int]] = {"no_tail": [], "open_end": [], "whole_start": [], "open_start": []}
+            for other, found in self.edges_of().items():
+                if found is None:
+                    continue
+                if not found.tail:
+                    groups["no_tail"].append(other)
+                if found.tail or found.head == len(self.tokens[other]) > 0:
+                    groups["open_end"].append(other)
+                groups["open_start" if found.head else "whole_start"].append(other)
+            for group in groups.values():
+                group.sort(key=lambda other: (len(self.tokens[other]), other))
+            self._fitting = groups
+        return self._fitting
 
     def edges_of(self) -> dict[int, _utf8.Edges | None]:
         if self._edges is None:
@@ -419,14 +598,16 @@ class _ByteLevelSearch(_Search):
 
 
 class _SentencePieceSearch(_Search):
-    def __init__(self, model: BPE, search_limit: int, num_threads: int | None) -> None:
+    def __init__(self, model: BPE, search_limit: int, neighbour_limit: int, num_threads: int | None) -> None:
         spec = model.sentencepiece
         assert spec is not None
         self.spec = spec
         ordinary = {id: piece for id, piece in enumerate(spec.pieces) if piece.type in (NORMAL, USER_DEFINED, BYTE)}
         tokens = {id: piece.text.encode("utf-8") for id, piece in ordinary.items()}
-        super().__init__(model, tokens, search_limit, num_threads)
+        super().__init__(model, tokens, search_limit, neighbour_limit, num_threads)
         self.pieces = ordinary
+        self._normal = sorted((id for id, piece in ordinary.items() if piece.type == NORMAL),
+                              key=lambda id: (len(ordinary[id].text), id))
 
     def visible(self, text: str) -> str:
         """What to type to get normalized ``text``: ``▁`` as a space."""
@@ -444,15 +625,20 @@ class _SentencePieceSearch(_Search):
         merged = self.merged([words[id].encode("utf-8") for id in ids])
         valid = frozenset(id for id, parts in zip(ids, merged) if parts == [id])
         plans = {}
-        for id in [id for id in words if id not in self.verdicts]:
+        complete: dict[int, bool] = {}
+        pending = [id for id in words if id not in self.verdicts]
+        self.share(sum(id in valid for id in pending))
+        for id in pending:
             if id not in valid:
                 self.verdicts[id] = Verdict(id, reason="merges_apart")
             else:
-                plans[id] = self._left_neighbour_texts(id)
+                left, complete[id] = self._left_neighbours(id)
+                plans[id] = self._left_neighbour_texts(id, left)
         for id, tried in self.search(plans).items():
-            self.verdicts[id] = Verdict(id, reason="no_context", searched=tried)
+            decided = complete[id] and tried < self.search_limit
+            self.verdicts[id] = Verdict(id, reason="no_context" if decided else None, searched=tried)
         self._bytes()
-        return Reachability(self.verdicts, self.intermediate(valid), valid)
+        return Reachability(self.verdicts, self.intermediate(valid), valid, self.work())
 
     def _own_texts(self, id: int, text: str) -> Iterator[tuple[int, str]]:
         shown = self.visible(text)
@@ -460,12 +646,16 @@ class _SentencePieceSearch(_Search):
         if shown.startswith(" ") and (self.spec.add_dummy_prefix or self.spec.remove_extra_whitespaces):
             yield id, shown[1:]
 
-    def _left_neighbour_texts(self, id: int) -> Iterator[str]:
+    def _left_neighbours(self, id: int) -> tuple[list[int], bool]:
+        """The normal pieces compatible on the left of piece ``id`` (the merge step on both leaves
+        both), shortest first, among the first ``neighbour_limit``; and whether those were all."""
         text = self.pieces[id].text
-        others = [other for other in self.pieces if self.pieces[other].type == NORMAL]
+        others = self._normal[: self.neighbour_limit]
         merged = self.merged([(self.pieces[other].text + text).encode("utf-8") for other in others])
-        left = sorted((other for other, parts in zip(others, merged) if parts == [other, id]),
-                      key=lambda other: (len(self.pieces[other].text), other))
+        return [other for other, parts in zip(others, merged) if parts == [other, id]], len(others) == len(self._normal)
+
+    def _left_neighbour_texts(self, id: int, left: list[int]) -> Iterator[str]:
+        text = self.pieces[id].text
         for other in left:
             for _, before in self._own_texts(other, self.pieces[other].text):
                 yield from islice(_wrapped(before + self.visible(text)), 0, 1 + len(PROBES))
@@ -485,7 +675,7 @@ class _SentencePieceSearch(_Search):
                 # The character must stay a symbol of its own: try it alone, then next to probes.
                 plans[id] = itertools.chain(chars[byte], *(islice(_wrapped(char), 1, None) for char in chars[byte]))
         for id, tried in self.search(plans).items():
-            self.verdicts[id] = Verdict(id, reason="no_context", searched=tried)
+            self.verdicts[id] = Verdict(id, reason="no_context" if tried < self.search_limit else None, searched=tried)
 
     def _parts(self, valid: frozenset[int]) -> dict[int, list[tuple[int, int]]]:
         ids = {piece.text: id for id, piece in self.pieces.items() if piece.type != BYTE}

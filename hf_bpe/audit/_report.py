@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -46,6 +47,26 @@ class AuditReport:
     def unreachable(self) -> list[int]:
         """Ordinary tokens no text encodes to (see :mod:`hf_bpe.audit._reachability`)."""
         return self.reachability.unreachable
+
+    @property
+    def undecided(self) -> list[int]:
+        """Ordinary tokens the bounded reachability search neither witnessed nor proved unreachable
+        (see :attr:`search_bounds`)."""
+        return self.reachability.undecided
+
+    @property
+    def search_bounds(self) -> str:
+        """What the reachability verdicts rest on, in words: what is checked for every token and
+        the bounds of the neighbour search, with the work done."""
+        work = self.reachability.work
+        return (f"Every ordinary token is checked: its text encoded alone and next to each probe character, "
+                f"its bytes merged alone, its UTF-8 edges, and for the named patterns whether the split pattern "
+                f"ever keeps its text in one piece. The neighbour search for the rest shares a budget of "
+                f"{work.budget:,} pieces merged and texts tried: it checked at most {work.neighbours_per_side:,} "
+                f"neighbours per token and side (shortest first) and tried at most {work.texts_per_round:,} texts "
+                f"per token and round; {len(self.undecided):,} tokens not decided within these bounds are listed "
+                f"as undecided. Work done: {work.pieces_merged:,} pieces merged, {work.texts_encoded:,} texts "
+                f"encoded, {work.texts_split:,} texts split.")
 
     @property
     def intermediate(self) -> list[int]:
@@ -99,6 +120,8 @@ class AuditReport:
             "special_tokens": len(self.specials),
             "unreachable": len(self.unreachable),
             "unreachable_by_reason": dict(sorted(reasons.items())),
+            "undecided": len(self.undecided),
+            "search": dataclasses.asdict(self.reachability.work),
             "intermediate_only": len(self.intermediate),
             "round_trip_failures": len(self.round_trip_failures),
             "partial_utf8": len(self.partial_utf8),
@@ -133,6 +156,9 @@ class AuditReport:
                  "intermediate": id in self.reachability.intermediate, "texts_searched": verdicts[id].searched}
                 for id in self.unreachable
             ],
+            "undecided": [{"id": id, "token": self.show(id), "texts_searched": verdicts[id].searched}
+                          for id in self.undecided],
+            "search_bounds": self.search_bounds,
             "round_trip_failures": tokens(self.round_trip_failures),
             "partial_utf8": {kind: tokens(ids) for kind, ids in self.partial_by_kind.items()},
             "near_duplicates": [

@@ -98,6 +98,11 @@ def _length(lead: int) -> int:
     return 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
 
+def char_length(lead: int) -> int:
+    """The length in bytes of the character that lead byte ``lead`` (0xC2 to 0xF4) starts."""
+    return _length(lead)
+
+
 def _second(lead: int) -> range:
     """The bytes that may follow ``lead`` (UTF-8 forbids overlong forms, surrogates, > U+10FFFF)."""
     return {0xE0: range(0xA0, 0xC0), 0xED: range(0x80, 0xA0), 0xF0: range(0x90, 0xC0),

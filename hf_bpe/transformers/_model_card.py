@@ -136,8 +136,9 @@ def _chart(model: BPE, path: Path, draw: Callable[[Path], object]) -> str | None
 
 
 def audit_section(tokenizer: BPETokenizer, directory: Path | None = None) -> str:
-    """The card's summary of :func:`hf_bpe.audit` on the model (its vocabulary alone: about a second
-    for 32,000 tokens) and, when the card records it (``card["training"]["usage"]``, from
+    """The card's summary of :func:`hf_bpe.audit` on the model (its vocabulary alone: seconds, the
+    reachability search bounded per token, :attr:`hf_bpe.audit.AuditReport.search_bounds`) and,
+    when the card records it (``card["training"]["usage"]``, from
     :func:`hf_bpe.audit.training_usage`), of the training corpus; with ``directory``, its charts are
     drawn there when matplotlib is installed."""
     from hf_bpe.audit import _plots
@@ -151,6 +152,7 @@ def audit_section(tokenizer: BPETokenizer, directory: Path | None = None) -> str
         "|---|---|",
         f"| unreachable: no text encodes to them | {summary['unreachable']:,}{f' (e.g. {examples})' if examples else ''} |",
         f"| of those, formed only on the way to other tokens | {summary['intermediate_only']:,} |",
+        f"| undecided within the reachability search's bounds | {summary['undecided']:,} |",
         (f"| partial UTF-8: lead / continuation / mixed / invalid | {kinds['lead']:,} / {kinds['continuation']:,} / "
         f"{kinds['mixed']:,} / {kinds['invalid']:,} |"),
         f"| ids spent on variants (case, leading space, trailing punctuation) | {summary['ids_spent_on_variants']:,} |",
@@ -161,6 +163,7 @@ def audit_section(tokenizer: BPETokenizer, directory: Path | None = None) -> str
         ("What `hf_bpe.audit` finds in the vocabulary alone (`hf-bpe audit` on this folder prints the full report, "
         "`--corpus FILES` adds usage and compression on your text):"),
         "\n".join(rows),
+        report.search_bounds,
     ]
     usage = (tokenizer._card.get("training") or {}).get("usage")
     images: dict[str, str] = {}

@@ -11,21 +11,24 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 from audit_vocabularies import (
     ALPHABET,
     BYTES,
     NEVER_UTF8,
+    QWEN_SIZE,
     hand_built_ranks,
     hand_built_sentencepiece,
+    qwen_shaped_ranks,
     random_rank_model,
     random_tokens,
 )
 from conversion_support import mistral_file
 from suite import scaled
 
-from hf_bpe import BPE
+from hf_bpe import BPE, patterns
 from hf_bpe.audit import _reachability as reach
 from hf_bpe.audit import _utf8
 from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
@@ -74,6 +77,14 @@ def test_hand_built_rank_vocabulary_has_exactly_the_known_unreachable_tokens() -
     assert found.intermediate == {ranks[b" \xd0"]}
     assert found.verdicts[ranks[b"abcd"]].witness == "abcd"  # the whole-piece rule
     assert found.verdicts[ranks[b"\xb1!"]].reachable and found.verdicts[ranks[b"\xa9\xd0"]].reachable
+    # The same pattern spelled so that no scanner runs it: no split check, so the bounded neighbour
+    # search looks for "a b" with neighbours, finds no witness within its bounds, and says so.
+    respelled = BPE(ranks, patterns.GPT2 + "|(?!)")
+    assert respelled._core.split_engine == "fancy-regex"
+    found = reach.reachability(respelled)
+    by_bytes = {model.decode_single_token_bytes(id): found.verdicts[id].reason for id in found.unreachable}
+    assert by_bytes == {token: reason for token, reason in expected.items() if token != b"a b"}
+    assert found.undecided == [ranks[b"a b"]] and found.verdicts[ranks[b"a b"]].searched > reach.DEFAULT_SEARCH_LIMIT
 
 
 @pytest.mark.parametrize("ignore_merges", [False, True])
@@ -202,6 +213,67 @@ def test_trained_vocabularies_reachability_agrees_with_brute_force() -> None:
         assert_agrees_with_brute_force(model, ALPHABET, LONGEST)
 
 
+# ------------------------------------------------------------------------------------- bounds
+
+
+@pytest.mark.slow
+def test_verdicts_within_tight_bounds_agree_with_the_default_search_and_brute_force() -> None:
+    """A search bounded to 2 neighbours per side and 16 texts per round decides fewer tokens, and
+    every token it decides it decides as the search with the default bounds does (and brute force
+    never produces one it calls unreachable)."""
+    rng = random.Random("bounds")
+    undecided = 0
+    for pattern in PATTERNS:
+        for _ in range(scaled(2)):
+            model = random_rank_model(rng, pattern)
+            wide = assert_agrees_with_brute_force(model, ALPHABET, LONGEST)
+            tight = reach.reachability(model, neighbour_limit=2, search_limit=16)
+            check_witnesses(model, tight)
+            assert tight.work.neighbours_per_side == 2 and tight.work.texts_per_round == 16
+            for id, verdict in tight.verdicts.items():
+                if verdict.reason is not None:
+                    assert wide.verdicts[id].reason == verdict.reason, (model.decode_single_token_bytes(id), verdict)
+                elif verdict.reachable:
+                    assert wide.verdicts[id].reason is None
+            assert set(wide.undecided) <= set(tight.undecided)
+            undecided += len(tight.undecided) - len(wide.undecided)
+    assert undecided > 0  # the bounds bind, so the comparison compares something
+
+
+def test_a_vocabulary_of_qwens_shape_is_decided_with_work_bounded_by_its_size() -> None:
+    """Qwen's 151,643 tokens hold about 1,700 words of a letter and combining marks that its pattern
+    always cuts apart; the unbounded search checked every token of the vocabulary as a neighbour of
+    each (3e5 pieces merged per token, 5e8 in all). The split check decides them, and the work stays
+    a small multiple of the vocabulary's size (counted, not timed)."""
+    ranks, marked = qwen_shaped_ranks(random.Random("qwen"))
+    assert len(ranks) == QWEN_SIZE and len(marked) > 1_400
+    model = BPE(ranks, "qwen2")
+    found = reach.reachability(model)
+    assert {found.verdicts[ranks[token]].reason for token in marked} == {"never_one_piece"}
+    assert found.undecided == [] and set(found.unreachable) == {ranks[token] for token in [*marked, *NEVER_UTF8]}
+    work = found.work
+    assert work.pieces_merged <= 2 * QWEN_SIZE and work.texts_encoded <= 4 * QWEN_SIZE
+    assert work.texts_split <= (1 + len(reach.PROBES)) ** 2 * len(marked) <= 16 * QWEN_SIZE
+
+
+@pytest.mark.slow
+def test_a_vocabulary_of_qwens_shape_without_the_split_check_stays_within_the_budget() -> None:
+    """Spelled so that no scanner runs its pattern, the same vocabulary sends every letter-and-mark
+    word to the neighbour search: the budget bounds it, and those it cannot decide are undecided."""
+    ranks, marked = qwen_shaped_ranks(random.Random("qwen"))
+    model = BPE(ranks, patterns.QWEN2 + "|(?!)")
+    found = reach.reachability(model)
+    work = found.work
+    assert work.budget == 8 * QWEN_SIZE and work.texts_split == 0
+    share = work.budget // (4 * len(marked))
+    assert work.neighbours_per_side == work.texts_per_round == share
+    # The passes before the neighbour search: a piece per token, a text per token and its probes.
+    assert work.pieces_merged <= QWEN_SIZE + 2 * share * len(marked)
+    assert work.texts_encoded <= 2 * QWEN_SIZE + 2 * len(reach.PROBES) * len(marked) + 2 * share * len(marked)
+    assert set(found.undecided) == {ranks[token] for token in marked}
+    assert set(found.unreachable) == {ranks[token] for token in NEVER_UTF8}
+
+
 # ----------------------------------------------------------------------------- real vocabularies
 
 
@@ -236,3 +308,22 @@ def test_mistral_sentencepiece_witnesses_hold_in_sentencepiece() -> None:
     # leads 0xC2 and 0xC3) and of bytes no UTF-8 text contains are never needed.
     assert {found.verdicts[id].reason for id in found.unreachable} == {"byte_never_needed"}
     assert len(found.unreachable) == 140
+
+
+@pytest.mark.slow
+def test_qwens_and_llama_4s_rank_files_are_decided_with_work_bounded_by_their_size(
+        dashscope_files: Path, llama_models_files: Path) -> None:
+    import hf_bpe
+
+    qwen = hf_bpe.load(dashscope_files / "dashscope" / "resources" / "qwen.tiktoken")
+    llama4 = hf_bpe.load(llama_models_files / "llama_models" / "llama4" / "tokenizer.model")
+    never_one_piece = []
+    for model in (qwen, llama4):
+        found = reach.reachability(model)
+        never_one_piece.append(sum(found.verdicts[id].reason == "never_one_piece" for id in found.unreachable))
+        check_witnesses(model, found)
+        size = len(model.mergeable_ranks)
+        work = found.work
+        assert work.pieces_merged <= 2 * size and work.texts_encoded <= 4 * size and work.texts_split <= 20 * size
+        assert len(found.undecided) <= 2
+    assert never_one_piece[0] > 1_600  # Qwen's Thai and Arabic words of letters and marks

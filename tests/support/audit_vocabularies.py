@@ -29,7 +29,8 @@ def hand_built_ranks() -> tuple[dict[bytes, int], dict[bytes, str]]:
         add(bytes([lead, 0x90]))
     add(b"ab")
     add(b" b")
-    add(b"a b")  # a + " b": valid, but gpt2 never has a space after a letter inside a piece
+    add(b"a b")  # a + " b": valid, but gpt2 never has a space after a letter inside a piece, whatever
+    # stands around it (the search without that check concludes split_apart)
     add(b"x\ny")  # no two tokens make it (not valid), and no piece is "x\ny"
     add(b"abcd")  # not valid either (no "cd", "abc", "bcd"), but the piece "abcd" is emitted whole
     add(b" \xd0")  # a space and a Cyrillic lead byte: the next byte always joins the lead first (the
@@ -43,7 +44,7 @@ def hand_built_ranks() -> tuple[dict[bytes, int], dict[bytes, str]]:
     add(b"\xed\xa0")  # 0xED 0xA0 starts only surrogates, which UTF-8 excludes
     unreachable = {token: "invalid_utf8" for token in NEVER_UTF8} | {
         b"\xed\xa0": "invalid_utf8",
-        b"a b": "split_apart",
+        b"a b": "never_one_piece",
         b"x\ny": "merges_apart",
         b" \xd0": "no_right_neighbour",
         b"\x90\x80\x80": "no_left_neighbour",
@@ -93,3 +94,54 @@ def random_rank_model(rng: random.Random, pattern: str) -> BPE:
     for token in random_tokens(rng, 40):
         ranks[token] = len(ranks)
     return BPE(ranks, pattern)
+
+
+# ------------------------------------------------------------------------------------ Qwen's shape
+
+QWEN_SIZE = 151_643
+"""Ordinary tokens in Qwen's ``qwen.tiktoken``."""
+
+_MARKED_SCRIPTS = [  # (letters, combining marks) of scripts that write vowels and tones as marks
+    ([chr(code) for code in range(0x0E01, 0x0E2F)], [chr(0x0E31), *map(chr, range(0x0E34, 0x0E3B)),
+                                                     *map(chr, range(0x0E47, 0x0E4F))]),  # Thai
+    ([chr(code) for code in range(0x0628, 0x064B) if chr(code).isalpha()], [chr(code) for code in range(0x064B, 0x0653)]),
+    ([chr(code) for code in range(0x0915, 0x0939)], [*map(chr, range(0x0941, 0x0949)), chr(0x094D)]),  # Devanagari
+]
+
+
+def qwen_shaped_ranks(rng: random.Random) -> tuple[dict[bytes, int], list[bytes]]:
+    """A rank vocabulary of Qwen's size and the shape that made the neighbour search explode: the
+    bytes; letters of Thai, Arabic and Devanagari with the byte tokens that build them; about 1,800
+    valid tokens of a letter followed by one or two combining marks (Qwen's added words), which the
+    ``qwen2`` pattern always cuts apart (marks are no letters), so no text encodes to them; and, to
+    fill the size, words with a leading space as a trie (every prefix a token: all valid, each its
+    own witness). Returns the ranks and the letter-and-mark tokens."""
+    ranks = dict(BYTES)
+
+    def add(token: bytes) -> None:
+        ranks.setdefault(token, len(ranks))
+
+    for letters, marks in _MARKED_SCRIPTS:
+        for char in [*letters, *marks]:
+            data = char.encode()
+            for end in range(2, len(data) + 1):
+                add(data[:end])
+    marked = []
+    for letters, marks in _MARKED_SCRIPTS:
+        for letter in letters:
+            for mark in rng.sample(marks, min(len(marks), 14)):
+                marked.append((letter + mark).encode())
+    for token in marked[:]:
+        if rng.random() < 0.2:  # a second mark: valid when the pair of marks is no token
+            mark = rng.choice([mark for letters, marks in _MARKED_SCRIPTS for mark in marks
+                               if token.decode()[0] in letters])
+            marked.append(token + mark.encode())
+    for token in marked:
+        add(token)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    while len(ranks) < QWEN_SIZE:
+        word = " " + "".join(rng.choice(letters) for _ in range(rng.randint(2, 9)))
+        for end in range(2, len(word) + 1):
+            if len(ranks) < QWEN_SIZE:
+                add(word[:end].encode())
+    return ranks, marked

@@ -635,6 +635,8 @@ def test_model_card_describes_the_tokenizer(tmp_path: Path) -> None:
     assert "| 100276 | `<\\|endofprompt\\|>` | model | yes |" in card
     assert "EOS `<|endoftext|>` last" in card
     assert "bytes per token" in card and "Not recorded" in card
+    assert "| undecided within the reachability search's bounds | 0 |" in card
+    assert "The neighbour search for the rest shares a budget of 1,048,576 pieces merged and texts tried" in card
     try:
         import matplotlib  # noqa: F401
     except ImportError:
