@@ -26,7 +26,9 @@ options and shard layout, written first) and ``manifest.json`` (written last, al
 file is written atomically (a temporary file renamed into place), so a name that exists holds a
 complete file. A rerun with the same inputs and options redoes only the shards whose record or files
 are missing or whose sha256 does not match, and produces identical files; a rerun with other inputs,
-options or tokenizer is refused rather than mixed.
+options or tokenizer is refused rather than mixed. One run at a time holds ``out_dir`` (a lock file,
+``.hf_bpe.lock``, see :mod:`hf_bpe.distributed._lock`): a second run into it meanwhile is refused,
+naming the holder.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ import numpy as np
 
 from hf_bpe._io import atomic_write
 from hf_bpe._sources import load
-from hf_bpe.distributed import _cluster, _inputs
+from hf_bpe.distributed import _cluster, _inputs, _lock
 from hf_bpe.model import BPE, MODEL_FILE, IdType
 
 SHARD_BYTES = 128 << 20
@@ -148,46 +150,47 @@ def tokenize_files(
         "inputs": [_inputs.fingerprint(path) for path in paths],
         "shards": plan_shards(paths, shard_size),
     }
-    _claim(out, plan, model_bytes)
-    jobs = [ShardJob(_shard_name(index), parts, str(out), dtype, eot_id, formats, text_column, task_memory_limit)
-            for index, parts in enumerate(plan["shards"])]
-    records: dict[str, dict[str, Any]] = {}
-    todo = []
-    for job in jobs:
-        record = finished_record(job)
-        if record is None:
-            todo.append(job)
-        else:
-            records[job.name] = record
-    if todo:
-        with _cluster.connect(ray_address, num_workers) as cluster:
-            if cluster.ray is None:
-                if task_memory_limit is not None:
-                    raise ValueError("task_memory_limit caps a Ray task's memory; on local cores the shards run in "
-                                     "this process's threads or a pool: pass ray_address, or leave it None")
-                try:
-                    _cluster.run_local(partial(write_shard, model), todo, cluster.workers,
-                                       lambda index, record: records.__setitem__(todo[index].name, record),
-                                       processes=(_write_shard_in_process, _use_model, (model,)))
-                except BrokenProcessPool as error:
-                    raise ShardError(f"a worker process died ({error}): killed, or out of memory. The finished "
-                                     "shards are kept: run the same command again to write the rest") from None
+    with _lock.claimed(out):  # one run at a time in a folder
+        _claim(out, plan, model_bytes)
+        jobs = [ShardJob(_shard_name(index), parts, str(out), dtype, eot_id, formats, text_column, task_memory_limit)
+                for index, parts in enumerate(plan["shards"])]
+        records: dict[str, dict[str, Any]] = {}
+        todo = []
+        for job in jobs:
+            record = finished_record(job)
+            if record is None:
+                todo.append(job)
             else:
-                _run_on_ray(cluster, model, todo, records, max_retries)
-    shards = [records[job.name] for job in jobs]
-    manifest = {
-        "format": MANIFEST_FORMAT,
-        "version": FORMAT_VERSION,
-        "tokenizer": plan["tokenizer"],
-        "dtype": dtype,
-        "eot": eot_id,
-        "formats": list(formats),
-        "num_tokens": sum(shard["num_tokens"] for shard in shards),
-        "num_documents": sum(shard["num_documents"] for shard in shards),
-        "inputs": plan["inputs"],
-        "shards": shards,
-    }
-    atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+                records[job.name] = record
+        if todo:
+            with _cluster.connect(ray_address, num_workers) as cluster:
+                if cluster.ray is None:
+                    if task_memory_limit is not None:
+                        raise ValueError("task_memory_limit caps a Ray task's memory; on local cores the shards run in "
+                                         "this process's threads or a pool: pass ray_address, or leave it None")
+                    try:
+                        _cluster.run_local(partial(write_shard, model), todo, cluster.workers,
+                                           lambda index, record: records.__setitem__(todo[index].name, record),
+                                           processes=(_write_shard_in_process, _use_model, (model,)))
+                    except BrokenProcessPool as error:
+                        raise ShardError(f"a worker process died ({error}): killed, or out of memory. The finished "
+                                         "shards are kept: run the same command again to write the rest") from None
+                else:
+                    _run_on_ray(cluster, model, todo, records, max_retries)
+        shards = [records[job.name] for job in jobs]
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "version": FORMAT_VERSION,
+            "tokenizer": plan["tokenizer"],
+            "dtype": dtype,
+            "eot": eot_id,
+            "formats": list(formats),
+            "num_tokens": sum(shard["num_tokens"] for shard in shards),
+            "num_documents": sum(shard["num_documents"] for shard in shards),
+            "inputs": plan["inputs"],
+            "shards": shards,
+        }
+        atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
     return manifest
 
 
@@ -520,9 +523,8 @@ def _claim(out: Path, plan: dict[str, Any], model_bytes: bytes) -> None:
                 f"{out} holds shards of another run (its {', '.join(differences)} differ from this run's): "
                 f"tokenize into a new folder, or delete {out} to start over"
             )
-    elif out.exists() and any(out.iterdir()):
+    elif any(not path.name.startswith(_lock.LOCK_NAME) for path in out.iterdir()):
         raise ValueError(f"{out} is not empty and holds no {PLAN}: give a new or empty folder")
-    out.mkdir(parents=True, exist_ok=True)
     if not (out / MODEL_FILE).exists() or (out / MODEL_FILE).read_bytes() != model_bytes:
         atomic_write(out / MODEL_FILE, model_bytes)
     if not plan_path.exists():
