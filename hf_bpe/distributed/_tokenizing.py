@@ -18,17 +18,19 @@ and ``shard_size`` only, never on the number of workers. Shard ``k`` is written 
   offsets into the ``.bin`` (in ids; document ``i`` is ``ids[idx[i]:idx[i + 1]]``);
 - ``shard-0000k.parquet``: a column ``input_ids`` (``list<uint16>`` or ``list<uint32>``), one row
   per document (``datasets.load_dataset("parquet", data_files=...)`` reads it);
-- ``shard-0000k.json``: the shard's record (counts, inputs, each file's size and sha256), written last.
+- ``shard-0000k.json``: the shard's record (counts, inputs and the BLAKE2b-256 digest of the bytes
+  read from each, each file's size and sha256), written last.
 
 Documents are encoded with ``encode_ordinary`` (special-token text in the corpus is ordinary text).
 ``out_dir`` also receives the model (``hf_bpe.json``), ``plan.json`` (the inputs' fingerprints,
 options and shard layout, written first) and ``manifest.json`` (written last, also returned). Every
 file is written atomically (a temporary file renamed into place), so a name that exists holds a
 complete file. A rerun with the same inputs and options redoes only the shards whose record or files
-are missing or whose sha256 does not match, and produces identical files; a rerun with other inputs,
-options or tokenizer is refused rather than mixed. One run at a time holds ``out_dir`` (a lock file,
-``.hf_bpe.lock``, see :mod:`hf_bpe.distributed._lock`): a second run into it meanwhile is refused,
-naming the holder.
+are missing or whose sha256 does not match, or whose inputs no longer hold the bytes they were encoded
+from (the digests are read again: an input rewritten with the same size and time is encoded again),
+and produces identical files; a rerun with other inputs (another size or time), options or tokenizer
+is refused rather than mixed. One run at a time holds ``out_dir`` (a lock file, ``.hf_bpe.lock``, see
+:mod:`hf_bpe.distributed._lock`): a second run into it meanwhile is refused, naming the holder.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -60,6 +63,8 @@ MANIFEST = "manifest.json"
 PLAN = "plan.json"
 MANIFEST_FORMAT = "hf_bpe.tokenized"
 FORMAT_VERSION = 1
+DIGEST_BYTES = 32
+"""Inputs are fingerprinted by content: BLAKE2b-256 of the bytes each shard read."""
 ENCODE_CHARS = 1 << 20
 """Documents are encoded this many characters at a time (so the Python lists stay small)."""
 
@@ -241,9 +246,10 @@ def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:
         import pyarrow as pa  # type: ignore[import-untyped]
 
         encode_documents(model, pa.array(["warm"], type=pa.large_string()), job.dtype, job.eot)
+    digests: list[str] = []
     try:
         with _cluster.memory_capped(job.memory_limit):
-            ids, lengths = _encode_shard(model, job)
+            ids, lengths = _encode_shard(model, job, digests)
             if len(lengths) == 0:
                 raise ShardError(f"{job.name} ({_describe(job.parts)}): holds no documents (only empty lines or "
                                  "empty row groups); remove those inputs or fill them")
@@ -270,6 +276,7 @@ def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:
         "num_documents": len(lengths),
         "num_tokens": int(offsets[-1]),
         "inputs": job.parts,
+        "input_digests": digests,
         "files": files,
     }
     atomic_write(out / f"{job.name}.json", json.dumps(record, indent=1, ensure_ascii=False) + "\n")
@@ -290,7 +297,8 @@ def _payloads(job: ShardJob, ids: np.ndarray, offsets: np.ndarray) -> dict[str, 
 
 def finished_record(job: ShardJob) -> dict[str, Any] | None:
     """The shard's record when the shard is complete: its record names these inputs and every
-    expected file exists with the recorded sha256; else None (the shard is to be written)."""
+    expected file exists with the recorded sha256, and every input part still holds the bytes it was
+    encoded from (their digests are read again); else None (the shard is to be written)."""
     out = Path(job.out_dir)
     try:
         record = json.loads((out / f"{job.name}.json").read_text(encoding="utf-8"))
@@ -307,6 +315,11 @@ def finished_record(job: ShardJob) -> dict[str, Any] | None:
                 return None
         except OSError:
             return None
+    try:
+        if record.get("input_digests") != [_part_digest(part) for part in job.parts]:
+            return None  # an input changed since (even with its size and time kept): encode it again
+    except (OSError, ValueError):
+        return None  # the shard is redone and names what is wrong with the input
     return record
 
 
@@ -332,10 +345,10 @@ def encode_documents(model: BPE, texts: Any, dtype: IdType, eot: int | None) -> 
     return ids, lengths
 
 
-def _encode_shard(model: BPE, job: ShardJob) -> tuple[np.ndarray, np.ndarray]:
+def _encode_shard(model: BPE, job: ShardJob, digests: list[str]) -> tuple[np.ndarray, np.ndarray]:
     id_parts: list[np.ndarray] = []
     length_parts: list[np.ndarray] = []
-    for batch in _batches(_documents(job)):
+    for batch in _batches(_documents(job, digests)):
         ids, lengths = encode_documents(model, batch, job.dtype, job.eot)
         id_parts.append(ids)
         length_parts.append(lengths)
@@ -357,21 +370,67 @@ def _batches(documents: Iterator[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def _documents(job: ShardJob) -> Iterator[str]:
+def _documents(job: ShardJob, digests: list[str]) -> Iterator[str]:
+    """The documents of the shard's parts in order; each part's digest is appended to ``digests`` as it
+    is read (the digest of the bytes decoded, so a resumed run can tell that an input changed)."""
     for part in job.parts:
         path, kind, start, stop = part["path"], part["kind"], part["start"], part["stop"]
         if kind == "text":
-            yield _utf8(Path(path).read_bytes(), path, 0)
+            data = Path(path).read_bytes()
+            digests.append(_digest(data).hexdigest())
+            yield _utf8(data, path, 0)
         elif kind == "jsonl":
-            yield from _jsonl_documents(path, start, stop, job.text_column)
+            yield from _jsonl_documents(path, start, stop, job.text_column, digests)
         else:
+            digests.append(_part_digest(part))
             yield from _parquet_documents(path, start, stop, job.text_column)
 
 
-def _jsonl_documents(path: str, start: int, stop: int, text_column: str) -> Iterator[str]:
+def _digest(data: bytes = b"") -> Any:
+    return hashlib.blake2b(data, digest_size=DIGEST_BYTES)
+
+
+def _part_digest(part: dict[str, Any]) -> str:
+    """The BLAKE2b digest of the bytes of an input part: a text file whole, a JSON Lines file's byte range,
+    a Parquet file's row groups (their column chunks, where the text is read from)."""
+    path, kind, start, stop = part["path"], part["kind"], part["start"], part["stop"]
+    if kind == "parquet":
+        start, stop = _row_group_bytes(path, start, stop)
+    elif kind == "text":
+        start, stop = 0, None
+    digest = _digest()
+    with open(path, "rb") as file:
+        file.seek(start)
+        left = math.inf if stop is None else stop - start
+        while left > 0 and (chunk := file.read(int(min(left, 1 << 22)))):
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest.hexdigest()  # type: ignore[no-any-return]
+
+
+def _row_group_bytes(path: str, start: int, stop: int) -> tuple[int, int]:
+    """The byte range of a Parquet file's row groups ``start`` to ``stop - 1``, every column's chunk."""
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    metadata = pq.ParquetFile(path).metadata
+    begins, ends = [], []
+    for group in range(start, stop):
+        row_group = metadata.row_group(group)
+        for column in range(row_group.num_columns):
+            chunk = row_group.column(column)
+            offsets = [chunk.data_page_offset]
+            if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
+                offsets.append(chunk.dictionary_page_offset)
+            begins.append(min(offsets))
+            ends.append(min(offsets) + chunk.total_compressed_size)
+    return (min(begins), max(ends)) if begins else (0, 0)
+
+
+def _jsonl_documents(path: str, start: int, stop: int, text_column: str, digests: list[str]) -> Iterator[str]:
     with open(path, "rb") as file:
         file.seek(start)
         data = file.read(stop - start)
+    digests.append(_digest(data).hexdigest())
     if len(data) != stop - start:
         raise ValueError(f"{path}: shorter than when the shards were planned ({start + len(data)} bytes, expected "
                          f"at least {stop}); the file changed: tokenize into a new folder")
