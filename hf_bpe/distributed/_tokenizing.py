@@ -269,8 +269,9 @@ def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:
     out = Path(job.out_dir)
     files = {}
     for name, data in payloads.items():
-        atomic_write(out / name, data)
-        files[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        sha256 = hashlib.sha256(data).hexdigest()
+        _write_unless_same(out / name, data, sha256)
+        files[name] = {"bytes": len(data), "sha256": sha256}
     record = {
         "name": job.name,
         "num_documents": len(lengths),
@@ -279,8 +280,20 @@ def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:
         "input_digests": digests,
         "files": files,
     }
-    atomic_write(out / f"{job.name}.json", json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    text = (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    _write_unless_same(out / f"{job.name}.json", text, hashlib.sha256(text).hexdigest())
     return record
+
+
+def _write_unless_same(path: Path, data: bytes, sha256: str) -> None:
+    """Write ``data`` atomically, unless ``path`` already holds exactly it: a shard redone after its
+    worker was stopped between two of its files keeps the files it had finished, untouched."""
+    try:
+        if path.stat().st_size == len(data) and _sha256_of(path) == sha256:
+            return
+    except OSError:
+        pass
+    atomic_write(path, data)
 
 
 def _payloads(job: ShardJob, ids: np.ndarray, offsets: np.ndarray) -> dict[str, bytes]:
@@ -593,25 +606,42 @@ def _claim(out: Path, plan: dict[str, Any], model_bytes: bytes) -> None:
 def _run_on_ray(cluster: _cluster.Cluster, model: BPE, todo: list[ShardJob], records: dict[str, dict[str, Any]],
                 max_retries: int) -> None:
     """Keep ``cluster.workers`` shards running; on a failure, let the running ones finish (they are
-    kept for the rerun), start no more, and raise naming the shard."""
+    kept for the rerun), start no more, and raise naming the shard once every task has ended, so that
+    nothing is written after the error. Interrupted here (Ctrl-C, a Ray error in this process), it
+    cancels the running tasks and waits for them to end before passing the interruption on."""
     ray = cluster.ray
     write = ray.remote(num_cpus=1, max_retries=max_retries)(write_shard)
     model_ref = ray.put(model)
     waiting = list(todo)
     running: dict[Any, ShardJob] = {}
     failure: ShardError | None = None
-    while running or (waiting and failure is None):
-        while waiting and failure is None and len(running) < cluster.workers:
-            job = waiting.pop(0)
-            running[write.remote(model_ref, job)] = job
-        (done,), _ = ray.wait(list(running), num_returns=1)
-        job = running.pop(done)
-        try:
-            records[job.name] = ray.get(done)
-        except Exception as error:  # noqa: BLE001 - any Ray error (the task raised, its worker died) names the shard
-            failure = failure or _shard_failure(ray, job, error)
+    try:
+        while running or (waiting and failure is None):
+            while waiting and failure is None and len(running) < cluster.workers:
+                job = waiting.pop(0)
+                running[write.remote(model_ref, job)] = job
+            (done,), _ = ray.wait(list(running), num_returns=1)
+            job = running.pop(done)
+            try:
+                records[job.name] = ray.get(done)
+            except Exception as error:  # noqa: BLE001 - any Ray error (the task raised, its worker died) names the shard
+                failure = failure or _shard_failure(ray, job, error)
+    except BaseException:
+        _stop(ray, list(running))
+        raise
     if failure is not None:
         raise failure
+
+
+def _stop(ray: Any, tasks: list[Any]) -> None:
+    """Cancel ``tasks`` and wait until each has ended (finished, failed or cancelled)."""
+    for task in tasks:
+        try:
+            ray.cancel(task)
+        except Exception:  # noqa: BLE001, S110 - a task that ended meanwhile cannot be cancelled; it is waited for below
+            pass
+    if tasks:
+        ray.wait(tasks, num_returns=len(tasks))
 
 
 def _shard_failure(ray: Any, job: ShardJob, error: Exception) -> ShardError:
