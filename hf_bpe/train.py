@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -331,7 +332,7 @@ def _special_tokens(special_tokens: Iterable[str]) -> list[str]:
             raise TypeError(f"special tokens must be str, got {type(token).__name__}: {token!r}")
         if not token:
             raise ValueError("a special token cannot be the empty string")
-    duplicates = sorted({token for token in tokens if tokens.count(token) > 1})
+    duplicates = sorted(token for token, times in Counter(tokens).items() if times > 1)
     if duplicates:
         raise ValueError(f"special tokens given more than once: {duplicates}")
     return tokens

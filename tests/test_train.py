@@ -6,9 +6,10 @@ from __future__ import annotations
 import doctest
 import pickle
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import cost
 import pytest
 import regex
 from hypothesis import HealthCheck, given, settings
@@ -658,3 +659,17 @@ def test_counting_a_file_streams_it(tmp_path: Path) -> None:
     distinct, grown_mib = map(int, done.stdout.split())
     assert distinct < 60_000
     assert grown_mib < 20, f"counting a {path.stat().st_size >> 20} MiB file grew the peak by {grown_mib} MiB"
+
+
+def test_many_special_tokens_cost_grows_linearly() -> None:
+    """Checking special tokens for repeats is one pass: 10x the tokens costs about 10x the CPU time
+    (a pairwise check costs 100x; 100,000 tokens took minutes)."""
+    def prepare(size: int) -> Callable[[], object]:
+        specials = [f"<|s{i}|>" for i in range(size)]
+        return lambda: hf_bpe.train(["aaabdaaabac hello"] * 4, 256 + size + 4, special_tokens=specials,
+                                    show_progress=False)
+
+    linear, report = cost.cost_grows_linearly(prepare, 2_000, 20_000)
+    assert linear, f"special tokens: {report}"
+    with pytest.raises(ValueError, match=r"given more than once: \['<\|s7\|>'\]"):
+        hf_bpe.train(["abc"], 300, special_tokens=[f"<|s{i}|>" for i in [*range(20_000), 7]])

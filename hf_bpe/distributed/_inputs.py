@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ def expand(inputs: Any) -> list[Path]:
         paths.extend(files)
     if not paths:
         raise ValueError("no inputs given: pass at least one file or glob pattern")
-    duplicates = sorted({str(path) for path in paths if paths.count(path) > 1})
+    duplicates = sorted(str(path) for path, times in Counter(paths).items() if times > 1)
     if duplicates:
         raise ValueError(f"inputs name the same file more than once: {duplicates[:3]}; give each file once")
     return paths

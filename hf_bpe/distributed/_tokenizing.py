@@ -18,15 +18,19 @@ and ``shard_size`` only, never on the number of workers. Shard ``k`` is written 
   offsets into the ``.bin`` (in ids; document ``i`` is ``ids[idx[i]:idx[i + 1]]``);
 - ``shard-0000k.parquet``: a column ``input_ids`` (``list<uint16>`` or ``list<uint32>``), one row
   per document (``datasets.load_dataset("parquet", data_files=...)`` reads it);
-- ``shard-0000k.json``: the shard's record (counts, inputs, each file's size and sha256), written last.
+- ``shard-0000k.json``: the shard's record (counts, inputs and the BLAKE2b-256 digest of the bytes
+  read from each, each file's size and sha256), written last.
 
 Documents are encoded with ``encode_ordinary`` (special-token text in the corpus is ordinary text).
 ``out_dir`` also receives the model (``hf_bpe.json``), ``plan.json`` (the inputs' fingerprints,
 options and shard layout, written first) and ``manifest.json`` (written last, also returned). Every
 file is written atomically (a temporary file renamed into place), so a name that exists holds a
 complete file. A rerun with the same inputs and options redoes only the shards whose record or files
-are missing or whose sha256 does not match, and produces identical files; a rerun with other inputs,
-options or tokenizer is refused rather than mixed.
+are missing or whose sha256 does not match, or whose inputs no longer hold the bytes they were encoded
+from (the digests are read again: an input rewritten with the same size and time is encoded again),
+and produces identical files; a rerun with other inputs (another size or time), options or tokenizer
+is refused rather than mixed. One run at a time holds ``out_dir`` (a lock file, ``.hf_bpe.lock``, see
+:mod:`hf_bpe.distributed._lock`): a second run into it meanwhile is refused, naming the holder.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -47,7 +52,7 @@ import numpy as np
 
 from hf_bpe._io import atomic_write
 from hf_bpe._sources import load
-from hf_bpe.distributed import _cluster, _inputs
+from hf_bpe.distributed import _cluster, _inputs, _lock
 from hf_bpe.model import BPE, MODEL_FILE, IdType
 
 SHARD_BYTES = 128 << 20
@@ -58,6 +63,8 @@ MANIFEST = "manifest.json"
 PLAN = "plan.json"
 MANIFEST_FORMAT = "hf_bpe.tokenized"
 FORMAT_VERSION = 1
+DIGEST_BYTES = 32
+"""Inputs are fingerprinted by content: BLAKE2b-256 of the bytes each shard read."""
 ENCODE_CHARS = 1 << 20
 """Documents are encoded this many characters at a time (so the Python lists stay small)."""
 
@@ -148,46 +155,47 @@ def tokenize_files(
         "inputs": [_inputs.fingerprint(path) for path in paths],
         "shards": plan_shards(paths, shard_size),
     }
-    _claim(out, plan, model_bytes)
-    jobs = [ShardJob(_shard_name(index), parts, str(out), dtype, eot_id, formats, text_column, task_memory_limit)
-            for index, parts in enumerate(plan["shards"])]
-    records: dict[str, dict[str, Any]] = {}
-    todo = []
-    for job in jobs:
-        record = finished_record(job)
-        if record is None:
-            todo.append(job)
-        else:
-            records[job.name] = record
-    if todo:
-        with _cluster.connect(ray_address, num_workers) as cluster:
-            if cluster.ray is None:
-                if task_memory_limit is not None:
-                    raise ValueError("task_memory_limit caps a Ray task's memory; on local cores the shards run in "
-                                     "this process's threads or a pool: pass ray_address, or leave it None")
-                try:
-                    _cluster.run_local(partial(write_shard, model), todo, cluster.workers,
-                                       lambda index, record: records.__setitem__(todo[index].name, record),
-                                       processes=(_write_shard_in_process, _use_model, (model,)))
-                except BrokenProcessPool as error:
-                    raise ShardError(f"a worker process died ({error}): killed, or out of memory. The finished "
-                                     "shards are kept: run the same command again to write the rest") from None
+    with _lock.claimed(out):  # one run at a time in a folder
+        _claim(out, plan, model_bytes)
+        jobs = [ShardJob(_shard_name(index), parts, str(out), dtype, eot_id, formats, text_column, task_memory_limit)
+                for index, parts in enumerate(plan["shards"])]
+        records: dict[str, dict[str, Any]] = {}
+        todo = []
+        for job in jobs:
+            record = finished_record(job)
+            if record is None:
+                todo.append(job)
             else:
-                _run_on_ray(cluster, model, todo, records, max_retries)
-    shards = [records[job.name] for job in jobs]
-    manifest = {
-        "format": MANIFEST_FORMAT,
-        "version": FORMAT_VERSION,
-        "tokenizer": plan["tokenizer"],
-        "dtype": dtype,
-        "eot": eot_id,
-        "formats": list(formats),
-        "num_tokens": sum(shard["num_tokens"] for shard in shards),
-        "num_documents": sum(shard["num_documents"] for shard in shards),
-        "inputs": plan["inputs"],
-        "shards": shards,
-    }
-    atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
+                records[job.name] = record
+        if todo:
+            with _cluster.connect(ray_address, num_workers) as cluster:
+                if cluster.ray is None:
+                    if task_memory_limit is not None:
+                        raise ValueError("task_memory_limit caps a Ray task's memory; on local cores the shards run in "
+                                         "this process's threads or a pool: pass ray_address, or leave it None")
+                    try:
+                        _cluster.run_local(partial(write_shard, model), todo, cluster.workers,
+                                           lambda index, record: records.__setitem__(todo[index].name, record),
+                                           processes=(_write_shard_in_process, _use_model, (model,)))
+                    except BrokenProcessPool as error:
+                        raise ShardError(f"a worker process died ({error}): killed, or out of memory. The finished "
+                                         "shards are kept: run the same command again to write the rest") from None
+                else:
+                    _run_on_ray(cluster, model, todo, records, max_retries)
+        shards = [records[job.name] for job in jobs]
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "version": FORMAT_VERSION,
+            "tokenizer": plan["tokenizer"],
+            "dtype": dtype,
+            "eot": eot_id,
+            "formats": list(formats),
+            "num_tokens": sum(shard["num_tokens"] for shard in shards),
+            "num_documents": sum(shard["num_documents"] for shard in shards),
+            "inputs": plan["inputs"],
+            "shards": shards,
+        }
+        atomic_write(out / MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
     return manifest
 
 
@@ -238,9 +246,10 @@ def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:
         import pyarrow as pa  # type: ignore[import-untyped]
 
         encode_documents(model, pa.array(["warm"], type=pa.large_string()), job.dtype, job.eot)
+    digests: list[str] = []
     try:
         with _cluster.memory_capped(job.memory_limit):
-            ids, lengths = _encode_shard(model, job)
+            ids, lengths = _encode_shard(model, job, digests)
             if len(lengths) == 0:
                 raise ShardError(f"{job.name} ({_describe(job.parts)}): holds no documents (only empty lines or "
                                  "empty row groups); remove those inputs or fill them")
@@ -260,17 +269,31 @@ def write_shard(model: BPE, job: ShardJob) -> dict[str, Any]:
     out = Path(job.out_dir)
     files = {}
     for name, data in payloads.items():
-        atomic_write(out / name, data)
-        files[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+        sha256 = hashlib.sha256(data).hexdigest()
+        _write_unless_same(out / name, data, sha256)
+        files[name] = {"bytes": len(data), "sha256": sha256}
     record = {
         "name": job.name,
         "num_documents": len(lengths),
         "num_tokens": int(offsets[-1]),
         "inputs": job.parts,
+        "input_digests": digests,
         "files": files,
     }
-    atomic_write(out / f"{job.name}.json", json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    text = (json.dumps(record, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    _write_unless_same(out / f"{job.name}.json", text, hashlib.sha256(text).hexdigest())
     return record
+
+
+def _write_unless_same(path: Path, data: bytes, sha256: str) -> None:
+    """Write ``data`` atomically, unless ``path`` already holds exactly it: a shard redone after its
+    worker was stopped between two of its files keeps the files it had finished, untouched."""
+    try:
+        if path.stat().st_size == len(data) and _sha256_of(path) == sha256:
+            return
+    except OSError:
+        pass
+    atomic_write(path, data)
 
 
 def _payloads(job: ShardJob, ids: np.ndarray, offsets: np.ndarray) -> dict[str, bytes]:
@@ -287,7 +310,8 @@ def _payloads(job: ShardJob, ids: np.ndarray, offsets: np.ndarray) -> dict[str, 
 
 def finished_record(job: ShardJob) -> dict[str, Any] | None:
     """The shard's record when the shard is complete: its record names these inputs and every
-    expected file exists with the recorded sha256; else None (the shard is to be written)."""
+    expected file exists with the recorded sha256, and every input part still holds the bytes it was
+    encoded from (their digests are read again); else None (the shard is to be written)."""
     out = Path(job.out_dir)
     try:
         record = json.loads((out / f"{job.name}.json").read_text(encoding="utf-8"))
@@ -304,6 +328,11 @@ def finished_record(job: ShardJob) -> dict[str, Any] | None:
                 return None
         except OSError:
             return None
+    try:
+        if record.get("input_digests") != [_part_digest(part) for part in job.parts]:
+            return None  # an input changed since (even with its size and time kept): encode it again
+    except (OSError, ValueError):
+        return None  # the shard is redone and names what is wrong with the input
     return record
 
 
@@ -329,10 +358,10 @@ def encode_documents(model: BPE, texts: Any, dtype: IdType, eot: int | None) -> 
     return ids, lengths
 
 
-def _encode_shard(model: BPE, job: ShardJob) -> tuple[np.ndarray, np.ndarray]:
+def _encode_shard(model: BPE, job: ShardJob, digests: list[str]) -> tuple[np.ndarray, np.ndarray]:
     id_parts: list[np.ndarray] = []
     length_parts: list[np.ndarray] = []
-    for batch in _batches(_documents(job)):
+    for batch in _batches(_documents(job, digests)):
         ids, lengths = encode_documents(model, batch, job.dtype, job.eot)
         id_parts.append(ids)
         length_parts.append(lengths)
@@ -354,21 +383,67 @@ def _batches(documents: Iterator[str]) -> Iterator[list[str]]:
         yield batch
 
 
-def _documents(job: ShardJob) -> Iterator[str]:
+def _documents(job: ShardJob, digests: list[str]) -> Iterator[str]:
+    """The documents of the shard's parts in order; each part's digest is appended to ``digests`` as it
+    is read (the digest of the bytes decoded, so a resumed run can tell that an input changed)."""
     for part in job.parts:
         path, kind, start, stop = part["path"], part["kind"], part["start"], part["stop"]
         if kind == "text":
-            yield _utf8(Path(path).read_bytes(), path, 0)
+            data = Path(path).read_bytes()
+            digests.append(_digest(data).hexdigest())
+            yield _utf8(data, path, 0)
         elif kind == "jsonl":
-            yield from _jsonl_documents(path, start, stop, job.text_column)
+            yield from _jsonl_documents(path, start, stop, job.text_column, digests)
         else:
+            digests.append(_part_digest(part))
             yield from _parquet_documents(path, start, stop, job.text_column)
 
 
-def _jsonl_documents(path: str, start: int, stop: int, text_column: str) -> Iterator[str]:
+def _digest(data: bytes = b"") -> Any:
+    return hashlib.blake2b(data, digest_size=DIGEST_BYTES)
+
+
+def _part_digest(part: dict[str, Any]) -> str:
+    """The BLAKE2b digest of the bytes of an input part: a text file whole, a JSON Lines file's byte range,
+    a Parquet file's row groups (their column chunks, where the text is read from)."""
+    path, kind, start, stop = part["path"], part["kind"], part["start"], part["stop"]
+    if kind == "parquet":
+        start, stop = _row_group_bytes(path, start, stop)
+    elif kind == "text":
+        start, stop = 0, None
+    digest = _digest()
+    with open(path, "rb") as file:
+        file.seek(start)
+        left = math.inf if stop is None else stop - start
+        while left > 0 and (chunk := file.read(int(min(left, 1 << 22)))):
+            digest.update(chunk)
+            left -= len(chunk)
+    return digest.hexdigest()  # type: ignore[no-any-return]
+
+
+def _row_group_bytes(path: str, start: int, stop: int) -> tuple[int, int]:
+    """The byte range of a Parquet file's row groups ``start`` to ``stop - 1``, every column's chunk."""
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    metadata = pq.ParquetFile(path).metadata
+    begins, ends = [], []
+    for group in range(start, stop):
+        row_group = metadata.row_group(group)
+        for column in range(row_group.num_columns):
+            chunk = row_group.column(column)
+            offsets = [chunk.data_page_offset]
+            if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
+                offsets.append(chunk.dictionary_page_offset)
+            begins.append(min(offsets))
+            ends.append(min(offsets) + chunk.total_compressed_size)
+    return (min(begins), max(ends)) if begins else (0, 0)
+
+
+def _jsonl_documents(path: str, start: int, stop: int, text_column: str, digests: list[str]) -> Iterator[str]:
     with open(path, "rb") as file:
         file.seek(start)
         data = file.read(stop - start)
+    digests.append(_digest(data).hexdigest())
     if len(data) != stop - start:
         raise ValueError(f"{path}: shorter than when the shards were planned ({start + len(data)} bytes, expected "
                          f"at least {stop}); the file changed: tokenize into a new folder")
@@ -520,9 +595,8 @@ def _claim(out: Path, plan: dict[str, Any], model_bytes: bytes) -> None:
                 f"{out} holds shards of another run (its {', '.join(differences)} differ from this run's): "
                 f"tokenize into a new folder, or delete {out} to start over"
             )
-    elif out.exists() and any(out.iterdir()):
+    elif any(not path.name.startswith(_lock.LOCK_NAME) for path in out.iterdir()):
         raise ValueError(f"{out} is not empty and holds no {PLAN}: give a new or empty folder")
-    out.mkdir(parents=True, exist_ok=True)
     if not (out / MODEL_FILE).exists() or (out / MODEL_FILE).read_bytes() != model_bytes:
         atomic_write(out / MODEL_FILE, model_bytes)
     if not plan_path.exists():
@@ -532,25 +606,42 @@ def _claim(out: Path, plan: dict[str, Any], model_bytes: bytes) -> None:
 def _run_on_ray(cluster: _cluster.Cluster, model: BPE, todo: list[ShardJob], records: dict[str, dict[str, Any]],
                 max_retries: int) -> None:
     """Keep ``cluster.workers`` shards running; on a failure, let the running ones finish (they are
-    kept for the rerun), start no more, and raise naming the shard."""
+    kept for the rerun), start no more, and raise naming the shard once every task has ended, so that
+    nothing is written after the error. Interrupted here (Ctrl-C, a Ray error in this process), it
+    cancels the running tasks and waits for them to end before passing the interruption on."""
     ray = cluster.ray
     write = ray.remote(num_cpus=1, max_retries=max_retries)(write_shard)
     model_ref = ray.put(model)
     waiting = list(todo)
     running: dict[Any, ShardJob] = {}
     failure: ShardError | None = None
-    while running or (waiting and failure is None):
-        while waiting and failure is None and len(running) < cluster.workers:
-            job = waiting.pop(0)
-            running[write.remote(model_ref, job)] = job
-        (done,), _ = ray.wait(list(running), num_returns=1)
-        job = running.pop(done)
-        try:
-            records[job.name] = ray.get(done)
-        except Exception as error:  # noqa: BLE001 - any Ray error (the task raised, its worker died) names the shard
-            failure = failure or _shard_failure(ray, job, error)
+    try:
+        while running or (waiting and failure is None):
+            while waiting and failure is None and len(running) < cluster.workers:
+                job = waiting.pop(0)
+                running[write.remote(model_ref, job)] = job
+            (done,), _ = ray.wait(list(running), num_returns=1)
+            job = running.pop(done)
+            try:
+                records[job.name] = ray.get(done)
+            except Exception as error:  # noqa: BLE001 - any Ray error (the task raised, its worker died) names the shard
+                failure = failure or _shard_failure(ray, job, error)
+    except BaseException:
+        _stop(ray, list(running))
+        raise
     if failure is not None:
         raise failure
+
+
+def _stop(ray: Any, tasks: list[Any]) -> None:
+    """Cancel ``tasks`` and wait until each has ended (finished, failed or cancelled)."""
+    for task in tasks:
+        try:
+            ray.cancel(task)
+        except Exception:  # noqa: BLE001, S110 - a task that ended meanwhile cannot be cancelled; it is waited for below
+            pass
+    if tasks:
+        ray.wait(tasks, num_returns=len(tasks))
 
 
 def _shard_failure(ray: Any, job: ShardJob, error: Exception) -> ShardError:

@@ -83,11 +83,27 @@ def _in_model(model: BPE, token_id: int) -> bool:
 
 
 def _can_overlap(normalized: list[str], raw: list[str]) -> bool:
-    """Whether a normalized token can start before a raw one and reach into it (or contain it)."""
+    """Whether a normalized token can start before a raw one and reach into it (or contain it): a raw
+    token inside a longer normalized one, or a normalized token ending with a raw one's beginning.
+
+    One pass over the normalized tokens, each looked up by the raw tokens' lengths and beginnings
+    (not pairwise: thousands of each are common after ``add_special_tokens``).
+
+    >>> _can_overlap(["ab"], ["bc"]), _can_overlap(["xay"], ["a"]), _can_overlap(["ab"], ["ab", "cb"])
+    (True, True, False)
+    """
+    raw_texts = set(raw)
+    raw_lengths = sorted({len(second) for second in raw})
+    longest_normalized = max(map(len, normalized), default=0)
+    beginnings = {  # a raw token's proper beginnings, as long as a normalized token could end with
+        second[:size] for second in raw for size in range(1, min(len(second), longest_normalized))
+    }
     for first in normalized:
-        for second in raw:
-            if second in first and second != first:
+        for size in raw_lengths:
+            if size >= len(first):
+                break
+            if any(first[start:start + size] in raw_texts for start in range(len(first) - size + 1)):
                 return True
-            if any(first.endswith(second[:size]) for size in range(1, min(len(first), len(second)))):
-                return True
+        if any(first[-size:] in beginnings for size in range(1, len(first))):
+            return True
     return False

@@ -23,6 +23,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 from array import array
 from collections.abc import Sequence
@@ -42,7 +43,14 @@ if TYPE_CHECKING:
     from hf_bpe.model import BPE
 
 MAX_REQUEST_BYTES = 32 * 2**20
-"""The largest request body the server reads (32 MiB of JSON)."""
+"""The largest request body the server reads (32 MiB of JSON: the page sends ``{"text": ...}``, so
+texts of up to about 30 MB); a larger one is refused with 413 before any of it is read."""
+READ_BYTES = 1 << 16
+"""A body is read this many bytes at a time: what a connection holds is what it has sent."""
+REQUEST_TIMEOUT = 30.0
+"""Seconds a connection may stay silent (while sending a request or between two) before it is closed."""
+MAX_CONNECTIONS = 256
+"""Connections served at once; one more is answered 503 and closed."""
 PARALLEL_BYTES = 16_384
 """Texts this long or longer are encoded by every tokenizer at once (the core releases the GIL)."""
 MAX_IDS = 2**32
@@ -203,25 +211,74 @@ def _page(config: dict[str, Any]) -> str:
 
 
 class _Server(ThreadingHTTPServer):
+    """One thread per connection, at most ``max_connections`` at once; each connection silent for
+    ``request_timeout`` seconds is closed (:meth:`_Handler.setup`)."""
+
     daemon_threads = True
+    request_queue_size = 128  # connections waiting to be accepted (a browser opens several at once)
     page: TokenPage
     page_html: bytes
+    request_timeout: float
+    max_connections: int
+    _slots: threading.BoundedSemaphore
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            _refuse_busy(request, self.max_connections)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return  # the browser left (a reload, a closed tab) before its answer was sent
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return  # the browser left (a reload, a closed tab) before its answer was sent, or went silent
         super().handle_error(request, client_address)
+
+
+def _refuse_busy(request: socket.socket, limit: int) -> None:
+    """Answer 503 on a connection past the limit, without waiting for its request."""
+    body = json.dumps({"error": f"the token page serves at most {limit} connections at once; try again"}).encode()
+    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\nRetry-After: 1\r\n\r\n").encode()
+    try:
+        request.setblocking(False)  # a fresh socket's send buffer is empty: this does not wait
+        request.send(head + body)
+    except OSError:
+        pass  # the client is gone, or not reading: closing the connection is the answer
 
 
 class _Server6(_Server):
     address_family = socket.AF_INET6
 
 
-def make_server(page: TokenPage, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+def make_server(page: TokenPage, host: str = "127.0.0.1", port: int = 0, *,
+                request_timeout: float = REQUEST_TIMEOUT,
+                max_connections: int = MAX_CONNECTIONS) -> ThreadingHTTPServer:
     """A server for ``page`` listening on ``host``:``port`` (port 0: a free one; read it from
-    ``server.server_address``). Call ``serve_forever()`` to answer and ``server_close()`` after."""
+    ``server.server_address``). Call ``serve_forever()`` to answer and ``server_close()`` after.
+
+    A connection silent for ``request_timeout`` seconds is closed, at most ``max_connections`` are
+    served at once (one more is answered 503) and request bodies over :data:`MAX_REQUEST_BYTES` are
+    refused (413): connections that send nothing cannot keep the page from its user."""
+    if isinstance(request_timeout, bool) or not isinstance(request_timeout, (int, float)) or not request_timeout > 0:
+        raise ValueError(f"request_timeout must be a positive number of seconds, got {request_timeout!r}")
+    if isinstance(max_connections, bool) or not isinstance(max_connections, int) or max_connections < 1:
+        raise ValueError(f"max_connections must be a positive int, got {max_connections!r}")
     server_class = _Server6 if ":" in host else _Server
     server = server_class((host, port), _Handler)
+    server.request_timeout = float(request_timeout)
+    server.max_connections = max_connections
+    server._slots = threading.BoundedSemaphore(max_connections)
     server.page = page
     server.page_html = page.html().encode("utf-8")
     return server
@@ -241,6 +298,10 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "hf-bpe-view"
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # the answer's headers and body go out at once, not 40 ms apart
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.request_timeout)  # every read and write of the connection
 
     def do_GET(self) -> None:
         if not self._host_allowed():
@@ -270,7 +331,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         f"the request has {length} bytes; the token page takes at most {MAX_REQUEST_BYTES}")
             return
-        body = self.rfile.read(length)
+        body = self._body(length)
+        if body is None:
+            return
         try:
             request = json.loads(body)
             if not isinstance(request, dict):
@@ -290,6 +353,20 @@ class _Handler(BaseHTTPRequestHandler):
             return
         data = json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self._send(HTTPStatus.OK, "application/json; charset=utf-8", data)
+
+    def _body(self, length: int) -> bytes | None:
+        """The request's body, read as it arrives (never ``length`` bytes reserved up front); None
+        when the client stopped sending before the end (the connection is closed)."""
+        chunks = []
+        left = length
+        while left:
+            chunk = self.rfile.read(min(left, READ_BYTES))  # a silent client times out here
+            if not chunk:
+                self.close_connection = True
+                return None
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
     def _host_allowed(self) -> bool:
         """On a loopback address, answer only requests addressed to this machine by name or number:

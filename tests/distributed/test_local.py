@@ -6,8 +6,10 @@ pruning's bound and bad input. The same on a real local Ray is ``test_ray.py``, 
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import os
 import pickle
 import time
 from pathlib import Path
@@ -232,9 +234,10 @@ def test_a_rerun_redoes_only_missing_or_damaged_shards(
     time.sleep(0.01)
     hf_bpe.distributed.tokenize_files(paths, "gpt2", out, eot=SPECIAL, shard_size=scaled(20_000), num_workers=1)
     assert file_bytes(out) == file_bytes(local_tokenized)
+    # Shards 1 to 3 are redone, and only their missing or damaged files written: the others already
+    # hold the very bytes (as after a worker stopped between two files of its shard).
     rewritten = {path.name for path in out.iterdir() if path.stat().st_mtime_ns != before.get(path.name)}
-    assert rewritten == {"manifest.json"} | {f"shard-0000{k}.{suffix}" for k in (1, 2, 3)
-                                             for suffix in ("bin", "idx", "parquet", "json")}
+    assert rewritten == {"manifest.json", "shard-00001.bin", "shard-00002.parquet", "shard-00003.json"}
 
 
 def test_a_rerun_with_other_inputs_or_options_is_refused(
@@ -250,6 +253,33 @@ def test_a_rerun_with_other_inputs_or_options_is_refused(
     (tmp_path / "stranger.txt").write_text("not ours")
     with pytest.raises(ValueError, match="is not empty and holds no plan.json"):
         hf_bpe.distributed.tokenize_files(paths, "gpt2", tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["txt", "jsonl"])
+def test_a_rerun_redoes_a_shard_whose_input_changed_with_its_size_and_time_kept(tmp_path: Path, kind: str) -> None:
+    """Inputs are fingerprinted by content: an input rewritten with the same size and modification
+    time is encoded again on resume, and the other shards are kept."""
+    def write(path: Path, text: str) -> None:
+        path.write_text(text if kind == "txt" else json.dumps({"text": text}) + "\n", encoding="utf-8")
+
+    first, second = tmp_path / f"a.{kind}", tmp_path / f"b.{kind}"
+    write(first, "hello world")
+    write(second, "other words")
+    out = tmp_path / "out"
+    hf_bpe.distributed.tokenize_files([first, second], "gpt2", out, shard_size=1, num_workers=1)
+    kept = {path.name: path.stat().st_mtime_ns for path in out.glob("shard-00001.*")}
+    status = first.stat()
+    write(first, "jello there")
+    os.utime(first, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert (first.stat().st_size, first.stat().st_mtime_ns) == (status.st_size, status.st_mtime_ns)
+    manifest = hf_bpe.distributed.tokenize_files([first, second], "gpt2", out, shard_size=1, num_workers=1)
+    encoding = hf_bpe.get_encoding("gpt2")
+    assert np.fromfile(out / "shard-00000.bin", dtype="<u2").tolist() == encoding.encode_ordinary("jello there")
+    assert np.fromfile(out / "shard-00001.bin", dtype="<u2").tolist() == encoding.encode_ordinary("other words")
+    assert {path.name: path.stat().st_mtime_ns for path in out.glob("shard-00001.*")} == kept
+    digest = hashlib.blake2b(first.read_bytes(), digest_size=32).hexdigest()
+    assert manifest["shards"][0]["input_digests"] == [digest]
+    assert json.loads((out / "manifest.json").read_text()) == manifest
 
 
 @pytest.mark.parametrize(

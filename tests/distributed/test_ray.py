@@ -281,3 +281,30 @@ def test_cli_tokenize_with_ray_writes_what_local_cores_write(
                        "--task-memory-limit", "1G"])
     assert status == 0
     assert file_bytes(tmp_path / "out") == file_bytes(local_tokenized)
+
+
+@pytest.mark.ray
+def test_an_interrupted_driver_ends_its_running_shards_before_passing_the_interruption_on(
+    ray_session: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C (here: raised by the driver's first wait for a shard) cancels the running shard tasks
+    and waits for them: when tokenize_files raises, none of its tasks still runs, so none writes."""
+    paths = write_corpus(tmp_path / "corpus", 6, 8, scaled(100_000))
+    real_wait = ray_session.wait
+    in_flight: list[Any] = []
+
+    def interrupted_wait(tasks: list[Any], **options: Any) -> Any:
+        if not in_flight:
+            in_flight.extend(tasks)
+            raise KeyboardInterrupt
+        return real_wait(tasks, **options)
+
+    monkeypatch.setattr(ray_session, "wait", interrupted_wait)
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        hf_bpe.distributed.tokenize_files(paths, "gpt2", out, eot=SPECIAL, shard_size=1, num_workers=2)
+    _, still_running = real_wait(in_flight, num_returns=len(in_flight), timeout=0)
+    assert len(in_flight) == 2 and still_running == []
+    monkeypatch.undo()
+    hf_bpe.distributed.tokenize_files(paths, "gpt2", out, eot=SPECIAL, shard_size=1)  # the rerun finishes
+    assert not (out / ".hf_bpe.lock").exists() and (out / "manifest.json").exists()

@@ -47,3 +47,18 @@ def cost_grows_linearly(prepare: Callable[[int], Callable[[], object]], small: i
         if ratio <= allowed:
             return True, reports[-1]
     return False, "; ".join(reports)
+
+
+def cost_grows_linearly_in_steps(prepare: Callable[[int], Callable[[], object]], small: int,
+                                 steps: tuple[int, ...], slack: float = LINEAR_SLACK,
+                                 runs: int = 3) -> tuple[bool, str]:
+    """:func:`cost_grows_linearly` from ``small`` to each size of ``steps`` in turn, stopping at the
+    first over its bound, so that a quadratic cost fails at a small step rather than after minutes at
+    a large one."""
+    reports = []
+    for large in steps:
+        linear, report = cost_grows_linearly(prepare, small, large, slack, runs)
+        reports.append(report)
+        if not linear:
+            return False, "; ".join(reports)
+    return True, "; ".join(reports)

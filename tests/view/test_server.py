@@ -4,10 +4,13 @@ kind of model, the requests they refuse, and the page with its configuration put
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import re
+import socket
 import threading
+import time
 from array import array
 from collections.abc import Iterator
 from typing import Any
@@ -148,3 +151,73 @@ def test_http_answers_and_refusals(server: tuple[str, int]) -> None:
         assert exchange(server, "GET", "/", headers={"Host": host})[0] == 200
     status, answer = exchange(server, "POST", "/api/decode", b'{"ids": [1]}', headers={"Host": "evil.example:80"})
     assert status == 403 and "not to 'evil.example'" in answer["error"]
+
+
+@contextlib.contextmanager
+def serving(page: TokenPage, **limits: Any) -> Iterator[Any]:
+    server = make_server(page, **limits)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def connections_served(server: Any) -> int:
+    return int(server.max_connections - server._slots._value)
+
+
+def wait_for(condition: Any) -> None:
+    """Poll ``condition()`` until it holds (the server accepts connections in its own thread)."""
+    for _ in range(6000):
+        if condition():
+            return
+        time.sleep(0.01)
+    raise AssertionError("the server did not get there")
+
+
+IDLE_STARTS = [  # what a starving client sends, then nothing more
+    b"GET / HTTP/1.1\r\nHost: loc",  # part of the headers
+    b"POST /api/encode HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n{\"te" % MAX_REQUEST_BYTES,
+]
+
+
+def test_idle_connections_do_not_starve_the_page_and_are_closed(page: TokenPage) -> None:
+    """200 connections that send part of a request and then nothing: the page is still served while
+    they are open, and the server closes each once it has been silent for the timeout."""
+    with serving(page, request_timeout=5) as server:
+        address = server.server_address[:2]
+        idle = []
+        for number in range(200):
+            connection = socket.create_connection(address, timeout=120)
+            connection.sendall(IDLE_STARTS[number % 2])
+            idle.append(connection)
+        wait_for(lambda: connections_served(server) == 200)
+        status, answer = exchange(address, "POST", "/api/encode", json.dumps({"text": "Hi!"}).encode())
+        assert status == 200 and unpacked(answer["results"][0])[0] == hf_bpe.get_encoding("gpt2").encode("Hi!")
+        assert exchange(address, "GET", "/")[0] == 200
+        assert connections_served(server) >= 200  # they were all open meanwhile
+        for connection in idle:
+            assert connection.recv(1024) == b""  # closed by the server (the socket waits up to 120 s)
+            connection.close()
+        wait_for(lambda: connections_served(server) == 0)
+
+
+def test_connections_past_the_limit_are_answered_503(page: TokenPage) -> None:
+    with serving(page, max_connections=3, request_timeout=120) as server:
+        address = server.server_address[:2]
+        idle = [socket.create_connection(address, timeout=120) for _ in range(3)]
+        for connection in idle:
+            connection.sendall(IDLE_STARTS[0])
+        wait_for(lambda: connections_served(server) == 3)
+        status, answer = exchange(address, "GET", "/")
+        assert status == 503 and "at most 3 connections at once" in answer["error"]
+        for connection in idle:
+            connection.close()  # the server reads the end of the request and frees the slot
+        wait_for(lambda: connections_served(server) == 0)
+        assert exchange(address, "GET", "/")[0] == 200
+    for bad in [{"request_timeout": 0}, {"request_timeout": True}, {"max_connections": 0}]:
+        with pytest.raises(ValueError, match="must be a positive"):
+            make_server(page, **bad)
