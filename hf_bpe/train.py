@@ -389,9 +389,9 @@ def _progress(show: bool, *, desc: str = "Counting pieces", **options: Any) -> A
     :func:`progress_delay` seconds."""
     if not show or not watched(sys.stderr):
         return nullcontext(None)
-    from tqdm.auto import tqdm  # type: ignore[import-untyped]
+    from hf_bpe._progress import progress_bar
 
-    return tqdm(desc=desc, delay=progress_delay(), **options)  # type: ignore[no-any-return]
+    return progress_bar(desc=desc, delay=progress_delay(), **options)  # type: ignore[no-any-return]
 
 
 def watched(stream: Any) -> bool:

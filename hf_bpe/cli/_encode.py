@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hf_bpe import patterns
+from hf_bpe._progress import progress_bar
 from hf_bpe.cli._common import UsageError, format_option, input_file, read_source_argument, source_options
 from hf_bpe.counting import count_utf8_batch
 from hf_bpe.model import BPE, AllowedSpecial
@@ -147,9 +148,7 @@ def _progress(total: int | None, unit: str) -> Any:
     """A progress bar on a terminal (after a second of work), else None."""
     if not watched(sys.stderr):
         return None
-    from tqdm.auto import tqdm  # type: ignore[import-untyped]
-
-    return tqdm(total=total, unit=unit, unit_scale=True, delay=progress_delay(), leave=False)
+    return progress_bar(total=total, unit=unit, unit_scale=True, delay=progress_delay(), leave=False)
 
 
 def _read(path: Path, stdin: TextIO) -> bytes:

@@ -320,3 +320,16 @@ def test_a_closed_pipe_ends_the_command_quietly(command: list[str], tmp_path: Pa
     finally:
         os.close(write_end)
     assert done.stderr == b"" and done.returncode == 141, done.stderr
+
+
+def test_a_progress_bar_shows_no_time_left_until_a_quarter_is_done(tmp_path: Path) -> None:
+    """tqdm estimates the time left from the first steps (merging's first merges are the slowest):
+    every frame before a quarter of the total shows elapsed time and rate only; later frames the estimate."""
+    corpus = tmp_path / "a.txt"
+    corpus.write_text("".join(f"word{n} other{n * 7} thing{n % 13}\n" for n in range(3000)), encoding="utf-8")
+    shown = on_a_terminal(f"import hf_bpe; hf_bpe.train(files=[{str(corpus)!r}], vocab_size=1500)", delay="0")
+    frames = re.findall(rb"Merging: *\d+%[^|]*\|[^|]*\| *(\d+)/(\d+) \[([^\]]*)\]", shown)
+    assert frames and frames[0][0] == b"0", shown  # the opening frame (tqdm showed "<?" there, then 4:54)
+    for done, total, times in frames:
+        if int(done) < int(total) / 4:
+            assert b"<" not in times, times
