@@ -110,7 +110,7 @@ def train(
     counts = _count(corpus, files, pattern, specials, show_progress, num_threads, text_column, False, seen)
     # The table is ours alone: let the merge loop free it as soon as it has its own copy.
     model = _merge(counts, vocab_size, show_progress, name, consume=True, num_threads=num_threads, warn_stacklevel=3)
-    model.training = seen | {"pattern": patterns.name_of(model.pattern) or "custom regex",
+    model._training = seen | {"pattern": patterns.name_of(model.pattern) or "custom regex",
                              "vocab_size": vocab_size, "special_tokens": specials}
     return model
 
