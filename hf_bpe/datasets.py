@@ -51,7 +51,8 @@ def tokenize(
     ``attention_mask`` adds a column of ones per row (default: what the tokenizer returns;
     never for a bare ``BPE``); ``remove_columns=True`` keeps only the new columns. ``dtype`` and
     ``nulls`` are as in :meth:`~hf_bpe.BPE.encode_arrow`; other keyword arguments go to
-    ``dataset.map``. The result has the dataset's format.
+    ``dataset.map`` (any other, such as the tokenizer's ``truncation`` or ``padding``, raises
+    ``TypeError`` naming it: rows are encoded whole). The result has the dataset's format.
 
     >>> import datasets, hf_bpe
     >>> corpus = datasets.Dataset.from_dict({"text": ["hello world", None]})
@@ -59,6 +60,7 @@ def tokenize(
     >>> ids.features["input_ids"].feature.dtype, ids[:]
     ('uint32', {'input_ids': [[31373, 995], []]})
     """
+    _check_map_arguments(dataset, map_kwargs)
     if attention_mask is None:
         attention_mask = not isinstance(tokenizer, BPE) and "attention_mask" in getattr(
             tokenizer, "model_input_names", ()
@@ -95,6 +97,40 @@ def tokenize(
     original_format = getattr(dataset, "format", {}).get("type")
     result = dataset.with_format("arrow").map(tokenize_batch, batched=True, batch_size=batch_size, **map_kwargs)
     return result.with_format(original_format)
+
+
+TOKENIZER_CALL_ARGUMENTS = frozenset({
+    "truncation", "max_length", "padding", "pad_to_multiple_of", "padding_side", "stride", "add_special_tokens",
+    "return_tensors", "return_attention_mask", "return_token_type_ids", "return_offsets_mapping", "return_length",
+    "return_overflowing_tokens", "return_special_tokens_mask", "is_split_into_words", "text_pair", "verbose",
+})
+"""Arguments of a transformers tokenizer's call, which :func:`tokenize` does not take (rows are encoded whole)."""
+
+
+def _check_map_arguments(dataset: Any, map_kwargs: dict[str, Any]) -> None:
+    """``TypeError`` naming each keyword argument that ``dataset.map`` does not take."""
+    if not map_kwargs:
+        return
+    import inspect
+
+    try:
+        parameters = inspect.signature(dataset.map).parameters
+    except (TypeError, ValueError, AttributeError):
+        return
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters.values()):
+        return
+    unknown = sorted(set(map_kwargs) - set(parameters))
+    if not unknown:
+        return
+    named = ", ".join(repr(name) for name in unknown)
+    if set(unknown) & TOKENIZER_CALL_ARGUMENTS:
+        raise TypeError(
+            f"tokenize() does not take the tokenizer's call arguments {named}: it encodes each row whole "
+            "(tokenizer(text) with no truncation or padding). Cut or pad the ids afterwards, e.g. "
+            "tokenized.map(lambda row: {'input_ids': row['input_ids'][:512]}), or call "
+            "dataset.map(lambda batch: tokenizer(batch['text'], truncation=True), batched=True)")
+    raise TypeError(f"tokenize() got unexpected keyword arguments {named}: neither its own nor "
+                    f"{type(dataset).__name__}.map()'s")
 
 
 def _arrow_encoder(tokenizer: Any, *, num_threads: int | None, dtype: IdType, nulls: Nulls) -> Any:

@@ -320,6 +320,11 @@ class BPE(_Encoder):
     [256, 99, 257]
     """
 
+    _training: dict[str, Any] | None = None
+    """What :func:`hf_bpe.train` knows of how it learned this model (the corpus's description, its
+    texts or files and bytes, the pattern, the vocabulary size asked for, the special tokens), or None;
+    in memory only (a saved model card keeps it: :class:`hf_bpe.transformers.BPETokenizer`)."""
+
     def __init__(
         self,
         ranks: Mapping[bytes, int],

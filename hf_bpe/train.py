@@ -29,7 +29,7 @@ import os
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeAlias
@@ -107,17 +107,13 @@ def train(
         raise ValueError(f"tie_break must be one of {list(TIE_BREAKS)}, got {tie_break!r}")
     if tie_break == "minbpe":
         return _train_minbpe(corpus, files, vocab_size, pattern, specials, show_progress, text_column, name)
-    counts = count_pieces(
-        corpus,
-        files=files,
-        pattern=pattern,
-        special_tokens=specials,
-        show_progress=show_progress,
-        num_threads=num_threads,
-        text_column=text_column,
-    )
+    seen: dict[str, Any] = {}
+    counts = _count(corpus, files, pattern, specials, show_progress, num_threads, text_column, False, seen)
     # The table is ours alone: let the merge loop free it as soon as it has its own copy.
-    return _merge(counts, vocab_size, show_progress, name, consume=True, num_threads=num_threads, warn_stacklevel=3)
+    model = _merge(counts, vocab_size, show_progress, name, consume=True, num_threads=num_threads, warn_stacklevel=3)
+    model._training = seen | {"pattern": patterns.name_of(model.pattern) or "custom regex",
+                             "vocab_size": vocab_size, "special_tokens": specials}
+    return model
 
 
 def count_pieces(
@@ -151,15 +147,37 @@ def count_pieces(
     >>> len(count_pieces(["<|end|>"], special_tokens=["<|end|>"], allow_empty=True))
     0
     """
-    specials = _special_tokens(special_tokens)
+    return _count(corpus, files, pattern, _special_tokens(special_tokens), show_progress, num_threads, text_column,
+                  allow_empty, {})
+
+
+def _count(
+    corpus: Corpus | None,
+    files: Paths | None,
+    pattern: str | patterns.Split | Sequence[patterns.Step],
+    specials: list[str],
+    show_progress: bool,
+    num_threads: int | None,
+    text_column: str,
+    allow_empty: bool,
+    seen: dict[str, Any],
+) -> PieceCounts:
+    """:func:`count_pieces`; fills ``seen`` with what the corpus was: ``corpus`` (a description),
+    ``texts`` or ``files``, and ``bytes`` (of UTF-8)."""
     _check_num_threads(num_threads)
     counter = _core.PieceCounter(patterns.to_core(patterns.resolve(pattern)), specials, num_threads)
     source = open_source(corpus, files, text_column=text_column, allow_empty=allow_empty)
     if isinstance(source, Files):
         with _progress(show_progress, total=source.size, unit="B", unit_scale=True, unit_divisor=1024) as bar:
             counter.add_files([os.fspath(path) for path in source.paths], bar.update if bar is not None else None)
+        names = ", ".join(path.name for path in source.paths[:3]) + (", ..." if len(source.paths) > 3 else "")
+        seen.update(corpus=f"file{'s' if len(source.paths) != 1 else ''} {names}", files=len(source.paths),
+                    bytes=source.size)
     else:
-        _count_documents(counter, source, show_progress)
+        tally = [0, 0]
+        _count_documents(counter, Documents(_tallied(source.batches, tally), source.count), show_progress)
+        kind = type(corpus).__name__
+        seen.update(corpus=f"a {kind} of texts", texts=tally[0], bytes=tally[1])
     counts = counter.take()
     if counts.total == 0 and not allow_empty:
         raise ValueError("the corpus is empty: its documents hold no text between the special tokens")
@@ -354,6 +372,14 @@ def _num_merges(vocab_size: int | None, num_special: int) -> int:
     return vocab_size - smallest
 
 
+def _tallied(batches: Iterable[list[str]], tally: list[int]) -> Iterator[list[str]]:
+    """``batches`` as they are, adding up their documents (``tally[0]``) and UTF-8 bytes (``tally[1]``)."""
+    for batch in batches:
+        tally[0] += len(batch)
+        tally[1] += sum(len(document.encode("utf-8", "surrogatepass")) for document in batch)
+        yield batch
+
+
 def _count_documents(counter: _core.PieceCounter, source: Documents, show_progress: bool) -> None:
     """Count batches on a worker thread (the core releases the GIL) while the next batch is read."""
     with _progress(show_progress, total=source.count, unit=" docs") as bar, ThreadPoolExecutor(1) as worker:
@@ -390,9 +416,9 @@ def _progress(show: bool, *, desc: str = "Counting pieces", **options: Any) -> A
     :func:`progress_delay` seconds."""
     if not show or not watched(sys.stderr):
         return nullcontext(None)
-    from tqdm.auto import tqdm  # type: ignore[import-untyped]
+    from hf_bpe._progress import progress_bar
 
-    return tqdm(desc=desc, delay=progress_delay(), **options)  # type: ignore[no-any-return]
+    return progress_bar(desc=desc, delay=progress_delay(), **options)  # type: ignore[no-any-return]
 
 
 def watched(stream: Any) -> bool:

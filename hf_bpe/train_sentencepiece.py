@@ -424,7 +424,7 @@ def _progress(show: bool, desc: str, **options: Any) -> AbstractContextManager[A
     """A tqdm bar, or ``None`` when progress is off."""
     if not show:
         return nullcontext(None)
-    from tqdm.auto import tqdm  # type: ignore[import-untyped]
+    from hf_bpe._progress import progress_bar
 
-    return tqdm(desc=desc, **options)  # type: ignore[no-any-return]
+    return progress_bar(desc=desc, **options)  # type: ignore[no-any-return]
 

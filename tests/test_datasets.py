@@ -170,6 +170,22 @@ def test_tokenize_names_a_missing_column() -> None:
         tokenize(dataset, hf_bpe.get_encoding("gpt2"))
 
 
+def test_tokenize_refuses_the_tokenizers_call_arguments_by_name(llama_like: hf_bpe.BPETokenizer) -> None:
+    """truncation=True is the tokenizer's argument, not Dataset.map()'s: a TypeError names it (and what
+    to do), before any row is read; Dataset.map()'s own arguments still pass."""
+    dataset = datasets.Dataset.from_dict({"text": ["hello world", "more text here"]})
+    for tokenizer in (llama_like, hf_bpe.get_encoding("gpt2")):
+        with pytest.raises(TypeError, match=r"call arguments 'max_length', 'truncation': it encodes each row whole"):
+            tokenize(dataset, tokenizer, truncation=True, max_length=8)
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments 'colour': neither its own nor Dataset.map"):
+        tokenize(dataset, llama_like, colour="red")
+    stream = dataset.to_iterable_dataset()
+    with pytest.raises(TypeError, match=r"'padding'"):
+        tokenize(stream, llama_like, padding="max_length")
+    described = tokenize(dataset, hf_bpe.get_encoding("gpt2"), desc="Tokenizing", load_from_cache_file=False)
+    assert described["input_ids"] == hf_bpe.get_encoding("gpt2").encode_ordinary_batch(dataset["text"])
+
+
 PEAK_MEMORY = """
 import os, sys, threading, time
 import datasets, hf_bpe

@@ -140,7 +140,9 @@ def _compression(plt: Any, report: AuditReport) -> Any:
     axes.set_xticklabels([group.name for group in groups])
     axes.set_ylabel("characters per token (higher is better)")
     axes.set_title("Compression by group and tokenizer")
-    axes.legend(fontsize=8)
+    axes.margins(y=0.12)  # room above the tallest bar's label
+    # Beside the plot, not over it: inside, "best" still covered the last bar's label.
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return figure
 
 

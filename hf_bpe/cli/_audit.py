@@ -24,10 +24,13 @@ from hf_bpe._io import atomic_write
 from hf_bpe.audit import audit
 from hf_bpe.cli._common import (
     UsageError,
+    force_option,
     format_option,
+    input_file,
     load_dataset,
     read_source,
     read_source_argument,
+    refuse_to_overwrite,
     source_options,
 )
 from hf_bpe.model import BPE
@@ -62,6 +65,7 @@ def register(subparsers: Any) -> None:
                         help="tokenizers to compare compression with (names, files or folders)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON instead of Markdown")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write audit.md, audit.json and the charts here")
+    force_option(parser)
     parser.add_argument("--rare", type=int, default=10, metavar="N",
                         help="tokens produced fewer than N times are rare (default: 10)")
     parser.add_argument("--top", type=int, default=50, metavar="N", help="length of the ranked lists (default: 50)")
@@ -78,6 +82,8 @@ def run(arguments: argparse.Namespace) -> int:
         raise UsageError("--rare and --top must be at least 1")
     if arguments.out is not None and arguments.out.exists() and not arguments.out.is_dir():
         raise UsageError(f"--out {arguments.out} is a file; give a folder")
+    if arguments.out is not None:
+        refuse_to_overwrite(arguments.out, "--out", arguments.force)
     model = _load(arguments.tokenizer, arguments)
     if len(set(arguments.compare)) < len(arguments.compare):
         raise UsageError("--compare names a tokenizer twice")
@@ -89,8 +95,7 @@ def run(arguments: argparse.Namespace) -> int:
     corpus_name = None
     if arguments.corpus:
         for path in arguments.corpus:
-            if not path.is_file():
-                raise UsageError(f"--corpus {path}: no such file")
+            input_file(path, "--corpus")
         corpus = {path.stem: _blocks(path) for path in arguments.corpus}
         corpus_name = ", ".join(path.name for path in arguments.corpus)
     elif arguments.dataset:

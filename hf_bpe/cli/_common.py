@@ -7,6 +7,7 @@ import argparse
 import functools
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,6 +22,24 @@ from hf_bpe.model import BPE
 
 class UsageError(Exception):
     """A command line that cannot work as given (argparse reports it: exit status 2)."""
+
+
+class InputError(Exception):
+    """A file the command line names that cannot be read as given: missing, a folder, not a
+    tokenizer (printed without the usage: exit status 2). The message names the file and what to type."""
+
+
+def input_file(path: Path, option: str) -> Path:
+    """``path`` (given as ``option``, e.g. ``--file``) if it is a file, or ``-``; else :class:`InputError`
+    naming it and what to give instead."""
+    if str(path) == "-" or path.is_file():
+        return path
+    if path.is_dir():
+        raise InputError(f"{option} {path}: is a folder, not a file; give the files in it, "
+                         f"e.g. {option} {path / 'notes.txt'} (one {option} per file)")
+    if not path.exists():
+        raise InputError(f"{option} {path}: no such file (check the path: ls {path})")
+    return path
 
 
 SOURCE_OPTIONS = {"pattern": "--pattern", "special_tokens": "--special TOKEN=ID", "format": "--from"}
@@ -55,10 +74,26 @@ def format_option(parser: argparse.ArgumentParser, source: str) -> None:
     parser.add_argument("--from", choices=FORMATS, dest="source_format", help=f"format of {source} (default: detected)")
 
 
+TEXT_COMMANDS = {"encode": "hf-bpe encode gpt2 --file {0}", "count": "hf-bpe count gpt2 --file {0}",
+                 "decode": "hf-bpe decode gpt2 < {0}"}
+"""The commands whose TOKENIZER comes before the text, and how to give them a text file."""
+
+
 def read_source_argument(arguments: argparse.Namespace, path: os.PathLike[str] | str) -> tuple[BPE, str]:
-    """:func:`read_source` of ``path`` with the command's ``--from``, ``--pattern`` and ``--special``."""
-    return read_source(os.fspath(path), arguments.source_format, pattern=arguments.pattern,
-                       specials=arguments.special)
+    """:func:`read_source` of ``path`` with the command's ``--from``, ``--pattern`` and ``--special``.
+    For ``encode``, ``count`` and ``decode``, a file of no tokenizer format is likely the text given
+    first: the error then says that TOKENIZER comes first."""
+    try:
+        return read_source(os.fspath(path), arguments.source_format, pattern=arguments.pattern,
+                           specials=arguments.special)
+    except SourceError as error:
+        example = TEXT_COMMANDS.get(arguments.command)
+        if example is None or arguments.source_format is not None or not os.path.isfile(path) \
+                or "cannot tell the format" not in error.problem:
+            raise
+        raise InputError(f"{path} is not a tokenizer (its format cannot be told). The tokenizer comes first, "
+                         f"then the text: {example.format(shlex.quote(os.fspath(path)))}; if {path} is a "
+                         f"tokenizer, name its format with --from ({', '.join(FORMATS)})") from None
 
 
 def read_source(path: str, source_format: str | None, *, pattern: str | None = None,
@@ -66,9 +101,11 @@ def read_source(path: str, source_format: str | None, *, pattern: str | None = N
     """The model in ``path`` (see :func:`hf_bpe.load`: a file, a folder or a named encoding) and the
     format it was read as (``"encoding"`` for a named encoding); :class:`~hf_bpe._sources.SourceError`
     naming what a source may be when ``path`` is neither a named encoding nor a file or folder."""
-    if source_format is None and not os.path.exists(path):
-        if path in ENCODINGS:
+    if not os.path.exists(path):
+        if source_format is None and path in ENCODINGS:
             return load(path), "encoding"
+        if source_format is not None:
+            raise SourceError(f"{path}: no such file or folder (check the path: ls {shlex.quote(path)})")
         raise SourceError(f"unknown tokenizer {path!r}: it is neither a named encoding "
                           f"({', '.join(list_encoding_names())}) nor a file or folder")
     fmt = source_format or detect_format(path)
@@ -93,6 +130,49 @@ def report_created(folder: Path | None) -> None:
     """Say that the command created ``folder`` (from :func:`missing_folder`), as ``train`` and ``convert`` do."""
     if folder is not None and folder.is_dir():
         print(f"  created the folder {folder} (it did not exist)")
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``count word``, the plural when count is not 1.
+
+    >>> plural(1, "merge"), plural(0, "merge"), plural(2_000, "special token"), plural(2, "index", "indices")
+    ('1 merge', '0 merges', '2,000 special tokens', '2 indices')
+    """
+    return f"{count:,} {word if count == 1 else words or word + 's'}"
+
+
+def duration(seconds: float) -> str:
+    """A duration as people write it: milliseconds under a second, minutes past two.
+
+    >>> duration(0.0004), duration(0.0312), duration(0.84), duration(8.83), duration(42.4), duration(301)
+    ('under 1 ms', '31 ms', '840 ms', '8.8 s', '42 s', '5 min 1 s')
+    """
+    if seconds < 0.001:
+        return "under 1 ms"
+    if seconds < 0.1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 1:
+        return f"{round(seconds * 100) * 10:.0f} ms"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
+
+
+def refuse_to_overwrite(folder: Path, option: str, force: bool) -> None:
+    """An ``--out`` folder that exists and holds files is written over only with ``--force``."""
+    if force or not folder.is_dir() or not any(folder.iterdir()):
+        return
+    raise UsageError(f"{option} {folder}: the folder exists and holds files; to write over them, add --force "
+                     f"(or choose another folder, or remove it first: rm -r {shlex.quote(str(folder))})")
+
+
+def force_option(parser: argparse.ArgumentParser, what: str = "--out") -> None:
+    """``--force``: write over an existing folder."""
+    parser.add_argument("--force", action="store_true",
+                        help=f"write into {what} even when it exists and holds files (default: refuse)")
 
 
 def parse_specials(specials: Sequence[str]) -> dict[str, int]:

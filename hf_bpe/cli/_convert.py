@@ -27,10 +27,12 @@ import conversion.tiktoken
 from hf_bpe._sources import FORMATS
 from hf_bpe.cli._common import (
     UsageError,
+    force_option,
     format_option,
     missing_folder,
     naming_lossy,
     read_source_argument,
+    refuse_to_overwrite,
     report_created,
     source_options,
 )
@@ -58,6 +60,7 @@ def register(subparsers: Any) -> None:
     format_option(convert, "SRC")
     convert.add_argument("--lossy", action="store_true",
                          help="write an approximation where the target cannot hold the model exactly")
+    force_option(convert, "OUT (with --to folder)")
     source_options(convert)
     convert.set_defaults(run=run, parser=convert)
 
@@ -65,6 +68,8 @@ def register(subparsers: Any) -> None:
 @naming_lossy
 def run(arguments: argparse.Namespace) -> int:
     """Convert; a refused conversion prints the reason and names ``--lossy`` (exit status 1)."""
+    if arguments.target == "folder":
+        refuse_to_overwrite(arguments.out, "OUT", arguments.force)
     model, source_format = read_source_argument(arguments, arguments.source)
     created = missing_folder(arguments.out)
     with warnings.catch_warnings(record=True) as caught:

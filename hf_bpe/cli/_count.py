@@ -15,7 +15,7 @@ import sys
 from typing import Any, TextIO
 
 from hf_bpe.cli._common import read_source_argument
-from hf_bpe.cli._encode import TEXTS_HELP, counts, text_options
+from hf_bpe.cli._encode import TEXTS_HELP, counts, needs_input, text_options
 
 
 def register(subparsers: Any) -> None:
@@ -34,6 +34,7 @@ def register(subparsers: Any) -> None:
 def run(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """``hf-bpe count``."""
     out = stdout or sys.stdout
+    needs_input(arguments, stdin or sys.stdin)
     model = read_source_argument(arguments, arguments.tokenizer)[0]
     total = 0
     for count in counts(model, arguments, stdin or sys.stdin):

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from hf_bpe.cli._common import read_source_argument
-from hf_bpe.cli._encode import tokenizer_options
+from hf_bpe.cli._encode import needs_input, tokenizer_options
 
 
 def register(subparsers: Any) -> None:
@@ -36,6 +36,7 @@ def _id_lines(arguments: argparse.Namespace, stdin: TextIO) -> Iterable[str]:
 def run(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """``hf-bpe decode``."""
     out = stdout or sys.stdout
+    needs_input(arguments, stdin or sys.stdin, "ids")
     model = read_source_argument(arguments, arguments.tokenizer)[0]
     for number, line in enumerate(_id_lines(arguments, stdin or sys.stdin), start=1):
         fields = line.replace(",", " ").replace("[", " ").replace("]", " ").split()

@@ -26,13 +26,15 @@ import argparse
 import itertools
 import json
 import re
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from hf_bpe import patterns
-from hf_bpe.cli._common import format_option, read_source_argument, source_options
+from hf_bpe._progress import progress_bar
+from hf_bpe.cli._common import UsageError, format_option, input_file, read_source_argument, source_options
 from hf_bpe.counting import count_utf8_batch
 from hf_bpe.model import BPE, AllowedSpecial
 from hf_bpe.train import progress_delay, watched
@@ -76,14 +78,15 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(run=run, parser=parser)
 
 
-TEXTS_HELP = ("Texts: each TEXT argument, else each --file whole, else standard input whole; with --lines, "
-              "every line (without its newline).")
+TEXTS_HELP = ("Texts: each TEXT argument, else each --file whole, else standard input whole (when piped in: "
+              "echo 'hi' | hf-bpe encode gpt2); with --lines, every line (without its newline).")
 
 
 def text_options(parser: argparse.ArgumentParser) -> None:
     """The tokenizer and the text options ``encode`` and ``count`` share."""
     tokenizer_options(parser)
-    parser.add_argument("texts", nargs="*", metavar="TEXT", help="texts to encode (default: read the input)")
+    parser.add_argument("texts", nargs="*", metavar="TEXT",
+                        help="texts (default: each --file, else what is piped to standard input)")
     parser.add_argument("--file", action="append", type=Path, default=[], metavar="PATH",
                         help="a UTF-8 text file (repeatable; '-' for standard input)")
     parser.add_argument("--lines", action="store_true",
@@ -145,9 +148,7 @@ def _progress(total: int | None, unit: str) -> Any:
     """A progress bar on a terminal (after a second of work), else None."""
     if not watched(sys.stderr):
         return None
-    from tqdm.auto import tqdm  # type: ignore[import-untyped]
-
-    return tqdm(total=total, unit=unit, unit_scale=True, delay=progress_delay(), leave=False)
+    return progress_bar(total=total, unit=unit, unit_scale=True, delay=progress_delay(), leave=False)
 
 
 def _read(path: Path, stdin: TextIO) -> bytes:
@@ -155,7 +156,7 @@ def _read(path: Path, stdin: TextIO) -> bytes:
     if str(path) == "-":
         raw = getattr(stdin, "buffer", None)
         return raw.read() if raw is not None else stdin.read().encode("utf-8")
-    return path.read_bytes()
+    return input_file(path, "--file").read_bytes()
 
 
 def _utf8(part: bytes, path: Path, offset: int) -> str:
@@ -164,33 +165,71 @@ def _utf8(part: bytes, path: Path, offset: int) -> str:
         return part.decode("utf-8")
     except UnicodeDecodeError as error:
         where = "standard input" if str(path) == "-" else str(path)
+        convert = "iconv -f LATIN1 -t UTF-8 < FILE > FILE.utf8.txt" if str(path) == "-" or " " in str(path) \
+            else f"iconv -f LATIN1 -t UTF-8 < {path} > {path.stem}.utf8{path.suffix}"
         raise ValueError(f"{where} is not UTF-8 text: byte {offset + error.start:,} is {part[error.start:error.end]!r} "
-                         f"({error.reason}); hf-bpe reads UTF-8 (convert it first, e.g. iconv -t UTF-8)") from None
+                         f"({error.reason}); hf-bpe reads UTF-8: convert it first, e.g. (if it is Latin-1) "
+                         f"{convert}") from None
 
 
 def _line_blocks(path: Path, stdin: TextIO, raw: bool = False) -> Iterator[list[Any]]:
-    """The file's lines (``str``, or ``bytes`` when ``raw``), without their ``\\n`` or ``\\r\\n``, a
-    block of lines at a time (a loop per line is slow)."""
-    newline, carriage_return = (b"\n", b"\r") if raw else ("\n", "\r")
+    """The file's lines (``str``, or ``bytes`` when ``raw``), without their ``\n`` or ``\r\n``, a
+    block of lines at a time (a loop per line is slow). Read as bytes: a part that is not UTF-8 is
+    named with its file and byte offset."""
     if str(path) == "-":
-        stream: Any = getattr(stdin, "buffer", None) if raw else stdin
+        stream: Any = getattr(stdin, "buffer", None)
         if stream is None:  # a text stream with no bytes under it
-            yield from ([line.encode("utf-8") for line in block] for block in _line_blocks(path, stdin))
+            for block in _text_line_blocks(stdin):
+                yield [line.encode("utf-8") for line in block] if raw else block
             return
     else:
-        stream = path.open("rb") if raw else path.open(encoding="utf-8", newline="")
+        stream = input_file(path, "--file").open("rb")
     try:
-        rest = newline[:0]
+        rest, offset = b"", 0  # offset: where rest starts in the file
         while block := stream.read(READ_CHARS):
             joined = rest + block
-            lines = joined.split(newline)
-            rest = lines.pop()
-            yield [line.removesuffix(carriage_return) for line in lines] if carriage_return in joined else lines
+            cut = joined.rfind(b"\n") + 1
+            if cut == 0:
+                rest = joined
+                continue
+            complete, rest = joined[:cut], joined[cut:]
+            text: Any = complete if raw else _utf8(complete, path, offset)
+            offset += cut
+            newline, carriage_return = (b"\n", b"\r") if raw else ("\n", "\r")
+            lines = text.split(newline)
+            lines.pop()  # empty: after the last newline
+            yield [line.removesuffix(carriage_return) for line in lines] if carriage_return in text else lines
         if rest:
-            yield [rest]
+            yield [rest if raw else _utf8(rest, path, offset)]
     finally:
         if str(path) != "-":
             stream.close()
+
+
+def _text_line_blocks(stream: TextIO) -> Iterator[list[str]]:
+    """The lines of a text stream (standard input replaced in Python), as :func:`_line_blocks`."""
+    rest = ""
+    while block := stream.read(READ_CHARS):
+        lines = (rest + block).split("\n")
+        rest = lines.pop()
+        yield [line.removesuffix("\r") for line in lines]
+    if rest:
+        yield [rest]
+
+
+def needs_input(arguments: argparse.Namespace, stdin: TextIO, what: str = "text") -> None:
+    """With no TEXT and no ``--file`` the command reads standard input; when that is a terminal
+    (nothing piped in), a usage error says what to give instead of waiting for typing."""
+    given = getattr(arguments, "texts", None) or getattr(arguments, "ids", None) or getattr(arguments, "file", None)
+    isatty = getattr(stdin, "isatty", None)
+    if given or isatty is None or not isatty():
+        return
+    command = f"hf-bpe {arguments.command} {shlex.quote(arguments.tokenizer)}"
+    if what == "ids":
+        raise UsageError(f"no ids given: give IDS ({command} 15339 1917) or pipe them in "
+                         f"(hf-bpe encode gpt2 'hello' | {command})")
+    raise UsageError(f"no text given: give TEXT ({command} 'hello world'), a file ({command} --file notes.txt), "
+                     f"or pipe text in (echo 'hello world' | {command})")
 
 
 def line_batches(arguments: argparse.Namespace, stdin: TextIO, raw: bool = False) -> Iterator[list[Any]]:
@@ -292,6 +331,7 @@ def _encode_whole(model: BPE, data: bytes, path: Path, arguments: argparse.Names
 def run(arguments: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
     """``hf-bpe encode``: one line per text."""
     out = stdout or sys.stdout
+    needs_input(arguments, stdin or sys.stdin)
     model = read_source_argument(arguments, arguments.tokenizer)[0]
     for parts in encoded(model, arguments, stdin or sys.stdin):
         pieces = list(parts)

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from hf_bpe.cli._common import (
+    duration,
     format_option,
     parse_size,
+    plural,
     ray_option,
     ray_session,
     read_source_argument,
@@ -99,7 +101,7 @@ def run(arguments: argparse.Namespace) -> int:
         return 1
     elapsed = time.perf_counter() - started
     shards = len(manifest["shards"])
-    print(f"Wrote {arguments.out}: {shards} shard{'s' if shards != 1 else ''}, {manifest['num_documents']:,} "
-          f"documents, {manifest['num_tokens']:,} tokens ({manifest['dtype']}) in {elapsed:.1f} s; "
+    print(f"Wrote {arguments.out}: {plural(shards, 'shard')}, {plural(manifest['num_documents'], 'document')}, "
+          f"{plural(manifest['num_tokens'], 'token')} ({manifest['dtype']}) in {duration(elapsed)}; "
           f"{arguments.out / 'manifest.json'} lists them")
     return 0

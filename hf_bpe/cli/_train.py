@@ -17,6 +17,8 @@ model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``t
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -25,17 +27,22 @@ from hf_bpe import patterns
 from hf_bpe.cli import _train_sentencepiece
 from hf_bpe.cli._common import (
     DATASET_ON_RAY,
+    InputError,
     UsageError,
+    duration,
+    force_option,
     load_dataset,
     missing_folder,
     parse_size,
+    plural,
     ray_option,
     ray_session,
     reclaim_files,
+    refuse_to_overwrite,
     report_created,
 )
 from hf_bpe.model import MODEL_FILE
-from hf_bpe.train import count_pieces, train_from_counts
+from hf_bpe.train import count_pieces, train_from_counts, watched
 
 
 def register(subparsers: Any) -> None:
@@ -89,6 +96,7 @@ def register(subparsers: Any) -> None:
     train.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="folder to write the tokenizer to"
     )
+    force_option(train)
     train.add_argument("--name", help="the model's name (default: the folder's name)")
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -116,16 +124,20 @@ def run(arguments: argparse.Namespace) -> int:
         raise UsageError("give FILES or --dataset, not both")
     if arguments.out.exists() and not arguments.out.is_dir():
         raise UsageError(f"--out {arguments.out} is a file; give a folder")
+    refuse_to_overwrite(arguments.out, "--out", arguments.force)
     corpus: Any = None
     files: list[Path] | None = None
     if arguments.files:
         files = list(arguments.files)
+        if arguments.ray is None:
+            for path in files:
+                _check_file(path)
         count = len(files)
         if arguments.ray is not None:  # FILES may be glob patterns there: count the files they name
             from hf_bpe.distributed import _inputs
 
             count = len(_inputs.expand([str(path) for path in files]))
-        described = f"{count} file{'s' if count != 1 else ''}"
+        described = plural(count, "file")
     elif arguments.dataset:
         corpus = load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
         described = f"dataset {arguments.dataset} ({arguments.split})"
@@ -171,19 +183,36 @@ def run(arguments: argparse.Namespace) -> int:
     if counts is not None:
         training["usage"] = training_usage(model, counts)
     created = missing_folder(arguments.out)
+    if not arguments.quiet and watched(sys.stderr):  # the folder takes a while: say what runs
+        print(f"Writing {arguments.out}: tokenizer.json, model card with audit and charts...", file=sys.stderr,
+              flush=True)
+    writing = time.perf_counter()
     save_tokenizer_folder(model, arguments.out, eos_token=eos, card={"training": training})
+    written = time.perf_counter() - writing
     path = arguments.out / MODEL_FILE
 
-    specials = len(model.special_tokens_set)
     merges = len(model.mergeable_ranks) - 256
     pattern = patterns.name_of(model.pattern) or "custom regex"
     print(f"Wrote {arguments.out} (AutoTokenizer.from_pretrained loads it; model file {path.name})")
     print(
-        f"  {model.n_vocab} tokens: 256 bytes + {merges} merges + {specials} special token{'s' if specials != 1 else ''}; "
-        f"pattern {pattern}; trained on {described} in {elapsed:.1f} s"
+        f"  {plural(model.n_vocab, 'token')}: 256 bytes + {plural(merges, 'merge')} + "
+        f"{plural(len(model.special_tokens_set), 'special token')}; pattern {pattern}"
     )
+    print(f"  trained on {described} in {duration(elapsed)}; wrote the folder (tokenizer.json, model card with "
+          f"audit and charts) in {duration(written)}")
     report_created(created)
     return 0
+
+
+def _check_file(path: Path) -> None:
+    """A FILES argument that is not a file: :class:`InputError` saying what to type."""
+    if path.is_dir():
+        quoted = shlex.quote(str(path))
+        raise InputError(f"FILES {path}: is a folder; pass the text files in it, e.g. "
+                         f"hf-bpe train {quoted.rstrip('/')}/*.txt ... (or, for every file under it: "
+                         f"hf-bpe train $(find {quoted} -type f) ...)")
+    if not path.exists():
+        raise InputError(f"FILES {path}: no such file (check the path: ls {shlex.quote(str(path))})")
 
 
 def _train_on_ray(arguments: argparse.Namespace, files: list[Path] | None, name: str) -> Any:

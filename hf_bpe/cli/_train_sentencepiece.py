@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hf_bpe.cli._common import UsageError
+from hf_bpe.cli._common import UsageError, duration, plural
 from hf_bpe.sentencepiece_bpe import CONTROL, UNKNOWN
 from hf_bpe.train_sentencepiece import FIXED, LLAMA2_OPTIONS, NO_EFFECT, OPTIONS, train_sentencepiece
 
@@ -118,8 +118,8 @@ def run(arguments: argparse.Namespace, corpus: Any, files: list[Path] | None, de
         kinds[piece.type] = kinds.get(piece.type, 0) + 1
     merged = sum(1 for piece in spec.pieces if piece.type == 1 and len(piece.text) > 1)
     print(f"Wrote {arguments.out}: {', '.join(path.name for path in written)}")
-    print(f"  {len(spec.pieces)} pieces: {merged} merged, {kinds.get(1, 0) - merged} characters, "
-          f"{len(spec.pieces) - kinds.get(1, 0)} meta; trained on {described} in {elapsed:.1f} s")
+    print(f"  {plural(len(spec.pieces), 'piece')}: {merged:,} merged, {plural(kinds.get(1, 0) - merged, 'character')}, "
+          f"{len(spec.pieces) - kinds.get(1, 0):,} meta; trained on {described} in {duration(elapsed)}")
     if note:
         print(f"  {note}")
     return 0

@@ -9,7 +9,9 @@ A TOKENIZER is a named encoding (gpt2, r50k_base, cl100k_base, o200k_base) or an
 ``hf-bpe convert`` reads: a trained or transformers folder, ``tokenizer.json``, a SentencePiece
 ``.model``, a ``.tiktoken`` file (``--pattern``, ``--special`` for files not OpenAI's), tekken JSON,
 GPT-2's files, all read by :func:`hf_bpe.load`. Every tokenizer is loaded before anything starts, so a
-bad one stops the command with its loader's error (exit status 2).
+bad one stops the command with its loader's error (exit status 2 for a missing one or one of unknown
+format, 1 for one that cannot be read). As ``hf-bpe encode`` does, special-token text is ordinary text
+unless ``--allow-special`` is given: both give the same ids for the same text.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ import sys
 import threading
 import webbrowser
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from hf_bpe.cli._common import UsageError, for_the_shell, read_source, source_options
+from hf_bpe.cli._common import InputError, read_source, source_options
 
 if TYPE_CHECKING:
     from hf_bpe.model import BPE
@@ -50,6 +52,9 @@ def register(subparsers: Any) -> None:
     view.add_argument("--html", type=Path, metavar="OUT",
                       help="write one self-contained HTML file (no server, no network) showing the tokens of "
                       "--text (default: the page's opening examples)")
+    view.add_argument("--allow-special", action="store_true",
+                      help="show special tokens found in the text as their ids, as hf-bpe encode --allow-special "
+                      "does (default: as text)")
     view.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                       help="ANSI colors in the terminal: auto (on a terminal, unless NO_COLOR is set), "
                       "always, never")
@@ -62,21 +67,14 @@ def register(subparsers: Any) -> None:
 
 
 def run(arguments: argparse.Namespace) -> int:
-    """Run a parsed ``view`` command line; returns the exit status (0 ok, 1 failed, 2 bad input)."""
-    try:
-        tokenizers = [(source, read_source(source, None, pattern=arguments.pattern, specials=arguments.special)[0])
-                      for source in arguments.tokenizers]
-        text = _text(arguments.text)
-    except (UsageError, ValueError, OSError, ImportError) as error:  # hf_bpe.load's SourceError is a ValueError
-        print(f"hf-bpe view: error: {for_the_shell(error)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("hf-bpe view: interrupted", file=sys.stderr)
-        return 130
+    """Run a parsed ``view`` command line; returns the exit status (errors: :func:`hf_bpe.cli.main`)."""
+    tokenizers = [(source, read_source(source, None, pattern=arguments.pattern, specials=arguments.special)[0])
+                  for source in arguments.tokenizers]
+    text = _text(arguments.text)
     if arguments.html is not None:
         return _export(tokenizers, text, arguments)
     if text is not None:
-        return _print(tokenizers, text, arguments.color)
+        return _print(tokenizers, text, arguments.color, arguments.allow_special)
     return _serve(tokenizers, arguments)
 
 
@@ -86,22 +84,23 @@ def _text(given: str | None) -> str | None:
             try:
                 given.encode("utf-8")
             except UnicodeEncodeError:
-                raise UsageError("--text is not valid UTF-8 (the command line held bytes that are not)"
-                                     ) from None
+                raise InputError("--text is not valid UTF-8 (the command line held bytes that are not)"
+                                 ) from None
         return given
     data = sys.stdin.buffer.read()  # bytes, so "\r\n" reaches the tokenizer as it is
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise UsageError(f"standard input is not UTF-8 (byte {error.start}: "
-                             f"{data[error.start:error.start + 1]!r}); give UTF-8 text") from None
+        raise InputError(f"standard input is not UTF-8 (byte {error.start}: "
+                         f"{data[error.start:error.start + 1]!r}); give UTF-8 text") from None
 
 
-def _print(tokenizers: list[tuple[str, BPE]], text: str, color: str) -> int:
+def _print(tokenizers: list[tuple[str, BPE]], text: str, color: str, allow_special: bool) -> int:
     from hf_bpe._token_view import color_terminal, view_text
 
     colored = color == "always" or (color == "auto" and color_terminal())
-    views = [view_text(model, text, name=source) for source, model in tokenizers]
+    allowed: Literal["all"] | set[str] = "all" if allow_special else set()
+    views = [view_text(model, text, name=source, allowed_special=allowed) for source, model in tokenizers]
     print("\n\n".join(view.ansi() if colored else view.plain() for view in views))
     return 0
 
@@ -109,7 +108,7 @@ def _print(tokenizers: list[tuple[str, BPE]], text: str, color: str) -> int:
 def _export(tokenizers: list[tuple[str, BPE]], text: str | None, arguments: argparse.Namespace) -> int:
     from hf_bpe.view import DEFAULT_TEXT, TokenPage
 
-    page = TokenPage(tokenizers, command=_command(arguments))
+    page = TokenPage(tokenizers, command=_command(arguments), allow_special=arguments.allow_special)
     try:
         written = page.export(DEFAULT_TEXT if text is None else text, arguments.html)
     except OSError as error:
@@ -127,7 +126,7 @@ def _serve(tokenizers: list[tuple[str, BPE]], arguments: argparse.Namespace) -> 
     from hf_bpe.view import TokenPage, make_server
     from hf_bpe.view._server import url_of
 
-    page = TokenPage(tokenizers, command=_command(arguments))
+    page = TokenPage(tokenizers, command=_command(arguments), allow_special=arguments.allow_special)
     try:
         server = make_server(page, arguments.host, arguments.port)
     except OSError as error:
@@ -150,4 +149,5 @@ def _serve(tokenizers: list[tuple[str, BPE]], arguments: argparse.Namespace) -> 
 
 
 def _command(arguments: argparse.Namespace) -> str:
-    return shlex.join(["hf-bpe", "view", *arguments.tokenizers])
+    return shlex.join(["hf-bpe", "view", *arguments.tokenizers] + (["--allow-special"] if arguments.allow_special
+                                                                    else []))

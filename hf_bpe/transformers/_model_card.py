@@ -227,8 +227,14 @@ def _training(training: dict[str, Any] | None) -> str:
         lines.append(f"Corpus: {training['corpus']}.")
     if training.get("texts") is not None:
         lines.append(f"{training['texts']:,} texts, {training.get('bytes', 0):,} bytes of UTF-8.")
+    elif training.get("files") is not None:
+        lines.append(f"{training['files']:,} files, {training.get('bytes', 0):,} bytes of UTF-8.")
+    if training.get("pattern"):
+        lines.append(f"Split pattern: {training['pattern']}.")
     if training.get("vocab_size"):
         lines.append(f"Trained to a vocabulary of {training['vocab_size']:,}.")
+    if training.get("special_tokens"):
+        lines.append("Special tokens: " + ", ".join(f"`{token}`" for token in training["special_tokens"]) + ".")
     return " ".join(lines) or "Not recorded."
 
 

@@ -81,6 +81,8 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         self._add_bos = bool(settings.get("add_bos_token", False) if add_bos_token is None else add_bos_token)
         self._add_eos = bool(settings.get("add_eos_token", False) if add_eos_token is None else add_eos_token)
         self._card = dict(settings.get("card", {}))
+        if "training" not in self._card and model._training:  # trained by hf_bpe.train: the card says how
+            self._card["training"] = dict(model._training)
         self._tables: Tables | None = None
         self._added: AddedTokens | None = None
         self._lock = ReadWriteLock()

@@ -32,7 +32,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from hf_bpe._io import atomic_write
@@ -62,10 +62,12 @@ class TokenPage:
     """The tokenizers a page shows, and its answers: :meth:`encode`, :meth:`decode`, :meth:`html`
     (the live page) and :meth:`static_html` (one self-contained file). ``tokenizers`` are
     ``(label, model)`` pairs in the order of the panels; ``text`` is what the live page opens with;
-    ``command`` is shown in a static export as the way to edit it live."""
+    ``command`` is shown in a static export as the way to edit it live; ``allow_special`` (default
+    True) shows special-token text as the special tokens' ids, else as ordinary text (``hf-bpe
+    encode``'s default)."""
 
     def __init__(self, tokenizers: Sequence[tuple[str, BPE]], *, text: str = DEFAULT_TEXT,
-                 command: str | None = None) -> None:
+                 command: str | None = None, allow_special: bool = True) -> None:
         if not tokenizers:
             raise ValueError("a token page needs at least one tokenizer")
         labels: list[str] = []
@@ -77,13 +79,14 @@ class TokenPage:
         self.tokenizers = [(label, model) for label, (_, model) in zip(labels, tokenizers)]
         self.text = text
         self.command = command
+        self.allow_special = allow_special
         self._lengths = [_token_lengths(model) for _, model in self.tokenizers]
         # The core releases the GIL on long texts, so the tokenizers of one request encode in parallel.
         self._pool = ThreadPoolExecutor(max_workers=max(1, min(len(tokenizers), os.cpu_count() or 1)),
                                         thread_name_prefix="hf-bpe-view")
 
     def encode(self, text: str) -> dict[str, Any]:
-        """Every tokenizer's view of ``text`` (special tokens allowed), as the page reads it: a
+        """Every tokenizer's view of ``text`` (special tokens as :attr:`allow_special` says), as the page reads it: a
         :meth:`~hf_bpe._token_view.TokenView.to_json` per tokenizer, except that byte-level models
         answer with ``ids`` and ``lengths`` packed (base64 of little-endian 32-bit ids and 8-bit
         byte lengths, 16-bit if the model has tokens of 256 bytes or more; the page reads them as
@@ -106,18 +109,19 @@ class TokenPage:
             raise ValueError(f"the text holds a lone surrogate at character {error.start}; send UTF-8 text"
                              ) from None
         started = time.perf_counter()
+        allowed: Literal["all"] | set[str] = "all" if self.allow_special else set()
 
         def one(item: tuple[tuple[str, BPE], tuple[list[int], str] | None]) -> dict[str, Any]:
             (label, model), lengths_by_id = item
             if lengths_by_id is not None:
                 table, typecode = lengths_by_id
-                ids = model.encode(text, allowed_special="all", disallowed_special=())
+                ids = model.encode(text, allowed_special=allowed, disallowed_special=())
                 lengths = list(map(table.__getitem__, ids))
                 if sum(lengths) == size:
                     return {"name": label, "ids": _packed("I", ids),
                             "lengths": _packed(typecode, lengths),
                             "characters": len(text), "bytes": size}
-            return view_text(model, text, name=label).to_json()
+            return view_text(model, text, name=label, allowed_special=allowed).to_json()
 
         if size < PARALLEL_BYTES:
             results = [one(item) for item in zip(self.tokenizers, self._lengths)]

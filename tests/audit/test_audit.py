@@ -197,6 +197,39 @@ def test_charts_are_png_files(tmp_path: Path, trained: BPE) -> None:
     assert sorted(path.name for path in (tmp_path / "charts").iterdir()) == sorted(path.name for path in paths.values())
 
 
+@pytest.mark.parametrize("groups", [1, 2, 4])
+@pytest.mark.parametrize("compare", [[], ["gpt2"], ["gpt2", "o200k_base"]])
+def test_the_compression_charts_legend_covers_no_bar_or_label(
+    tmp_path: Path, trained: BPE, groups: int, compare: list[str]
+) -> None:
+    """Drawn as saved (tight layout, 100 dpi): the legend's box meets no bar and no value label, and
+    stays inside the figure (inside the plot, "best" put it over a bar or the last bar's label)."""
+    pytest.importorskip("matplotlib", reason="charts need matplotlib: pip install 'hf_bpe[plots]'")
+    from hf_bpe.audit import _plots
+
+    corpus = {f"group {index}": CORPUS[index::groups] for index in range(groups)}
+    report = hf_bpe.audit.audit(trained, corpus, compare=compare)
+    plt = _plots.pyplot()
+    figure = _plots._compression(plt, report)
+    try:
+        figure.set_dpi(100)
+        figure.tight_layout()
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        axes = figure.axes[0]
+        legend = axes.get_legend().get_window_extent(renderer)
+        labels = [text.get_window_extent(renderer) for text in axes.texts]
+        bars = [patch.get_window_extent(renderer) for patch in axes.patches]
+        assert len(labels) == len(bars) == (1 + len(compare)) * groups
+        for box in labels + bars:
+            assert not legend.overlaps(box), (legend, box)
+        whole = figure.bbox
+        assert whole.x0 <= legend.x0 and legend.x1 <= whole.x1 and whole.y0 <= legend.y0 and legend.y1 <= whole.y1
+    finally:
+        plt.close(figure)
+    assert report.plots(tmp_path, ["compression"])["compression"].read_bytes()[:4] == b"\x89PNG"
+
+
 def test_charts_without_matplotlib_say_how_to_get_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                     trained: BPE) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)

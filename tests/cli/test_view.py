@@ -51,7 +51,7 @@ def printed_ids(out: str) -> list[list[int]]:
 
 
 def test_plain_terminal_form_has_the_ids_of_tiktoken(capsys: pytest.CaptureFixture[str], encoding_pair: Any) -> None:
-    status, out, err = run(capsys, "view", "gpt2", "cl100k_base", "--text", TEXT)
+    status, out, err = run(capsys, "view", "gpt2", "cl100k_base", "--text", TEXT, "--allow-special")
     assert status == 0 and err == ""
     assert "\x1b[" not in out  # not a terminal: no colors
     expected = [encoding_pair(name)[1].encode(TEXT, allowed_special="all") for name in ("gpt2", "cl100k_base")]
@@ -64,8 +64,28 @@ def test_plain_terminal_form_has_the_ids_of_tiktoken(capsys: pytest.CaptureFixtu
     assert "<0xF0 0x9F" in out and "\ufffd" not in out  # the llama is cut into bytes, shown as bytes
 
 
+def test_view_and_encode_give_the_same_ids_with_and_without_allow_special(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """Special-token text is ordinary text for both by default; ``--allow-special`` makes it the
+    special token's id for both (terminal, HTML export)."""
+    for flag in ([], ["--allow-special"]):
+        status, encoded, _ = run(capsys, "encode", "gpt2", TEXT, *flag)
+        assert status == 0
+        status, viewed, err = run(capsys, "view", "gpt2", "--text", TEXT, *flag)
+        assert status == 0, err
+        assert printed_ids(viewed) == [[int(token) for token in encoded.split()]]
+        assert (50256 in printed_ids(viewed)[0]) == bool(flag)
+        out_file = tmp_path / f"tokens{len(flag)}.html"
+        assert run(capsys, "view", "gpt2", "--html", out_file, "--text", TEXT, *flag)[0] == 0
+        page = out_file.read_text(encoding="utf-8")
+        config = json.loads(re.search(r'<script type="application/json" id="config">(.*?)</script>', page,
+                                      re.DOTALL)[1])
+        assert array("I", base64.b64decode(config["static"]["results"][0]["ids"])).tolist() == printed_ids(viewed)[0]
+
+
 def test_ansi_colors_when_asked(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = run(capsys, "view", "gpt2", "--text", TEXT, "--color", "always")
+    status, out, _ = run(capsys, "view", "gpt2", "--text", TEXT, "--color", "always", "--allow-special")
     assert status == 0
     model = hf_bpe.get_encoding("gpt2")
     assert out == view_text(model, TEXT).ansi() + "\n"
@@ -97,7 +117,7 @@ def test_every_kind_of_tokenizer_file_is_viewed(capsys: pytest.CaptureFixture[st
         (cl100k_file(), hf_bpe.get_encoding("cl100k_base")),
         (mistral_file("tokenizer.model.v1"), conversion.sentencepiece.load(mistral_file("tokenizer.model.v1"))),
     ]
-    status, out, err = run(capsys, "view", *[source for source, _ in sources], "--text", TEXT)
+    status, out, err = run(capsys, "view", *[source for source, _ in sources], "--text", TEXT, "--allow-special")
     assert status == 0, err
     assert printed_ids(out) == [model.encode(TEXT, allowed_special="all") for _, model in sources]
 
@@ -120,11 +140,12 @@ def test_an_unreadable_tokenizer_file_gives_its_loaders_error(tmp_path: Path) ->
     junk.write_bytes(b"\x00\x01 not a tokenizer")
     empty = tmp_path / "empty"
     empty.mkdir()
-    for source, message in [(broken, "broken.model"), (junk, "cannot tell the format of"),
-                            (empty, "cannot tell the format of the folder")]:
+    # exit status as for every command: 1 for a file that cannot be read, 2 for a format not told
+    for source, message, status in [(broken, "broken.model", 1), (junk, "cannot tell the format of", 2),
+                                    (empty, "cannot tell the format of the folder", 2)]:
         done = hf_bpe_command("view", source, "--no-browser")
-        assert done.returncode == 2, (source, done.stderr)
-        assert done.stderr.startswith("hf-bpe view: error: ") and message in done.stderr
+        assert done.returncode == status, (source, done.stderr)
+        assert "hf-bpe view: error: " in done.stderr and message in done.stderr
         assert "Serving" not in done.stdout
     done = hf_bpe_command("view", cl100k_file().with_suffix(".nope"), "--text", "x")
     assert done.returncode == 2 and "neither a named encoding" in done.stderr
@@ -135,7 +156,7 @@ def test_an_unreadable_tokenizer_file_gives_its_loaders_error(tmp_path: Path) ->
 
 def test_static_export_is_one_file_without_network(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out_file = tmp_path / "tokens.html"
-    status, out, _ = run(capsys, "view", "gpt2", "cl100k_base", "--html", out_file, "--text", TEXT)
+    status, out, _ = run(capsys, "view", "gpt2", "cl100k_base", "--html", out_file, "--text", TEXT, "--allow-special")
     assert status == 0 and f"Wrote {out_file}" in out
     page = out_file.read_text(encoding="utf-8")
     assert not re.search(r"https?://", page)
@@ -165,7 +186,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     folder = tmp_path / "trained"
     BPETokenizer.from_model(trained_model()).save_pretrained(folder)
     process = subprocess.Popen([sys.executable, "-c", SERVE_AS_IN_A_TERMINAL, "view", "gpt2", "cl100k_base",
-                                str(folder), "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                str(folder), "--no-browser", "--allow-special"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, encoding="utf-8")
     try:
         line = process.stdout.readline() if process.stdout else ""

@@ -671,6 +671,30 @@ def test_model_card_describes_the_tokenizer(tmp_path: Path) -> None:
         assert "![Histogram of token lengths in bytes](token_lengths.png)" in card
 
 
+def test_model_card_of_a_model_trained_by_hf_bpe_says_how(tmp_path: Path) -> None:
+    """hf_bpe.train records the corpus on the model; BPETokenizer.save_pretrained writes it into the card
+    (and tokenizer_config.json keeps it for the next save)."""
+    texts = ["the cat sat on the mat", "the hat <|endoftext|> naïve café"] * 50
+    model = hf_bpe.train(texts, 275, special_tokens=["<|endoftext|>"], pattern="cl100k", show_progress=False)
+    BPETokenizer.from_model(model).save_pretrained(tmp_path / "texts")
+    card = (tmp_path / "texts" / "README.md").read_text(encoding="utf-8")
+    assert "Not recorded" not in card and "not trained by hf_bpe" not in card
+    size = sum(len(text.encode("utf-8")) for text in texts)
+    assert f"100 texts, {size:,} bytes of UTF-8." in card and "Corpus: a list of texts." in card
+    assert "Split pattern: cl100k." in card and "Trained to a vocabulary of 275." in card
+    assert "Special tokens: `<|endoftext|>`." in card
+    BPETokenizer.from_pretrained(tmp_path / "texts").save_pretrained(tmp_path / "again")
+    assert f"100 texts, {size:,} bytes of UTF-8." in (tmp_path / "again" / "README.md").read_text(encoding="utf-8")
+    files = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    for path in files:
+        path.write_text("hello world, hello there\n" * 20, encoding="utf-8")
+    from_files = hf_bpe.train(files=files, vocab_size=270, show_progress=False)
+    BPETokenizer.from_model(from_files).save_pretrained(tmp_path / "files")
+    card = (tmp_path / "files" / "README.md").read_text(encoding="utf-8")
+    assert "Corpus: files a.txt, b.txt." in card and f"2 files, {2 * 25 * 20:,} bytes of UTF-8." in card
+    assert "Split pattern: gpt2." in card and "Special tokens: " not in card
+
+
 def test_each_card_audits_its_own_vocabulary_when_models_are_saved_in_turn(tmp_path: Path) -> None:
     """The card keeps the last model's audit for the next save of an equal model: a different model
     saved in between, or the same vocabulary with other special tokens, gets its own findings."""

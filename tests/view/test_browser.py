@@ -154,7 +154,52 @@ def type_text(page: Any, text: str) -> None:
     assert page.input_value("#input") == text
 
 
+READ_BOXES = """() => Array.from(document.querySelectorAll(".panel")).map((panel) =>
+  Array.from(panel.querySelectorAll(".tokens .t")).map((span) => {
+    const box = span.getClientRects()[0];
+    return box ? [box.left, box.right, box.top, box.bottom] : null;
+  }))"""
+
+RIGHT_TO_LEFT = ("مرحبا بالعالم، هذا نص عربي: ئؤ ٣٤٥ ﷲ! "
+                 "שלום עולם, זה טקסט בעברית (123) סוף. "
+                 "mixed עם English و عربي")
+"""Arabic (with letters cut into bytes, shown as ``<0xD8 0xA6>`` labels, and Arabic-Indic digits),
+Hebrew with digits and brackets, and both amid English."""
+
+
+def drawn_out_of_order(boxes: list[list[float] | None]) -> list[int]:
+    """The indexes of tokens not drawn after the token before them: to its right on the same line, or
+    on a later line (logical order, left to right)."""
+    wrong = []
+    previous = None
+    for index, box in enumerate(boxes):
+        if box is None:
+            continue
+        if previous is not None:
+            same_line = abs(box[2] - previous[2]) < 2
+            if (same_line and box[0] < previous[1] - 1) or (not same_line and box[2] < previous[2]):
+                wrong.append(index)
+        previous = box
+    return wrong
+
+
 # ------------------------------------------------------------------------------------------------ tests
+
+
+def test_right_to_left_tokens_keep_their_logical_order(page: Any, models: list[tuple[str, BPE]],
+                                                       tmp_path: Path) -> None:
+    """Arabic and Hebrew: every panel draws its token boxes in the tokens' order, left to right and
+    line by line (the browser's bidi algorithm must not reorder tokens or byte labels among them).
+    HF_BPE_SCREENSHOTS=DIR keeps a screenshot of the first panel there, to look at."""
+    type_text(page, RIGHT_TO_LEFT)
+    panels = check_panels(page, models, RIGHT_TO_LEFT)
+    assert any(kind == "bytes" for panel in panels for span in panel["spans"] for kind, _ in span["parts"])
+    for (name, _), boxes in zip(models, page.evaluate(READ_BOXES)):
+        assert len(boxes) > 20 and drawn_out_of_order(boxes) == [], name
+    page.locator(".panel").first.screenshot(path=str(tmp_path / "right-to-left.png"))
+    if os.environ.get("HF_BPE_SCREENSHOTS"):
+        shutil.copy(tmp_path / "right-to-left.png", Path(os.environ["HF_BPE_SCREENSHOTS"]) / "right-to-left.png")
+
 
 
 def test_typed_text_is_cut_as_each_model_cuts_it(page: Any, models: list[tuple[str, BPE]], tmp_path: Path) -> None:
