@@ -376,7 +376,8 @@ def _tallied(batches: Iterable[list[str]], tally: list[int]) -> Iterator[list[st
     """``batches`` as they are, adding up their documents (``tally[0]``) and UTF-8 bytes (``tally[1]``)."""
     for batch in batches:
         tally[0] += len(batch)
-        tally[1] += sum(len(document.encode("utf-8", "surrogatepass")) for document in batch)
+        # what is not a str is left to the core, which refuses it naming its type
+        tally[1] += sum(len(document.encode("utf-8", "surrogatepass")) for document in batch if isinstance(document, str))
         yield batch
 
 

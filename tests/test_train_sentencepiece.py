@@ -226,7 +226,7 @@ def test_the_command_line_trains_a_sentencepiece_folder(tmp_path: Path, capsys: 
     out = tmp_path / "llama"
     assert main(["train", "--sentencepiece", "--llama2", str(corpus), "--vocab-size", "1200", "--num-threads", "2",
                  "--out", str(out), "--quiet"]) == 0
-    assert "1200 pieces" in capsys.readouterr().out
+    assert "1,200 pieces" in capsys.readouterr().out
     proto = pb2.ModelProto()
     proto.ParseFromString(_theirs(corpus, 1200, {**LLAMA2_OPTIONS, "num_threads": 2}))
     ours = pb2.ModelProto()
@@ -262,11 +262,12 @@ def test_the_command_line_takes_sentencepiece_options_by_name(tmp_path: Path,
         (["--special-token", "<s>"], "user_defined_symbols"),
     ]:
         with pytest.raises(SystemExit) as exit_status:
-            main(["train", "--sentencepiece", str(corpus), "--vocab-size", "300", "--out", str(out), *arguments])
+            main(["train", "--sentencepiece", str(corpus), "--vocab-size", "300", "--out", str(tmp_path / "new"),
+                  *arguments])
         assert exit_status.value.code == 2 and problem in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        main(["train", str(corpus), "--vocab-size", "300", "--out", str(out), "--llama2"])
+        main(["train", str(corpus), "--vocab-size", "300", "--out", str(tmp_path / "new"), "--llama2"])
     assert "--sentencepiece" in capsys.readouterr().err
-    assert main(["train", "--sentencepiece", str(corpus), "--vocab-size", "300", "--out", str(out), "--quiet",
-                 "--sp-option", "treat_whitespace_as_suffix=true"]) == 1
+    assert main(["train", "--sentencepiece", str(corpus), "--vocab-size", "300", "--out", str(tmp_path / "new"),
+                 "--quiet", "--sp-option", "treat_whitespace_as_suffix=true"]) == 1
     assert "treat_whitespace_as_suffix" in capsys.readouterr().err

@@ -30,11 +30,12 @@ import hf_bpe
 from conversion import _gguf_file
 from conversion._gguf_file import ARRAY, FLOAT32, INT32, STRING, UINT32, Value
 from conversion._llama_pre import PRE_NAMES
-from hf_bpe import patterns
+from hf_bpe import _rules, patterns
 from hf_bpe._known_rank_files import LLAMA3, LLAMA4, QWEN
 from hf_bpe._sources import SourceError, detect_format
 from hf_bpe.cli import main
 from hf_bpe.errors import ConversionError, LossyConversionWarning, TokenizerFileError
+from hf_bpe.patterns import pieces
 
 VOCAB_FILES = ("aquila", "baichuan", "bert-bge", "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4",
                "gpt-2", "gpt-neox", "llama-bpe", "llama-spm", "mpt", "nomic-bert-moe", "phi-3", "qwen2", "qwen35",
@@ -137,7 +138,7 @@ def test_llama_cpp_settings_are_read(llama_cpp_vocab_files: Path) -> None:
     llama3 = read_vocab(llama_cpp_vocab_files, "llama-bpe")
     assert (llama3.tokenizer_model, llama3.pre, llama3.bos_id, llama3.eos_id) == ("gpt2", "llama-bpe", 128000, 128001)
     assert llama3.add_bos and not llama3.add_eos  # llama.cpp's default for llama-bpe
-    assert llama3.model.ignore_merges and llama3.model.pattern == PRE_NAMES["llama-bpe"].steps
+    assert _rules.ignore_merges(llama3.model) and llama3.model.pattern == PRE_NAMES["llama-bpe"].steps
     assert llama3.encode("Hi", add_special=True) == [128000, *llama3.encode("Hi")]
     assert llama3.encode("<|eot_id|>", parse_special=True) == [128009]
     assert llama3.encode("<|eot_id|>") == llama3.model.encode_ordinary("<|eot_id|>")
@@ -192,11 +193,11 @@ def test_save_refuses_cl100k_whose_split_no_pre_tokenizer_runs_and_writes_it_whe
         conversion.gguf.save(model, path, lossy=True)
     vocab = conversion.gguf.read(path)
     assert vocab.pre == "llama-bpe"
-    assert vocab.model.pieces("x'ſt \n ") == ["x", "'ſt", " \n", " "] and model.pieces("x'ſt \n ") == [
+    assert pieces(vocab.model, "x'ſt \n ") == ["x", "'ſt", " \n", " "] and pieces(model, "x'ſt \n ") == [
         "x", "'ſ", "t", " \n "]
     agreeing = 0
     for text in varied_texts(scaled(500, 50)):
-        if vocab.model.pieces(text) == model.pieces(text):
+        if pieces(vocab.model, text) == pieces(model, text):
             assert vocab.encode(text) == model.encode_ordinary(text), text
             agreeing += 1
     assert agreeing >= scaled(500, 50) * 0.9
@@ -481,7 +482,7 @@ def test_llama_cpp_tokenizes_our_gpt2_and_cl100k_files_as_the_models_do(tmp_path
     vocab = conversion.gguf.read(path)
     rng = random.Random(8)  # fragments the two splits cut alike (see the cl100k test above)
     fragments = [fragment for fragment in (generated_text(rng) for _ in range(scaled(600, 60)))
-                 if vocab.model.pieces(fragment + "x") == cl100k.pieces(fragment + "x")]
+                 if pieces(vocab.model, fragment + "x") == pieces(cl100k, fragment + "x")]
     text = "x".join(fragments) + "x"
-    assert vocab.model.pieces(text) == cl100k.pieces(text)
+    assert pieces(vocab.model, text) == pieces(cl100k, text)
     assert LLAMA_CPP(path, text) == vocab.encode(text) == cl100k.encode_ordinary(text)

@@ -38,6 +38,7 @@ import conversion.tiktoken
 import hf_bpe
 from hf_bpe import patterns
 from hf_bpe.errors import ConversionError, InternalError, InvalidVocabularyError, TokenizerFileError
+from hf_bpe.model import NEVER_IN_UTF8, missing_bytes
 from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
 
 ENDOFTEXT = "<|endoftext|>"
@@ -513,6 +514,9 @@ def _split_refusal(error: ValueError) -> bool:
 
 def exercise_model(model: hf_bpe.BPE) -> None:
     named = model.kind != "sentencepiece" and patterns.name_of(model.pattern) is not None
+    # A tokenizer.json lacking byte symbols text uses loads as tokenizers runs it, dropping those bytes
+    # (with MissingBytesWarning): its encodings do not decode back to the text.
+    round_trips = named and all(byte in NEVER_IN_UTF8 for byte in missing_bytes(model))
     for text in EXERCISE_TEXTS:
         try:
             ordinary = model.encode_ordinary(text)
@@ -526,7 +530,7 @@ def exercise_model(model: hf_bpe.BPE) -> None:
         assert with_offsets == model.encode(text, disallowed_special=())
         assert offsets == sorted(offsets) and all(0 <= offset <= len(text) for offset in offsets)
         assert isinstance(model.decode(ids), str) and isinstance(model.decode(ordinary), str)
-        if named:
+        if round_trips:
             assert model.decode_bytes(ordinary) == text.encode("utf-8", "surrogatepass"), text
             assert model.decode(ids) == text
     try:
