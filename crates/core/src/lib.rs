@@ -9,6 +9,7 @@
 
 pub mod cache;
 pub mod char_merge;
+pub mod cpu_time;
 pub mod halves;
 pub mod hf_normalize;
 pub mod huge;

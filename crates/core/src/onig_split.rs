@@ -19,10 +19,11 @@
 
 use std::borrow::Cow;
 use std::os::raw::c_ulong;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use onig::{MatchParam, Regex, Region, SearchOptions};
 
+use crate::cpu_time::CpuInstant;
 use crate::pretokenize::{Budget, SplitError, CHECK_EVERY, MAX_PATTERN_BYTES};
 
 /// What a Split step does with the matches of its regex (`tokenizers`' `SplitDelimiterBehavior`).
@@ -220,7 +221,7 @@ fn search(
 ) -> Result<Option<(usize, usize)>, SplitError> {
     let mut limit = FIRST_SEARCH_RETRY_LIMIT;
     loop {
-        let started = Instant::now();
+        let started = CpuInstant::now();
         let param = MatchParam::default();
         // SAFETY: `param` owns a live `OnigMatchParam`; this sets one of its fields.
         unsafe {
@@ -410,7 +411,7 @@ mod tests {
         let splitter = Splitter::new(SplitRule::Steps(vec![SplitStep::regex(r"(?:a|b)*\d", Behavior::Isolated, false)]))
             .unwrap();
         let text = "ab".repeat(50_000);
-        let started = Instant::now();
+        let started = CpuInstant::now();
         let result = splitter.pieces(&text);
         assert!(matches!(result, Err(SplitError::TooSlow { .. })), "{result:?}");
         assert!(started.elapsed().as_secs_f64() < 1.0 + 10.0 * text.len() as f64 / 1e6 + 5.0);
