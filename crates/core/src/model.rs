@@ -19,6 +19,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cache::{CacheGuard, PieceCache, ShardedCache};
 use crate::halves::Halves;
+use crate::memory;
 use crate::hf_normalize::{NormalizeStep, Normalizer};
 use crate::merge::{Merge, MergeTable};
 use crate::pretokenize::{SplitError, SplitRule, Splitter};
@@ -696,6 +697,12 @@ impl Model {
         let mut cache = guard.as_mut().map(CacheGuard::cache);
         splitter.for_each_match(text, *empty_matches, |start, end| {
             let piece = &bytes[start..end];
+            // A piece gives at most one id per byte (an empty piece may be a token): room for them
+            // is checked, so that a text too large for memory stops with `OutOfMemory`.
+            memory::reserve(out, piece.len() + 1, "the ids", text.len(), "bytes of text");
+            if let Some(starts) = starts.as_deref_mut() {
+                memory::reserve(starts, piece.len() + 1, "the offsets", text.len(), "bytes of text");
+            }
             let before = out.len();
             if let Some(dropped) = dropped_bytes.as_deref().filter(|dropped| piece.iter().any(|&byte| dropped[byte as usize])) {
                 self.encode_dropping(byte_level, piece, dropped, base + start, out, starts.as_deref_mut());
@@ -888,8 +895,10 @@ impl Model {
                 out,
                 starts.as_deref_mut(),
             )?;
+            memory::reserve(out, 1, "the ids", text.len(), "bytes of text");
             out.push(special.id);
             if let Some(starts) = starts.as_deref_mut() {
+                memory::reserve(starts, 1, "the offsets", text.len(), "bytes of text");
                 starts.push(special.start);
             }
             done = special.end;
@@ -944,7 +953,9 @@ impl Model {
             return model.decode(ids, out);
         }
         for &id in ids {
-            out.extend_from_slice(self.tokens.get(id).ok_or(id)?);
+            let token = self.tokens.get(id).ok_or(id)?;
+            memory::reserve(out, token.len(), "the decoded bytes", ids.len(), "ids");
+            out.extend_from_slice(token);
         }
         Ok(())
     }
@@ -962,7 +973,7 @@ impl Model {
     /// Decodes ids to text: invalid UTF-8 becomes U+FFFD per maximal invalid sequence, or for
     /// SentencePiece models one U+FFFD per invalid byte, as SentencePiece does.
     pub fn decode_text(&self, ids: &[Rank]) -> Result<String, Rank> {
-        let mut bytes = Vec::with_capacity(ids.len() * 4);
+        let mut bytes = memory::with_capacity(ids.len().saturating_mul(4), "the decoded bytes", ids.len(), "ids");
         self.decode_bytes(ids, &mut bytes)?;
         Ok(match &self.rule {
             Rule::SentencePiece(_) => crate::char_merge::decode_utf8(&bytes),

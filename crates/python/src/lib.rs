@@ -177,6 +177,10 @@ fn ids_of(py: Python<'_>, value: &Bound<'_, PyAny>, n_vocab: usize) -> PyResult<
             "expected a sequence of int token ids, got a string",
         ));
     }
+    // Extracting allocates by the sequence's length (unchecked: an abort if it fails).
+    if let Ok(len) = value.len() {
+        hf_bpe_core::memory::ensure_headroom(len.saturating_mul(12), "reading the ids", len, "ids");
+    }
     let ids: Vec<i64> = match value.extract() {
         Ok(ids) => ids,
         Err(_) => {
@@ -423,7 +427,7 @@ impl CoreBPE {
         if let Some((token, _)) = policy.disallowed.find(text) {
             return Err(EncodeFailure::Disallowed(token.to_owned()));
         }
-        let mut ids = Vec::with_capacity(text.len() / 3);
+        let mut ids = hf_bpe_core::memory::with_capacity(text.len() / 3, "the ids", text.len(), "bytes of text");
         self.model
             .encode(text, &policy.allowed, &mut ids)
             .map_err(EncodeFailure::Split)?;
@@ -628,7 +632,7 @@ impl CoreBPE {
         py: Python<'py>,
         text: &Bound<'py, PyAny>,
         policy: &SpecialPolicy,
-    ) -> PyResult<(Bound<'py, PyList>, Vec<usize>)> {
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
         guarded(py, || {
             let text = text_of(text, "encode")?;
             let work = || -> Result<(Vec<Rank>, Vec<usize>), EncodeFailure> {
@@ -642,7 +646,7 @@ impl CoreBPE {
                 Ok((ids, byte_to_char_offsets(&text, starts)))
             };
             let (ids, offsets) = self.run(py, text.len(), work).map_err(|f| f.into_py(py))?;
-            Ok((self.ints.list(py, &ids)?, offsets))
+            Ok((self.ints.list(py, &ids)?, ints::usize_list(py, &offsets)?))
         })
     }
 
@@ -798,11 +802,16 @@ impl CoreBPE {
             let ids = ids_of(py, ids, self.model.n_vocab())?;
             let out = self
                 .run(py, ids.len(), || {
-                    let mut out = Vec::with_capacity(ids.len() * 4);
+                    let mut out = hf_bpe_core::memory::with_capacity(
+                        ids.len().saturating_mul(4),
+                        "the decoded bytes",
+                        ids.len(),
+                        "ids",
+                    );
                     self.model.decode_bytes(&ids, &mut out).map(|()| out)
                 })
                 .map_err(|id| unknown_token(py, id, self.model.n_vocab()))?;
-            Ok(PyBytes::new(py, &out))
+            bytes_of(py, &out)
         })
     }
 
@@ -1054,11 +1063,19 @@ impl CoreBPE {
     }
 
     /// Decodes to text (U+FFFD for invalid UTF-8; per byte for SentencePiece models, as it does).
-    fn decode(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<String> {
+    fn decode<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
         guarded(py, || {
             let ids = ids_of(py, ids, self.model.n_vocab())?;
-            self.run(py, ids.len(), || self.model.decode_text(&ids))
-                .map_err(|id| unknown_token(py, id, self.model.n_vocab()))
+            let text = self
+                .run(py, ids.len(), || self.model.decode_text(&ids))
+                .map_err(|id| unknown_token(py, id, self.model.n_vocab()))?;
+            // SAFETY: `text` is valid UTF-8 of this length; a null result (MemoryError) is an error.
+            unsafe {
+                let length = pyo3::ffi::Py_ssize_t::try_from(text.len())
+                    .map_err(|_| PyValueError::new_err("the decoded text is too long for a Python str"))?;
+                Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyUnicode_FromStringAndSize(text.as_ptr().cast(), length))
+                    .map(|string| string.cast_into_unchecked())
+            }
         })
     }
 }
@@ -1143,13 +1160,23 @@ impl IdStream {
         guarded(py, || {
             let model = &self.core.get().model;
             let ids = ids_of(py, ids, model.n_vocab())?;
-            let mut out = Vec::with_capacity(ids.len() * 4);
+            let mut out =
+                hf_bpe_core::memory::with_capacity(ids.len().saturating_mul(4), "the decoded bytes", ids.len(), "ids");
             model
                 .decode_bytes_continuing(&ids, &mut self.state, &mut out)
                 .map_err(|id| unknown_token(py, id, model.n_vocab()))?;
-            Ok(PyBytes::new(py, &out))
+            bytes_of(py, &out)
         })
     }
+}
+
+/// `bytes` as a Python bytes object: MemoryError when CPython cannot allocate it (`PyBytes::new`
+/// would panic).
+fn bytes_of<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, bytes.len(), |buffer| {
+        buffer.copy_from_slice(bytes);
+        Ok(())
+    })
 }
 
 /// Converts ascending byte offsets into `text` to the index of the character holding each byte.

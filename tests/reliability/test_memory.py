@@ -1,0 +1,77 @@
+"""Memory sized by the input is checked before it is taken: an input too large for memory raises
+``MemoryError`` naming its size, and the interpreter lives on.
+
+Rust aborts the process when an allocation fails, so an unchecked allocation sized by the input turns
+a text too large for memory into SIGABRT. Each call runs in a child process under an address-space
+limit (``RLIMIT_AS``) of what it holds plus :data:`HEADROOM`: merging a 100 MB piece needs some 2 GB.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HEADROOM = 1_000_000_000
+"""Bytes of address space the child may take beyond what it holds when the limit is set."""
+
+CHILD = textwrap.dedent(
+    """
+    import json, resource, sys
+    import hf_bpe
+
+    enc = hf_bpe.get_encoding("cl100k_base")
+    expected = enc.encode_ordinary("hello world")
+    text = "a" * 100_000_000
+    longest = max(range(enc.n_vocab - 1000), key=lambda id: len(enc.decode_single_token_bytes(id)))
+    ids = [longest] * 10_000_000
+    calls = {
+        "encode_ordinary": lambda: enc.encode_ordinary(text),
+        "encode": lambda: enc.encode(text),
+        "encode_batch": lambda: enc.encode_batch([text, "hello"]),
+        "encode_with_offsets": lambda: enc.encode_with_offsets(text),
+        "decode": lambda: enc.decode(ids),
+        "decode_bytes": lambda: enc.decode_bytes(ids),
+    }
+    with open("/proc/self/status") as status:
+        held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    limit = held + int(sys.argv[1])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    results = {}
+    for name in sys.argv[2:]:
+        try:
+            calls[name]()
+            results[name] = "returned"
+        except MemoryError as error:
+            results[name] = f"MemoryError: {error}"
+        # Still working, on small input, after the failure.
+        assert enc.encode_ordinary("hello world") == expected
+    print(json.dumps(results))
+    """
+)
+
+
+def run_limited(*calls: str) -> dict[str, str]:
+    child = subprocess.run([sys.executable, "-c", CHILD, str(HEADROOM), *calls], capture_output=True, text=True, check=False,
+                           timeout=600)
+    assert child.returncode == 0, f"the child died ({child.returncode}): {child.stderr[-2000:]}"
+    results: dict[str, str] = json.loads(child.stdout.splitlines()[-1])
+    return results
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc are Linux's")
+def test_encoding_a_text_too_large_for_memory_raises_memory_error() -> None:
+    results = run_limited("encode_ordinary", "encode", "encode_batch", "encode_with_offsets")
+    for name, result in results.items():
+        assert result.startswith("MemoryError"), f"{name}: {result}"
+        assert "100,000,000" in result, f"{name}: the message names the input's size: {result}"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc are Linux's")
+def test_decoding_ids_too_many_for_memory_raises_memory_error() -> None:
+    results = run_limited("decode", "decode_bytes")
+    for name, result in results.items():
+        assert result.startswith("MemoryError"), f"{name}: {result}"
