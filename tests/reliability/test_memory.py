@@ -75,3 +75,54 @@ def test_decoding_ids_too_many_for_memory_raises_memory_error() -> None:
     results = run_limited("decode", "decode_bytes")
     for name, result in results.items():
         assert result.startswith("MemoryError"), f"{name}: {result}"
+
+
+LOADING = textwrap.dedent(
+    """
+    import base64, json, resource, sys
+    import hf_bpe
+
+    BYTES = {bytes([byte]): byte for byte in range(256)}
+    case = sys.argv[2]
+    if case == "sparse id":  # a few tokens, one special token's id just below 2**24
+        ranks, specials = {**BYTES, b"ab": 256}, {"<|end|>": (1 << 24) - 1}
+    else:  # a vocabulary too large for the memory left: 1,000,000 tokens of three bytes and fewer
+        pairs = {bytes([first, second]): 256 + 256 * first + second for first in range(256) for second in range(256)}
+        triples = {bytes([first, second, third]): 256 + 65_536 + 65_536 * first + 256 * second + third
+                   for first in range(15) for second in range(256) for third in range(256)}
+        ranks, specials = {**BYTES, **pairs, **triples}, {}
+    hf_bpe.BPE(BYTES, "gpt2").encode_batch(["ab", "cd"])  # the thread pools and their heaps, before the limit
+    with open("/proc/self/status") as status:
+        held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    limit = held + int(sys.argv[1])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        model = hf_bpe.BPE(ranks, "gpt2", special_tokens=specials)
+        result = f"built: {model.encode('ab<|end|>', allowed_special='all') if specials else model.n_vocab}"
+    except MemoryError as error:
+        result = f"MemoryError: {error}"
+    assert hf_bpe.BPE(BYTES, "gpt2").encode("ab") == [97, 98]  # the interpreter works on
+    print(json.dumps(result))
+    """
+)
+
+
+def load_limited(case: str, headroom: int) -> str:
+    child = subprocess.run([sys.executable, "-c", LOADING, str(headroom), case], capture_output=True, text=True,
+                           check=False, timeout=600)
+    assert child.returncode == 0, f"the child died ({child.returncode}): {child.stderr[-2000:]}"
+    result: str = json.loads(child.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc are Linux's")
+def test_one_large_id_among_few_tokens_takes_memory_by_the_tokens() -> None:
+    # A table indexed by id up to 2**24 took 268 MB for a 37 KB file; the tokens take kilobytes.
+    assert load_limited("sparse id", 150_000_000) == "built: [256, 16777215]"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc are Linux's")
+def test_a_vocabulary_too_large_for_memory_raises_memory_error() -> None:
+    result = load_limited("large vocabulary", 100_000_000)
+    assert result.startswith("MemoryError") and "1,048,832 tokens" in result, result
+

@@ -131,6 +131,12 @@ pub fn show_bytes(bytes: &[u8]) -> String {
     shown
 }
 
+/// The most ids a table indexed by id may cover for `count` tokens: four slots per token, and at
+/// least 65,536 (vocabularies with holes, such as reserved ranges, stay dense).
+pub fn dense_bound(count: usize) -> usize {
+    count.saturating_mul(4).max(1 << 16)
+}
+
 /// id -> bytes for every token, mergeable and special.
 #[derive(Clone, Debug)]
 enum TokenTable {
@@ -139,9 +145,12 @@ enum TokenTable {
 }
 
 impl TokenTable {
-    fn new(tokens: impl Iterator<Item = (Rank, Box<[u8]>)>, max_id: Option<Rank>) -> Self {
+    /// `count` tokens (mergeable and special) whose largest id is `max_id`. A table indexed by id
+    /// only when it is not much sparser than the tokens: its size must follow from the input, so a
+    /// small file declaring one id of 16 million does not take 268 MB.
+    fn new(tokens: impl Iterator<Item = (Rank, Box<[u8]>)>, count: usize, max_id: Option<Rank>) -> Self {
         let needed = max_id.map_or(0, |id| id as usize + 1);
-        if needed <= DENSE_ID_LIMIT {
+        if needed <= DENSE_ID_LIMIT && needed <= dense_bound(count) {
             let mut dense = vec![None; needed];
             for (id, bytes) in tokens {
                 dense[id as usize] = Some(bytes);
@@ -544,7 +553,7 @@ impl Model {
             short: ShortTokens::new(encoder.iter().map(|(token, &id)| (&token[..], id))),
             long: long_tokens(&encoder),
             encoder,
-            tokens: TokenTable::new(tokens.into_iter(), max_id),
+            tokens: TokenTable::new(tokens.into_iter(), max_id.map_or(0, |id| id as usize + 1), max_id),
             specials,
             max_id,
             rule: Rule::SentencePiece(Box::new(model)),
@@ -565,6 +574,7 @@ impl Model {
                 .iter()
                 .map(|(token, &rank)| (rank, token.clone()))
                 .chain(specials.iter().map(|(special, id)| (*id, special.as_bytes().into()))),
+            encoder.len() + specials.len(),
             max_id,
         );
         let short = ShortTokens::new(encoder.iter().map(|(token, &id)| (&token[..], id)));
