@@ -126,3 +126,42 @@ def test_a_vocabulary_too_large_for_memory_raises_memory_error() -> None:
     result = load_limited("large vocabulary", 100_000_000)
     assert result.startswith("MemoryError") and "1,048,832 tokens" in result, result
 
+
+COUNTING = textwrap.dedent(
+    """
+    import json, resource, sys
+    from hf_bpe.train import count_pieces
+
+    def word(number):  # letters only, so each word is one piece
+        letters = []
+        while number:
+            number, letter = divmod(number, 26)
+            letters.append(chr(97 + letter))
+        return "".join(letters)
+
+    def batches():  # ever new words, 20,000,000 at most
+        for batch in range(2000):
+            yield " ".join(word(batch * 10_000 + index + 1) for index in range(10_000))
+
+    count_pieces(["a b"], show_progress=False, num_threads=1)  # the thread pool and its heap, before the limit
+    with open("/proc/self/status") as status:
+        held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    limit = held + int(sys.argv[1])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        counts = count_pieces(batches(), show_progress=False, num_threads=1)
+        result = f"counted {len(counts)}"
+    except MemoryError as error:
+        result = f"MemoryError: {error}"
+    print(json.dumps(result))
+    """
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc are Linux's")
+def test_counting_more_distinct_pieces_than_memory_holds_raises_memory_error_naming_max_pieces() -> None:
+    child = subprocess.run([sys.executable, "-c", COUNTING, "300000000"], capture_output=True, text=True,
+                           check=False, timeout=600)
+    assert child.returncode == 0, f"the child died ({child.returncode}): {child.stderr[-2000:]}"
+    result = json.loads(child.stdout.splitlines()[-1])
+    assert result.startswith("MemoryError") and "max_pieces" in result, result
