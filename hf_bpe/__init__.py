@@ -31,6 +31,7 @@ from hf_bpe.errors import (
     InvalidVocabularyError,
     LossyConversionWarning,
     MissingBytesWarning,
+    PrunedCountsWarning,
     TokenizerFileError,
     UnknownTokenError,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "InvalidVocabularyError",
     "LossyConversionWarning",
     "MissingBytesWarning",
+    "PrunedCountsWarning",
     "TokenizerFileError",
     "UnknownTokenError",
     "get_encoding",

@@ -6,7 +6,7 @@ import os
 
 __all__ = [
     "ConversionError", "DisallowedSpecialTokenError", "InternalError", "InvalidVocabularyError",
-    "LossyConversionWarning", "TokenizerFileError", "UnknownTokenError"
+    "LossyConversionWarning", "PrunedCountsWarning", "TokenizerFileError", "UnknownTokenError"
 ]
 
 
@@ -61,6 +61,12 @@ class LossyConversionWarning(UserWarning):
 class MissingBytesWarning(UserWarning):
     """A loaded ``tokenizer.json`` lacks byte symbols that UTF-8 text uses: as `tokenizers` does, such a
     byte is dropped from the text it encodes. The message names the bytes."""
+
+
+class PrunedCountsWarning(UserWarning):
+    """Training learned its merges from piece counts pruned to stay within ``max_pieces`` (a memory
+    budget): the rarest pieces were dropped, so the merges may differ from the exact ones. The message
+    says how many occurrences were dropped."""
 
 
 class TokenizerFileError(ValueError):

@@ -54,8 +54,8 @@ NEVER_IN_UTF8 = frozenset({0xC0, 0xC1, *range(0xF5, 0x100)})
 """The bytes no UTF-8 text holds: a vocabulary lacking only these encodes every ``str`` exactly."""
 
 MAX_DENSE_IDS = 1 << 24
-"""Ids below this (16,777,216) are kept in a table; a model with a larger id keeps its tokens in a
-hash map instead. What keeps an entry for every id up to the largest takes only models whose ids
+"""Ids below this (16,777,216) may be kept in a table indexed by id (when they are not much sparser
+than the tokens); a model with a larger id keeps its tokens in a hash map instead. What keeps an entry for every id up to the largest takes only models whose ids
 are all below it: :class:`~hf_bpe.BPETokenizer` (transformers counts ids as the embedding size)
 and ``tokenizer.json`` (``tokenizers`` numbers its vocabulary without holes, so holes are filled)."""
 

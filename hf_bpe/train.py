@@ -36,6 +36,7 @@ from typing import Any, TypeAlias
 
 from hf_bpe import _core, patterns
 from hf_bpe._corpus import Corpus, Documents, Files, Paths, open_source
+from hf_bpe.errors import PrunedCountsWarning
 from hf_bpe.model import BPE
 
 PieceCounts: TypeAlias = _core.PieceCounts
@@ -57,6 +58,7 @@ def train(
     text_column: str = "text",
     name: str | None = None,
     tie_break: str = "cs336",
+    max_pieces: int | None = None,
 ) -> BPE:
     """Learn a byte-level BPE model with ``vocab_size`` tokens (bytes, merges and special tokens).
 
@@ -84,6 +86,14 @@ def train(
     ``show_progress`` shows progress bars on a terminal (or in a notebook), for steps that last over a
     second; never in a pipe, a log file or a quick call.
 
+    ``max_pieces`` is a memory budget for the count table (``None``: no limit), the part of training
+    that grows with the corpus: each distinct piece costs about 50 bytes, and a corpus of ever new
+    words grows it until memory runs out. With a budget, the table is pruned whenever it holds
+    more than ``max_pieces`` distinct pieces: its rarest pieces are dropped until half remain. The
+    result is exact when nothing was pruned; otherwise a :class:`~hf_bpe.errors.PrunedCountsWarning`
+    says how many occurrences were dropped, and the merges are those of the pruned counts (see
+    ``docs/training.md``).
+
     >>> import hf_bpe
     >>> hf_bpe.train(["ab cd cd ab"], 258, tie_break="minbpe", show_progress=False).merges
     [(b'a', b'b'), (b' ', b'c')]
@@ -106,9 +116,12 @@ def train(
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {list(TIE_BREAKS)}, got {tie_break!r}")
     if tie_break == "minbpe":
+        if max_pieces is not None:
+            raise ValueError('max_pieces is not taken with tie_break="minbpe" (its pure-Python loop keeps every '
+                             'piece in corpus order); use tie_break="cs336" for a memory budget')
         return _train_minbpe(corpus, files, vocab_size, pattern, specials, show_progress, text_column, name)
     seen: dict[str, Any] = {}
-    counts = _count(corpus, files, pattern, specials, show_progress, num_threads, text_column, False, seen)
+    counts = _count(corpus, files, pattern, specials, show_progress, num_threads, text_column, False, seen, max_pieces)
     # The table is ours alone: let the merge loop free it as soon as it has its own copy.
     model = _merge(counts, vocab_size, show_progress, name, consume=True, num_threads=num_threads, warn_stacklevel=3)
     model._training = seen | {"pattern": patterns.name_of(model.pattern) or "custom regex",
@@ -126,6 +139,7 @@ def count_pieces(
     num_threads: int | None = None,
     text_column: str = "text",
     allow_empty: bool = False,
+    max_pieces: int | None = None,
 ) -> PieceCounts:
     """Count the distinct pieces of a corpus (``corpus`` or ``files=``, as for :func:`train`).
 
@@ -134,7 +148,8 @@ def count_pieces(
     whose sum is checked instead) gives an empty table.
     Files are read as raw UTF-8 (no newline translation) and, with the named patterns (``gpt2``,
     ``cl100k``, ``o200k``), streamed in chunks cut where the pieces provably do not change; a custom
-    regex gives no such guarantee, so then each file is read whole.
+    regex gives no such guarantee, so then each file is read whole. ``max_pieces`` is a memory
+    budget, as for :func:`train`: the table's ``pruned`` says how many occurrences it dropped.
 
     >>> import hf_bpe, pickle
     >>> shards = [["the cat sat"], ["the hat"]]
@@ -148,7 +163,7 @@ def count_pieces(
     0
     """
     return _count(corpus, files, pattern, _special_tokens(special_tokens), show_progress, num_threads, text_column,
-                  allow_empty, {})
+                  allow_empty, {}, max_pieces)
 
 
 def _count(
@@ -161,11 +176,14 @@ def _count(
     text_column: str,
     allow_empty: bool,
     seen: dict[str, Any],
+    max_pieces: int | None = None,
 ) -> PieceCounts:
     """:func:`count_pieces`; fills ``seen`` with what the corpus was: ``corpus`` (a description),
     ``texts`` or ``files``, and ``bytes`` (of UTF-8)."""
     _check_num_threads(num_threads)
-    counter = _core.PieceCounter(patterns.to_core(patterns.resolve(pattern)), specials, num_threads)
+    _check_max_pieces(max_pieces)
+    counter = _core.PieceCounter(patterns.to_core(patterns.resolve(pattern)), specials, num_threads,
+                                 max_pieces=max_pieces)
     source = open_source(corpus, files, text_column=text_column, allow_empty=allow_empty)
     if isinstance(source, Files):
         with _progress(show_progress, total=source.size, unit="B", unit_scale=True, unit_divisor=1024) as bar:
@@ -306,6 +324,15 @@ def _merge(
     num_merges = _num_merges(vocab_size, len(specials))
     if counts.total == 0:
         raise ValueError("the piece counts are empty: there is nothing to learn merges from")
+    if counts.pruned:
+        warnings.warn(
+            f"the piece counts were pruned to stay within max_pieces: {counts.pruned:,} occurrences of rare "
+            f"pieces ({counts.pruned / (counts.pruned + counts.total):.1%} of all) were dropped, so the merges are "
+            "learned from the pieces kept and may differ from training on the whole corpus; raise max_pieces "
+            "(or pass None) for the exact result",
+            PrunedCountsWarning,
+            stacklevel=warn_stacklevel,
+        )
     pattern = counts.pattern
     with _progress(show_progress, total=num_merges, unit=" merges", desc="Merging") as bar:
         tokens = counts._learn_merges(num_merges, bar.update if bar is not None else None, consume, num_threads)
@@ -334,6 +361,12 @@ def _model(
         ranks[token] = len(ranks)
     special_ids = {token: len(ranks) + i for i, token in enumerate(specials)}
     return BPE(ranks, pattern, special_ids, name=name)
+
+
+def _check_max_pieces(max_pieces: int | None) -> None:
+    if max_pieces is not None and (isinstance(max_pieces, bool) or not isinstance(max_pieces, int) or max_pieces < 2):
+        raise ValueError(f"max_pieces must be an int of at least 2 (distinct pieces kept) or None (no limit), "
+                         f"got {max_pieces!r}")
 
 
 def _check_num_threads(num_threads: int | None) -> None:

@@ -673,3 +673,38 @@ def test_many_special_tokens_cost_grows_linearly() -> None:
     assert linear, f"special tokens: {report}"
     with pytest.raises(ValueError, match=r"given more than once: \['<\|s7\|>'\]"):
         hf_bpe.train(["abc"], 300, special_tokens=[f"<|s{i}|>" for i in [*range(20_000), 7]])
+
+
+# ------------------------------------------------------------------------------ memory budget
+
+
+def unique_words(count: int) -> list[str]:
+    """Documents of words never seen before (a table of distinct pieces grows with them), with a
+    few common words repeated between them."""
+    return [f"id{index:x} the cat sat " for index in range(count)]
+
+
+def test_max_pieces_bounds_the_table_and_says_what_it_dropped() -> None:
+    corpus = unique_words(20_000)
+    exact = count_pieces(corpus, show_progress=False)
+    counts = count_pieces(corpus, max_pieces=1000, show_progress=False)
+    assert exact.pruned == 0 and len(exact) > 5000
+    assert 0 < len(counts) <= 1000
+    assert counts.pruned > 0 and counts.total + counts.pruned == exact.total
+    assert counts[" cat"] > 0.95 * exact[" cat"]  # the common pieces survive, nearly whole
+    restored = pickle.loads(pickle.dumps(counts))
+    assert restored == counts and restored.pruned == counts.pruned
+    assert (counts + count_pieces(["a b"], show_progress=False)).pruned == counts.pruned
+
+
+def test_training_within_max_pieces_is_exact_and_pruned_training_warns() -> None:
+    corpus = unique_words(3000)
+    exact = hf_bpe.train(corpus, 300, show_progress=False)
+    assert hf_bpe.train(corpus, 300, max_pieces=100_000, show_progress=False).merges == exact.merges
+    with pytest.warns(hf_bpe.errors.PrunedCountsWarning, match="occurrences of rare pieces"):
+        pruned = hf_bpe.train(corpus, 300, max_pieces=200, show_progress=False)
+    assert pruned.n_vocab == 300
+    with pytest.raises(ValueError, match="max_pieces must be an int of at least 2"):
+        hf_bpe.train(corpus, 300, max_pieces=0, show_progress=False)
+    with pytest.raises(ValueError, match="max_pieces is not taken"):
+        hf_bpe.train(corpus, 300, max_pieces=100, tie_break="minbpe", show_progress=False)

@@ -97,6 +97,10 @@ def register(subparsers: Any) -> None:
         "--out", type=Path, required=True, metavar="DIR", help="folder to write the tokenizer to"
     )
     force_option(train)
+    train.add_argument("--max-pieces", type=int, metavar="N",
+                       help="memory budget: whenever the count table holds more than N distinct pieces (about 50 "
+                       "bytes each), drop the rarest until half remain; exact when nothing is dropped, else a "
+                       "warning says so (see docs/training.md; default: no limit)")
     train.add_argument("--name", help="the model's name (default: the folder's name)")
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -144,6 +148,8 @@ def run(arguments: argparse.Namespace) -> int:
     else:
         corpus = _default_corpus()
         described = "the default corpus (Python's documentation, pydoc_data.topics)"
+    if arguments.max_pieces is not None and (arguments.sentencepiece or arguments.ray is not None):
+        raise UsageError("--max-pieces bounds byte-level BPE training on this machine; with --ray use --prune-below")
     if arguments.sentencepiece:
         if arguments.ray is not None:
             raise UsageError("--sentencepiece trains on this machine only; --ray trains byte-level BPE (drop one)")
@@ -168,6 +174,7 @@ def run(arguments: argparse.Namespace) -> int:
             show_progress=not arguments.quiet,
             num_threads=arguments.num_threads,
             text_column=arguments.text_column,
+            max_pieces=arguments.max_pieces,
         )
         rebuild, kept = counts.__reduce__()
         model = train_from_counts(counts, arguments.vocab_size, show_progress=not arguments.quiet, name=name,

@@ -7,7 +7,8 @@ most 20; a quadratic loop gives about 100). Costs are CPU time of this process, 
 alternate, and each size is the median of its runs (``tests/support/cost.py``), so other processes on the
 machine do not change the ratio. Every run encodes a fresh text (so a cache of whole pieces cannot
 hide the cost). A 300 KB step runs first so that a quadratic implementation fails in seconds rather
-than minutes.
+than minutes. Special tokens are held to the same rule: building a model with one token of a megabyte
+(or 100,000 tokens) and encoding a text holding it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 import cost
 import pytest
 import textgen
+
+from hf_bpe import BPE
 
 SMALL_BYTES = 100_000
 STEPS = (300_000, 1_000_000)
@@ -72,3 +75,43 @@ def test_encode_cost_grows_linearly(encoding_pair: Callable[[str], tuple[Any, An
     pytest.fail(f"{encoding}, {kind}: the cost grows faster than the input (allowed: {SLACK:.0f}x the size "
                 f"ratio, e.g. {SLACK * STEPS[-1] / SMALL_BYTES:.0f}x for {STEPS[-1] // SMALL_BYTES}x the bytes):\n  "
                 + "\n  ".join(reports))
+
+
+BYTES = {bytes([byte]): byte for byte in range(256)}
+
+
+def special_token_of(size: int, unit: str) -> Callable[[], object]:
+    """Building a model with one special token of ``size`` bytes and encoding a text holding it."""
+    token = unit * (size // len(unit.encode()))
+    text = f"ab{token}c"
+
+    def build_and_use() -> None:
+        model = BPE(BYTES, "gpt2", special_tokens={token: 256})
+        assert model.encode(text, allowed_special="all") == [97, 98, 256, 99]
+
+    return build_and_use
+
+
+def special_tokens_of(count: int) -> Callable[[], object]:
+    """Building a model with ``count`` special tokens and encoding a text holding the last."""
+    specials = {f"<|special_{index}|>": 256 + index for index in range(count)}
+
+    def build_and_use() -> None:
+        model = BPE(BYTES, "gpt2", special_tokens=specials)
+        assert model.encode(f"a<|special_{count - 1}|>b", allowed_special="all") == [97, 255 + count, 98]
+
+    return build_and_use
+
+
+@pytest.mark.parametrize("unit", ["x", "\u65e5"])
+def test_one_special_token_of_a_megabyte_builds_and_matches_in_linear_time(unit: str) -> None:
+    # The Aho-Corasick DFA was quadratic to build in a token's length (40,000 characters: 6 s); the
+    # small step fails such a cost in a second, before the megabyte would take an hour.
+    for small, large in ((10_000, 30_000), (100_000, 1_000_000)):
+        linear, report = cost.cost_grows_linearly(lambda size: special_token_of(size, unit), small, large)
+        assert linear, report
+
+
+def test_a_hundred_thousand_special_tokens_build_and_match_in_linear_time() -> None:
+    linear, report = cost.cost_grows_linearly(special_tokens_of, 10_000, 100_000)
+    assert linear, report

@@ -9,9 +9,11 @@
 
 pub mod cache;
 pub mod char_merge;
+pub mod cpu_time;
 pub mod halves;
 pub mod hf_normalize;
 pub mod huge;
+pub mod memory;
 pub mod merge;
 pub mod model;
 pub mod normalize;
@@ -28,6 +30,7 @@ mod test_rng;
 pub mod train;
 pub mod tuning;
 
+pub use memory::OutOfMemory;
 pub use model::{BuildError, Kind, Model, RuleDifference};
 pub use pretokenize::{Behavior, SplitError, SplitRule, SplitStep, Splitter};
 pub use special::SpecialMatcher;

@@ -22,6 +22,7 @@ use dary_heap::QuaternaryHeap;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::huge::HugePages;
+use crate::memory;
 use crate::pairs::{wide_key, PairMap, WidePairs};
 use crate::tuning::{HEAP_THRESHOLD, LEVELS_FROM, LEVEL_RESTARTS, SMALL_LEVEL, SMALL_LEVELS};
 use crate::Rank;
@@ -333,7 +334,9 @@ impl MergeTable {
         }
         let count = out.len() - start;
         if count > HEAP_THRESHOLD {
-            let ids = out.split_off(start);
+            let mut ids = memory::with_capacity(count, "merging a piece", piece.len(), "bytes");
+            ids.extend_from_slice(&out[start..]);
+            out.truncate(start);
             return self.merge_long_ids(ids, out);
         }
         let mut merges = [NO_MERGE; HEAP_THRESHOLD];
@@ -382,7 +385,11 @@ impl MergeTable {
                 out.extend_from_slice(symbols);
                 self.merge_in_place(start, out);
             }
-            _ => self.merge_long_ids(symbols.to_vec(), out),
+            len => {
+                let mut ids = memory::with_capacity(len, "merging a piece", len, "symbols");
+                ids.extend_from_slice(symbols);
+                self.merge_long_ids(ids, out);
+            }
         }
     }
 
@@ -473,7 +480,9 @@ impl MergeTable {
     }
 
     fn merge_long(&self, piece: &[u8], out: &mut Vec<Rank>) {
-        self.merge_long_ids(piece.iter().map(|&byte| self.byte_id(byte)).collect(), out);
+        let mut ids = memory::with_capacity(piece.len(), "merging a piece", piece.len(), "bytes");
+        ids.extend(piece.iter().map(|&byte| self.byte_id(byte)));
+        self.merge_long_ids(ids, out);
     }
 
     /// The loop for long pieces, on initial symbols `ids` (at least one, fewer than 2**32 - 1:
@@ -482,6 +491,8 @@ impl MergeTable {
     fn merge_long_ids(&self, ids: Vec<Rank>, out: &mut Vec<Rank>) {
         assert!(ids.len() < NONE as usize, "a piece of {} symbols is beyond the merge loop's 32-bit positions", ids.len());
         let mut long = LongMerge::new(self, &ids);
+        // The queues grow as they go: a bucket or heap entry per pair, with room to double.
+        memory::ensure_headroom(ids.len() * 16, "merging a piece", ids.len(), "symbols");
         let by_levels = ids.len() >= LEVELS_FROM;
         drop(ids);
         if !(by_levels && long.by_levels(self)) {
@@ -632,7 +643,8 @@ fn queue(
 impl LongMerge {
     fn new(table: &MergeTable, ids: &[Rank]) -> Self {
         let len = ids.len();
-        let nodes: Vec<Node> = ids
+        let mut nodes: Vec<Node> = memory::with_capacity(len, "merging a piece", len, "symbols");
+        nodes.extend(ids
             .iter()
             .enumerate()
             .map(|(position, &id)| Node {
@@ -643,8 +655,7 @@ impl LongMerge {
                     Some(&next) => table.lookup(id, next),
                     None => NO_MERGE,
                 },
-            })
-            .collect();
+            }));
         Self { nodes }
     }
 

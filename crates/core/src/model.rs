@@ -19,6 +19,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cache::{CacheGuard, PieceCache, ShardedCache};
 use crate::halves::Halves;
+use crate::memory;
 use crate::hf_normalize::{NormalizeStep, Normalizer};
 use crate::merge::{Merge, MergeTable};
 use crate::pretokenize::{SplitError, SplitRule, Splitter};
@@ -130,6 +131,12 @@ pub fn show_bytes(bytes: &[u8]) -> String {
     shown
 }
 
+/// The most ids a table indexed by id may cover for `count` tokens: four slots per token, and at
+/// least 65,536 (vocabularies with holes, such as reserved ranges, stay dense).
+pub fn dense_bound(count: usize) -> usize {
+    count.saturating_mul(4).max(1 << 16)
+}
+
 /// id -> bytes for every token, mergeable and special.
 #[derive(Clone, Debug)]
 enum TokenTable {
@@ -138,9 +145,12 @@ enum TokenTable {
 }
 
 impl TokenTable {
-    fn new(tokens: impl Iterator<Item = (Rank, Box<[u8]>)>, max_id: Option<Rank>) -> Self {
+    /// `count` tokens (mergeable and special) whose largest id is `max_id`. A table indexed by id
+    /// only when it is not much sparser than the tokens: its size must follow from the input, so a
+    /// small file declaring one id of 16 million does not take 268 MB.
+    fn new(tokens: impl Iterator<Item = (Rank, Box<[u8]>)>, count: usize, max_id: Option<Rank>) -> Self {
         let needed = max_id.map_or(0, |id| id as usize + 1);
-        if needed <= DENSE_ID_LIMIT {
+        if needed <= DENSE_ID_LIMIT && needed <= dense_bound(count) {
             let mut dense = vec![None; needed];
             for (id, bytes) in tokens {
                 dense[id as usize] = Some(bytes);
@@ -545,7 +555,7 @@ impl Model {
             short: ShortTokens::new(encoder.iter().map(|(token, &id)| (&token[..], id))),
             long: long_tokens(&encoder),
             encoder,
-            tokens: TokenTable::new(tokens.into_iter(), max_id),
+            tokens: TokenTable::new(tokens.into_iter(), max_id.map_or(0, |id| id as usize + 1), max_id),
             specials,
             max_id,
             rule: Rule::SentencePiece(Box::new(model)),
@@ -566,6 +576,7 @@ impl Model {
                 .iter()
                 .map(|(token, &rank)| (rank, token.clone()))
                 .chain(specials.iter().map(|(special, id)| (*id, special.as_bytes().into()))),
+            encoder.len() + specials.len(),
             max_id,
         );
         let short = ShortTokens::new(encoder.iter().map(|(token, &id)| (&token[..], id)));
@@ -698,6 +709,12 @@ impl Model {
         let mut cache = guard.as_mut().map(CacheGuard::cache);
         splitter.for_each_match(text, *empty_matches, |start, end| {
             let piece = &bytes[start..end];
+            // A piece gives at most one id per byte (an empty piece may be a token): room for them
+            // is checked, so that a text too large for memory stops with `OutOfMemory`.
+            memory::reserve(out, piece.len() + 1, "the ids", text.len(), "bytes of text");
+            if let Some(starts) = starts.as_deref_mut() {
+                memory::reserve(starts, piece.len() + 1, "the offsets", text.len(), "bytes of text");
+            }
             let before = out.len();
             if let Some(dropped) = dropped_bytes.as_deref().filter(|dropped| piece.iter().any(|&byte| dropped[byte as usize])) {
                 self.encode_dropping(byte_level, piece, dropped, base + start, out, starts.as_deref_mut());
@@ -890,8 +907,10 @@ impl Model {
                 out,
                 starts.as_deref_mut(),
             )?;
+            memory::reserve(out, 1, "the ids", text.len(), "bytes of text");
             out.push(special.id);
             if let Some(starts) = starts.as_deref_mut() {
+                memory::reserve(starts, 1, "the offsets", text.len(), "bytes of text");
                 starts.push(special.start);
             }
             done = special.end;
@@ -946,7 +965,9 @@ impl Model {
             return model.decode(ids, out);
         }
         for &id in ids {
-            out.extend_from_slice(self.tokens.get(id).ok_or(id)?);
+            let token = self.tokens.get(id).ok_or(id)?;
+            memory::reserve(out, token.len(), "the decoded bytes", ids.len(), "ids");
+            out.extend_from_slice(token);
         }
         Ok(())
     }
@@ -964,7 +985,7 @@ impl Model {
     /// Decodes ids to text: invalid UTF-8 becomes U+FFFD per maximal invalid sequence, or for
     /// SentencePiece models one U+FFFD per invalid byte, as SentencePiece does.
     pub fn decode_text(&self, ids: &[Rank]) -> Result<String, Rank> {
-        let mut bytes = Vec::with_capacity(ids.len() * 4);
+        let mut bytes = memory::with_capacity(ids.len().saturating_mul(4), "the decoded bytes", ids.len(), "ids");
         self.decode_bytes(ids, &mut bytes)?;
         Ok(match &self.rule {
             Rule::SentencePiece(_) => crate::char_merge::decode_utf8(&bytes),

@@ -19,10 +19,12 @@
 
 use std::borrow::Cow;
 use std::os::raw::c_ulong;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use onig::{MatchParam, Regex, Region, SearchOptions};
 
+use crate::cpu_time::CpuInstant;
+use crate::memory;
 use crate::pretokenize::{Budget, SplitError, CHECK_EVERY, MAX_PATTERN_BYTES};
 
 /// What a Split step does with the matches of its regex (`tokenizers`' `SplitDelimiterBehavior`).
@@ -147,6 +149,7 @@ impl CompiledSteps {
             next.clear();
             for &(start, end) in &pieces {
                 find_matches(regex, &step.pattern, &text[start..end], budget, &mut matches)?;
+                memory::reserve(&mut next, matches.len(), "the pieces of a split", text.len(), "bytes of text");
                 apply_behavior(&matches, step.behavior, step.invert, |piece_start, piece_end| {
                     // Empty pieces are dropped after every step (`PreTokenizedString::split`).
                     if piece_start < piece_end {
@@ -196,6 +199,7 @@ pub(crate) fn find_matches(
         }
         from = end;
         last_match_end = Some(end);
+        memory::reserve(matches, 2, "the matches of a split", text.len(), "bytes of text");
         if previous != start {
             matches.push((previous, start, false));
         }
@@ -220,7 +224,7 @@ fn search(
 ) -> Result<Option<(usize, usize)>, SplitError> {
     let mut limit = FIRST_SEARCH_RETRY_LIMIT;
     loop {
-        let started = Instant::now();
+        let started = CpuInstant::now();
         let param = MatchParam::default();
         // SAFETY: `param` owns a live `OnigMatchParam`; this sets one of its fields.
         unsafe {
@@ -265,7 +269,7 @@ fn apply_behavior(
     mut on_piece: impl FnMut(usize, usize),
 ) {
     let marked = matches.iter().map(|&(start, end, is_match)| (start, end, is_match != invert));
-    let mut kept: Vec<(usize, usize)> = Vec::with_capacity(matches.len());
+    let mut kept: Vec<(usize, usize)> = memory::with_capacity(matches.len(), "the pieces of a split", matches.len(), "matches");
     match behavior {
         Behavior::Isolated => kept.extend(marked.map(|(start, end, _)| (start, end))),
         Behavior::Removed => kept.extend(marked.filter(|&(_, _, is_match)| !is_match).map(|(start, end, _)| (start, end))),
@@ -410,7 +414,7 @@ mod tests {
         let splitter = Splitter::new(SplitRule::Steps(vec![SplitStep::regex(r"(?:a|b)*\d", Behavior::Isolated, false)]))
             .unwrap();
         let text = "ab".repeat(50_000);
-        let started = Instant::now();
+        let started = CpuInstant::now();
         let result = splitter.pieces(&text);
         assert!(matches!(result, Err(SplitError::TooSlow { .. })), "{result:?}");
         assert!(started.elapsed().as_secs_f64() < 1.0 + 10.0 * text.len() as f64 / 1e6 + 5.0);

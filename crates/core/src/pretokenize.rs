@@ -14,7 +14,8 @@
 //! steps on every match takes hours on a few kilobytes, and a look-around that rescans the text on
 //! each step makes one attempt take minutes. So splitting one text has a time budget
 //! ([`SPLIT_BASE_SECONDS`] plus [`SPLIT_SECONDS_PER_MB`] per megabyte, over 70 times what the
-//! patterns of real tokenizers need on any text), checked between matches; and each match is first
+//! patterns of real tokenizers need on any text), checked between matches and counted in the
+//! splitting thread's CPU time ([`crate::cpu_time`]: a machine busy with other work does not trip it); and each match is first
 //! tried with a small backtracking limit, raised tenfold at a time up to fancy-regex's, giving up
 //! early when the next attempt would, at the pace of the last one, overrun the budget. Results do
 //! not change: an attempt that stays within its limit is the same search as with the full limit.
@@ -23,10 +24,11 @@
 use std::cell::Cell;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fancy_regex::{AstNode, Expr, Regex, RegexBuilder, RegexInput};
 
+use crate::cpu_time::CpuInstant;
 use crate::onig_split::CompiledSteps;
 pub use crate::onig_split::{Behavior, SplitStep};
 use crate::scan::{Scanner, Semantics};
@@ -317,7 +319,7 @@ impl Fancy {
         for level in 0..BACKTRACK_LIMITS.len() {
             // The first attempt, the common case, is not timed: the time since the budget's last
             // check stands for its duration.
-            let started = if level == 0 { budget.last_check() } else { Instant::now() };
+            let started = if level == 0 { budget.last_check() } else { CpuInstant::now() };
             match self.regex_at(level).find_input(input.clone()) {
                 Ok(found) => return Ok(found.map(|found| (found.start(), found.end()))),
                 Err(fancy_regex::Error::RuntimeError(fancy_regex::RuntimeError::BacktrackLimitExceeded))
@@ -407,31 +409,31 @@ fn nullable(expr: &Expr) -> bool {
     }
 }
 
-/// How long splitting one text may take.
+/// How long splitting one text may take, in the CPU time of the thread splitting it.
 pub(crate) struct Budget {
     bytes: usize,
-    started: Instant,
-    last_check: Cell<Instant>,
+    started: CpuInstant,
+    last_check: Cell<CpuInstant>,
     limit: Duration,
 }
 
 impl Budget {
     pub(crate) fn new(bytes: usize) -> Self {
         let seconds = SPLIT_BASE_SECONDS + SPLIT_SECONDS_PER_MB * bytes as f64 / 1e6;
-        let started = Instant::now();
+        let started = CpuInstant::now();
         Self { bytes, started, last_check: Cell::new(started), limit: Duration::from_secs_f64(seconds) }
     }
 
     /// When the budget was last checked (or started).
-    pub(crate) fn last_check(&self) -> Instant {
+    pub(crate) fn last_check(&self) -> CpuInstant {
         self.last_check.get()
     }
 
     /// Fails, blaming `pattern`, when the time spent, plus `more`, is over the budget.
     pub(crate) fn check(&self, pattern: &str, more: Duration) -> Result<(), SplitError> {
-        let now = Instant::now();
+        let now = CpuInstant::now();
         self.last_check.set(now);
-        if now - self.started + more > self.limit {
+        if now.since(self.started) + more > self.limit {
             return Err(self.too_slow(pattern));
         }
         Ok(())
@@ -439,9 +441,9 @@ impl Budget {
 
     /// The time left, or the error blaming `pattern` when none is.
     pub(crate) fn remaining(&self, pattern: &str) -> Result<Duration, SplitError> {
-        let now = Instant::now();
+        let now = CpuInstant::now();
         self.last_check.set(now);
-        self.limit.checked_sub(now - self.started).ok_or_else(|| self.too_slow(pattern))
+        self.limit.checked_sub(now.since(self.started)).ok_or_else(|| self.too_slow(pattern))
     }
 
     /// The error for a text whose splitting would overrun the budget.
@@ -549,10 +551,10 @@ mod tests {
         }
     }
 
-    /// Splits `text`, returning the result and how long it took.
+    /// Splits `text`, returning the result and the CPU time it took.
     fn timed_split(pattern: &str, text: &str) -> (Result<usize, SplitError>, Duration) {
         let splitter = Splitter::new(pattern).unwrap();
-        let started = Instant::now();
+        let started = CpuInstant::now();
         let result = splitter.pieces(text).map(|pieces| pieces.len());
         (result, started.elapsed())
     }
@@ -593,7 +595,7 @@ mod tests {
     #[test]
     fn patterns_over_the_limit_are_refused_before_compiling() {
         let pattern = "a|".repeat(MAX_PATTERN_BYTES / 2) + "b";
-        let started = Instant::now();
+        let started = CpuInstant::now();
         let error = Splitter::new(&pattern).unwrap_err().to_string();
         assert!(error.contains("it is 65537 bytes; hf_bpe takes split patterns up to 65536 bytes"), "{error}");
         assert!(started.elapsed().as_secs_f64() < 0.1);

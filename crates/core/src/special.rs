@@ -1,8 +1,17 @@
 //! Special-token matching: finding special tokens in text with Aho-Corasick.
+//!
+//! Building and matching cost time linear in the tokens' total length. The `aho-corasick` crate
+//! picks a DFA for up to 100 tokens, and its DFA construction follows failure links byte class by
+//! byte class, which is quadratic in a token's length (a single token of 40,000 bytes took 6 s);
+//! so tokens longer in total than [`DFA_MAX_BYTES`] use its contiguous NFA, built in linear time.
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use crate::Rank;
+
+/// Tokens of at most this many bytes in total may be matched with a DFA (the fastest to run, but
+/// quadratic to build in a token's length: about 15 ms here); longer sets use an NFA.
+const DFA_MAX_BYTES: usize = 2048;
 
 /// A set of special tokens to look for in text. Overlapping candidates resolve to the leftmost
 /// match, and among matches starting at the same place, the longest.
@@ -31,13 +40,17 @@ impl SpecialMatcher {
             .filter(|(token, _)| !token.is_empty())
             .map(|(token, id)| (token.to_owned(), id))
             .unzip();
+        let total: usize = tokens.iter().map(String::len).sum();
+        // None: the crate's choice (a DFA for few tokens); the NFA when a DFA would be slow to build.
+        let kind = (total > DFA_MAX_BYTES).then_some(AhoCorasickKind::ContiguousNFA);
         let automaton = if tokens.is_empty() {
             None
         } else {
+            let build = |kind| AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).kind(kind).build(&tokens);
+            // The contiguous NFA has tighter size limits than the noncontiguous one it is made from.
             Some(
-                AhoCorasick::builder()
-                    .match_kind(MatchKind::LeftmostLongest)
-                    .build(&tokens)
+                build(kind)
+                    .or_else(|_| build(Some(AhoCorasickKind::NoncontiguousNFA)))
                     .expect("special-token automaton within size limits"),
             )
         };
@@ -100,6 +113,25 @@ mod tests {
             .map(|m| (m.start, m.end, m.id))
             .collect();
         assert_eq!(found, vec![(1, 6, 2), (7, 10, 1)]);
+    }
+
+    #[test]
+    fn long_and_many_tokens_build_in_linear_time() {
+        // A DFA took seconds for one token of 40,000 bytes (quadratic); the NFA takes milliseconds
+        // for a 1 MB token. Counted by the automaton's size, which is linear in the tokens' bytes.
+        let long = "\u{65e5}".repeat((1 << 20) / 3);
+        let matcher = SpecialMatcher::new([(long.as_str(), 7)]);
+        let text = format!("ab{long}c");
+        assert_eq!(matcher.find_all(&text).map(|m| (m.start, m.end, m.id)).collect::<Vec<_>>(), vec![(2, 2 + long.len(), 7)]);
+        let automaton = matcher.automaton.as_ref().unwrap();
+        assert_eq!(automaton.kind(), AhoCorasickKind::ContiguousNFA);
+        assert!(automaton.memory_usage() < 64 * long.len(), "{} bytes", automaton.memory_usage());
+        let many: Vec<String> = (0..100_000).map(|i| format!("<|special_{i}|>")).collect();
+        let matcher = SpecialMatcher::new(many.iter().enumerate().map(|(i, t)| (t.as_str(), i as Rank)));
+        assert_eq!(matcher.find("x<|special_99999|>").map(|(_, m)| m.id), Some(99_999));
+        // Few short tokens keep the DFA.
+        let short = SpecialMatcher::new([("<|endoftext|>", 1)]);
+        assert_eq!(short.automaton.as_ref().unwrap().kind(), AhoCorasickKind::DFA);
     }
 
     #[test]

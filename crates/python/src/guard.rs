@@ -10,12 +10,18 @@
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-/// Runs `work`, turning a panic into `hf_bpe.errors.InternalError`.
+/// Runs `work`, turning a panic into `hf_bpe.errors.InternalError`, and the core's stop for memory
+/// sized by the input that could not be allocated ([`hf_bpe_core::memory`]) into `MemoryError`.
 pub(crate) fn guarded<T>(py: Python<'_>, work: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|payload| Err(internal_error(py, &*payload)))
+    catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|payload| {
+        Err(match hf_bpe_core::memory::out_of_memory(&*payload) {
+            Some(error) => PyMemoryError::new_err(error.to_string()),
+            None => internal_error(py, &*payload),
+        })
+    })
 }
 
 /// The message a panic was raised with.

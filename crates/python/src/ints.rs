@@ -322,6 +322,26 @@ impl Drop for Unfilled {
     }
 }
 
+/// `values` as a list of Python ints: MemoryError when CPython cannot allocate it (pyo3's own
+/// conversion of a `Vec` panics then).
+pub(crate) fn usize_list<'py>(py: Python<'py>, values: &[usize]) -> PyResult<Bound<'py, PyList>> {
+    // SAFETY: the GIL is held (`py`); every slot of the new list is filled exactly once with a new
+    // reference before the list is handed to Python, and on failure the list, its unfilled slots
+    // still null (which `list_dealloc` skips), is released.
+    unsafe {
+        let list = new_list(py, values.len())?;
+        for (index, &value) in values.iter().enumerate() {
+            let int = ffi::PyLong_FromSize_t(value);
+            if int.is_null() {
+                ffi::Py_DECREF(list);
+                return Err(PyErr::fetch(py));
+            }
+            ffi::PyList_SET_ITEM(list, index as ffi::Py_ssize_t, int);
+        }
+        Ok(Bound::from_owned_ptr(py, list).cast_into_unchecked())
+    }
+}
+
 /// A new list of `length` empty (null) slots, owned by the caller, who must fill every slot before
 /// Python sees it.
 ///

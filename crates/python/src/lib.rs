@@ -32,6 +32,22 @@ fn split_error(error: SplitError) -> PyErr {
     PyValueError::new_err(error.to_string())
 }
 
+/// What building a model takes per token, at most (measured: about 335 bytes a token for a rank file
+/// of 1,000,000 three-byte tokens, the Rust side alone).
+const BUILD_BYTES_PER_TOKEN: usize = 400;
+
+/// Checks, before a model of `tokens` tokens is built, that the memory it takes can be allocated: a
+/// vocabulary too large for memory raises MemoryError naming its size (the building itself
+/// allocates as it goes, where a failure would abort the process).
+fn check_build_memory(tokens: usize) {
+    hf_bpe_core::memory::ensure_headroom(
+        tokens.saturating_mul(BUILD_BYTES_PER_TOKEN),
+        "building a model",
+        tokens,
+        "tokens (and merges)",
+    );
+}
+
 /// A split rule from Python: a regex (`str`), or `(pattern, literal, behavior, invert)` per Split
 /// step (what `hf_bpe.patterns.to_core` gives).
 pub(crate) fn split_rule_of(value: &Bound<'_, PyAny>) -> PyResult<SplitRule> {
@@ -176,6 +192,10 @@ fn ids_of(py: Python<'_>, value: &Bound<'_, PyAny>, n_vocab: usize) -> PyResult<
         return Err(PyTypeError::new_err(
             "expected a sequence of int token ids, got a string",
         ));
+    }
+    // Extracting allocates by the sequence's length (unchecked: an abort if it fails).
+    if let Ok(len) = value.len() {
+        hf_bpe_core::memory::ensure_headroom(len.saturating_mul(12), "reading the ids", len, "ids");
     }
     let ids: Vec<i64> = match value.extract() {
         Ok(ids) => ids,
@@ -423,7 +443,7 @@ impl CoreBPE {
         if let Some((token, _)) = policy.disallowed.find(text) {
             return Err(EncodeFailure::Disallowed(token.to_owned()));
         }
-        let mut ids = Vec::with_capacity(text.len() / 3);
+        let mut ids = hf_bpe_core::memory::with_capacity(text.len() / 3, "the ids", text.len(), "bytes of text");
         self.model
             .encode(text, &policy.allowed, &mut ids)
             .map_err(EncodeFailure::Split)?;
@@ -489,6 +509,7 @@ impl CoreBPE {
     ) -> PyResult<Self> {
         let py = ranks.py();
         guarded(py, || {
+            check_build_memory(ranks.len() + special_tokens.len());
             let rank_list = token_ids_of(ranks, "ranks")?;
             let specials = specials_of(special_tokens)?;
             let (normalizers, split) = model_split_of(split)?;
@@ -515,6 +536,7 @@ impl CoreBPE {
     ) -> PyResult<Self> {
         let py = vocab.py();
         guarded(py, || {
+            check_build_memory(vocab.len() + special_tokens.len() + merges.len().unwrap_or(0));
             let vocab = token_ids_of(vocab, "vocab")?;
             let specials = specials_of(special_tokens)?;
             let merges = merge_ids_of(merges)?;
@@ -533,7 +555,7 @@ impl CoreBPE {
     #[allow(clippy::too_many_arguments)]
     fn sentencepiece(
         py: Python<'_>,
-        pieces: Vec<(String, f32, i32)>,
+        pieces: &Bound<'_, PyAny>,
         byte_fallback: bool,
         unk_surface: String,
         charsmap: Vec<u8>,
@@ -542,6 +564,8 @@ impl CoreBPE {
         escape_whitespaces: bool,
     ) -> PyResult<Self> {
         guarded(py, || {
+            check_build_memory(pieces.len().unwrap_or(0));
+            let pieces: Vec<(String, f32, i32)> = pieces.extract()?;
             let pieces = pieces
                 .into_iter()
                 .enumerate()
@@ -628,7 +652,7 @@ impl CoreBPE {
         py: Python<'py>,
         text: &Bound<'py, PyAny>,
         policy: &SpecialPolicy,
-    ) -> PyResult<(Bound<'py, PyList>, Vec<usize>)> {
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
         guarded(py, || {
             let text = text_of(text, "encode")?;
             let work = || -> Result<(Vec<Rank>, Vec<usize>), EncodeFailure> {
@@ -642,7 +666,7 @@ impl CoreBPE {
                 Ok((ids, byte_to_char_offsets(&text, starts)))
             };
             let (ids, offsets) = self.run(py, text.len(), work).map_err(|f| f.into_py(py))?;
-            Ok((self.ints.list(py, &ids)?, offsets))
+            Ok((self.ints.list(py, &ids)?, ints::usize_list(py, &offsets)?))
         })
     }
 
@@ -798,11 +822,16 @@ impl CoreBPE {
             let ids = ids_of(py, ids, self.model.n_vocab())?;
             let out = self
                 .run(py, ids.len(), || {
-                    let mut out = Vec::with_capacity(ids.len() * 4);
+                    let mut out = hf_bpe_core::memory::with_capacity(
+                        ids.len().saturating_mul(4),
+                        "the decoded bytes",
+                        ids.len(),
+                        "ids",
+                    );
                     self.model.decode_bytes(&ids, &mut out).map(|()| out)
                 })
                 .map_err(|id| unknown_token(py, id, self.model.n_vocab()))?;
-            Ok(PyBytes::new(py, &out))
+            bytes_of(py, &out)
         })
     }
 
@@ -1054,11 +1083,19 @@ impl CoreBPE {
     }
 
     /// Decodes to text (U+FFFD for invalid UTF-8; per byte for SentencePiece models, as it does).
-    fn decode(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<String> {
+    fn decode<'py>(&self, py: Python<'py>, ids: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
         guarded(py, || {
             let ids = ids_of(py, ids, self.model.n_vocab())?;
-            self.run(py, ids.len(), || self.model.decode_text(&ids))
-                .map_err(|id| unknown_token(py, id, self.model.n_vocab()))
+            let text = self
+                .run(py, ids.len(), || self.model.decode_text(&ids))
+                .map_err(|id| unknown_token(py, id, self.model.n_vocab()))?;
+            // SAFETY: `text` is valid UTF-8 of this length; a null result (MemoryError) is an error.
+            unsafe {
+                let length = pyo3::ffi::Py_ssize_t::try_from(text.len())
+                    .map_err(|_| PyValueError::new_err("the decoded text is too long for a Python str"))?;
+                Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyUnicode_FromStringAndSize(text.as_ptr().cast(), length))
+                    .map(|string| string.cast_into_unchecked())
+            }
         })
     }
 }
@@ -1143,13 +1180,23 @@ impl IdStream {
         guarded(py, || {
             let model = &self.core.get().model;
             let ids = ids_of(py, ids, model.n_vocab())?;
-            let mut out = Vec::with_capacity(ids.len() * 4);
+            let mut out =
+                hf_bpe_core::memory::with_capacity(ids.len().saturating_mul(4), "the decoded bytes", ids.len(), "ids");
             model
                 .decode_bytes_continuing(&ids, &mut self.state, &mut out)
                 .map_err(|id| unknown_token(py, id, model.n_vocab()))?;
-            Ok(PyBytes::new(py, &out))
+            bytes_of(py, &out)
         })
     }
+}
+
+/// `bytes` as a Python bytes object: MemoryError when CPython cannot allocate it (`PyBytes::new`
+/// would panic).
+fn bytes_of<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, bytes.len(), |buffer| {
+        buffer.copy_from_slice(bytes);
+        Ok(())
+    })
 }
 
 /// Converts ascending byte offsets into `text` to the index of the character holding each byte.

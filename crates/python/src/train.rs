@@ -247,6 +247,13 @@ impl PyPieceCounts {
         self.counts.total()
     }
 
+    /// Occurrences of rare pieces dropped to keep the table within ``max_pieces`` (0: the counts
+    /// are exact).
+    #[getter]
+    fn pruned(&self) -> u64 {
+        self.counts.pruned()
+    }
+
     /// The number of distinct pieces.
     fn __len__(&self) -> usize {
         self.counts.len()
@@ -438,17 +445,19 @@ pub struct PyPieceCounter {
 impl PyPieceCounter {
     /// ``split`` is a split rule as ``hf_bpe.patterns.to_core`` gives it (a regex, or Split steps).
     #[new]
-    #[pyo3(signature = (split, special_tokens, num_threads=None, chunk_bytes=None))]
+    /// ``max_pieces`` bounds the table's distinct pieces (see ``Counter::with_max_pieces``).
+    #[pyo3(signature = (split, special_tokens, num_threads=None, chunk_bytes=None, max_pieces=None))]
     fn new(
         py: Python<'_>,
         split: &Bound<'_, PyAny>,
         special_tokens: Vec<String>,
         num_threads: Option<usize>,
         chunk_bytes: Option<usize>,
+        max_pieces: Option<usize>,
     ) -> PyResult<Self> {
         guarded(py, || {
             let split = split_rule_of(split)?;
-            let mut counter = Counter::new(&split, &special_tokens).map_err(count_error)?;
+            let mut counter = Counter::new(&split, &special_tokens).map_err(count_error)?.with_max_pieces(max_pieces);
             if let Some(chunk_bytes) = chunk_bytes {
                 counter = counter.with_chunk_bytes(chunk_bytes);
             }
@@ -486,6 +495,7 @@ impl PyPieceCounter {
                 let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
                 let batch = run(pool, || counter.count_texts(&texts))?;
                 counts.absorb(batch);
+                counter.limit(counts);
                 Ok::<_, hf_bpe_core::SplitError>(())
             })
             .map_err(|error| PyValueError::new_err(error.to_string()))

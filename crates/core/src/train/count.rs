@@ -162,6 +162,9 @@ pub struct Counter {
     specials: Option<Specials>,
     cut_rule: Option<CutRule>,
     chunk_bytes: usize,
+    /// The memory budget: at most this many distinct pieces in the table counted into (see
+    /// [`Counter::with_max_pieces`]).
+    max_pieces: Option<usize>,
 }
 
 impl Counter {
@@ -201,7 +204,27 @@ impl Counter {
             specials,
             cut_rule,
             chunk_bytes: DEFAULT_CHUNK_BYTES,
+            max_pieces: None,
         })
+    }
+
+    /// Keeps the tables this counter fills within `max_pieces` distinct pieces: whenever one grows
+    /// past its share (each thread's table a share of it), its rarest pieces are dropped until half
+    /// remain ([`PieceCounts::limit`], recorded in [`PieceCounts::pruned`]). A corpus of ever new
+    /// words otherwise grows the table until memory runs out.
+    pub fn with_max_pieces(mut self, max_pieces: Option<usize>) -> Self {
+        self.max_pieces = max_pieces.map(|max_pieces| max_pieces.max(2));
+        self
+    }
+
+    /// The budget of one thread's table.
+    fn share_of_max_pieces(&self) -> Option<usize> {
+        self.max_pieces.map(|max_pieces| (max_pieces / rayon::current_num_threads().max(1)).max(2))
+    }
+
+    /// Keeps `counts`, the sum of the threads' tables, within the budget.
+    pub fn limit(&self, counts: &mut PieceCounts) {
+        counts.limit(self.max_pieces);
     }
 
     /// Sets the chunk size (tests use tiny chunks to exercise cutting).
@@ -296,10 +319,12 @@ impl Counter {
             .flat_map_iter(|text| self.chunks(text))
             .try_fold(PieceCounts::new, |mut counts, chunk| {
                 self.count_text(chunk, &mut counts)?;
+                counts.limit(self.share_of_max_pieces());
                 Ok(counts)
             })
             .try_reduce(PieceCounts::new, |mut left, right| {
                 left.absorb(right);
+                self.limit(&mut left);
                 Ok(left)
             })
     }
@@ -339,6 +364,7 @@ impl Counter {
                 let Some(chunk) = next else { break };
                 let counted = chunk.and_then(|chunk| {
                     self.count_text(&chunk, &mut counts)?;
+                    counts.limit(self.share_of_max_pieces());
                     if on_bytes(chunk.len() as u64) {
                         Ok(())
                     } else {
@@ -361,7 +387,10 @@ impl Counter {
         let mut first_error = None;
         for table in tables {
             match table {
-                Ok(table) => total.absorb(table),
+                Ok(table) => {
+                    total.absorb(table);
+                    self.limit(&mut total);
+                }
                 Err(error) => {
                     first_error.get_or_insert(error);
                 }
@@ -555,6 +584,28 @@ mod tests {
             .map(|(p, c)| (p.as_bytes().to_vec(), *c))
             .collect();
         assert_eq!(counts, expected);
+    }
+
+    #[test]
+    fn a_budget_of_distinct_pieces_bounds_the_table_of_ever_new_words() {
+        let words: String = (0..20_000).map(|index| format!(" w{index}")).collect();
+        let common = " the".repeat(30_000);
+        let text = format!("{words}{common}");
+        let exact = Counter::new(GPT2, &[]).unwrap();
+        assert_eq!(exact.count_texts(&[&text]).unwrap().pruned(), 0);
+        let counter = Counter::new(GPT2, &[]).unwrap().with_chunk_bytes(4096).with_max_pieces(Some(1000));
+        let counts = counter.count_texts(&[&text]).unwrap();
+        assert!(counts.len() <= 1000, "{} pieces", counts.len());
+        assert!(counts.pruned() > 0);
+        // The frequent piece survives every pruning with its count almost whole.
+        assert!(counts.get(b" the") > 29_000, "{}", counts.get(b" the"));
+        assert_eq!(counts.total() + counts.pruned(), 70_000); // " w", the digits, " the"
+        let path = std::env::temp_dir().join(format!("hf_bpe_budget_{}.txt", std::process::id()));
+        std::fs::write(&path, &text).unwrap();
+        let from_file = counter.count_files(std::slice::from_ref(&path), |_| true).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(from_file.len() <= 1000 && from_file.pruned() > 0);
+        assert_eq!(from_file.total() + from_file.pruned(), 70_000);
     }
 
     #[test]

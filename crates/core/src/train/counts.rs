@@ -15,6 +15,8 @@ type Key = SmallVec<[u8; 16]>;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PieceCounts {
     counts: FxHashMap<Key, u64>,
+    /// Occurrences of pieces dropped by [`PieceCounts::prune`] (0: the counts are exact).
+    pruned: u64,
 }
 
 /// Why bytes could not be read back as a [`PieceCounts`].
@@ -40,7 +42,27 @@ impl PieceCounts {
         if let Some(existing) = self.counts.get_mut(piece) {
             *existing += count;
         } else {
+            if self.counts.len() == self.counts.capacity() {
+                self.grow();
+            }
             self.counts.insert(Key::from_slice(piece), count);
+        }
+    }
+
+    /// Makes room for more pieces, or stops with [`crate::memory::OutOfMemory`] naming the option
+    /// that bounds the table (the table doubles: a failed allocation would abort the process).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        self.reserve(self.counts.len().max(16));
+    }
+
+    /// Room for `additional` more pieces, or [`crate::memory::OutOfMemory`] naming the option.
+    fn reserve(&mut self, additional: usize) {
+        if self.counts.try_reserve(additional).is_err() {
+            let len = self.counts.len();
+            let bytes = (len + additional).saturating_mul(std::mem::size_of::<(Key, u64)>() + 1);
+            crate::memory::fail(bytes, "the count table (max_pieces= bounds it)", len, "distinct pieces");
         }
     }
 
@@ -49,7 +71,8 @@ impl PieceCounts {
         if other.counts.len() > self.counts.len() {
             std::mem::swap(self, &mut other);
         }
-        self.counts.reserve(other.counts.len() / 4);
+        self.pruned += other.pruned;
+        self.reserve(other.counts.len() / 4);
         for (piece, count) in other.counts {
             *self.counts.entry(piece).or_insert(0) += count;
         }
@@ -57,9 +80,45 @@ impl PieceCounts {
 
     /// Adds every count of `other` into `self`, leaving `other` as it is (no copy of its table).
     pub fn add_all(&mut self, other: &PieceCounts) {
-        self.counts.reserve(other.counts.len() / 4);
+        self.pruned += other.pruned;
+        self.reserve(other.counts.len() / 4);
         for (piece, &count) in &other.counts {
             self.add(piece, count);
+        }
+    }
+
+    /// Occurrences of pieces that [`PieceCounts::prune`] dropped, here or in a table added to
+    /// this one: 0 when the counts are exact.
+    pub fn pruned(&self) -> u64 {
+        self.pruned
+    }
+
+    /// Keeps the `keep` most frequent pieces (ties: smaller bytes first, as
+    /// [`PieceCounts::most_common`]) and drops the rest, adding their occurrences to
+    /// [`PieceCounts::pruned`]; returns how many occurrences were dropped. For a memory budget:
+    /// the table of a corpus of ever new words grows without bound. Needs, for a moment, about as
+    /// much memory again as the table.
+    pub fn prune(&mut self, keep: usize) -> u64 {
+        if self.counts.len() <= keep {
+            return 0;
+        }
+        let mut entries: Vec<(Key, u64)> = std::mem::take(&mut self.counts).into_iter().collect();
+        let order = |a: &(Key, u64), b: &(Key, u64)| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0));
+        if keep > 0 {
+            entries.select_nth_unstable_by(keep - 1, order);
+        }
+        let dropped: u64 = entries[keep..].iter().map(|&(_, count)| count).sum();
+        entries.truncate(keep);
+        self.counts = entries.into_iter().collect();
+        self.pruned += dropped;
+        dropped
+    }
+
+    /// [`PieceCounts::prune`] to half of `max_pieces` when the table holds more than that (so a
+    /// table that keeps growing is pruned now and then, not at every piece).
+    pub fn limit(&mut self, max_pieces: Option<usize>) {
+        if let Some(max_pieces) = max_pieces.filter(|&max_pieces| self.counts.len() > max_pieces) {
+            self.prune(max_pieces / 2);
         }
     }
 
@@ -101,14 +160,20 @@ impl PieceCounts {
         all
     }
 
-    /// A compact, stable byte encoding: a magic tag, then per piece (sorted by bytes) the varint
-    /// length, the bytes and the varint count. Equal tables serialize to equal bytes.
+    /// A compact, stable byte encoding: a magic tag (for a pruned table, the second tag and the
+    /// varint [`PieceCounts::pruned`]), then per piece (sorted by bytes) the varint length, the
+    /// bytes and the varint count. Equal tables serialize to equal bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut entries: Vec<(&[u8], u64)> = self.iter().collect();
         entries.sort_unstable();
         let size: usize = entries.iter().map(|(piece, _)| piece.len() + 4).sum();
-        let mut out = Vec::with_capacity(MAGIC.len() + 10 + size);
-        out.extend_from_slice(MAGIC);
+        let mut out = Vec::with_capacity(MAGIC.len() + 20 + size);
+        if self.pruned == 0 {
+            out.extend_from_slice(MAGIC);
+        } else {
+            out.extend_from_slice(MAGIC_PRUNED);
+            write_varint(&mut out, self.pruned);
+        }
         write_varint(&mut out, entries.len() as u64);
         for (piece, count) in entries {
             write_varint(&mut out, piece.len() as u64);
@@ -120,10 +185,13 @@ impl PieceCounts {
 
     /// Reads what [`PieceCounts::to_bytes`] wrote.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, CountsFormatError> {
-        let rest = bytes
-            .strip_prefix(MAGIC)
-            .ok_or_else(|| CountsFormatError("missing the format tag".into()))?;
+        let (rest, is_pruned) = match (bytes.strip_prefix(MAGIC), bytes.strip_prefix(MAGIC_PRUNED)) {
+            (Some(rest), _) => (rest, false),
+            (None, Some(rest)) => (rest, true),
+            (None, None) => return Err(CountsFormatError("missing the format tag".into())),
+        };
         let mut reader = Reader { bytes: rest, at: 0 };
+        let pruned = if is_pruned { reader.varint()? } else { 0 };
         let n = reader.varint()? as usize;
         let mut counts = FxHashMap::default();
         counts.reserve(n.min(rest.len()));
@@ -140,7 +208,7 @@ impl PieceCounts {
                 "trailing bytes after the last piece".into(),
             ));
         }
-        Ok(Self { counts })
+        Ok(Self { counts, pruned })
     }
 }
 
@@ -155,6 +223,8 @@ impl FromIterator<(Vec<u8>, u64)> for PieceCounts {
 }
 
 const MAGIC: &[u8] = b"hf_bpe.PieceCounts.v1\0";
+/// The tag of a pruned table, followed by how many occurrences were dropped.
+const MAGIC_PRUNED: &[u8] = b"hf_bpe.PieceCounts.v1.pruned\0";
 
 fn write_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
@@ -247,6 +317,29 @@ pub(crate) mod tests {
         assert_eq!(same.to_bytes(), bytes);
         assert!(PieceCounts::from_bytes(&bytes[..bytes.len() - 1]).is_err());
         assert!(PieceCounts::from_bytes(b"nonsense").is_err());
+    }
+
+    #[test]
+    fn pruning_keeps_the_most_frequent_pieces_and_says_what_it_dropped() {
+        let mut counts = table(&[("a", 5), ("b", 1), ("c", 2), ("d", 2), ("e", 9)]);
+        assert_eq!(counts.prune(3), 3);
+        assert_eq!(counts.iter().count(), 3);
+        assert_eq!((counts.get(b"e"), counts.get(b"a"), counts.get(b"c"), counts.get(b"d")), (9, 5, 2, 0));
+        assert_eq!(counts.pruned(), 3);
+        assert_eq!(counts.prune(3), 0);
+        let bytes = counts.to_bytes();
+        assert_eq!(PieceCounts::from_bytes(&bytes).unwrap(), counts);
+        let mut sum = table(&[("x", 1)]);
+        sum.absorb(counts);
+        assert_eq!(sum.pruned(), 3);
+        // A table kept within a budget: pruned to half whenever it grows past it.
+        let mut limited = PieceCounts::new();
+        for word in 0..1000u32 {
+            limited.add(&word.to_le_bytes(), 1);
+            limited.limit(Some(100));
+            assert!(limited.len() <= 100);
+        }
+        assert_eq!(limited.pruned() + limited.total(), 1000);
     }
 
     #[test]
