@@ -1,7 +1,11 @@
 """File helpers: atomic writes, so a failed save never leaves a half-written file behind; and
 bounded reads of tokenizer files, which may come from anywhere.
 
-Every loader reads through :func:`read_file`, :func:`read_text` or :func:`read_json`: files larger
+Every loader opens tokenizer files through :func:`open_file`, which refuses what is not a regular file
+(a FIFO, socket, device or folder would block ``open()`` or the read forever, or fail obscurely) and
+turns the operating system's errors (missing, a folder, a symlink loop, no permission) into
+:class:`~hf_bpe.errors.TokenizerFileError` naming the path; it reads through :func:`read_file`,
+:func:`read_text` or :func:`read_json`: files larger
 than :data:`MAX_FILE_BYTES` (after gzip decompression, which is streamed, so a small file that
 inflates to gigabytes is refused after reading that much), gzip data that does not decompress, text
 that is not UTF-8 and JSON that does not parse (including nesting too deep for the parser and
@@ -12,12 +16,14 @@ file. Nothing is unpickled or executed.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
+import stat
 import tempfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from hf_bpe.errors import TokenizerFileError
 
@@ -88,12 +94,98 @@ def _mode_for(target: Path) -> int:
         return 0o666 & ~umask
 
 
+def open_file(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` opened for reading in binary, when it is a regular file (or a symlink to one).
+
+    Anything else raises :class:`~hf_bpe.errors.TokenizerFileError` naming ``path`` before it is
+    opened: a FIFO, socket or device (opening or reading one blocks until another process writes, maybe
+    forever) or a folder. The file is opened without blocking and checked again once open, so it
+    cannot be swapped for a FIFO in between. Errors of the operating system (no such file, a symlink
+    loop, no permission) raise a :class:`~hf_bpe.errors.TokenizerFileError` that is also the matching
+    ``OSError`` (``FileNotFoundError``, ``PermissionError``, ...), for callers that catch those.
+
+    >>> import os, tempfile
+    >>> fifo = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    >>> os.mkfifo(fifo)
+    >>> open_file(fifo)
+    Traceback (most recent call last):
+    ...
+    hf_bpe._io.TokenizerFileError: ...tokenizer.json: a FIFO (named pipe), not a regular file; ...
+    """
+    check_file(path)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise file_error(path, error) from None
+    try:
+        _refuse_special(path, os.fstat(descriptor).st_mode)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def check_file(path: str | os.PathLike[str]) -> None:
+    """Raise the :class:`~hf_bpe.errors.TokenizerFileError` that :func:`open_file` would when
+    ``path`` is not a readable regular file, without opening it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise file_error(path, error) from None
+    _refuse_special(path, mode)
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _refuse_special(path: str | os.PathLike[str], mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise file_error(path, IsADirectoryError(errno.EISDIR, "a folder"))
+    kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+    raise TokenizerFileError(
+        path, f"{kind}, not a regular file; hf_bpe reads tokenizer files only from regular files "
+        "(copy the data into a file and pass that)"
+    )
+
+
+_FIXES = {
+    errno.ENOENT: "no such file; check the path",
+    errno.EISDIR: "a folder, not a file; give the tokenizer file inside it",
+    errno.ELOOP: "a symlink loop (or too many symlinks); point the link at a real file",
+    errno.EACCES: "permission denied; make the file readable (chmod +r) or read it as its owner",
+    errno.EPERM: "permission denied; make the file readable (chmod +r) or read it as its owner",
+    errno.ENOTDIR: "a part of the path is a file, not a folder; check the path",
+    errno.ENAMETOOLONG: "the name is too long; check the path",
+}
+
+
+def file_error(path: str | os.PathLike[str], error: OSError) -> TokenizerFileError:
+    """A :class:`~hf_bpe.errors.TokenizerFileError` naming ``path`` that says what ``error`` means
+    and how to fix it; it is also an instance of ``error``'s ``OSError`` subclass, with its ``errno``."""
+    problem = _FIXES.get(error.errno or 0) or f"cannot read it: {error.strerror or error}"
+    wrapped = _os_file_error(type(error))(path, problem)
+    wrapped.errno, wrapped.strerror, wrapped.filename = error.errno, error.strerror, os.fspath(path)
+    return wrapped
+
+
+@functools.cache
+def _os_file_error(kind: type[OSError]) -> type[TokenizerFileError]:
+    """``TokenizerFileError`` that is also a ``kind`` (``FileNotFoundError``, ``PermissionError``, ...)."""
+    return type("TokenizerFileError", (TokenizerFileError, kind),
+                {"__module__": __name__, "__str__": TokenizerFileError.__str__})
+
+
 def read_file(path: str | os.PathLike[str], *, limit: int | None = None, decompress: bool = True) -> bytes:
     """The bytes of a tokenizer file, decompressed when it is gzip data (unless ``decompress`` is
     false); a file (or its decompressed data) over ``limit`` bytes (default :data:`MAX_FILE_BYTES`)
     or corrupt gzip data raises :class:`~hf_bpe.errors.TokenizerFileError`."""
     limit = MAX_FILE_BYTES if limit is None else limit
-    with open(path, "rb") as file:
+    with open_file(path) as file:
         size = os.fstat(file.fileno()).st_size
         if size > limit:
             raise TokenizerFileError(path, _too_large(f"is {size:,} bytes", limit))

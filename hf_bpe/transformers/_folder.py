@@ -196,7 +196,7 @@ def check_settings(path: Path, settings: Any) -> None:
 
 def load_model(model_file: str | os.PathLike[str] | None, name_or_path: str | None) -> BPE:
     """Our model from a saved folder, with errors that name the file."""
-    if model_file is None or not os.path.isfile(model_file):
+    if model_file is None or not os.path.lexists(model_file):
         path = model_file if model_file is not None else os.path.join(name_or_path or ".", MODEL_FILE)
         raise TokenizerFileError(
             path,

@@ -15,7 +15,7 @@ from transformers.tokenization_utils_base import AddedToken
 
 from hf_bpe._added_tokens import ordinary_token_id
 from hf_bpe._byte_level import token_to_str, try_str_to_token
-from hf_bpe._io import read_json
+from hf_bpe._io import check_file, read_json
 from hf_bpe._rwlock import ReadWriteLock, reading
 from hf_bpe.errors import ConversionError, InvalidVocabularyError
 from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, as_model
@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from hf_bpe._token_view import TokenView
 
 __all__ = ["BPETokenizer", "save_tokenizer_folder"]
+
+FOLDER_FILES = (MODEL_FILE, "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                "tokenizer.json", "chat_template.jinja", "chat_template.json", "config.json")
+"""The files of a folder that loading it may read."""
 
 
 class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
@@ -118,6 +122,9 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         ``auto_map`` code runs without ``trust_remote_code=True``)."""
         folder = Path(os.fspath(pretrained_model_name_or_path))
         if folder.is_dir():
+            for name in FOLDER_FILES:  # transformers opens these with a plain open(), which a FIFO blocks
+                if os.path.lexists(folder / name):
+                    check_file(folder / name)
             for name in ("tokenizer_config.json", "special_tokens_map.json"):
                 if (folder / name).is_file():
                     check_settings(folder / name, read_json(folder / name))
