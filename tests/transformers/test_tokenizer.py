@@ -12,6 +12,7 @@ import itertools
 import json
 import pickle
 import random
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -427,6 +428,30 @@ def test_call_assembles_exactly_as_python_backend(
             return type(error).__name__
 
     assert run(ours) == run(reference)
+
+
+@pytest.mark.parametrize(("text", "pair", "says"), [
+    (["a", 3], None, "text[1] is int 3"),
+    ([3, "a"], None, "text[1] is str 'a' in a list of token ids"),
+    (["a", None], None, "text[1] is NoneType None"),
+    (["a", b"x"], None, "text[1] is bytes b'x'"),
+    ([[1, 2], [3, "x"]], None, "text[1][1] is str 'x' in a list of token ids"),
+    ([("a", "b"), ("c", 4)], None, "text[1][1] is int 4"),
+    (["a", True], None, "text[1] is bool True"),
+    (3, None, "text is int 3"),
+    (["a", "b"], ["c", 5], "text_pair[1] is int 5"),
+])
+@pytest.mark.parametrize("added", ["plain", "lstrip"])
+def test_call_names_the_item_of_a_wrong_type(text: Any, pair: Any, says: str, added: str) -> None:
+    """PythonBackend reads [3, "a"] as token ids and returns the string among them; a batch with an
+    int fails deep inside. Both paths (plain added tokens, and transformers' own) name the item."""
+    tokenizer = tokenizer_for("gpt2")
+    if added == "lstrip":
+        tokenizer.add_tokens([transformers.AddedToken("<x>", lstrip=True)])
+    with pytest.raises(TypeError, match=re.escape(says)):
+        tokenizer(text, pair)
+    with pytest.raises(TypeError, match=re.escape(says)):
+        tokenizer.encode(text, pair)
 
 
 def _named(policy: dict[str, Any]) -> dict[str, Any]:
