@@ -15,15 +15,24 @@ file. Nothing is unpickled or executed.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import errno
-import functools
 import json
 import os
+import shutil
 import stat
+import sys
 import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no locks, so stale temporary files are left for the user
+    fcntl = None  # type: ignore[assignment]
 
 from hf_bpe.errors import TokenizerFileError
 
@@ -67,11 +76,12 @@ def _naming_target(error: OSError, target: Path) -> OSError:
 
 def _write_atomically(target: Path, payload: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    remove_stale(target.parent, f".{target.name}.", ".tmp")
+    handle, temporary = _locked_temporary(target, ".tmp")
     try:
         # mkstemp creates the file private (0600); give it the mode a plain open() would.
         os.chmod(temporary, _mode_for(target))
-        with os.fdopen(handle, "wb") as file:
+        with os.fdopen(handle, "wb", closefd=False) as file:
             file.write(payload)
             file.flush()
             os.fsync(file.fileno())
@@ -82,6 +92,187 @@ def _write_atomically(target: Path, payload: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+    finally:
+        os.close(handle)  # after the rename: the lock keeps remove_stale off the file until then
+
+
+def _locked_temporary(target: Path, suffix: str) -> tuple[int, str]:
+    """A new temporary file (``suffix=".tmp"``) or folder (any other suffix) beside ``target``,
+    named ``.NAME.*SUFFIX``, open and locked (``flock``) for as long as this process holds it: what a
+    killed process leaves is unlocked, and :func:`remove_stale` removes it on the next save."""
+    while True:
+        if suffix == ".tmp":
+            handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
+        else:
+            temporary = tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
+            handle = os.open(temporary, os.O_RDONLY)
+        if fcntl is None:
+            return handle, temporary
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        if os.fstat(handle).st_nlink > 0:  # not removed as stale before the lock was taken
+            return handle, temporary
+        os.close(handle)
+
+
+def remove_stale(folder: Path, prefix: str, suffix: str) -> None:
+    """Remove the temporary files and folders named ``PREFIX*SUFFIX`` in ``folder`` that no live
+    process holds (see :func:`_locked_temporary`): what a save killed midway (``kill -9``, a crash,
+    the power) left behind."""
+    if fcntl is None:
+        return
+    try:
+        entries = [entry for entry in os.scandir(folder) if entry.name.startswith(prefix) and entry.name.endswith(suffix)]
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            handle = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:  # held by a live save, or already gone
+            pass
+        finally:
+            os.close(handle)
+
+
+@contextlib.contextmanager
+def replacing_folder(folder: str | os.PathLike[str]) -> Iterator[Path]:
+    """Write a folder as a whole: yields an empty folder beside ``folder`` (``.NAME.*.saving``) to
+    write into; when the block ends, it replaces ``folder`` at once, so that a kill or a full disk
+    leaves either the old folder or the new one complete, never a mix. An error in the block leaves
+    ``folder`` untouched.
+
+    Entries of the old folder that the block did not write are kept (hard links, or copies where the
+    file system has none; sockets and devices are dropped). A symlink in the old folder is never
+    written through: a written name replaces it. When ``folder`` is a symlink to a folder, the folder
+    it points to is replaced. Linux swaps the two folders in one step (``renameat2`` with
+    ``RENAME_EXCHANGE``); elsewhere, and for a mount point or the current folder, the files are moved
+    in one at a time (each atomically, ``tokenizer_config.json`` first). What a killed save left
+    beside the folder is removed by the next one.
+
+    >>> import os, tempfile
+    >>> folder = os.path.join(tempfile.mkdtemp(), "tok")
+    >>> with replacing_folder(folder) as staging:
+    ...     _ = (staging / "a.txt").write_text("new")
+    >>> os.listdir(folder)
+    ['a.txt']
+    """
+    target = Path(os.path.realpath(folder))
+    if target.exists() and not target.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"cannot write the folder {os.fspath(folder)}: it is a file")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(target.parent, f".{target.name}.", ".saving")
+        handle, name = _locked_temporary(target, ".saving")
+    except OSError as error:
+        raise _naming_target(error, target) from error
+    staging = Path(name)
+    try:
+        try:
+            yield staging
+            _install(staging, target)
+        except OSError as error:  # name the folder being saved, not the temporary one
+            message = (error.strerror or str(error)).replace(os.fspath(staging), os.fspath(target))
+            raise type(error)(error.errno, f"{message}; the folder {target} is unchanged") from error
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        os.close(handle)
+
+
+def _install(staging: Path, target: Path) -> None:
+    """Put the folder ``staging`` in place of ``target`` (see :func:`replacing_folder`); ``staging``
+    then holds the old folder (or nothing)."""
+    if not target.exists():
+        os.chmod(staging, 0o777 & ~_umask())
+        try:
+            os.rename(staging, target)
+            return
+        except OSError:  # created meanwhile: move the files in
+            _move_files_in(staging, target)
+            return
+    os.chmod(staging, stat.S_IMODE(target.stat().st_mode))
+    cwd = Path.cwd()
+    if os.path.ismount(target) or cwd == target or target in cwd.parents:
+        _move_files_in(staging, target)
+        return
+    written = set(os.listdir(staging))
+    carried = [entry.name for entry in os.scandir(target) if entry.name not in written]
+    for name in carried:
+        _carry(target / name, staging / name)
+    if not _exchange(staging, target):
+        for name in carried:
+            if (staging / name).is_dir() and not (staging / name).is_symlink():
+                shutil.rmtree(staging / name)
+            elif os.path.lexists(staging / name):
+                os.unlink(staging / name)
+        _move_files_in(staging, target)
+
+
+def _carry(source: Path, destination: Path) -> None:
+    """Keep the entry ``source`` of the old folder as ``destination`` in the new one, cheaply."""
+    mode = source.lstat().st_mode
+    if stat.S_ISLNK(mode):
+        os.symlink(os.readlink(source), destination)
+    elif stat.S_ISDIR(mode):
+        shutil.copytree(source, destination, symlinks=True, copy_function=_link_or_copy)
+    elif stat.S_ISREG(mode):
+        _link_or_copy(source, destination)
+    elif stat.S_ISFIFO(mode):
+        os.mkfifo(destination, stat.S_IMODE(mode))
+
+
+def _link_or_copy(source: str | os.PathLike[str], destination: str | os.PathLike[str]) -> None:
+    try:
+        os.link(source, destination, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(source, destination, follow_symlinks=False)
+
+
+def _move_files_in(staging: Path, target: Path) -> None:
+    """The fallback of :func:`_install`: each entry of ``staging`` renamed over its name in ``target``
+    (atomic per file; a symlink there is replaced, not followed), ``tokenizer_config.json`` first so
+    that a folder left half-moved disagrees with the fingerprint it records."""
+    target.mkdir(parents=True, exist_ok=True)
+    names = sorted(os.listdir(staging), key=lambda name: not name.endswith("tokenizer_config.json"))
+    for name in names:
+        destination = target / name
+        if (staging / name).is_dir() and destination.is_dir() and not destination.is_symlink():
+            shutil.rmtree(destination)
+        os.replace(staging / name, destination)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap the folders ``first`` and ``second`` atomically (Linux ``renameat2(RENAME_EXCHANGE)``);
+    false where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) != 0:
+        code = ctypes.get_errno()
+        if code in (errno.EINVAL, errno.ENOSYS, errno.EPERM, errno.EXDEV, errno.EBUSY, errno.ENOTSUP):
+            return False
+        raise OSError(code, f"cannot replace the folder {second}: {os.strerror(code)}")
+    return True
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 def _mode_for(target: Path) -> int:
@@ -89,9 +280,7 @@ def _mode_for(target: Path) -> int:
     try:
         return target.stat().st_mode & 0o7777
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~_umask()
 
 
 def open_file(path: str | os.PathLike[str]) -> BinaryIO:
@@ -110,7 +299,7 @@ def open_file(path: str | os.PathLike[str]) -> BinaryIO:
     >>> open_file(fifo)
     Traceback (most recent call last):
     ...
-    hf_bpe._io.TokenizerFileError: ...tokenizer.json: a FIFO (named pipe), not a regular file; ...
+    hf_bpe.errors.TokenizerFileError: ...tokenizer.json: a FIFO (named pipe), not a regular file; ...
     """
     check_file(path)
     try:
@@ -168,16 +357,17 @@ def file_error(path: str | os.PathLike[str], error: OSError) -> TokenizerFileErr
     """A :class:`~hf_bpe.errors.TokenizerFileError` naming ``path`` that says what ``error`` means
     and how to fix it; it is also an instance of ``error``'s ``OSError`` subclass, with its ``errno``."""
     problem = _FIXES.get(error.errno or 0) or f"cannot read it: {error.strerror or error}"
-    wrapped = _os_file_error(type(error))(path, problem)
+    kind = type(error)
+    if kind not in _FILE_ERRORS:
+        _FILE_ERRORS[kind] = type("TokenizerFileError", (TokenizerFileError, kind),
+                                  {"__module__": __name__, "__str__": TokenizerFileError.__str__})
+    wrapped: Any = _FILE_ERRORS[kind](path, problem)
     wrapped.errno, wrapped.strerror, wrapped.filename = error.errno, error.strerror, os.fspath(path)
-    return wrapped
+    return cast(TokenizerFileError, wrapped)
 
 
-@functools.cache
-def _os_file_error(kind: type[OSError]) -> type[TokenizerFileError]:
-    """``TokenizerFileError`` that is also a ``kind`` (``FileNotFoundError``, ``PermissionError``, ...)."""
-    return type("TokenizerFileError", (TokenizerFileError, kind),
-                {"__module__": __name__, "__str__": TokenizerFileError.__str__})
+_FILE_ERRORS: dict[type[OSError], type[TokenizerFileError]] = {}
+"""``TokenizerFileError`` that is also a ``FileNotFoundError``, ``PermissionError``, ..., by the latter."""
 
 
 def read_file(path: str | os.PathLike[str], *, limit: int | None = None, decompress: bool = True) -> bytes:

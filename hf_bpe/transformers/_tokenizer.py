@@ -21,7 +21,14 @@ from hf_bpe.errors import ConversionError, InvalidVocabularyError
 from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, as_model
 from hf_bpe.transformers._added_tokens import AddedTokens
 from hf_bpe.transformers._encode import Tables
-from hf_bpe.transformers._folder import CONFIG_KEY, FolderFormat, check_settings, config_path, load_model
+from hf_bpe.transformers._folder import (
+    CONFIG_KEY,
+    FolderFormat,
+    check_fingerprint,
+    check_settings,
+    config_path,
+    load_model,
+)
 from hf_bpe.transformers._pipeline import EncodingPipeline
 from hf_bpe.transformers._training import Retraining
 
@@ -118,7 +125,9 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         ``special_tokens_map.json`` are read and their settings' types checked first (bounded, see
         :mod:`hf_bpe._io`), so that a corrupt one raises :class:`~hf_bpe.errors.TokenizerFileError`
         naming it rather than whatever transformers trips over later (a string as
-        ``model_max_length`` fails at the first encode). Nothing in the folder is executed (no
+        ``model_max_length`` fails at the first encode), and a folder whose files come from different
+        saves (they disagree with the SHA-256 that ``tokenizer_config.json`` recorded) is refused
+        naming them. Nothing in the folder is executed (no
         ``auto_map`` code runs without ``trust_remote_code=True``)."""
         folder = Path(os.fspath(pretrained_model_name_or_path))
         if folder.is_dir():
@@ -127,7 +136,10 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
                     check_file(folder / name)
             for name in ("tokenizer_config.json", "special_tokens_map.json"):
                 if (folder / name).is_file():
-                    check_settings(folder / name, read_json(folder / name))
+                    settings = read_json(folder / name)
+                    check_settings(folder / name, settings)
+                    if name == "tokenizer_config.json":
+                        check_fingerprint(folder, settings)
         return cast(BPETokenizer, super().from_pretrained(pretrained_model_name_or_path, *init_inputs, **kwargs))
 
     @classmethod

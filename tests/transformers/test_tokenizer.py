@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import itertools
 import json
 import pickle
@@ -661,7 +662,9 @@ def test_save_pretrained_writes_a_self_sufficient_folder(tmp_path: Path) -> None
     assert REMOTE_CODE_FILE not in files
     config = json.loads((tmp_path / "tokenizer_config.json").read_text())
     assert config["tokenizer_class"] == "BPETokenizer"
-    assert config["hf_bpe"] == {"add_bos_token": True, "add_eos_token": False}
+    fingerprint = {name: hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()  # of the files that set the ids
+                   for name in (MODEL_FILE, "tokenizer.json", "special_tokens_map.json")}
+    assert config["hf_bpe"] == {"add_bos_token": True, "add_eos_token": False, "files": fingerprint}
     assert "auto_map" not in config
 
     loaded = BPETokenizer.from_pretrained(tmp_path)
@@ -673,7 +676,14 @@ def test_save_pretrained_writes_a_self_sufficient_folder(tmp_path: Path) -> None
     assert loaded.model == tokenizer.model
     # Saving what was loaded gives the same folder again.
     loaded.save_pretrained(tmp_path / "again")
-    assert json.loads((tmp_path / "again" / "tokenizer_config.json").read_text()) == config
+    again = json.loads((tmp_path / "again" / "tokenizer_config.json").read_text())
+    # The same settings; the fingerprint is of the files this save wrote (special_tokens_map.json
+    # now spells its tokens as objects).
+    assert again["hf_bpe"].pop("files") == {
+        name: hashlib.sha256((tmp_path / "again" / name).read_bytes()).hexdigest() for name in fingerprint
+    }
+    del config["hf_bpe"]["files"]
+    assert again == config
 
 
 def test_model_card_describes_the_tokenizer(tmp_path: Path) -> None:
