@@ -76,11 +76,11 @@ def _naming_target(error: OSError, target: Path) -> OSError:
 
 def _write_atomically(target: Path, payload: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(target.parent, f".{target.name}.", ".tmp")
-    handle, temporary = _locked_temporary(target, ".tmp")
+    handle, temporary = _temporary_file(target)
     try:
-        # mkstemp creates the file private (0600); give it the mode a plain open() would.
+        # A new temporary file is private (0600); give it the mode a plain open() would.
         os.chmod(temporary, _mode_for(target))
+        os.ftruncate(handle, 0)
         with os.fdopen(handle, "wb", closefd=False) as file:
             file.write(payload)
             file.flush()
@@ -93,19 +93,39 @@ def _write_atomically(target: Path, payload: bytes) -> None:
             pass
         raise
     finally:
-        os.close(handle)  # after the rename: the lock keeps remove_stale off the file until then
+        os.close(handle)  # after the rename: until then the lock keeps other writers off the file
 
 
-def _locked_temporary(target: Path, suffix: str) -> tuple[int, str]:
-    """A new temporary file (``suffix=".tmp"``) or folder (any other suffix) beside ``target``,
-    named ``.NAME.*SUFFIX``, open and locked (``flock``) for as long as this process holds it: what a
-    killed process leaves is unlocked, and :func:`remove_stale` removes it on the next save."""
+def _temporary_file(target: Path) -> tuple[int, str]:
+    """``.NAME.tmp`` beside ``target``, open for writing and locked (``flock``). The name is fixed, so
+    what a killed write left is taken over, and so removed, by the next write of ``target``;
+    concurrent writers of one file take turns. Where there are no locks (or the name is taken by
+    something this process cannot open), a new uniquely named ``.NAME.*.tmp``."""
+    temporary = os.fspath(target.parent / f".{target.name}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    while fcntl is not None:
+        try:
+            handle = os.open(temporary, flags, 0o600)
+        except OSError:  # a symlink, a folder, another user's file
+            break
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            current = os.stat(temporary, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(handle).st_ino:  # not renamed into place by the writer we waited for
+            return handle, temporary
+        os.close(handle)
+    return tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+
+
+def _locked_folder(target: Path) -> tuple[int, str]:
+    """A new folder ``.NAME.*.saving`` beside ``target``, open and locked (``flock``) for as long as
+    this process holds it: what a killed process leaves is unlocked, and :func:`remove_stale`
+    removes it on the next save."""
     while True:
-        if suffix == ".tmp":
-            handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
-        else:
-            temporary = tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=suffix)
-            handle = os.open(temporary, os.O_RDONLY)
+        temporary = tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".saving")
+        handle = os.open(temporary, os.O_RDONLY)
         if fcntl is None:
             return handle, temporary
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -116,7 +136,7 @@ def _locked_temporary(target: Path, suffix: str) -> tuple[int, str]:
 
 def remove_stale(folder: Path, prefix: str, suffix: str) -> None:
     """Remove the temporary files and folders named ``PREFIX*SUFFIX`` in ``folder`` that no live
-    process holds (see :func:`_locked_temporary`): what a save killed midway (``kill -9``, a crash,
+    process holds (see :func:`_locked_folder`): what a save killed midway (``kill -9``, a crash,
     the power) left behind."""
     if fcntl is None:
         return
@@ -169,7 +189,7 @@ def replacing_folder(folder: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale(target.parent, f".{target.name}.", ".saving")
-        handle, name = _locked_temporary(target, ".saving")
+        handle, name = _locked_folder(target)
     except OSError as error:
         raise _naming_target(error, target) from error
     staging = Path(name)

@@ -26,18 +26,29 @@ def test_new_files_get_the_umask_mode_and_existing_files_keep_theirs(tmp_path) -
         os.umask(old_umask)
 
 
-def test_a_write_removes_the_temporary_files_of_killed_writes_but_not_live_ones(tmp_path) -> None:
-    import fcntl
+def test_a_write_takes_over_what_a_killed_write_left(tmp_path) -> None:
+    stale = tmp_path / ".model.json.tmp"  # what a write killed before its rename leaves
+    stale.write_text("a longer half-written file")
+    atomic_write(tmp_path / "model.json", "new")
+    assert sorted(os.listdir(tmp_path)) == ["model.json"]
+    assert (tmp_path / "model.json").read_text() == "new"
 
-    stale = tmp_path / ".model.json.abc123.tmp"  # what a write killed before its rename leaves
-    stale.write_text("half")
-    live = tmp_path / ".model.json.def456.tmp"  # another process writing right now holds its lock
-    live.write_text("writing")
-    with open(live) as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        atomic_write(tmp_path / "model.json", "new")
-        assert sorted(os.listdir(tmp_path)) == [".model.json.def456.tmp", "model.json"]
-    atomic_write(tmp_path / "model.json", "newer")
+
+def test_concurrent_writes_of_one_file_take_turns(tmp_path) -> None:
+    import threading
+
+    payloads = [f"writer {writer} " * (writer + 1) for writer in range(4)]
+
+    def write(payload: str) -> None:
+        for _ in range(50):
+            atomic_write(tmp_path / "model.json", payload)
+            assert (tmp_path / "model.json").read_text() in payloads
+
+    threads = [threading.Thread(target=write, args=(payload,)) for payload in payloads]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     assert sorted(os.listdir(tmp_path)) == ["model.json"]
 
 
