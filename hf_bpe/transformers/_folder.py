@@ -67,11 +67,13 @@ def check_fingerprint(folder: Path, config: dict[str, Any]) -> None:
         elif hashlib.sha256(read_file(folder / name, decompress=False)).hexdigest() != digest:
             differing.append(name)
     if differing:
+        one = len(differing) == 1 and not differing[0].endswith("(missing)")
         raise TokenizerFileError(
-            path, f"the folder mixes files of different saves: {', '.join(differing)} "
-            f"{'differs' if len(differing) == 1 else 'differ'} from what this file recorded when they were saved "
-            "together, so the ids would be wrong (an interrupted save or files copied from another folder do this); "
-            "save the tokenizer again, or copy the whole folder from one save"
+            folder / differing[0] if one else folder,
+            f"{'it' if one else ', '.join(differing)} {'differs' if one else 'differ'} from what "
+            "tokenizer_config.json recorded when the folder was saved: the folder mixes files of different saves "
+            "(an interrupted save, files copied from another folder) or a file was edited or damaged since, and "
+            "the ids would be wrong; save the tokenizer again, or copy the whole folder from one save"
         )
 
 

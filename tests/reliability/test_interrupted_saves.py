@@ -191,11 +191,12 @@ def test_a_folder_mixing_two_saves_is_refused_naming_the_file(first_and_second: 
     first, second = first_and_second
     shutil.copy(second / moved, first / moved)
     for load in (BPETokenizer.from_pretrained, transformers.AutoTokenizer.from_pretrained):
-        with pytest.raises(TokenizerFileError, match=f"mixes files of different saves: {moved} differs") as raised:
+        with pytest.raises(TokenizerFileError, match="it differs from what tokenizer_config.json recorded when the "
+                           "folder was saved: the folder mixes files of different saves") as raised:
             load(first)
-        assert raised.value.path == str(first / "tokenizer_config.json")
+        assert raised.value.path == str(first / moved)
     (first / moved).unlink()
-    with pytest.raises(TokenizerFileError, match=rf"{moved} \(missing\)" if moved != "hf_bpe.json" else "hf_bpe.json"):
+    with pytest.raises(TokenizerFileError, match=rf"{moved} \(missing\) differ" if moved != "hf_bpe.json" else "hf_bpe.json"):
         BPETokenizer.from_pretrained(first)
 
 
@@ -203,7 +204,7 @@ def test_a_config_from_another_save_is_refused(first_and_second: tuple[Path, Pat
     """What an interrupted in-place save leaves: tokenizer_config.json of one save, the rest of another."""
     first, second = first_and_second
     shutil.copy(second / "tokenizer_config.json", first / "tokenizer_config.json")
-    with pytest.raises(TokenizerFileError, match="hf_bpe.json, tokenizer.json differ"):
+    with pytest.raises(TokenizerFileError, match="hf_bpe.json, tokenizer.json differ from what tokenizer_config.json recorded"):
         BPETokenizer.from_pretrained(first)
 
 
