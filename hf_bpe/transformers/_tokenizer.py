@@ -134,12 +134,13 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
             for name in FOLDER_FILES:  # transformers opens these with a plain open(), which a FIFO blocks
                 if os.path.lexists(folder / name):
                     check_file(folder / name)
+            settings = {}
             for name in ("tokenizer_config.json", "special_tokens_map.json"):
                 if (folder / name).is_file():
-                    settings = read_json(folder / name)
-                    check_settings(folder / name, settings)
-                    if name == "tokenizer_config.json":
-                        check_fingerprint(folder, settings)
+                    settings[name] = read_json(folder / name)
+                    check_settings(folder / name, settings[name])
+            if "tokenizer_config.json" in settings:  # after the checks, which name a damaged file better
+                check_fingerprint(folder, settings["tokenizer_config.json"])
         return cast(BPETokenizer, super().from_pretrained(pretrained_model_name_or_path, *init_inputs, **kwargs))
 
     @classmethod
