@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hf_bpe._io import MAX_FILE_BYTES, atomic_write
+from hf_bpe._io import MAX_FILE_BYTES, atomic_write, open_file
 from hf_bpe.errors import TokenizerFileError
 
 __all__ = [
@@ -145,7 +145,7 @@ def read_metadata(path: str | os.PathLike[str]) -> dict[str, Value]:
     """The metadata of the GGUF file ``path``, by key, read as llama.cpp's ``gguf_init_from_file``
     reads it (the same checks: the magic, version 2 or 3, no empty or repeated key, no nested
     array); :class:`~hf_bpe.errors.TokenizerFileError` naming the file when it is not such a file."""
-    with open(path, "rb") as file:
+    with open_file(path) as file:
         size = os.fstat(file.fileno()).st_size
         if size < 24:
             head = file.read(4)

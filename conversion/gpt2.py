@@ -27,7 +27,7 @@ from pathlib import Path
 
 from hf_bpe import _rules, patterns
 from hf_bpe._byte_level import str_to_token, token_to_str
-from hf_bpe._io import atomic_write, read_json, read_text
+from hf_bpe._io import atomic_write, read_json, read_text, replacing_folder
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import BPE, as_model
 
@@ -179,7 +179,8 @@ def load(
 def save(model: BPE, directory: str | os.PathLike[str], *, lossy: bool = False) -> Path:
     """Write ``model`` as GPT-2 files in ``directory``: ``vocab.json`` (``encoder.json``),
     ``merges.txt`` (``vocab.bpe``) and a ``tokenizer_config.json`` listing the special tokens,
-    which ``GPT2Tokenizer.from_pretrained(directory)`` loads. Each file is written atomically, and
+    which ``GPT2Tokenizer.from_pretrained(directory)`` loads. The three files replace those of
+    ``directory`` together (see :func:`hf_bpe._io.replacing_folder`; other files in it are kept), and
     only after every check passed. Returns the directory.
 
     Refused with :class:`~hf_bpe.errors.ConversionError`, unless ``lossy=True``, when the files
@@ -235,8 +236,8 @@ def save(model: BPE, directory: str | os.PathLike[str], *, lossy: bool = False) 
         config.update(bos_token=ENDOFTEXT, eos_token=ENDOFTEXT, unk_token=ENDOFTEXT)
     else:
         config.update(bos_token=None, eos_token=None, unk_token=None)
-    folder = Path(directory)
-    atomic_write(folder / VOCAB_FILE, json.dumps(encoder, ensure_ascii=False))
-    atomic_write(folder / MERGES_FILE, f"{MERGES_HEADER}\n{merges}")
-    atomic_write(folder / CONFIG_FILE, json.dumps(config, ensure_ascii=False, indent=2))
-    return folder
+    with replacing_folder(directory) as staging:
+        atomic_write(staging / VOCAB_FILE, json.dumps(encoder, ensure_ascii=False))
+        atomic_write(staging / MERGES_FILE, f"{MERGES_HEADER}\n{merges}")
+        atomic_write(staging / CONFIG_FILE, json.dumps(config, ensure_ascii=False, indent=2))
+    return Path(directory)

@@ -33,7 +33,7 @@ import conversion.hf
 import conversion.sentencepiece
 import conversion.tiktoken
 from hf_bpe import _encodings, _known_rank_files
-from hf_bpe._io import read_file
+from hf_bpe._io import check_file, open_file, read_file
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE, MODEL_FILE
 
@@ -82,6 +82,13 @@ def load(
     path = Path(source)
     fmt = format or detect_format(path)
     specials = dict(special_tokens or {})
+    if path.is_dir():
+        if fmt in _FOLDER_FILES and not (path / _FOLDER_FILES[fmt]).is_file():
+            raise SourceError(f"the folder {path} has no {_FOLDER_FILES[fmt]}, which the format {fmt} reads from a folder")
+        if fmt not in _FOLDER_FILES and fmt != "gpt2":
+            raise SourceError(f"{path} is a folder, and the format {fmt} is read from a file: give the file inside it")
+    elif fmt != "gpt2":
+        check_file(path)
     if fmt == "tiktoken":
         named = _named_encoding(path)
         if pattern is None and named is None:
@@ -115,6 +122,10 @@ def load(
     raise SourceError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
 
 
+_FOLDER_FILES = {"hf": "tokenizer.json", "folder": MODEL_FILE}
+"""The file that a format read from a folder reads in it."""
+
+
 def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of ``path`` (one of :data:`FORMATS`) from its name, layout and first bytes;
     :class:`SourceError` when it does not exist or cannot be told.
@@ -127,8 +138,13 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     """
     path = Path(path)
     if not path.exists():
+        if os.path.lexists(path):
+            check_file(path)  # a broken link or a symlink loop, named as such
         raise SourceError(f"{path} does not exist")
     if path.is_dir():
+        for name in (MODEL_FILE, "vocab.json", "merges.txt", "encoder.json", "vocab.bpe", "tokenizer.json"):
+            if os.path.lexists(path / name) and not (path / name).is_file():
+                check_file(path / name)  # a FIFO, folder or symlink loop named like a tokenizer file
         if (path / MODEL_FILE).is_file():
             return "folder"
         if ((path / "vocab.json").is_file() and (path / "merges.txt").is_file()) or (
@@ -143,7 +159,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             {"format": ", ".join(FORMATS)},
         )
     name = path.name
-    with path.open("rb") as file:
+    with open_file(path) as file:
         head = file.read(4096)
     if head[:4] == b"GGUF":
         return "gguf"

@@ -4,6 +4,7 @@ the ``auto_map`` shim, the model card), and the checks on a folder's settings be
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -13,7 +14,7 @@ from transformers import PreTrainedTokenizer
 from transformers.tokenization_utils_base import AddedToken
 
 import conversion.hf
-from hf_bpe._io import atomic_write
+from hf_bpe._io import atomic_write, read_file, replacing_folder
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE, MODEL_FILE
 
@@ -25,6 +26,55 @@ if TYPE_CHECKING:
 
 CONFIG_KEY = "hf_bpe"
 """Our section of ``tokenizer_config.json``: the BOS/EOS policy and what the model card knows."""
+
+
+FINGERPRINT_KEY = "files"
+"""Under :data:`CONFIG_KEY`: the SHA-256 of each file of :data:`FINGERPRINTED` that the save wrote."""
+
+FINGERPRINTED = (MODEL_FILE, "tokenizer.json", "special_tokens_map.json", "added_tokens.json")
+"""The files whose content sets the ids, which a folder must hold from one save (the model card and
+the chat template, which people edit by hand, are not among them)."""
+
+
+def fingerprint(directory: Path, prefix: str = "") -> dict[str, str]:
+    """The SHA-256 of each file of :data:`FINGERPRINTED` in ``directory``, by name."""
+    return {
+        name: hashlib.sha256(read_file(directory / name, decompress=False)).hexdigest()
+        for name in (prefix + base for base in FINGERPRINTED)
+        if (directory / name).is_file()
+    }
+
+
+def check_fingerprint(folder: Path, config: dict[str, Any]) -> None:
+    """Raise :class:`~hf_bpe.errors.TokenizerFileError` naming the files of ``folder`` that differ
+    from the SHA-256 its ``tokenizer_config.json`` recorded when they were saved together: files from
+    two saves (what an interrupted save of an older version, or copying files between folders,
+    leaves) would load with wrong ids. A config without a record (older saves) passes."""
+    section = config.get(CONFIG_KEY)
+    recorded = section.get(FINGERPRINT_KEY) if isinstance(section, dict) else None
+    if recorded is None:
+        return
+    path = folder / "tokenizer_config.json"
+    if not isinstance(recorded, dict) or not all(isinstance(value, str) for value in recorded.values()):
+        raise TokenizerFileError(path, f"{CONFIG_KEY}.{FINGERPRINT_KEY} is {recorded!r:.80}; expected an object of "
+                                 "file name -> SHA-256")
+    differing = []
+    for name, digest in sorted(recorded.items()):
+        if os.path.basename(name) != name:
+            raise TokenizerFileError(path, f"{CONFIG_KEY}.{FINGERPRINT_KEY} names {name!r:.80}, not a file of the folder")
+        if not (folder / name).is_file():
+            differing.append(f"{name} (missing)")
+        elif hashlib.sha256(read_file(folder / name, decompress=False)).hexdigest() != digest:
+            differing.append(name)
+    if differing:
+        one = len(differing) == 1 and not differing[0].endswith("(missing)")
+        raise TokenizerFileError(
+            folder / differing[0] if one else folder,
+            f"{'it' if one else ', '.join(differing)} {'differs' if one else 'differ'} from what "
+            "tokenizer_config.json recorded when the folder was saved: the folder mixes files of different saves "
+            "(an interrupted save, files copied from another folder) or a file was edited or damaged since, and "
+            "the ids would be wrong; save the tokenizer again, or copy the whole folder from one save"
+        )
 
 
 class FolderFormat(PreTrainedTokenizer):
@@ -76,14 +126,35 @@ class FolderFormat(PreTrainedTokenizer):
             repo_id = kwargs.pop("repo_id", str(save_directory).split(os.path.sep)[-1])
             repo_id = hf_api().create_repo(repo_id, exist_ok=True, **kwargs).repo_id
             timestamps = self._get_files_timestamps(save_directory) if os.path.isdir(save_directory) else {}
+        with replacing_folder(save_directory) as staging:
+            files = self._save_folder(staging, legacy_format, filename_prefix, remote_code=remote_code,
+                                      model_card=model_card, **kwargs)
+            files = tuple(os.path.join(save_directory, os.path.relpath(file, staging)) for file in files)
+        if push_to_hub:
+            self._upload_modified_files(
+                save_directory, repo_id, timestamps, commit_message=commit_message, token=kwargs.get("token")
+            )
+        return files
+
+    def _save_folder(
+        self,
+        directory: Path,
+        legacy_format: bool | None,
+        filename_prefix: str | None,
+        *,
+        remote_code: bool,
+        model_card: bool,
+        **kwargs: Any,
+    ) -> tuple[str, ...]:
+        """Write the files of :meth:`save_pretrained` into the empty folder ``directory``."""
         files = super().save_pretrained(
-            save_directory, legacy_format, filename_prefix, push_to_hub=False, **kwargs
+            str(directory), legacy_format, filename_prefix, push_to_hub=False, **kwargs
         )
-        directory = Path(save_directory)
         prefix = f"{filename_prefix}-" if filename_prefix else ""
         config_path = directory / f"{prefix}tokenizer_config.json"
         config = json.loads(config_path.read_text(encoding="utf-8"))
         config[CONFIG_KEY] = self._settings()
+        config[CONFIG_KEY][FINGERPRINT_KEY] = fingerprint(directory, prefix)
         # How this tokenizer was loaded is no setting of it; "backend" ("custom") would mislabel
         # the TokenizersBackend that reads the folder without hf_bpe.
         for key in ("backend", "is_local", "local_files_only"):
@@ -101,10 +172,6 @@ class FolderFormat(PreTrainedTokenizer):
             from hf_bpe.transformers._model_card import write_model_card
 
             files = (*files, str(write_model_card(cast("BPETokenizer", self), directory)))
-        if push_to_hub:
-            self._upload_modified_files(
-                save_directory, repo_id, timestamps, commit_message=commit_message, token=kwargs.get("token")
-            )
         return files
 
     def _save_pretrained(  # type: ignore[override]
@@ -196,7 +263,7 @@ def check_settings(path: Path, settings: Any) -> None:
 
 def load_model(model_file: str | os.PathLike[str] | None, name_or_path: str | None) -> BPE:
     """Our model from a saved folder, with errors that name the file."""
-    if model_file is None or not os.path.isfile(model_file):
+    if model_file is None or not os.path.lexists(model_file):
         path = model_file if model_file is not None else os.path.join(name_or_path or ".", MODEL_FILE)
         raise TokenizerFileError(
             path,

@@ -62,6 +62,7 @@ class EncodingPipeline(CoreEncoding):
         while :meth:`add_tokens` changes the tokenizer."""
         if split_special_tokens is None:
             split_special_tokens = self.split_special_tokens
+        _check_types(text, text_pair, is_split_into_words)
         if kwargs.get("sanitize_control_tokens") or not self._added_tokens().plain:
             if return_offsets_mapping:
                 raise NotImplementedError(
@@ -371,6 +372,49 @@ class _SequenceEncoder:
                         spans += word_spans
                 return ids, spans
         raise ValueError(f"Input must be a string, list of strings, or list of ints, got: {type(sequence)}")
+
+
+def _check_types(text: Any, text_pair: Any, is_split_into_words: bool) -> None:
+    """Raise ``TypeError`` naming the first item of ``text`` or ``text_pair`` that is neither a string
+    nor a list of strings or of token ids (``PythonBackend`` would read ``[3, "a"]`` as ids and
+    return the string among them)."""
+    depth = 1 if _is_batch(text, is_split_into_words) else 0
+    _check_sequence(text, "text", depth)
+    if text_pair is not None:
+        _check_sequence(text_pair, "text_pair", depth)
+
+
+def _check_sequence(sequence: Any, where: str, depth: int) -> None:
+    """``sequence`` is a string, or a list or tuple of token ids, or of strings (and, ``depth`` levels
+    down, of such lists: a batch, pairs, words)."""
+    if isinstance(sequence, str):
+        return
+    if not isinstance(sequence, (list, tuple)):
+        raise TypeError(f"{where} is {_describe(sequence)}; expected a string, a list of strings or a list of token ids")
+    if not sequence:
+        return
+    if _is_id(sequence[0]):
+        for index, item in enumerate(sequence):
+            if not _is_id(item):
+                raise TypeError(f"{where}[{index}] is {_describe(item)} in a list of token ids (ints); "
+                                "pass texts as strings and token ids as ints, not mixed")
+        return
+    for index, item in enumerate(sequence):
+        if isinstance(item, str):
+            continue
+        if depth > 0 and isinstance(item, (list, tuple)):
+            _check_sequence(item, f"{where}[{index}]", depth - 1)
+            continue
+        expected = "a string or a list of strings or token ids" if depth > 0 else "a string"
+        raise TypeError(f"{where}[{index}] is {_describe(item)}; expected {expected}")
+
+
+def _is_id(item: Any) -> bool:
+    return isinstance(item, int) and not isinstance(item, bool)
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r:.40}"
 
 
 def _is_batch(text: Any, is_split_into_words: bool) -> bool:

@@ -15,13 +15,20 @@ from transformers.tokenization_utils_base import AddedToken
 
 from hf_bpe._added_tokens import ordinary_token_id
 from hf_bpe._byte_level import token_to_str, try_str_to_token
-from hf_bpe._io import read_json
+from hf_bpe._io import check_file, read_json
 from hf_bpe._rwlock import ReadWriteLock, reading
 from hf_bpe.errors import ConversionError, InvalidVocabularyError
 from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, as_model
 from hf_bpe.transformers._added_tokens import AddedTokens
 from hf_bpe.transformers._encode import Tables
-from hf_bpe.transformers._folder import CONFIG_KEY, FolderFormat, check_settings, config_path, load_model
+from hf_bpe.transformers._folder import (
+    CONFIG_KEY,
+    FolderFormat,
+    check_fingerprint,
+    check_settings,
+    config_path,
+    load_model,
+)
 from hf_bpe.transformers._pipeline import EncodingPipeline
 from hf_bpe.transformers._training import Retraining
 
@@ -29,6 +36,10 @@ if TYPE_CHECKING:
     from hf_bpe._token_view import TokenView
 
 __all__ = ["BPETokenizer", "save_tokenizer_folder"]
+
+FOLDER_FILES = (MODEL_FILE, "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                "tokenizer.json", "chat_template.jinja", "chat_template.json", "config.json")
+"""The files of a folder that loading it may read."""
 
 
 class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
@@ -114,13 +125,22 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         ``special_tokens_map.json`` are read and their settings' types checked first (bounded, see
         :mod:`hf_bpe._io`), so that a corrupt one raises :class:`~hf_bpe.errors.TokenizerFileError`
         naming it rather than whatever transformers trips over later (a string as
-        ``model_max_length`` fails at the first encode). Nothing in the folder is executed (no
+        ``model_max_length`` fails at the first encode), and a folder whose files come from different
+        saves (they disagree with the SHA-256 that ``tokenizer_config.json`` recorded) is refused
+        naming them. Nothing in the folder is executed (no
         ``auto_map`` code runs without ``trust_remote_code=True``)."""
         folder = Path(os.fspath(pretrained_model_name_or_path))
         if folder.is_dir():
+            for name in FOLDER_FILES:  # transformers opens these with a plain open(), which a FIFO blocks
+                if os.path.lexists(folder / name):
+                    check_file(folder / name)
+            settings = {}
             for name in ("tokenizer_config.json", "special_tokens_map.json"):
                 if (folder / name).is_file():
-                    check_settings(folder / name, read_json(folder / name))
+                    settings[name] = read_json(folder / name)
+                    check_settings(folder / name, settings[name])
+            if "tokenizer_config.json" in settings:  # after the checks, which name a damaged file better
+                check_fingerprint(folder, settings["tokenizer_config.json"])
         return cast(BPETokenizer, super().from_pretrained(pretrained_model_name_or_path, *init_inputs, **kwargs))
 
     @classmethod

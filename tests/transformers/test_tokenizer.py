@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import itertools
 import json
 import pickle
 import random
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -429,6 +431,30 @@ def test_call_assembles_exactly_as_python_backend(
     assert run(ours) == run(reference)
 
 
+@pytest.mark.parametrize(("text", "pair", "says"), [
+    (["a", 3], None, "text[1] is int 3"),
+    ([3, "a"], None, "text[1] is str 'a' in a list of token ids"),
+    (["a", None], None, "text[1] is NoneType None"),
+    (["a", b"x"], None, "text[1] is bytes b'x'"),
+    ([[1, 2], [3, "x"]], None, "text[1][1] is str 'x' in a list of token ids"),
+    ([("a", "b"), ("c", 4)], None, "text[1][1] is int 4"),
+    (["a", True], None, "text[1] is bool True"),
+    (3, None, "text is int 3"),
+    (["a", "b"], ["c", 5], "text_pair[1] is int 5"),
+])
+@pytest.mark.parametrize("added", ["plain", "lstrip"])
+def test_call_names_the_item_of_a_wrong_type(text: Any, pair: Any, says: str, added: str) -> None:
+    """PythonBackend reads [3, "a"] as token ids and returns the string among them; a batch with an
+    int fails deep inside. Both paths (plain added tokens, and transformers' own) name the item."""
+    tokenizer = tokenizer_for("gpt2")
+    if added == "lstrip":
+        tokenizer.add_tokens([transformers.AddedToken("<x>", lstrip=True)])
+    with pytest.raises(TypeError, match=re.escape(says)):
+        tokenizer(text, pair)
+    with pytest.raises(TypeError, match=re.escape(says)):
+        tokenizer.encode(text, pair)
+
+
 def _named(policy: dict[str, Any]) -> dict[str, Any]:
     return {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "pad_token": "<|pad|>", **policy}
 
@@ -636,7 +662,9 @@ def test_save_pretrained_writes_a_self_sufficient_folder(tmp_path: Path) -> None
     assert REMOTE_CODE_FILE not in files
     config = json.loads((tmp_path / "tokenizer_config.json").read_text())
     assert config["tokenizer_class"] == "BPETokenizer"
-    assert config["hf_bpe"] == {"add_bos_token": True, "add_eos_token": False}
+    fingerprint = {name: hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()  # of the files that set the ids
+                   for name in (MODEL_FILE, "tokenizer.json", "special_tokens_map.json")}
+    assert config["hf_bpe"] == {"add_bos_token": True, "add_eos_token": False, "files": fingerprint}
     assert "auto_map" not in config
 
     loaded = BPETokenizer.from_pretrained(tmp_path)
@@ -648,7 +676,14 @@ def test_save_pretrained_writes_a_self_sufficient_folder(tmp_path: Path) -> None
     assert loaded.model == tokenizer.model
     # Saving what was loaded gives the same folder again.
     loaded.save_pretrained(tmp_path / "again")
-    assert json.loads((tmp_path / "again" / "tokenizer_config.json").read_text()) == config
+    again = json.loads((tmp_path / "again" / "tokenizer_config.json").read_text())
+    # The same settings; the fingerprint is of the files this save wrote (special_tokens_map.json
+    # now spells its tokens as objects).
+    assert again["hf_bpe"].pop("files") == {
+        name: hashlib.sha256((tmp_path / "again" / name).read_bytes()).hexdigest() for name in fingerprint
+    }
+    del config["hf_bpe"]["files"]
+    assert again == config
 
 
 def test_model_card_describes_the_tokenizer(tmp_path: Path) -> None:
