@@ -17,9 +17,9 @@ from hf_bpe import _core
 
 STUB = Path(_core.__file__).with_name("_core.pyi")
 
-IMPLICIT = {"__doc__", "__module__", "__repr__", "__str__"}
+IMPLICIT = {"__doc__", "__module__", "__repr__", "__str__", "__slotnames__"}
 """What Python puts in every class's namespace, and what a stub leaves to ``object`` (the same signature,
-ruff's PYI029)."""
+ruff's PYI029); ``__slotnames__`` is copyreg's cache, set on a class once an instance is pickled or copied."""
 
 BESIDE_EQ = {"__ne__", "__lt__", "__le__", "__gt__", "__ge__"}
 """The comparison wrappers Python adds next to an extension class's ``__eq__`` (one slot serves all six
