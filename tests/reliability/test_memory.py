@@ -77,6 +77,51 @@ def test_decoding_ids_too_many_for_memory_raises_memory_error() -> None:
         assert result.startswith("MemoryError"), f"{name}: {result}"
 
 
+OTHER_RULES = textwrap.dedent(
+    """
+    import json, resource, sys
+    import hf_bpe, pydoc_data.topics
+    from hf_bpe.patterns import Normalize, Split
+
+    corpus = list(pydoc_data.topics.topics.values())[:100]
+    models = {
+        "sentencepiece": hf_bpe.train_sentencepiece(corpus, vocab_size=300, show_progress=False),
+        "normalizer": hf_bpe.BPE({bytes([byte]): byte for byte in range(256)},
+                                 (Normalize("nfkc"), Split(r"\\s+", "isolated"))),
+    }
+    text = "a" * 100_000_000
+    expected = {name: model.encode_ordinary("a cat") for name, model in models.items()}
+    with open("/proc/self/status") as status:
+        held = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    limit = held + int(sys.argv[1])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    results = {}
+    for name, model in models.items():
+        for call in ("encode_ordinary", "encode_with_offsets"):
+            try:
+                getattr(model, call)(text)
+                results[f"{name} {call}"] = "returned"
+            except MemoryError as error:
+                results[f"{name} {call}"] = f"MemoryError: {error}"
+            assert model.encode_ordinary("a cat") == expected[name]
+    print(json.dumps(results))
+    """
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc are Linux's")
+def test_sentencepiece_and_normalizing_models_raise_memory_error_on_a_text_too_large() -> None:
+    """SentencePiece's rule and tokenizers' normalizers allocate as they go: a long text is checked
+    against the memory those paths take before they start."""
+    child = subprocess.run([sys.executable, "-c", OTHER_RULES, str(HEADROOM)], capture_output=True, text=True,
+                           check=False, timeout=600)
+    assert child.returncode == 0, f"the child died ({child.returncode}): {child.stderr[-2000:]}"
+    results = json.loads(child.stdout.splitlines()[-1])
+    assert len(results) == 4
+    for name, result in results.items():
+        assert result.startswith("MemoryError") and "100,000,000" in result, f"{name}: {result}"
+
+
 LOADING = textwrap.dedent(
     """
     import base64, json, resource, sys

@@ -347,6 +347,25 @@ fn byte_ids(encoder: &FxHashMap<Box<[u8]>, Rank>) -> Result<[Rank; 256], BuildEr
     Ok(ids)
 }
 
+/// Bytes of working memory per byte of text that normalizing text (the normalized copy, the origin
+/// of each of its bytes, the expansions of compatibility forms) and SentencePiece's symbol list take
+/// at their peak, as measured on long texts with a margin.
+const WORKING_BYTES_PER_TEXT_BYTE: usize = 48;
+
+/// Fails with [`crate::memory::OutOfMemory`] (a `MemoryError` in Python) before a long text is
+/// normalized or merged by SentencePiece's rule when the memory that takes cannot be had: those
+/// paths allocate as they go, where a failed allocation would abort the process.
+fn ensure_working_room(text: &str) {
+    if text.len() >= 1 << 20 {
+        crate::memory::ensure_headroom(
+            text.len().saturating_mul(WORKING_BYTES_PER_TEXT_BYTE),
+            "normalizing and merging",
+            text.len(),
+            "bytes of text",
+        );
+    }
+}
+
 /// Checks special tokens against each other and against the ids of `tokens` (id -> bytes). A
 /// special token may share its id with a token of the same bytes (as `tokenizers` keeps an added
 /// token that merges also form in its model's vocabulary): both decode alike.
@@ -672,6 +691,7 @@ impl Model {
         let byte_level = match &self.rule {
             Rule::ByteLevel(byte_level) => byte_level,
             Rule::SentencePiece(model) => {
+                ensure_working_room(text);
                 model.encode(text, base, out, starts);
                 return Ok(());
             }
@@ -679,6 +699,7 @@ impl Model {
         let Some(normalizer) = &byte_level.normalizer else {
             return self.encode_split(byte_level, text, base, out, starts);
         };
+        ensure_working_room(text);
         match starts {
             None => self.encode_split(byte_level, &normalizer.normalize(text)?, base, out, None),
             Some(starts) => {
