@@ -569,18 +569,15 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
             raise Skip(why)
         return make
 
-    if row == "doc":
-        add("hf_bpe", lambda: Contender("hf_bpe", "encode_ordinary", ours_encode(models.ours(name)),
-                                        per_document=True))
+    def add_per_document_peers(fastokens_label: str) -> None:
+        """The peers that encode one document per call, alike in the doc and long rows."""
         add("tiktoken", lambda: Contender("tiktoken", "encode_ordinary", models.tiktoken(name).encode_ordinary,
                                           per_document=True))
         add("riptoken", lambda: Contender("riptoken", "encode_ordinary", models.riptoken(name).encode_ordinary,
                                           per_document=True))
         add("bpe_openai", lambda: Contender("bpe_openai", "encode_ordinary",
                                             models.bpe_openai(name).encode_ordinary, per_document=True))
-        add("gigatoken", lambda: Contender("gigatoken", "as_tiktoken().encode_ordinary",
-                                           models.gigatoken(name).as_tiktoken().encode_ordinary, per_document=True))
-        add("fastokens", lambda: Contender("fastokens", "encode_ordinary(text).ids",
+        add("fastokens", lambda: Contender("fastokens", fastokens_label,
                                            each_ids(models.fastokens(name), "encode_ordinary"),
                                            per_document=True))
         add("tokie", lambda: Contender("tokie", "encode(text).ids, tokenizer.json",
@@ -591,6 +588,13 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
         add("tokenizers", lambda: Contender("tokenizers", "encode(text).ids, tokenizer.json",
                                             each_ids(models.hf(name), add_special_tokens=False),
                                             per_document=True))
+
+    if row == "doc":
+        add("hf_bpe", lambda: Contender("hf_bpe", "encode_ordinary", ours_encode(models.ours(name)),
+                                        per_document=True))
+        add("gigatoken", lambda: Contender("gigatoken", "as_tiktoken().encode_ordinary",
+                                           models.gigatoken(name).as_tiktoken().encode_ordinary, per_document=True))
+        add_per_document_peers("encode_ordinary(text).ids")
         return out, "tiktoken"
 
     if row == "batch":
@@ -615,12 +619,6 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
     if row == "long":
         add("hf_bpe", lambda: [Contender("hf_bpe", label, call, per_document=True)
                                for label, call in ours_long(models.ours(name), threads)])
-        add("tiktoken", lambda: Contender("tiktoken", "encode_ordinary", models.tiktoken(name).encode_ordinary,
-                                          per_document=True))
-        add("riptoken", lambda: Contender("riptoken", "encode_ordinary", models.riptoken(name).encode_ordinary,
-                                          per_document=True))
-        add("bpe_openai", lambda: Contender("bpe_openai", "encode_ordinary", models.bpe_openai(name).encode_ordinary,
-                                            per_document=True))
         add("gigatoken", lambda: [
             Contender("gigatoken", "encode (uint32, 1 thread)", models.gigatoken(name).encode, per_document=True,
                       output="numpy"),
@@ -628,17 +626,7 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
                       giga_single_batch(models.gigatoken(name)),
                       lists=lambda outputs: [awkward_lists(output)[0] for output in outputs],
                       per_document=True, output="awkward")])
-        add("fastokens", lambda: Contender("fastokens", "encode_ordinary(text).ids (split across cores)",
-                                           each_ids(models.fastokens(name), "encode_ordinary"),
-                                           per_document=True))
-        add("tokie", lambda: Contender("tokie", "encode(text).ids, tokenizer.json",
-                                       each_ids(models.tokie(name), add_special_tokens=False),
-                                       per_document=True))
-        add("kitoken", lambda: Contender("kitoken", "encode, tokenizer.json", models.kitoken(name).encode,
-                                         per_document=True))
-        add("tokenizers", lambda: Contender("tokenizers", "encode(text).ids, tokenizer.json",
-                                            each_ids(models.hf(name), add_special_tokens=False),
-                                            per_document=True))
+        add_per_document_peers("encode_ordinary(text).ids (split across cores)")
         return out, "tiktoken"
 
     if row == "count":
