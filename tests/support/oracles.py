@@ -208,42 +208,7 @@ def fetch_whisper(folder: str | os.PathLike[str], *, timeout: float = 600) -> Pa
 
     Raises ``RuntimeError`` saying why when pip cannot get the sdist (no network, no PyPI).
     """
-    import subprocess
-    import sys
-    import tarfile
-    import tempfile
-
-    root = Path(folder)
-    if all((root / name).is_file() for name in WHISPER_FILES):
-        return root
-    with tempfile.TemporaryDirectory() as download:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--dest", download, WHISPER_SDIST]
-        try:
-            done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"`{' '.join(command[2:])}` took more than {timeout:.0f} s") from None
-        if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"`{' '.join(command[2:])}` failed: {last}")
-        archives = sorted(Path(download).glob("*.tar.gz"))
-        if len(archives) != 1:
-            raise RuntimeError(f"pip download {WHISPER_SDIST} gave {[path.name for path in Path(download).iterdir()]}, "
-                               "not one sdist")
-        with tarfile.open(archives[0]) as archive:
-            for member in archive.getmembers():
-                inner = member.name.partition("/")[2]  # below the sdist's top folder
-                source = archive.extractfile(member) if inner in WHISPER_FILES and member.isfile() else None
-                if source is None:
-                    continue
-                target = root / inner
-                target.parent.mkdir(parents=True, exist_ok=True)
-                partial = target.with_name(target.name + ".partial")
-                partial.write_bytes(source.read())
-                os.replace(partial, target)
-    missing = [name for name in WHISPER_FILES if not (root / name).is_file()]
-    if missing:
-        raise RuntimeError(f"the {WHISPER_SDIST} sdist lacks {missing}")
-    return root
+    return fetch_package_files(WHISPER_SDIST, WHISPER_FILES, folder, sdist=True, timeout=timeout)
 
 
 def whisper_tokenizer_module(root: str | os.PathLike[str]) -> object:
