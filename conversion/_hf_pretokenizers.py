@@ -345,9 +345,8 @@ def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
             if keeps_all and not split.literal and split.pattern in spellings:
                 return [named, exact]
     # Another spelling of a family's split (Llama 3, Qwen 2...): its scanner's rule first, kept only
-    # when the probe finds the same pieces as tokenizers (a regex too long for the core is refused
-    # as it is, without parsing it for its meaning first).
-    recognized = None if _may_be_too_long(exact) else recognized_split(exact)
+    # when the probe finds the same pieces as tokenizers.
+    recognized = recognized_split(exact)
     if recognized is not None and recognized != exact:
         return [recognized, exact]
     return [exact]

@@ -32,14 +32,18 @@ use std::collections::BTreeSet;
 use fancy_regex::{Assertion, AstNode, Expr, LookAround};
 use regex_syntax::hir::{Class, ClassUnicode, HirKind};
 
-use crate::pretokenize::{Behavior, SplitRule, SplitStep};
+use crate::pretokenize::{Behavior, SplitRule, SplitStep, MAX_PATTERN_BYTES};
 use crate::scan::{Scanner, Semantics};
 
 /// The scanner that splits as `rule` does, and the rule spelled as that scanner's regex (which
 /// [`crate::pretokenize::Splitter::new`] runs on the scanner): a tiktoken pattern, or one Split step
-/// keeping every piece. `None` when no scanner's regex has the same normal form.
+/// keeping every piece. `None` when no scanner's regex has the same normal form, and without
+/// parsing it for a regex over [`MAX_PATTERN_BYTES`], which the splitter refuses anyway.
 pub fn recognize(rule: &SplitRule) -> Option<(Scanner, SplitRule)> {
+    let too_long = |regex: &str| regex.len() > MAX_PATTERN_BYTES;
     match rule {
+        SplitRule::Pattern(pattern) if too_long(pattern) => None,
+        SplitRule::Steps(steps) if steps.iter().any(|step| too_long(&step.pattern)) => None,
         SplitRule::Pattern(pattern) => {
             let form = normal_form(pattern, Semantics::FancyRegex)?;
             let scanner = scanner_with_form(&form, Semantics::FancyRegex)?;
@@ -602,6 +606,15 @@ mod tests {
                 assert_eq!(recognized(scanner.regex(semantics), semantics), Some(scanner), "{scanner:?} {semantics:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_regex_over_the_splitters_limit_is_not_parsed() {
+        let padded = format!("{GPT2}{}", "|a".repeat(MAX_PATTERN_BYTES));
+        assert_eq!(recognize(&SplitRule::Pattern(padded.clone())), None);
+        let step = SplitStep::regex(&padded, Behavior::Isolated, false);
+        assert_eq!(recognize(&SplitRule::Steps(vec![step])), None);
+        assert!(recognize(&SplitRule::Pattern(GPT2.to_owned())).is_some());
     }
 
     #[test]
