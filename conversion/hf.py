@@ -65,7 +65,7 @@ from hf_bpe.errors import (
     MissingBytesWarning,
     TokenizerFileError,
 )
-from hf_bpe.model import BPE, MAX_DENSE_IDS, NEVER_IN_UTF8, as_model
+from hf_bpe.model import BPE, MAX_DENSE_IDS, NEVER_IN_UTF8, as_model, missing_bytes
 
 __all__ = [
     "ConversionError",
@@ -535,9 +535,50 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             )
         specials[content] = token_id
 
+    ignore_merges = bool(model.get("ignore_merges", False))
+    name = name or Path(path).parent.name or "tokenizer"
+    try:
+        # The core reads a regular file at once (a second or more in Python for 100,000s of tokens); anything
+        # it leaves (None) is read below, which says what is wrong.
+        loaded = _rules.from_spelled_merges(model["vocab"], model["merges"], pattern, specials,
+                                            ignore_merges=ignore_merges, name=name) \
+            if isinstance(model.get("vocab"), dict) and isinstance(model.get("merges"), list) else None
+        if loaded is None:
+            loaded = _read_merges(model, pattern, specials, ignore_merges, name, refuse)
+    except InvalidVocabularyError as error:
+        raise refuse(str(error)) from None
+    except ValueError as error:  # the split pattern
+        raise refuse(f"the split pattern cannot be used: {error}") from None
+    absent = missing_bytes(loaded)
+    if absent and model.get("unk_token") is not None:
+        raise refuse(
+            f"the vocabulary lacks the byte symbols {_show_bytes(absent)} and model.unk_token is set: tokenizers "
+            "emits the unknown token for such bytes, which hf_bpe's byte-level models do not"
+        )
+    if normalizers:
+        _check_normalizer(loaded, document, refuse)
+        _check_pipeline(loaded, document, refuse)
+    in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
+    if in_text:
+        warnings.warn(
+            f"{path}: the vocabulary lacks the byte symbols {_show_bytes(in_text)}, which UTF-8 text uses; as "
+            "tokenizers does, hf_bpe drops such a byte from the text it encodes (so those ids decode to different "
+            "text), and refuses raw bytes that need one",
+            MissingBytesWarning, stacklevel=3,
+        )
+    return loaded
+
+
+def _read_merges(model: dict[str, Any], pattern: Any, specials: dict[str, int], ignore_merges: bool, name: str,
+                 refuse: Any) -> BPE:
+    """The model of a ``tokenizer.json``'s ``model.vocab`` and ``model.merges`` that the core's reading
+    left (:func:`hf_bpe._rules.from_spelled_merges`), read entry by entry to say what is wrong; or, when
+    nothing is, the same model as the core's reading."""
     added_ids = set(specials.values())
     vocab: dict[bytes, int] = {}
     spelled_ids: dict[str, int] = {}
+    if not isinstance(model.get("vocab"), dict):
+        raise refuse(f"model.vocab is {type(model.get('vocab')).__name__}, not a mapping of tokens to ids")
     for spelled, token_id in model["vocab"].items():
         if not isinstance(token_id, int) or isinstance(token_id, bool):
             raise refuse(f"vocab entry {spelled!r} has the id {token_id!r}, not an integer")
@@ -575,34 +616,10 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             else:
                 raise refuse(f"merge {number} ({left!r} {right!r}) makes {formed!r}, which the vocab lacks")
         merges.append((str_to_token(left), str_to_token(right)))
-
-    absent = bytes(byte for byte in range(256) if bytes([byte]) not in vocab)
-    if absent and model.get("unk_token") is not None:
-        raise refuse(
-            f"the vocabulary lacks the byte symbols {_show_bytes(absent)} and model.unk_token is set: tokenizers "
-            "emits the unknown token for such bytes, which hf_bpe's byte-level models do not"
-        )
-    ignore_merges = bool(model.get("ignore_merges", False))
-    try:
-        loaded = BPE.from_merges(vocab, merges, pattern, specials, ignore_merges=ignore_merges, drop_missing_bytes=True,
-                                 name=name or Path(path).parent.name or "tokenizer")
-    except InvalidVocabularyError as error:
-        raise refuse(str(error)) from None
-    except ValueError as error:  # the split pattern
-        raise refuse(f"the split pattern cannot be used: {error}") from None
-    if normalizers:
-        _check_normalizer(loaded, document, refuse)
-        _check_pipeline(loaded, document, refuse)
-    in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
-    if in_text:
-        warnings.warn(
-            f"{path}: the vocabulary lacks the byte symbols {_show_bytes(in_text)}, which UTF-8 text uses; as "
-            "tokenizers does, hf_bpe drops such a byte from the text it encodes (so those ids decode to different "
-            "text), and refuses raw bytes that need one",
-            MissingBytesWarning, stacklevel=3,
-        )
-    if not absent and _rules.rank_rule_difference(loaded) is None:
-        return BPE(vocab, pattern, specials, name=loaded.name)
+    loaded = BPE.from_merges(vocab, merges, pattern, specials, ignore_merges=ignore_merges, drop_missing_bytes=True,
+                             name=name)
+    if not missing_bytes(loaded) and _rules.rank_rule_difference(loaded) is None:
+        return BPE(vocab, pattern, specials, name=name)
     return loaded
 
 

@@ -57,6 +57,15 @@ class CoreBPE:
         ignore_merges: bool,
     ) -> CoreBPE: ...
     @staticmethod
+    def from_spelled_merges(
+        vocab: dict[str, Any],
+        merges: list[Any],
+        split: _ModelSplitArgument,
+        special_tokens: dict[str, int],
+        ignore_merges: bool,
+        rank_rule: bool,
+    ) -> CoreBPE | None: ...
+    @staticmethod
     def sentencepiece(
         pieces: Sequence[tuple[str, float, int]],
         byte_fallback: bool,

@@ -411,6 +411,29 @@ class BPE(_Encoder):
         return model
 
     @classmethod
+    def _from_spelled_merges(
+        cls,
+        vocab: Mapping[str, Any],
+        merges: Sequence[Any],
+        pattern: str | patterns.Split | Sequence[patterns.Step],
+        special_tokens: Mapping[str, int],
+        *,
+        ignore_merges: bool,
+        name: str | None,
+    ) -> BPE | None:
+        """See :func:`hf_bpe._rules.from_spelled_merges`."""
+        split = patterns.to_core(patterns.resolve(pattern))
+        specials = dict(special_tokens)
+        core = _core.CoreBPE.from_spelled_merges(dict(vocab) if not isinstance(vocab, dict) else vocab,
+                                                 merges if isinstance(merges, list) else list(merges), split,
+                                                 specials, bool(ignore_merges), True)
+        if core is None:
+            return None
+        model = cls.__new__(cls)
+        model._setup(core, specials, name)
+        return model
+
+    @classmethod
     def from_vocab(
         cls,
         vocab: Mapping[int, bytes],
