@@ -836,6 +836,31 @@ impl CoreBPE {
         })
     }
 
+    /// Like `encode`, as one buffer for NumPy (native `uint32` ids): no Python int per id, and on
+    /// the calling thread as `encode` (a batch call hands the text to the pool, which costs more than
+    /// a short text's encoding).
+    #[pyo3(signature = (text, policy=None))]
+    fn encode_u32<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+        policy: Option<&SpecialPolicy>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        guarded(py, || {
+            let text = text_of(text, "encode")?;
+            let policy = policy.unwrap_or(&self.ordinary);
+            let ids = self
+                .run(py, text.len(), || self.encode_policy(&text, policy))
+                .map_err(|f| f.into_py(py))?;
+            PyBytes::new_with(py, ids.len() * 4, |buffer| {
+                for (chunk, &id) in buffer.chunks_exact_mut(4).zip(&ids) {
+                    chunk.copy_from_slice(&id.to_ne_bytes());
+                }
+                Ok(())
+            })
+        })
+    }
+
     /// Like `encode_batch`, as two buffers for NumPy: every text's ids one after another (native
     /// `uint32`), and the number of ids of each text (native `uint64`).
     #[pyo3(signature = (texts, policy=None, num_threads=None))]
