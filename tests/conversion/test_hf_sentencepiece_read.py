@@ -58,8 +58,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
 
 
 def document_for(model_file: Path, layout: str, *, byte_fallback: bool | None = None, ignore_merges: bool = False,
-                 unk_token: bool = True) -> dict[str, Any]:
-    """The tokenizer.json a converter writes for ``model_file`` in ``layout``."""
+                 unk_token: bool = True, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """The tokenizer.json a converter writes for ``model_file`` in ``layout``; ``extra`` special
+    tokens come after the pieces (as phi-3's chat tokens)."""
     from transformers.tokenization_utils_base import generate_merges
 
     proto = conversion.sentencepiece.read_proto(model_file)
@@ -71,6 +72,7 @@ def document_for(model_file: Path, layout: str, *, byte_fallback: bool | None = 
                                      fuse_unk=True, byte_fallback=byte_fallback, ignore_merges=ignore_merges))
     tokenizer.add_special_tokens([AddedToken(piece.piece, special=True, normalized=False)
                                   for piece in proto.pieces if piece.type in (2, 3)])
+    tokenizer.add_special_tokens([AddedToken(text, special=True, normalized=False) for text in extra])
     steps: list[Any] = [decoders.Replace(SPACE, " ")]
     if byte_fallback:
         steps.append(decoders.ByteFallback())
@@ -121,11 +123,30 @@ def assert_same_as_tokenizers(what: str, model: BPE, path: Path, texts: Sequence
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_generated_configurations_encode_and_decode_as_tokenizers(layout: str, byte_fallback: bool,
                                                                  trained: dict[bool, Path], tmp_path: Path) -> None:
-    document = document_for(trained[byte_fallback], layout)
+    extra = ["<|assistant|>", "<|end|>"] if byte_fallback else []
+    document = document_for(trained[byte_fallback], layout, extra=extra)
     path = write(document, tmp_path)
     model = conversion.hf.load(path)
     assert model.kind == "sentencepiece"
-    assert_same_as_tokenizers(layout, model, path, texts_of_every_class(scaled(600, 100), seed=len(layout)))
+    texts = texts_of_every_class(scaled(600, 100), seed=len(layout))
+    texts += [f"{text}<|assistant|> {text}<|end|>" for text in texts[-40:]]
+    assert_same_as_tokenizers(layout, model, path, texts)
+
+
+@pytest.mark.parametrize("byte_fallback", [True, False], ids=["byte-fallback", "unk"])
+def test_the_legacy_layout_written_as_a_model_file_is_sentencepiece_and_tokenizers(
+        byte_fallback: bool, trained: dict[bool, Path], tmp_path: Path) -> None:
+    """The scores derived from a merges list, written to a .model, make SentencePiece itself encode as
+    `tokenizers` runs the file (also where the converters' merges order ties unlike SentencePiece)."""
+    for source in (trained[byte_fallback], mistral_file("tokenizer.model.v1")):
+        path = write(document_for(source, "legacy", byte_fallback=None if byte_fallback else False), tmp_path)
+        model_file = conversion.sentencepiece.save(conversion.hf.load(path), tmp_path / "derived.model")
+        processor = spm.SentencePieceProcessor(model_file=os.fspath(model_file))
+        theirs = tokenizers.Tokenizer.from_file(os.fspath(path))
+        theirs.encode_special_tokens = True
+        texts = texts_of_every_class(scaled(500, 100), seed=15)
+        assert_same(f"{source.name} via .model", texts, processor.encode(texts),
+                    [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=False)])
 
 
 @pytest.mark.parametrize("byte_fallback", [True, False], ids=["byte-fallback", "unk"])
