@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from conversion_support import assert_same, mistral_file, training_corpus, varied_texts
 from suite import scaled
+from transformers.tokenization_utils_base import AddedToken
 
 import conversion.hf
 import conversion.sentencepiece
@@ -138,6 +139,9 @@ def test_the_model_of_llama_tokenizers_file_encodes_as_llama_tokenizer(tmp_path:
                                                  for text in texts],
                 [llama.decode(llama.encode(text), skip_special_tokens=True) for text in texts])
     assert_folder_loads_everywhere(tokenizer, tmp_path / "saved", texts[: scaled(300, 60)])
+    tokenizer.add_tokens([AddedToken("<x>", rstrip=True)])
+    with pytest.raises(NotImplementedError, match="Metaspace 'first'"):
+        tokenizer.encode("a <x> b")
 
 
 def test_what_tokenizer_json_cannot_hold_is_refused_at_save(tmp_path: Path) -> None:
