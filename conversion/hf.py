@@ -22,7 +22,8 @@
 
 SentencePiece models are written by :mod:`conversion._hf_sentencepiece` (byte fallback, merges by
 piece score, SentencePiece's whitespace handling as normalizer steps), exactly where
-`tokenizers` can reproduce them and otherwise only with ``lossy=True``.
+`tokenizers` can reproduce them and otherwise only with ``lossy=True``; SentencePiece-style files
+are read by :mod:`conversion._hf_sentencepiece_read`.
 
 About 640 lines: building, saving and loading one file format, whose two directions must agree on
 ids, added tokens and normalizers, read best side by side; the pre-tokenizer and SentencePiece parts
@@ -40,7 +41,7 @@ from typing import Any
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from conversion import _hf_sentencepiece
+from conversion import _hf_sentencepiece, _hf_sentencepiece_read
 from conversion._hf_normalizers import normalizer_difference, normalizer_steps, written_normalizer
 from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were defined here; still importable
     BYTE_LEVEL_REGEX,
@@ -414,10 +415,15 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
     ``tokenizers.Tokenizer.from_file(path).encode(text, add_special_tokens=False).ids``, and
     ``decode`` equals its ``decode(ids, skip_special_tokens=False)``.
 
+    A SentencePiece-style file (byte fallback, ``Metaspace``, a normalizer writing ``▁``) loads as a
+    SentencePiece model with the same ``encode``, whose ``decode`` equals ``decode(ids,
+    skip_special_tokens=True)``; see :mod:`conversion._hf_sentencepiece_read` for what it reads and
+    refuses. The rest of this list is about byte-level files.
+
     What is read, and what is refused with :class:`~hf_bpe.errors.TokenizerFileError` naming the file:
 
     - ``model``: ``BPE`` with its ``vocab`` and ``merges`` (``"a b"`` strings or ``[a, b]`` pairs);
-      ``ignore_merges`` becomes the whole-piece rule. Refused: ``byte_fallback``, ``dropout``,
+      ``ignore_merges`` becomes the whole-piece rule. Refused: ``dropout``,
       ``continuing_subword_prefix``, ``end_of_word_suffix`` (not byte-level BPE). A vocabulary may
       lack byte symbols: as `tokenizers` does, such a byte is dropped from the text before merging
       (a :class:`~hf_bpe.errors.MissingBytesWarning` names them, unless only bytes UTF-8 never uses
@@ -495,9 +501,9 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     model = document["model"]
     if model.get("type") != "BPE":
         raise refuse(f"the model is {model.get('type')!r}; hf_bpe reads BPE models only")
+    if _hf_sentencepiece_read.is_sentencepiece_style(document):
+        return _hf_sentencepiece_read.load(document, path, refuse, name=name, lossy=lossy)
     normalizers = normalizer_steps(document.get("normalizer"), refuse)
-    if model.get("byte_fallback"):
-        raise refuse("byte_fallback is on: this is a SentencePiece-style BPE, not byte-level BPE")
     for option in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(option):
             raise refuse(f"model.{option} = {model[option]!r} is not supported (not byte-level BPE)")

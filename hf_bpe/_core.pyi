@@ -74,6 +74,7 @@ class CoreBPE:
         add_dummy_prefix: bool,
         remove_extra_whitespaces: bool,
         escape_whitespaces: bool,
+        metaspace: tuple[bool, bool, bool] | None = None,
     ) -> CoreBPE: ...
     def special_policy(self, allowed: Sequence[str], disallowed: Sequence[str]) -> SpecialPolicy: ...
     def added_tokens_policy(

@@ -521,6 +521,15 @@ class BPE(_Encoder):
         for index, piece in enumerate(spec.pieces):
             if piece.type not in TYPE_NAMES:
                 raise InvalidVocabularyError(f"piece {index} ({piece.text!r:.80}) has unknown type {piece.type!r:.40}")
+        metaspace = None
+        if spec.metaspace is not None:
+            if spec.metaspace not in ("always", "first", "never") or spec.add_dummy_prefix != (spec.metaspace != "never"):
+                raise InvalidVocabularyError(
+                    f"metaspace = {spec.metaspace!r:.40} with add_dummy_prefix = {spec.add_dummy_prefix}: expected "
+                    "'always' or 'first' with add_dummy_prefix true, or 'never' with it false")
+            metaspace = (spec.metaspace == "first", True, bool(spec.metaspace_split))
+        elif spec.metaspace_split:
+            metaspace = (False, False, True)  # the dummy prefix before every text, then Metaspace's words
         core = _core.CoreBPE.sentencepiece(
             [(piece.text, float(piece.score), int(piece.type)) for piece in spec.pieces],
             spec.byte_fallback,
@@ -529,6 +538,7 @@ class BPE(_Encoder):
             spec.add_dummy_prefix,
             spec.remove_extra_whitespaces,
             spec.escape_whitespaces,
+            metaspace,
         )
         specials = {piece.text: index for index, piece in enumerate(spec.pieces) if piece.type in (2, 3)}
         model = cls.__new__(cls)
@@ -762,6 +772,8 @@ class BPE(_Encoder):
                 "escape_whitespaces": spec.escape_whitespaces,
                 "trainer_spec": _b64(spec.trainer_spec),
             }
+            if spec.metaspace is not None or spec.metaspace_split:
+                document["sentencepiece"] |= {"metaspace": spec.metaspace, "metaspace_split": spec.metaspace_split}
             return document
         if self.kind == "merges":
             document["kind"] = "merges"

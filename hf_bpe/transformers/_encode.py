@@ -94,6 +94,11 @@ class CoreEncoding(PreTrainedTokenizer):
     ) -> tuple[list[int], list[tuple[int, int]]]:
         """Ids of ``text`` and the characters each covers, ``(start, end)``, as `tokenizers` gives
         them: a token holding part of a character covers all of it."""
+        if self._model.kind == "sentencepiece":
+            raise NotImplementedError(
+                f"return_offsets_mapping=True is not available for SentencePiece models ({self._model!r}): the "
+                "offsets of byte pieces and of the dummy prefix's \u2581 would differ from tokenizers'"
+            )
         added = self._added_tokens()
         if added.first_phase is not None and not split_special_tokens:
             ids, starts = added.two_phase(text)
@@ -206,9 +211,13 @@ class Tables:
     def __init__(self, model: BPE) -> None:
         spelled: list[str | None] = [None] * model.n_vocab
         continues = bytearray(model.n_vocab)
-        for token, rank in model.mergeable_ranks.items():
-            spelled[rank] = token_to_str(token)
-            continues[rank] = bool(token) and 0x80 <= token[0] < 0xC0  # b"" is the empty token
+        spec = model.sentencepiece
+        if spec is not None:  # a SentencePiece model's tokens are its pieces, as in its tokenizer.json
+            spelled[: len(spec.pieces)] = [piece.text for piece in spec.pieces]
+        else:
+            for token, rank in model.mergeable_ranks.items():
+                spelled[rank] = token_to_str(token)
+                continues[rank] = bool(token) and 0x80 <= token[0] < 0xC0  # b"" is the empty token
         for text, token_id in model.special_tokens.items():
             spelled[token_id] = text
         self.spelled = spelled

@@ -157,7 +157,8 @@ def minimal_document() -> dict:
     ("change", "problem"),
     [
         (lambda doc: doc["model"].update(type="WordPiece"), "the model is 'WordPiece'; hf_bpe reads BPE models only"),
-        (lambda doc: doc["model"].update(byte_fallback=True), "byte_fallback is on"),
+        (lambda doc: doc["model"].update(byte_fallback=True),
+         "the pre_tokenizer 'ByteLevel' is not supported in a SentencePiece-style file"),
         (lambda doc: doc["model"].update(dropout=0.1), "dropout"),
         (lambda doc: doc.update(normalizer={"type": "Nmt"}), "the normalizer 'Nmt' is not supported"),
         (lambda doc: doc.update(pre_tokenizer={"type": "Whitespace"}), "pre-tokenizer 'Whitespace' is not supported"),

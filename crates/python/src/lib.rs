@@ -11,7 +11,7 @@ mod train_sentencepiece;
 
 use hf_bpe_core::hf_normalize::NormalizeStep;
 use hf_bpe_core::model::MAX_ID;
-use hf_bpe_core::char_merge::{DecodeState, Piece, PieceKind, SentencePieceSpec};
+use hf_bpe_core::char_merge::{DecodeState, Metaspace, Piece, PieceKind, SentencePieceSpec};
 use hf_bpe_core::{
     Behavior, BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, SplitRule, SplitStep, StreamError,
 };
@@ -704,6 +704,8 @@ impl CoreBPE {
     /// numbers, ids by position; `charsmap` is the normalizer's precompiled map (empty: identity).
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (pieces, byte_fallback, unk_surface, charsmap, add_dummy_prefix, remove_extra_whitespaces,
+                        escape_whitespaces, metaspace=None))]
     fn sentencepiece(
         py: Python<'_>,
         pieces: &Bound<'_, PyAny>,
@@ -713,6 +715,7 @@ impl CoreBPE {
         add_dummy_prefix: bool,
         remove_extra_whitespaces: bool,
         escape_whitespaces: bool,
+        metaspace: Option<(bool, bool, bool)>,
     ) -> PyResult<Self> {
         guarded(py, || {
             check_build_memory(pieces.len().unwrap_or(0));
@@ -735,6 +738,7 @@ impl CoreBPE {
                 add_dummy_prefix,
                 remove_extra_whitespaces,
                 escape_whitespaces,
+                metaspace: metaspace.map(|(first_only, unless_space, split)| Metaspace { first_only, unless_space, split }),
             };
             let model = py.detach(|| Model::from_sentencepiece(spec)).map_err(|error| build_error(py, error))?;
             Ok(Self::with_model(model))
