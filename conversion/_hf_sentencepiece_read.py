@@ -66,7 +66,7 @@ Refuse = Callable[[str], TokenizerFileError]
 
 def is_sentencepiece_style(document: dict[str, Any]) -> bool:
     """A file of SentencePiece-style BPE: byte fallback, a ``Metaspace`` pre-tokenizer or decoder,
-    a ``ByteFallback`` decoder step, or a normalizer that writes ``▁``.
+    a ``ByteFallback`` decoder step, or a normalizer that writes ``▁`` (without a ``ByteLevel`` step).
 
     >>> is_sentencepiece_style({"model": {"type": "BPE", "byte_fallback": True}})
     True
@@ -79,6 +79,8 @@ def is_sentencepiece_style(document: dict[str, Any]) -> bool:
     kinds = set(_kinds(document.get("pre_tokenizer"), "pretokenizers")) | set(_kinds(document.get("decoder"), "decoders"))
     if kinds & {"Metaspace", "ByteFallback"}:
         return True
+    if "ByteLevel" in kinds:  # a byte-level file whose normalizer happens to write ▁
+        return False
     try:
         steps = _steps(document.get("normalizer"), "normalizers")
     except TypeError:
