@@ -147,3 +147,16 @@ def test_files_train_as_documents(tmp_path: Path) -> None:
 def test_bad_options_are_refused_naming_them(options: dict[str, Any], message: str) -> None:
     with pytest.raises((TypeError, ValueError), match=message):
         hf_bpe.train(["the cat sat"], 300, show_progress=False, **options)
+
+
+def test_gguf_refuses_it_naming_the_split(tmp_path: Path) -> None:
+    """hf_bpe does not map llama.cpp's ``superbpe`` pre-tokenizer (not checked against llama.cpp itself), so
+    a GGUF file of the model is refused, naming the split, not written to tokenize differently."""
+    from conversion import gguf
+    from hf_bpe.errors import ConversionError
+
+    model = hf_bpe.train(["the cat sat. the cat ran. 12345 the cat sat."], 280, superword_transition=270,
+                         show_progress=False)
+    with pytest.raises(ConversionError, match=r"no llama.cpp pre-tokenizer splits as the pattern Split\('\\\\p\{N\}\+'"):
+        gguf.save(model, tmp_path / "superbpe.gguf")
+    assert not (tmp_path / "superbpe.gguf").exists()
