@@ -19,6 +19,8 @@ __all__ = [
     "_panic_for_tests",
     "can_chunk",
     "check_utf8_files",
+    "learn_parity_merges",
+    "learn_superword_merges",
     "recognized_split",
 ]
 
@@ -268,4 +270,32 @@ def check_utf8_files(paths: Sequence[StrPath]) -> int: ...
 def can_chunk(split: _SplitRuleArgument) -> bool: ...
 def _panic_for_tests(site: str) -> None: ...
 
+# Merges as pairs of ids (0-255 the bytes, then the new tokens), the language that chose each (None:
+# the global phase), the new tokens' bytes.
+_Learned: TypeAlias = tuple[list[tuple[int, int]], list[int | None], list[bytes]]
+
+def learn_parity_merges(
+    languages: Sequence[PieceCounts],
+    dev: Sequence[PieceCounts] | None,
+    num_merges: int,
+    *,
+    global_merges: int = 0,
+    variant: str = "base",
+    window_size: int = 100,
+    alpha: float = 2.0,
+    ratio: Sequence[float] | None = None,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    progress: _Progress | None = None,
+    num_threads: int | None = None,
+) -> _Learned: ...
+def learn_superword_merges(
+    counts: PieceCounts,
+    tokens: Sequence[bytes],
+    merges: Sequence[tuple[int, int]],
+    num_new_tokens: int,
+    *,
+    progress: _Progress | None = None,
+    num_threads: int | None = None,
+) -> _Learned: ...
 def recognized_split(rule: _SplitRuleArgument) -> _SplitRule | None: ...

@@ -29,7 +29,7 @@ import os
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeAlias
@@ -59,6 +59,16 @@ def train(
     name: str | None = None,
     tie_break: str = "cs336",
     max_pieces: int | None = None,
+    languages: Mapping[str, Corpus] | None = None,
+    dev: Mapping[str, Corpus] | None = None,
+    ratio: Mapping[str, float] | Sequence[float] | None = None,
+    variant: str = "base",
+    global_merges: int = 0,
+    window_size: int = 100,
+    alpha: float = 2.0,
+    min_frequency: int = 0,
+    max_token_length: int | None = None,
+    superword_transition: int | None = None,
 ) -> BPE:
     """Learn a byte-level BPE model with ``vocab_size`` tokens (bytes, merges and special tokens).
 
@@ -86,6 +96,21 @@ def train(
     ``show_progress`` shows progress bars on a terminal (or in a notebook), for steps that last over a
     second; never in a pipe, a log file or a quick call.
 
+    ``languages={name: corpus, ...}`` (instead of ``corpus``/``files``; each corpus given as ``corpus``
+    is) trains parity-aware BPE (arXiv 2508.04796): the merges ``tokenizers``' ``ParityBpeTrainer``
+    learns on the same pieces and options. ``dev={name: corpus}`` (one per language) makes the language
+    whose dev text is longest choose each merge; else ``ratio`` (one target compression per language, a
+    mapping or a list) the one furthest below it; else the one whose training text is longest.
+    ``variant="window"`` skips a language over ``alpha / len(languages)`` of the last ``window_size``
+    choices; ``global_merges`` merges are chosen on all languages together first; a pair counts only when
+    it occurs ``min_frequency`` times and, with ``max_token_length``, its token is shorter (in bytes).
+    Ties follow ``ParityBpeTrainer`` (ByteLevel characters, not bytes); the model is a merges-list model
+    (see docs/training.md).
+
+    ``superword_transition=T`` trains SuperBPE (arXiv 2503.13423): ordinary training to ``T`` tokens,
+    then training on pieces that cross whitespace (cut only around numbers) to ``vocab_size``; the
+    model encodes with that cut and the merges list (see docs/training.md).
+
     ``max_pieces`` is a memory budget for the count table (``None``: no limit), the part of training
     that grows with the corpus: each distinct piece costs about 50 bytes, and a corpus of ever new
     words grows it until memory runs out. With a budget, the table is pruned whenever it holds
@@ -112,6 +137,12 @@ def train(
     b'aaa'
     """
     specials = _special_tokens(special_tokens)
+    if languages is not None or superword_transition is not None:
+        return _train_variant(corpus, vocab_size, files, pattern, specials, show_progress, num_threads, text_column,
+                              name, tie_break, max_pieces, languages, superword_transition,
+                              {"dev": dev, "ratio": ratio, "variant": variant, "global_merges": global_merges,
+                                   "window_size": window_size, "alpha": alpha, "min_frequency": min_frequency,
+                                   "max_token_length": max_token_length})
     _num_merges(vocab_size, len(specials))
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {list(TIE_BREAKS)}, got {tie_break!r}")
@@ -127,6 +158,42 @@ def train(
     model._training = seen | {"pattern": patterns.name_of(model.pattern) or "custom regex",
                              "vocab_size": vocab_size, "special_tokens": specials}
     return model
+
+
+def _train_variant(corpus: Corpus | None, vocab_size: int | None, files: Paths | None, pattern: Any,
+                   specials: list[str], show_progress: bool, num_threads: int | None, text_column: str,
+                   name: str | None, tie_break: str, max_pieces: int | None, languages: Any,
+                   superword_transition: int | None, parity: dict[str, Any]) -> BPE:
+    """:func:`train` with ``languages`` (parity-aware BPE) or ``superword_transition`` (SuperBPE)."""
+    _check_num_threads(num_threads)
+    _num_merges(vocab_size, len(specials))
+    assert vocab_size is not None
+    given = "languages" if languages is not None else "superword_transition"
+    if languages is not None and superword_transition is not None:
+        raise ValueError("languages (parity-aware BPE) and superword_transition (SuperBPE) do not combine: pass one")
+    if tie_break != "cs336" or max_pieces is not None:
+        raise ValueError(f"{given} does not take tie_break or max_pieces (its ties follow its own rule; its counts "
+                         "are exact)")
+    if superword_transition is not None:
+        from hf_bpe._train_superbpe import train_superbpe
+
+        return train_superbpe(corpus, files, vocab_size, superword_transition, pattern=pattern, specials=specials,
+                              num_threads=num_threads, text_column=text_column, progress=_progress,
+                              show_progress=show_progress, name=name)
+    from hf_bpe._train_parity import train_parity
+
+    if corpus is not None or files is not None:
+        raise TypeError("pass each language's corpus in languages={name: corpus}, not corpus or files as well")
+
+    def count(source: Any, label: str, allow_empty: bool = False) -> PieceCounts:
+        """One language's corpus (or dev corpus), errors naming it."""
+        try:
+            return _count(source, None, pattern, specials, False, num_threads, text_column, allow_empty, {})
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"{label}: {error}") from None
+
+    return train_parity(languages, vocab_size, count=count, num_merges_of=_num_merges, specials=specials,
+                        show_progress=show_progress, progress=_progress, num_threads=num_threads, name=name, **parity)
 
 
 def count_pieces(

@@ -8,6 +8,12 @@ embedded default corpus: Python's own documentation (``pydoc_data.topics``, ship
     hf-bpe train --sentencepiece --llama2 data/*.txt --vocab-size 32000 --out my-llama-tokenizer
 
 ``--sentencepiece`` (:mod:`hf_bpe.cli._train_sentencepiece`) learns a SentencePiece BPE model instead.
+``--language NAME=FILES`` (repeated, with ``--dev NAME=FILE``) trains parity-aware BPE, and
+``--superword-transition T`` SuperBPE (see ``docs/training.md``)::
+
+    hf-bpe train --language en=en.txt --language hi=hi1.txt,hi2.txt --dev en=en_dev.txt --dev hi=hi_dev.txt \\
+        --vocab-size 32000 --out parity-tokenizer
+    hf-bpe train data/*.txt --vocab-size 32000 --superword-transition 28000 --out superbpe-tokenizer
 
 ``--out DIR`` receives a transformers tokenizer folder (``AutoTokenizer.from_pretrained(DIR)``): our
 model file ``DIR/hf_bpe.json`` (``hf_bpe.BPE.load`` reads it), an equivalent ``tokenizer.json``,
@@ -105,6 +111,7 @@ def register(subparsers: Any) -> None:
     train.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     train.add_argument("--quiet", action="store_true", help="no progress bars")
     _train_sentencepiece.add_arguments(train)
+    _add_variant_arguments(train)
     ray_option(train, "train on Ray")
     train.add_argument("--num-workers", type=int, metavar="N", help="with --ray: tasks at once (default: every CPU)")
     train.add_argument("--prune-below", type=int, metavar="C",
@@ -160,7 +167,9 @@ def run(arguments: argparse.Namespace) -> int:
     started = time.perf_counter()
     name = arguments.name or arguments.out.resolve().name
     counts = None
-    if arguments.ray is not None:  # the table stays on the cluster: the card has no usage section
+    if arguments.languages or arguments.superword_transition is not None:  # the card has no usage section
+        model, described = _train_variant(arguments, corpus, files, described, name)
+    elif arguments.ray is not None:  # the table stays on the cluster: the card has no usage section
         model = _train_on_ray(arguments, files, name)
     else:
         # Counted and merged in two steps (as hf_bpe.train does) to keep the counts for the card's usage:
@@ -209,6 +218,77 @@ def run(arguments: argparse.Namespace) -> int:
           f"audit and charts) in {duration(written)}")
     report_created(created)
     return 0
+
+
+def _add_variant_arguments(train: Any) -> None:
+    """Parity-aware BPE's and SuperBPE's options."""
+    group = train.add_argument_group("parity-aware BPE (instead of FILES; see docs/training.md)")
+    group.add_argument("--language", action="append", default=[], dest="languages", metavar="NAME=FILES",
+                       help="a language's training files, comma-separated (repeat per language)")
+    group.add_argument("--dev", action="append", default=[], metavar="NAME=FILE",
+                       help="a language's dev file(s): the language whose dev text is longest picks each merge")
+    group.add_argument("--ratio", action="append", default=[], metavar="NAME=R",
+                       help="a language's target compression, without --dev (one per language)")
+    group.add_argument("--variant", choices=["base", "window"], default="base",
+                       help="base: the worst language picks; window: not over its share of recent picks")
+    group.add_argument("--global-merges", type=int, default=0, metavar="N",
+                       help="merges picked on all languages together first (default: 0)")
+    group.add_argument("--window-size", type=int, default=100, metavar="N", help="the window variant's window")
+    group.add_argument("--alpha", type=float, default=2.0, help="the window variant's share (times languages)")
+    superbpe = train.add_argument_group("SuperBPE")
+    superbpe.add_argument("--superword-transition", type=int, metavar="T",
+                          help="ordinary BPE up to T tokens, then tokens across whitespace up to --vocab-size")
+
+
+def _named(values: list[str], option: str, *, split: bool) -> dict[str, list[str]]:
+    """``NAME=VALUE[,VALUE...]`` arguments, grouped by name."""
+    found: dict[str, list[str]] = {}
+    for value in values:
+        language, sep, rest = value.partition("=")
+        if not sep or not language or not rest:
+            raise UsageError(f"{option} {value!r}: write {option} NAME={'FILES' if split else 'VALUE'}, e.g. "
+                             f"{option} en={'en.txt' if option != '--ratio' else '1.5'}")
+        found.setdefault(language, []).extend(rest.split(",") if split else [rest])
+    return found
+
+
+def _train_variant(arguments: argparse.Namespace, corpus: Any, files: list[Path] | None, described: str,
+                   name: str) -> tuple[Any, str]:
+    """``--language`` (parity-aware BPE) or ``--superword-transition`` (SuperBPE)."""
+    import hf_bpe
+
+    if arguments.ray is not None or arguments.sentencepiece or arguments.max_pieces is not None:
+        raise UsageError("--language and --superword-transition train byte-level BPE on this machine: drop --ray, "
+                         "--sentencepiece and --max-pieces")
+    options: dict[str, Any] = {"pattern": arguments.pattern, "special_tokens": arguments.special_tokens,
+                                   "show_progress": not arguments.quiet, "num_threads": arguments.num_threads, "name": name}
+    if arguments.superword_transition is not None:
+        if arguments.languages:
+            raise UsageError("--language (parity-aware BPE) and --superword-transition (SuperBPE) do not combine")
+        model = hf_bpe.train(corpus, arguments.vocab_size, files=files, superword_transition=arguments.
+                             superword_transition, text_column=arguments.text_column, **options)
+        return model, described
+    if files or arguments.dataset:
+        raise UsageError("with --language, give each language's files there (--language NAME=FILES), not FILES "
+                         "or --dataset")
+    languages = {language: [Path(path) for path in paths]
+                 for language, paths in _named(arguments.languages, "--language", split=True).items()}
+    for paths in languages.values():
+        for path in paths:
+            _check_file(path)
+    dev = {language: [Path(path) for path in paths]
+           for language, paths in _named(arguments.dev, "--dev", split=True).items()} or None
+    ratio: dict[str, float] | None = None
+    if arguments.ratio:
+        try:
+            ratio = {language: float(value) for language, [value, *_] in
+                     _named(arguments.ratio, "--ratio", split=False).items()}
+        except ValueError:
+            raise UsageError(f"--ratio takes NAME=NUMBER, got {arguments.ratio}") from None
+    model = hf_bpe.train(vocab_size=arguments.vocab_size, languages=languages, dev=dev, ratio=ratio,
+                         variant=arguments.variant, global_merges=arguments.global_merges,
+                         window_size=arguments.window_size, alpha=arguments.alpha, **options)
+    return model, f"{plural(len(languages), 'language')} ({', '.join(languages)})"
 
 
 def _check_file(path: Path) -> None:

@@ -178,3 +178,47 @@ def test_inspect_reads_what_train_wrote(tmp_path: Path, capsys: pytest.CaptureFi
     capsys.readouterr()
     assert main(["inspect", str(tmp_path / "t" / MODEL_FILE)]) == 0
     assert "260" in capsys.readouterr().out
+
+
+def test_train_parity_aware_bpe_per_language(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    texts = {"en": ["the new lower newest " * 20, "newer and lower"], "el": ["η νέα γλώσσα " * 15]}
+    paths: dict[str, list[Path]] = {}
+    for language, documents in texts.items():
+        for i, document in enumerate(documents):
+            paths.setdefault(language, []).append(tmp_path / f"{language}{i}.txt")
+            paths[language][-1].write_text(document, encoding="utf-8")
+    dev = tmp_path / "dev_el.txt"
+    dev.write_text("η γλώσσα", encoding="utf-8")
+    status = main(["train", "--language", f"en={paths['en'][0]},{paths['en'][1]}", "--language",
+                   f"el={paths['el'][0]}", "--dev", f"en={paths['en'][1]}", "--dev", f"el={dev}", "--variant",
+                   "window", "--window-size", "4", "--vocab-size", "290", "--out", str(tmp_path / "tok"), "--quiet"])
+    assert status == 0
+    assert "Wrote" in capsys.readouterr().out
+    model = hf_bpe.BPE.load(tmp_path / "tok" / MODEL_FILE)
+    expected = hf_bpe.train(vocab_size=290, languages=paths, dev={"en": paths["en"][1], "el": dev}, variant="window",
+                            window_size=4, show_progress=False)
+    assert model.kind == "merges" and model.merges == expected.merges
+
+    out = str(tmp_path / "other")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--language", "en", "--vocab-size", "290", "--out", out])
+    assert exit_info.value.code == 2
+    assert "write --language NAME=FILES" in capsys.readouterr().err
+    assert main(["train", "--language", f"en={paths['en'][0]}", "--dev", f"el={dev}", "--vocab-size", "290",
+                 "--out", out]) == 1
+    assert "dev needs one corpus per language" in capsys.readouterr().err
+    assert main(["train", "--language", f"en={tmp_path / 'missing.txt'}", "--vocab-size", "290", "--out", out]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_train_superbpe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("by the way, the cat sat on the mat. 1234567 cats\n" * 50, encoding="utf-8")
+    status = main(["train", str(corpus), "--vocab-size", "320", "--superword-transition", "290", "--out",
+                   str(tmp_path / "tok"), "--quiet"])
+    assert status == 0
+    capsys.readouterr()
+    model = hf_bpe.BPE.load(tmp_path / "tok" / MODEL_FILE)
+    expected = hf_bpe.train(corpus, 320, superword_transition=290, show_progress=False, name="tok")
+    assert model.merges == expected.merges and model.pattern == expected.pattern
+    assert AutoTokenizer.from_pretrained(tmp_path / "tok")("the cat sat")["input_ids"] == model.encode("the cat sat")

@@ -13,7 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-CORE_USERS = {"hf_bpe.model", "hf_bpe.counting", "hf_bpe.train", "hf_bpe.train_sentencepiece", "hf_bpe._corpus", "hf_bpe._streaming"}
+CORE_USERS = {"hf_bpe.model", "hf_bpe.counting", "hf_bpe.train", "hf_bpe.train_sentencepiece", "hf_bpe._corpus", "hf_bpe._streaming",
+              "hf_bpe._train_parity", "hf_bpe._train_superbpe"}
 """The model-layer modules that may import the Rust core, ``hf_bpe._core``."""
 
 TOP = ("hf_bpe.cli", "hf_bpe.__main__", "hf_bpe.__init__")

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 mod arrow;
 mod guard;
 mod ints;
+mod parity;
 mod train;
 mod train_sentencepiece;
 
@@ -1410,6 +1411,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(guard::panic_for_tests, module)?)?;
     module.add_function(wrap_pyfunction!(recognized_split, module)?)?;
     train::register(module)?;
+    parity::register(module)?;
     train_sentencepiece::register(module)?;
     Ok(())
 }

@@ -189,6 +189,11 @@ impl PyPieceCounts {
     pub(crate) fn counts(&self) -> &PieceCounts {
         &self.counts
     }
+
+    /// The table, leaving this one empty (for a merge loop that frees it once copied).
+    pub(crate) fn take_counts(&mut self) -> PieceCounts {
+        std::mem::take(&mut self.counts)
+    }
 }
 
 #[pymethods]

@@ -23,6 +23,9 @@
 //! pops the greatest entry whatever the order entries were pushed in (two entries that compare equal
 //! are the same pair and count), and the order of the words in a pair's list only decides the order
 //! a later merge visits them in (each word's rewrite depends on that word alone).
+//!
+//! The loop's parts (packed pairs, [`merge_symbols`], the heap, the token order) also serve
+//! [`super::parity`]'s loop over several corpora.
 
 use super::counts::PieceCounts;
 use crate::tuning::PARALLEL_MERGE_WORDS;
@@ -33,21 +36,21 @@ use smallvec::SmallVec;
 use std::cmp::Ordering;
 
 /// Two adjacent token ids, packed as `left << 32 | right` for cheap hashing.
-type PackedPair = u64;
+pub(super) type PackedPair = u64;
 
 #[inline]
-fn pack(left: Rank, right: Rank) -> PackedPair {
+pub(super) fn pack(left: Rank, right: Rank) -> PackedPair {
     (u64::from(left) << 32) | u64::from(right)
 }
 
 #[inline]
-fn unpack(pair: PackedPair) -> (Rank, Rank) {
+pub(super) fn unpack(pair: PackedPair) -> (Rank, Rank) {
     ((pair >> 32) as Rank, pair as Rank)
 }
 
 /// The words a pair was seen in (see `pair_words` in [`learn`]): most pairs are in a few words,
 /// which are kept inline.
-type WordList = SmallVec<[u32; 4]>;
+pub(super) type WordList = SmallVec<[u32; 4]>;
 
 /// The words (distinct pieces of two or more bytes) in one flat array of symbols.
 struct Words {
@@ -138,7 +141,7 @@ impl Words {
 /// Replaces every occurrence of `(left, right)` in `symbols` (left to right, non-overlapping) by
 /// `merged`, reporting each adjacent pair that disappears (`-1`) or appears (`+1`); returns the new
 /// number of symbols.
-fn merge_symbols(
+pub(super) fn merge_symbols(
     symbols: &mut [Rank],
     left: Rank,
     right: Rank,
@@ -219,12 +222,12 @@ type PairChanges = FxHashMap<PackedPair, (i64, WordList)>;
 
 /// A max-heap of `(count, pair)` whose order needs the vocabulary (ties compare token bytes), so it
 /// takes the comparison as an argument instead of implementing `Ord`.
-struct PairHeap {
-    entries: Vec<(u64, PackedPair)>,
+pub(super) struct PairHeap {
+    pub(super) entries: Vec<(u64, PackedPair)>,
 }
 
 impl PairHeap {
-    fn push(
+    pub(super) fn push(
         &mut self,
         entry: (u64, PackedPair),
         greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool,
@@ -241,7 +244,7 @@ impl PairHeap {
         }
     }
 
-    fn pop(
+    pub(super) fn pop(
         &mut self,
         greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool,
     ) -> Option<(u64, PackedPair)> {
@@ -279,7 +282,7 @@ impl PairHeap {
         }
     }
 
-    fn heapify(&mut self, greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool) {
+    pub(super) fn heapify(&mut self, greater: &impl Fn(&(u64, PackedPair), &(u64, PackedPair)) -> bool) {
         for parent in (0..self.entries.len() / 2).rev() {
             self.sift_down(parent, greater);
         }
@@ -290,13 +293,13 @@ impl PairHeap {
 /// a shorter token's end): tie-breaking compares pairs of tokens by their bytes, and most such
 /// comparisons are settled by the prefixes, read from one array instead of from each token's own
 /// allocation.
-struct TokenBytes {
-    bytes: Vec<Vec<u8>>,
-    prefixes: Vec<u64>,
+pub(super) struct TokenBytes {
+    pub(super) bytes: Vec<Vec<u8>>,
+    pub(super) prefixes: Vec<u64>,
 }
 
 impl TokenBytes {
-    fn push(&mut self, token: Vec<u8>) {
+    pub(super) fn push(&mut self, token: Vec<u8>) {
         let mut prefix = [0u8; 8];
         let len = token.len().min(8);
         prefix[..len].copy_from_slice(&token[..len]);
@@ -304,7 +307,7 @@ impl TokenBytes {
         self.bytes.push(token);
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.bytes.len()
     }
 
@@ -313,7 +316,7 @@ impl TokenBytes {
     /// has ended (a zero after its end, against a byte of the longer token that is not zero), and
     /// a token that is a prefix of another comes first. Equal prefixes compare the bytes.
     #[inline]
-    fn compare(&self, a: Rank, b: Rank) -> Ordering {
+    pub(super) fn compare(&self, a: Rank, b: Rank) -> Ordering {
         let (a, b) = (a as usize, b as usize);
         self.prefixes[a]
             .cmp(&self.prefixes[b])
@@ -322,7 +325,7 @@ impl TokenBytes {
 }
 
 /// Compares two pairs by `(bytes of left, bytes of right)`.
-fn compare_pairs(tokens: &TokenBytes, a: PackedPair, b: PackedPair) -> Ordering {
+pub(super) fn compare_pairs(tokens: &TokenBytes, a: PackedPair, b: PackedPair) -> Ordering {
     let (a_left, a_right) = unpack(a);
     let (b_left, b_right) = unpack(b);
     tokens
@@ -331,7 +334,7 @@ fn compare_pairs(tokens: &TokenBytes, a: PackedPair, b: PackedPair) -> Ordering 
 }
 
 /// Appends `new_words` to the word list `words`, leaving out a first word that is already its last.
-fn append(words: &mut WordList, new_words: WordList) {
+pub(super) fn append(words: &mut WordList, new_words: WordList) {
     if words.is_empty() {
         *words = new_words;
     } else {
