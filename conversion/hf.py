@@ -65,10 +65,19 @@ from hf_bpe.errors import (
     MissingBytesWarning,
     TokenizerFileError,
 )
-from hf_bpe.model import BPE, MAX_DENSE_IDS, NEVER_IN_UTF8, as_model
+from hf_bpe.model import (
+    BPE,
+    MAX_DENSE_IDS,
+    NEVER_IN_UTF8,
+    SPECIAL_TOKEN_RULES,
+    as_model,
+    special_token_rules,
+    with_special_token_rules,
+)
 
 __all__ = [
     "ConversionError",
+    "added_token_probe_texts",
     "build_tokenizer",
     "load",
     "pre_tokenizer_difference",
@@ -335,9 +344,10 @@ def _added_token_table(
     model: BPE, ranks: dict[bytes, int], added_tokens: Mapping[int, AddedToken | str]
 ) -> dict[int, AddedToken]:
     """Id -> AddedToken for the model's special tokens and the caller's added tokens, validated."""
+    rules = special_token_rules(model)
     table: dict[int, AddedToken] = {
         token_id: AddedToken(
-            text, special=True, normalized=False, lstrip=False, rstrip=False, single_word=False
+            text, special=True, **{rule: rule in rules.get(text, ()) for rule in SPECIAL_TOKEN_RULES}
         )
         for text, token_id in model.special_tokens.items()
     }
@@ -439,8 +449,14 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
       ``ByteLevel`` and other pre-tokenizers are refused by name.
     - ``decoder``: ``ByteLevel``.
     - ``added_tokens`` become special tokens (the ``special`` flag is not kept): `tokenizers` cuts all
-      of them out of text. ``lstrip``/``rstrip``/``single_word`` are refused unless ``lossy=True``
-      (which drops them). A merge that names an added token can never apply and is dropped.
+      of them out of text. Their ``lstrip``, ``rstrip``, ``single_word`` and ``normalized`` flags
+      become the model's special-token rules (:func:`hf_bpe.model.with_special_token_rules`), matched as `tokenizers` matches
+      them (stripped whitespace is part of the token's span; ``normalized`` tokens are looked for
+      between the others) and checked at load on texts full of the tokens
+      (:func:`added_token_probe_texts`). Refused: ``normalized`` tokens with a normalizer
+      (`tokenizers` matches them in the normalized text), and an ``rstrip`` token where a token
+      starts with whitespace (`tokenizers` then matches overlapping text). A merge that names an
+      added token can never apply and is dropped. ``lossy`` changes nothing for byte-level files.
     - ``post_processor`` (BOS/EOS templates), truncation and padding are not part of the model.
 
     Vocabulary entries not spelled in the byte-level alphabet that are not added tokens (such as the
@@ -517,23 +533,27 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         raise refuse(f"the decoder {describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
 
     specials: dict[str, int] = {}
+    rules: dict[str, set[str]] = {}
     for entry in document.get("added_tokens") or []:
         content, token_id = entry["content"], entry["id"]
-        stripped = [flag for flag in ("lstrip", "rstrip", "single_word") if entry.get(flag)]
-        if stripped and not lossy:
-            raise refuse(
-                f"added token {content!r} has {', '.join(stripped)}, which hf_bpe's special tokens cannot "
-                "express; pass lossy=True to load it without"
-            )
         if content in specials:
             raise refuse(f"added token {content!r} appears twice")
-        if entry.get("normalized", not entry.get("special", False)) and \
-                any(step.kind != "prefix_space" for step in normalizers):
+        normalized = entry.get("normalized", not entry.get("special", False))
+        if normalized and any(step.kind != "prefix_space" for step in normalizers):
             raise refuse(
                 f"added token {content!r} has normalized = true and the file has a normalizer: tokenizers matches it "
                 "in the normalized text, hf_bpe's special tokens are matched in the text as given"
             )
+        spelled = try_str_to_token(content)
+        if spelled is not None and spelled != content.encode():
+            raise refuse(
+                f"added token {content!r} is spelled in the byte-level alphabet: tokenizers' ByteLevel decoder turns it "
+                f"into the bytes {spelled!r}, not its text, which hf_bpe's special tokens do not reproduce"
+            )
         specials[content] = token_id
+        rules[content] = {flag for flag in ("lstrip", "rstrip", "single_word") if entry.get(flag)} | \
+            ({"normalized"} if normalized else set())
+    rules = _added_token_rules(rules, refuse)
 
     added_ids = set(specials.values())
     vocab: dict[bytes, int] = {}
@@ -590,9 +610,13 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         raise refuse(str(error)) from None
     except ValueError as error:  # the split pattern
         raise refuse(f"the split pattern cannot be used: {error}") from None
+    if rules:
+        loaded = with_special_token_rules(loaded, rules)
     if normalizers:
         _check_normalizer(loaded, document, refuse)
         _check_pipeline(loaded, document, refuse)
+    if specials:
+        _check_added_tokens(loaded, document, refuse)
     in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
     if in_text:
         warnings.warn(
@@ -602,8 +626,73 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             MissingBytesWarning, stacklevel=3,
         )
     if not absent and _rules.rank_rule_difference(loaded) is None:
-        return BPE(vocab, pattern, specials, name=loaded.name)
+        ranked = BPE(vocab, pattern, specials, name=loaded.name)
+        return with_special_token_rules(ranked, rules) if rules else ranked
     return loaded
+
+
+def _added_token_rules(rules: dict[str, set[str]], refuse: Any) -> dict[str, set[str]]:
+    """The added tokens' rules as :func:`hf_bpe.model.with_special_token_rules` takes them: only those
+    with some (``normalized`` only when some tokens lack it: `tokenizers` looks for normalized tokens
+    after the others, which changes nothing when all or none are). Refused: a token that strips the
+    whitespace after it where a token starts with whitespace (`tokenizers` then gives overlapping
+    tokens, or fails)."""
+    if all("normalized" in names for names in rules.values()):
+        rules = {text: names - {"normalized"} for text, names in rules.items()}
+    for later in (True, False):
+        phase = [text for text, names in rules.items() if ("normalized" in names) == later]
+        stripping = next((text for text in phase if "rstrip" in rules[text]), None)
+        spaced = next((text for text in phase if text[:1].isspace()), None)
+        if stripping is not None and spaced is not None:
+            raise refuse(
+                f"added token {stripping!r} has rstrip and added token {spaced!r} starts with whitespace: tokenizers "
+                "then matches overlapping text, which hf_bpe does not reproduce"
+            )
+    return {text: names for text, names in rules.items() if names}
+
+
+_ADDED_TOKEN_CONTEXT = [" ", "  ", "\n", "\t", "\u3000", "\xa0", "a", "Z", "é", "1", "_", "\u0301", "中", ".", "-",
+                        "<", ">", "\u200d", ""]
+
+
+def added_token_probe_texts(tokens: Sequence[str], count: int = 300, seed: int = 0) -> list[str]:
+    """Texts that put the added ``tokens`` next to each other, to whitespace of several kinds, word
+    characters (letters, digits, ``_``, a combining mark) and punctuation: where stripping and
+    single-word rules decide.
+
+    >>> texts = added_token_probe_texts(["<x>"], 5)
+    >>> len(texts), all("<x>" in text for text in texts)
+    (5, True)
+    """
+    import random
+
+    rng = random.Random(seed)
+    tokens = list(tokens)
+    texts = []
+    for _ in range(count):
+        parts = [rng.choice(tokens)]
+        for _ in range(rng.randint(0, 6)):
+            parts.append(rng.choice(tokens) if rng.random() < 0.3 else rng.choice(_ADDED_TOKEN_CONTEXT))
+        rng.shuffle(parts)
+        texts.append("".join(parts))
+    return texts
+
+
+def _check_added_tokens(loaded: BPE, document: dict[str, Any], refuse: Any) -> None:
+    """Refuse the file unless ids and starts of texts full of its added tokens equal `tokenizers`'."""
+    import json
+
+    theirs = Tokenizer.from_str(json.dumps(dict(document, post_processor=None, truncation=None, padding=None)))
+    texts = added_token_probe_texts(sorted(loaded.special_tokens))
+    encodings = theirs.encode_batch(texts, add_special_tokens=False)
+    for text, encoding in zip(texts, encodings):
+        ids, starts = loaded.encode_with_offsets(text, allowed_special="all")
+        if ids != encoding.ids or starts != [start for start, _ in encoding.offsets]:
+            raise refuse(
+                f"hf_bpe cannot load the added tokens of this file exactly: {text!r:.80} encodes to {ids[:12]} "
+                f"(starting at {starts[:12]}) here but to {encoding.ids[:12]} (offsets {encoding.offsets[:12]}) in "
+                "tokenizers; please report this"
+            )
 
 
 def _check_pipeline(loaded: BPE, document: dict[str, Any], refuse: Any) -> None:

@@ -82,6 +82,11 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
                 f"{model!r} is a SentencePiece model; BPETokenizer wraps byte-level BPE models (ranks or "
                 "merges). For transformers, use its SentencePiece tokenizers (e.g. LlamaTokenizer) on the .model"
             )
+        if model._rules:
+            raise ConversionError(
+                f"{model!r} has special tokens with tokenizers' added-token rules (lstrip, rstrip, single_word, "
+                f"normalized: {sorted(model._rules)[:5]}); BPETokenizer does not take such rules"
+            )
         if model.n_vocab > MAX_DENSE_IDS:
             raise InvalidVocabularyError(
                 f"{model!r} has id {model.n_vocab - 1}; a transformers tokenizer keeps an entry for every id up to "
