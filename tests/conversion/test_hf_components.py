@@ -339,3 +339,33 @@ def test_other_normalizers_are_refused_by_name(normalizer: Any, name: str, tmp_p
     path.write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(TokenizerFileError, match=f"normalizer '{name}' is not supported"):
         conversion.hf.load(path)
+
+
+# ---------------------------------------------------------------------------------- ignore_merges
+
+@pytest.mark.parametrize("size", [pytest.param(scaled(10, 3), id="ci"),
+                                  pytest.param(scaled(100, 10), id="full", marks=pytest.mark.slow)])
+def test_ignore_merges_and_unreachable_tokens_encode_as_tokenizers(size: int, tmp_path: Path) -> None:
+    """Vocabularies holding words no merge forms (some merges dropped, pieces of the text added whole),
+    with and without ``ignore_merges`` (Llama 3 sets it: a piece that is a token is emitted whole)."""
+    @settings(max_examples=size, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
+    @given(pre_tokenizer=_pre_tokenizer(), ignore_merges=st.booleans(), dropped=st.sampled_from([0.0, 0.1, 0.5]),
+           extra=st.integers(0, 300), seed=st.integers(0, 2**16))
+    def check(pre_tokenizer: Any, ignore_merges: bool, dropped: float, extra: int, seed: int) -> None:
+        document = _trained(None, pre_tokenizer, seed, vocab_size=400)
+        rng = random.Random(seed)
+        model = document["model"]
+        model["merges"] = [merge for merge in model["merges"] if rng.random() >= dropped]
+        model["ignore_merges"] = ignore_merges
+        splitter = Tokenizer.from_str(json.dumps(document)).pre_tokenizer
+        texts = _texts(random.Random(seed + 1), 40)
+        pieces = sorted({piece for text in texts[::2] for piece, _ in splitter.pre_tokenize_str(text)} - set(model["vocab"]))
+        next_id = max(model["vocab"].values()) + 1
+        for piece in rng.sample(pieces, min(extra, len(pieces))):
+            model["vocab"][piece] = next_id
+            next_id += 1
+        _compare(document, tmp_path / "tokenizer.json", texts)
+
+    check()
+
