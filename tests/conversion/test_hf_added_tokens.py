@@ -205,3 +205,17 @@ def test_rules_are_checked_when_given() -> None:
         with_special_token_rules(model, {"<m>": "lstrip"})
     assert with_special_token_rules(model, {}) == model
     assert with_special_token_rules(model, {"<m>": ["lstrip"]}) != model
+
+
+def test_formats_without_rules_refuse_a_model_that_has_them(tmp_path: Path) -> None:
+    import conversion.gguf
+    import conversion.gpt2
+    import conversion.tiktoken
+
+    model = with_special_token_rules(BPE({bytes([b]): b for b in range(256)}, "gpt2", special_tokens={"<m>": 256}),
+                                     {"<m>": ["rstrip"]})
+    for save, target in [(conversion.gpt2.save, tmp_path / "gpt2"), (conversion.tiktoken.save_tekken,
+                          tmp_path / "tekken.json"), (conversion.gguf.save, tmp_path / "vocab.gguf")]:
+        with pytest.raises(ConversionError, match="cannot hold the special-token rules of .*'<m>'"):
+            save(model, target)
+    conversion.gpt2.save(model, tmp_path / "lossy", lossy=True)  # written without them, as asked
