@@ -615,7 +615,7 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     if normalizers:
         _check_normalizer(loaded, document, refuse)
         _check_pipeline(loaded, document, refuse)
-    if specials:
+    if rules:  # plain added tokens are matched leftmost-longest, as tokenizers does
         _check_added_tokens(loaded, document, refuse)
     in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
     if in_text:

@@ -219,3 +219,12 @@ def test_formats_without_rules_refuse_a_model_that_has_them(tmp_path: Path) -> N
         with pytest.raises(ConversionError, match="cannot hold the special-token rules of .*'<m>'"):
             save(model, target)
     conversion.gpt2.save(model, tmp_path / "lossy", lossy=True)  # written without them, as asked
+
+
+def test_the_load_time_probe_refuses_tokens_matched_differently(trained: dict[str, Any], tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    _with_tokens(trained, [AddedToken("<s>", special=True, normalized=False, lstrip=True)]).save(
+        str(tmp_path / "tokenizer.json"))
+    monkeypatch.setattr(conversion.hf, "with_special_token_rules", lambda model, rules: model)  # rules lost
+    with pytest.raises(TokenizerFileError, match="cannot load the added tokens of this file exactly"):
+        conversion.hf.load(tmp_path / "tokenizer.json")
