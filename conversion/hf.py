@@ -24,7 +24,7 @@ SentencePiece models are written by :mod:`conversion._hf_sentencepiece` (byte fa
 piece score, SentencePiece's whitespace handling as normalizer steps), exactly where
 `tokenizers` can reproduce them and otherwise only with ``lossy=True``.
 
-About 640 lines: building, saving and loading one file format, whose two directions must agree on
+About 730 lines: building, saving and loading one file format, whose two directions must agree on
 ids, added tokens and normalizers, read best side by side; the pre-tokenizer and SentencePiece parts
 already live in their own modules.
 """
@@ -32,6 +32,7 @@ already live in their own modules.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -85,6 +86,7 @@ __all__ = [
     "save",
     "sentencepiece_differences",
     "sentencepiece_probe_texts",
+    "special_token_settings",
     "split_probe_texts",
     "translate_pattern",
 ]
@@ -457,7 +459,9 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
       (`tokenizers` matches them in the normalized text), and an ``rstrip`` token where a token
       starts with whitespace (`tokenizers` then matches overlapping text). A merge that names an
       added token can never apply and is dropped. ``lossy`` changes nothing for byte-level files.
-    - ``post_processor`` (BOS/EOS templates), truncation and padding are not part of the model.
+    - ``post_processor`` (BOS/EOS templates), truncation and padding are not part of the model;
+      :func:`special_token_settings` reads the BOS/EOS templates for
+      :class:`hf_bpe.transformers.BPETokenizer`.
 
     Vocabulary entries not spelled in the byte-level alphabet that are not added tokens (such as the
     placeholders :func:`save` writes for id holes) can never be produced and are left out, as ids
@@ -491,6 +495,93 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
             tokenizer_json, "not a tokenizer.json: a value inside it has the wrong JSON type (an array or a "
             "string where tokenizers writes an object, say)"
         ) from None
+
+
+def special_token_settings(tokenizer_json: str | os.PathLike[str]) -> dict[str, Any]:
+    """The BOS/EOS settings of a ``tokenizer.json``'s ``post_processor``, as
+    :meth:`hf_bpe.transformers.BPETokenizer.from_model` takes them (``bos_token``, ``eos_token``,
+    ``add_bos_token``, ``add_eos_token``): with them, ``BPETokenizer.from_model(load(path),
+    **settings)(text, pair)`` gives the ``input_ids`` and ``token_type_ids`` that `tokenizers` gives.
+
+    Read: no post-processor; ``TemplateProcessing`` whose templates put a special token before
+    and/or after each sequence, the pair's second half with type id 1 (as transformers writes them,
+    Llama 3's); ``ByteLevel`` with ``trim_offsets`` false (it then changes nothing); a ``Sequence`` of
+    these. Refused with :class:`~hf_bpe.errors.TokenizerFileError` naming the post-processor: other
+    templates, ``RobertaProcessing`` and ``BertProcessing`` (their pairs differ from transformers'
+    BOS/EOS pairs), ``ByteLevel`` trimming offsets (``trim_offsets`` true: BPETokenizer's offsets are
+    not trimmed).
+
+    >>> import conversion.hf, tempfile, os
+    >>> from tokenizers import Tokenizer, models, processors
+    >>> tokenizer = Tokenizer(models.BPE(vocab={"<s>": 0, "a": 1}, merges=[]))
+    >>> tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s>:1 $B:1",
+    ...                                                          special_tokens=[("<s>", 0)])
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    >>> tokenizer.save(path)
+    >>> conversion.hf.special_token_settings(path)
+    {'bos_token': '<s>', 'eos_token': None, 'add_bos_token': True, 'add_eos_token': False}
+    """
+    document = read_json(tokenizer_json)
+    if not isinstance(document, dict):
+        raise TokenizerFileError(tokenizer_json, f"not a tokenizer.json: it holds a JSON {_json_kind(document)}")
+    none = {"bos_token": None, "eos_token": None, "add_bos_token": False, "add_eos_token": False}
+    processor = document.get("post_processor")
+    steps = processor.get("processors") if isinstance(processor, dict) and processor.get("type") == "Sequence" \
+        else [processor]
+    templates: list[dict[str, Any]] = []
+    for step in steps if isinstance(steps, list) else [processor]:
+        kind = step.get("type") if isinstance(step, dict) else None
+        if step is None:
+            continue
+        if kind == "ByteLevel" and step.get("trim_offsets") is False:
+            continue
+        if kind != "TemplateProcessing" or templates:
+            what = "ByteLevel with trim_offsets" if kind == "ByteLevel" else repr(kind)
+            raise TokenizerFileError(
+                tokenizer_json, f"the post-processor {what} is not supported (BPETokenizer puts BOS/EOS tokens "
+                "around each sequence as one TemplateProcessing does, and does not trim offsets)"
+            )
+        templates.append(step)
+    if not templates:
+        return none
+    template = templates[0]
+    single = template.get("single") or []
+    names = [next(iter(item.values())).get("id") if isinstance(item, dict) and item else None for item in single]
+    bos = names[0] if len(names) > 1 and "SpecialToken" in single[0] else None
+    eos = names[-1] if len(names) > 1 and "SpecialToken" in single[-1] else None
+    settings = {"bos_token": bos, "eos_token": eos, "add_bos_token": bos is not None, "add_eos_token": eos is not None}
+    ids = {name: entry.get("ids") for name, entry in (template.get("special_tokens") or {}).items()
+           if isinstance(entry, dict)}
+
+    class _Ids:
+        @staticmethod
+        def token_to_id(token: str) -> int | None:
+            found = ids.get(token)
+            return found[0] if isinstance(found, list) and len(found) == 1 else None
+
+    try:
+        expected = _post_processor(_Ids(), bos, eos, bos is not None, eos is not None)  # type: ignore[arg-type]
+    except ValueError:
+        expected = None
+    written = Tokenizer(models.BPE())
+    written.post_processor = expected
+    if expected is None or json.loads(written.to_str())["post_processor"] != template:
+        raise TokenizerFileError(
+            tokenizer_json, f"the post-processor's TemplateProcessing (single {_template_text(single)}, pair "
+            f"{_template_text(template.get('pair') or [])}) is not one BPETokenizer reproduces: it puts one "
+            "special token before and/or after each sequence, the second with type id 1"
+        )
+    return settings
+
+
+def _template_text(items: list[Any]) -> str:
+    """A template of the file as `tokenizers` spells it (``"<s>:0 $A:0"``)."""
+    words = []
+    for item in items:
+        kind, value = next(iter(item.items())) if isinstance(item, dict) and item else ("?", {})
+        name = f"${value.get('id')}" if kind == "Sequence" else str(value.get("id"))
+        words.append(f"{name}:{value.get('type_id')}")
+    return repr(" ".join(words))
 
 
 def _json_kind(value: object) -> str:
@@ -680,8 +771,6 @@ def added_token_probe_texts(tokens: Sequence[str], count: int = 300, seed: int =
 
 def _check_added_tokens(loaded: BPE, document: dict[str, Any], refuse: Any) -> None:
     """Refuse the file unless ids and starts of texts full of its added tokens equal `tokenizers`'."""
-    import json
-
     theirs = Tokenizer.from_str(json.dumps(dict(document, post_processor=None, truncation=None, padding=None)))
     texts = added_token_probe_texts(sorted(loaded.special_tokens))
     encodings = theirs.encode_batch(texts, add_special_tokens=False)
@@ -697,8 +786,6 @@ def _check_added_tokens(loaded: BPE, document: dict[str, Any], refuse: Any) -> N
 
 def _check_pipeline(loaded: BPE, document: dict[str, Any], refuse: Any) -> None:
     """Refuse the file unless ids and offsets of a sample of probe texts equal `tokenizers`'."""
-    import json
-
     theirs = Tokenizer.from_str(json.dumps(dict(document, post_processor=None, truncation=None, padding=None)))
     texts = list(split_probe_texts()[::7]) + probe_texts(200, seed=3)
     encodings = theirs.encode_batch(texts, add_special_tokens=False)
