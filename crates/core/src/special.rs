@@ -26,8 +26,12 @@ pub const SINGLE_WORD: u8 = 4;
 /// (`tokenizers`' `normalized = true`, where no normalizer changes the text).
 pub const LATER: u8 = 8;
 
-static WORD: LazyLock<fancy_regex::Regex> = LazyLock::new(|| fancy_regex::Regex::new(r"\A\w\z").expect("a valid regex"));
-static SPACE: LazyLock<fancy_regex::Regex> = LazyLock::new(|| fancy_regex::Regex::new(r"\A\s\z").expect("a valid regex"));
+/// One character of the `regex` crate's Unicode `\w` (what `tokenizers` tests for single words).
+static WORD: LazyLock<fancy_regex::Regex> =
+    LazyLock::new(|| fancy_regex::Regex::new(r"\A\w\z").expect("a valid regex"));
+/// One character of its Unicode `\s` (what `tokenizers` strips).
+static SPACE: LazyLock<fancy_regex::Regex> =
+    LazyLock::new(|| fancy_regex::Regex::new(r"\A\s\z").expect("a valid regex"));
 
 fn is_class(class: &fancy_regex::Regex, c: char) -> bool {
     let mut buffer = [0; 4];
@@ -77,7 +81,9 @@ impl SpecialMatcher {
             return Self::one_phase(tokens.iter().map(|&(token, id, rules)| (token, id, rules & !LATER)));
         }
         let mut matcher = Self::one_phase(tokens.iter().filter(|(_, _, rules)| rules & LATER == 0).copied());
-        let later = Self::one_phase(tokens.iter().filter(|(_, _, rules)| rules & LATER != 0).map(|&(token, id, rules)| (token, id, rules & !LATER)));
+        let later = Self::one_phase(
+            tokens.iter().filter(|(_, _, rules)| rules & LATER != 0).map(|&(token, id, rules)| (token, id, rules & !LATER)),
+        );
         matcher.longest = matcher.longest.max(later.longest);
         matcher.later = Some(Box::new(later));
         matcher
@@ -201,7 +207,8 @@ impl SpecialMatcher {
                 }
             }
             if rules & LSTRIP != 0 {
-                let spaces: usize = text[..start].chars().rev().take_while(|&c| is_class(&SPACE, c)).map(char::len_utf8).sum();
+                let before = text[..start].chars().rev();
+                let spaces: usize = before.take_while(|&c| is_class(&SPACE, c)).map(char::len_utf8).sum();
                 start = (start - spaces).max(done);
             }
             if rules & RSTRIP != 0 {
