@@ -154,7 +154,13 @@ def tokenizer(model: BPE) -> Tokenizer:
         byte_fallback=spec.byte_fallback,
         ignore_merges=isolate,
     ))
-    written.normalizer = _normalizer(spec)
+    if spec.metaspace is not None:
+        written.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme=spec.metaspace,
+                                                         split=spec.metaspace_split)
+    else:
+        written.normalizer = _normalizer(spec)
+        if spec.metaspace_split:  # every stretch starts with ▁ already: Metaspace only splits
+            written.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme="always", split=True)
     if isolate:
         written.pre_tokenizer = pre_tokenizers.Split(Regex(_alternation(user_defined)), behavior="isolated")
     written.decoder = _decoder(spec)

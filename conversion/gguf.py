@@ -439,8 +439,9 @@ class _Reading:
         lost = [byte for byte in missing if byte not in _NOT_UTF8]
         if lost and not self.lossy:
             raise self.refuse(
-                f"the vocabulary has no token for the bytes {_hex(lost)}, which llama.cpp drops from text (as "
-                "tokenizers does); hf_bpe's models encode every byte. Pass lossy=True to give them placeholder ids")
+                f"the vocabulary has no token for the bytes {_hex(lost)}: llama.cpp keeps such a byte as a symbol no "
+                "merge joins and then drops it from the ids (tokenizers drops it before merging, which merges "
+                "differently), which hf_bpe's models do not do. Pass lossy=True to give them placeholder ids")
         next_id = len(tokens)
         for byte in missing:
             vocab[bytes([byte])] = next_id

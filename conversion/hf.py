@@ -22,7 +22,8 @@
 
 SentencePiece models are written by :mod:`conversion._hf_sentencepiece` (byte fallback, merges by
 piece score, SentencePiece's whitespace handling as normalizer steps), exactly where
-`tokenizers` can reproduce them and otherwise only with ``lossy=True``.
+`tokenizers` can reproduce them and otherwise only with ``lossy=True``; SentencePiece-style files
+are read by :mod:`conversion._hf_sentencepiece_read`.
 
 About 730 lines: building, saving and loading one file format, whose two directions must agree on
 ids, added tokens and normalizers, read best side by side; the pre-tokenizer and SentencePiece parts
@@ -41,7 +42,7 @@ from typing import Any
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from conversion import _hf_sentencepiece
+from conversion import _hf_sentencepiece, _hf_sentencepiece_read
 from conversion._hf_normalizers import normalizer_difference, normalizer_steps, written_normalizer
 from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were defined here; still importable
     BYTE_LEVEL_REGEX,
@@ -72,6 +73,7 @@ from hf_bpe.model import (
     NEVER_IN_UTF8,
     SPECIAL_TOKEN_RULES,
     as_model,
+    missing_bytes,
     special_token_rules,
     with_special_token_rules,
 )
@@ -426,10 +428,15 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
     ``tokenizers.Tokenizer.from_file(path).encode(text, add_special_tokens=False).ids``, and
     ``decode`` equals its ``decode(ids, skip_special_tokens=False)``.
 
+    A SentencePiece-style file (byte fallback, ``Metaspace``, a normalizer writing ``▁``) loads as a
+    SentencePiece model with the same ``encode``, whose ``decode`` equals ``decode(ids,
+    skip_special_tokens=True)``; see :mod:`conversion._hf_sentencepiece_read` for what it reads and
+    refuses. The rest of this list is about byte-level files.
+
     What is read, and what is refused with :class:`~hf_bpe.errors.TokenizerFileError` naming the file:
 
     - ``model``: ``BPE`` with its ``vocab`` and ``merges`` (``"a b"`` strings or ``[a, b]`` pairs);
-      ``ignore_merges`` becomes the whole-piece rule. Refused: ``byte_fallback``, ``dropout``,
+      ``ignore_merges`` becomes the whole-piece rule. Refused: ``dropout``,
       ``continuing_subword_prefix``, ``end_of_word_suffix`` (not byte-level BPE). A vocabulary may
       lack byte symbols: as `tokenizers` does, such a byte is dropped from the text before merging
       (a :class:`~hf_bpe.errors.MissingBytesWarning` names them, unless only bytes UTF-8 never uses
@@ -602,9 +609,9 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     model = document["model"]
     if model.get("type") != "BPE":
         raise refuse(f"the model is {model.get('type')!r}; hf_bpe reads BPE models only")
+    if _hf_sentencepiece_read.is_sentencepiece_style(document):
+        return _hf_sentencepiece_read.load(document, path, refuse, name=name, lossy=lossy)
     normalizers = normalizer_steps(document.get("normalizer"), refuse)
-    if model.get("byte_fallback"):
-        raise refuse("byte_fallback is on: this is a SentencePiece-style BPE, not byte-level BPE")
     for option in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
         if model.get(option):
             raise refuse(f"model.{option} = {model[option]!r} is not supported (not byte-level BPE)")
@@ -646,9 +653,54 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             ({"normalized"} if normalized else set())
     rules = _added_token_rules(rules, refuse)
 
+    ignore_merges = bool(model.get("ignore_merges", False))
+    name = name or Path(path).parent.name or "tokenizer"
+    try:
+        # The core reads a regular file at once (a second or more in Python for 100,000s of tokens); anything
+        # it leaves (None) is read below, which says what is wrong.
+        loaded = _rules.from_spelled_merges(model["vocab"], model["merges"], pattern, specials,
+                                            ignore_merges=ignore_merges, name=name) \
+            if isinstance(model.get("vocab"), dict) and isinstance(model.get("merges"), list) else None
+        if loaded is None:
+            loaded = _read_merges(model, pattern, specials, ignore_merges, name, refuse)
+    except InvalidVocabularyError as error:
+        raise refuse(str(error)) from None
+    except ValueError as error:  # the split pattern
+        raise refuse(f"the split pattern cannot be used: {error}") from None
+    absent = missing_bytes(loaded)
+    if absent and model.get("unk_token") is not None:
+        raise refuse(
+            f"the vocabulary lacks the byte symbols {_show_bytes(absent)} and model.unk_token is set: tokenizers "
+            "emits the unknown token for such bytes, which hf_bpe's byte-level models do not"
+        )
+    if rules:
+        loaded = with_special_token_rules(loaded, rules)
+    if normalizers:
+        _check_normalizer(loaded, document, refuse)
+        _check_pipeline(loaded, document, refuse)
+    if rules:  # plain added tokens are matched leftmost-longest, as tokenizers does
+        _check_added_tokens(loaded, document, refuse)
+    in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
+    if in_text:
+        warnings.warn(
+            f"{path}: the vocabulary lacks the byte symbols {_show_bytes(in_text)}, which UTF-8 text uses; as "
+            "tokenizers does, hf_bpe drops such a byte from the text it encodes (so those ids decode to different "
+            "text), and refuses raw bytes that need one",
+            MissingBytesWarning, stacklevel=3,
+        )
+    return loaded
+
+
+def _read_merges(model: dict[str, Any], pattern: Any, specials: dict[str, int], ignore_merges: bool, name: str,
+                 refuse: Any) -> BPE:
+    """The model of a ``tokenizer.json``'s ``model.vocab`` and ``model.merges`` that the core's reading
+    left (:func:`hf_bpe._rules.from_spelled_merges`), read entry by entry to say what is wrong; or, when
+    nothing is, the same model as the core's reading."""
     added_ids = set(specials.values())
     vocab: dict[bytes, int] = {}
     spelled_ids: dict[str, int] = {}
+    if not isinstance(model.get("vocab"), dict):
+        raise refuse(f"model.vocab is {type(model.get('vocab')).__name__}, not a mapping of tokens to ids")
     for spelled, token_id in model["vocab"].items():
         if not isinstance(token_id, int) or isinstance(token_id, bool):
             raise refuse(f"vocab entry {spelled!r} has the id {token_id!r}, not an integer")
@@ -686,39 +738,10 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             else:
                 raise refuse(f"merge {number} ({left!r} {right!r}) makes {formed!r}, which the vocab lacks")
         merges.append((str_to_token(left), str_to_token(right)))
-
-    absent = bytes(byte for byte in range(256) if bytes([byte]) not in vocab)
-    if absent and model.get("unk_token") is not None:
-        raise refuse(
-            f"the vocabulary lacks the byte symbols {_show_bytes(absent)} and model.unk_token is set: tokenizers "
-            "emits the unknown token for such bytes, which hf_bpe's byte-level models do not"
-        )
-    ignore_merges = bool(model.get("ignore_merges", False))
-    try:
-        loaded = BPE.from_merges(vocab, merges, pattern, specials, ignore_merges=ignore_merges, drop_missing_bytes=True,
-                                 name=name or Path(path).parent.name or "tokenizer")
-    except InvalidVocabularyError as error:
-        raise refuse(str(error)) from None
-    except ValueError as error:  # the split pattern
-        raise refuse(f"the split pattern cannot be used: {error}") from None
-    if rules:
-        loaded = with_special_token_rules(loaded, rules)
-    if normalizers:
-        _check_normalizer(loaded, document, refuse)
-        _check_pipeline(loaded, document, refuse)
-    if rules:  # plain added tokens are matched leftmost-longest, as tokenizers does
-        _check_added_tokens(loaded, document, refuse)
-    in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
-    if in_text:
-        warnings.warn(
-            f"{path}: the vocabulary lacks the byte symbols {_show_bytes(in_text)}, which UTF-8 text uses; as "
-            "tokenizers does, hf_bpe drops such a byte from the text it encodes (so those ids decode to different "
-            "text), and refuses raw bytes that need one",
-            MissingBytesWarning, stacklevel=3,
-        )
-    if not absent and _rules.rank_rule_difference(loaded) is None:
-        ranked = BPE(vocab, pattern, specials, name=loaded.name)
-        return with_special_token_rules(ranked, rules) if rules else ranked
+    loaded = BPE.from_merges(vocab, merges, pattern, specials, ignore_merges=ignore_merges, drop_missing_bytes=True,
+                             name=name)
+    if not missing_bytes(loaded) and _rules.rank_rule_difference(loaded) is None:
+        return BPE(vocab, pattern, specials, name=name)
     return loaded
 
 

@@ -121,6 +121,12 @@ def save(model: BPE, model_file: str | os.PathLike[str], *, lossy: bool = False)
     """
     model = as_model(model)
     spec = model.sentencepiece
+    if spec is not None and (spec.metaspace is not None or spec.metaspace_split):
+        raise ConversionError(
+            f"{model!r} follows tokenizers' Metaspace pre-tokenizer (prepend_scheme {spec.metaspace or 'always'!r}"
+            f"{', split' if spec.metaspace_split else ''}), which a SentencePiece .model cannot say (its dummy prefix "
+            "goes before every text, its merges cross every \u2581); save it as tokenizer.json instead"
+        )
     if spec is None:
         if not lossy:
             raise ConversionError(

@@ -57,6 +57,15 @@ class CoreBPE:
         ignore_merges: bool,
     ) -> CoreBPE: ...
     @staticmethod
+    def from_spelled_merges(
+        vocab: dict[str, Any],
+        merges: list[Any],
+        split: _ModelSplitArgument,
+        special_tokens: dict[str, int],
+        ignore_merges: bool,
+        rank_rule: bool,
+    ) -> CoreBPE | None: ...
+    @staticmethod
     def sentencepiece(
         pieces: Sequence[tuple[str, float, int]],
         byte_fallback: bool,
@@ -65,6 +74,7 @@ class CoreBPE:
         add_dummy_prefix: bool,
         remove_extra_whitespaces: bool,
         escape_whitespaces: bool,
+        metaspace: tuple[bool, bool, bool] | None = None,
     ) -> CoreBPE: ...
     def special_policy(
         self, allowed: Sequence[str], disallowed: Sequence[str], rules: Sequence[tuple[str, int]] = ...
@@ -78,6 +88,7 @@ class CoreBPE:
     def encode_batch(
         self, texts: Iterable[str], policy: SpecialPolicy | None = None, num_threads: int | None = None
     ) -> list[list[int]]: ...
+    def encode_u32(self, text: str, policy: SpecialPolicy | None = None) -> bytes: ...
     def encode_batch_flat(
         self, texts: Iterable[str], policy: SpecialPolicy | None = None, num_threads: int | None = None
     ) -> tuple[bytes, bytes]: ...

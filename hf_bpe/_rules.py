@@ -17,12 +17,21 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from hf_bpe import patterns
 from hf_bpe.errors import ConversionError
 from hf_bpe.model import BPE
 
-__all__ = ["check_not_sentencepiece", "ignore_merges", "merge_pieces", "merge_rule_difference", "rank_rule_difference"]
+__all__ = [
+    "check_not_sentencepiece",
+    "from_spelled_merges",
+    "ignore_merges",
+    "merge_pieces",
+    "merge_rule_difference",
+    "rank_rule_difference",
+]
 
 
 def rank_rule_difference(model: BPE) -> str | None:
@@ -32,6 +41,33 @@ def rank_rule_difference(model: BPE) -> str | None:
     if model.kind == "sentencepiece":
         return "a SentencePiece model merges characters by piece score, not bytes by rank"
     return model._core.rank_rule_difference()  # the model layer's own core
+
+
+def from_spelled_merges(
+    vocab: Mapping[str, Any],
+    merges: Sequence[Any],
+    pattern: str | patterns.Split | Sequence[patterns.Step],
+    special_tokens: dict[str, int],
+    *,
+    ignore_merges: bool,
+    name: str | None,
+) -> BPE | None:
+    """A merges-list model read by the core straight from a byte-level ``tokenizer.json``'s
+    ``model.vocab`` (tokens spelled in GPT-2's byte-to-unicode alphabet) and ``model.merges``, made
+    the rank model it equals when the core proves that (see :func:`rank_rule_difference`) and no
+    byte is missing. ``None`` when the file holds anything irregular (ids that are not ints, added
+    tokens elsewhere in the vocabulary, merges naming unknown tokens or forming none): the caller's
+    own reading then says what. Tokens spelled outside the alphabet, and merges naming them or an
+    added token, are left out, as byte-level input never forms them.
+
+    >>> vocab = {"a": 0, "b": 1, "ab": 2, "<s>": 3}
+    >>> model = from_spelled_merges(vocab, ["a b"], "gpt2", {"<s>": 3}, ignore_merges=False, name="x")
+    >>> model is None  # the vocabulary lacks most bytes: the rank rule is not proven
+    False
+    >>> model.kind, model.encode("ab<s>", allowed_special="all")
+    ('merges', [2, 3])
+    """
+    return BPE._from_spelled_merges(vocab, merges, pattern, special_tokens, ignore_merges=ignore_merges, name=name)
 
 
 def merge_rule_difference(model: BPE, ignore_merges: bool) -> str | None:

@@ -420,6 +420,29 @@ class BPE(_Encoder):
         return model
 
     @classmethod
+    def _from_spelled_merges(
+        cls,
+        vocab: Mapping[str, Any],
+        merges: Sequence[Any],
+        pattern: str | patterns.Split | Sequence[patterns.Step],
+        special_tokens: Mapping[str, int],
+        *,
+        ignore_merges: bool,
+        name: str | None,
+    ) -> BPE | None:
+        """See :func:`hf_bpe._rules.from_spelled_merges`."""
+        split = patterns.to_core(patterns.resolve(pattern))
+        specials = dict(special_tokens)
+        core = _core.CoreBPE.from_spelled_merges(dict(vocab) if not isinstance(vocab, dict) else vocab,
+                                                 merges if isinstance(merges, list) else list(merges), split,
+                                                 specials, bool(ignore_merges), True)
+        if core is None:
+            return None
+        model = cls.__new__(cls)
+        model._setup(core, specials, name)
+        return model
+
+    @classmethod
     def from_vocab(
         cls,
         vocab: Mapping[int, bytes],
@@ -507,6 +530,15 @@ class BPE(_Encoder):
         for index, piece in enumerate(spec.pieces):
             if piece.type not in TYPE_NAMES:
                 raise InvalidVocabularyError(f"piece {index} ({piece.text!r:.80}) has unknown type {piece.type!r:.40}")
+        metaspace = None
+        if spec.metaspace is not None:
+            if spec.metaspace not in ("always", "first", "never") or spec.add_dummy_prefix != (spec.metaspace != "never"):
+                raise InvalidVocabularyError(
+                    f"metaspace = {spec.metaspace!r:.40} with add_dummy_prefix = {spec.add_dummy_prefix}: expected "
+                    "'always' or 'first' with add_dummy_prefix true, or 'never' with it false")
+            metaspace = (spec.metaspace == "first", True, bool(spec.metaspace_split))
+        elif spec.metaspace_split:
+            metaspace = (False, False, True)  # the dummy prefix before every text, then Metaspace's words
         core = _core.CoreBPE.sentencepiece(
             [(piece.text, float(piece.score), int(piece.type)) for piece in spec.pieces],
             spec.byte_fallback,
@@ -515,6 +547,7 @@ class BPE(_Encoder):
             spec.add_dummy_prefix,
             spec.remove_extra_whitespaces,
             spec.escape_whitespaces,
+            metaspace,
         )
         specials = {piece.text: index for index, piece in enumerate(spec.pieces) if piece.type in (2, 3)}
         model = cls.__new__(cls)
@@ -748,6 +781,8 @@ class BPE(_Encoder):
                 "escape_whitespaces": spec.escape_whitespaces,
                 "trainer_spec": _b64(spec.trainer_spec),
             }
+            if spec.metaspace is not None or spec.metaspace_split:
+                document["sentencepiece"] |= {"metaspace": spec.metaspace, "metaspace_split": spec.metaspace_split}
             return document
         if self.kind == "merges":
             document["kind"] = "merges"

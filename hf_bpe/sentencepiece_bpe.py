@@ -54,6 +54,14 @@ class SentencePieceSpec:
     normalizer); ``normalizer_name`` is kept for writing the file back. ``trainer_spec`` holds the
     serialized ``TrainerSpec`` of a loaded file (training settings, kept so a round trip preserves
     them); it does not affect encoding.
+
+    ``metaspace`` is set for models read from a ``tokenizer.json`` whose ``Metaspace``
+    pre-tokenizer decides where ``▁`` goes (no ``.model`` file can say this): ``"always"`` puts it
+    before each stretch of text between special tokens that does not start with a space or ``▁``,
+    ``"first"`` only before the stretch at the start of the text, ``"never"`` nowhere (then
+    ``add_dummy_prefix`` is false); ``None``: SentencePiece's dummy prefix, before every text that
+    is not empty. ``metaspace_split`` merges each word (from one ``▁`` to the next) alone, as
+    Metaspace's ``split`` does (with ``metaspace=None``: a ``Prepend("▁")`` normalizer before it).
     """
 
     pieces: tuple[Piece, ...]
@@ -65,6 +73,8 @@ class SentencePieceSpec:
     remove_extra_whitespaces: bool = False
     escape_whitespaces: bool = True
     trainer_spec: bytes = b""
+    metaspace: str | None = None
+    metaspace_split: bool = False
 
     @property
     def unk_id(self) -> int | None:

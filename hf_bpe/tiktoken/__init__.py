@@ -264,8 +264,7 @@ class Encoding(_Encoder):
         import numpy as np
 
         policy = self._policy(allowed_special, disallowed_special)
-        ids, _ = self._encode_flat([text], policy, 1)
-        return np.frombuffer(ids, dtype=np.uint32)
+        return np.frombuffer(self._core.encode_u32(text, policy), dtype=np.uint32)
 
     def encode_ordinary_batch(self, text: Iterable[str], *, num_threads: int | None = 8) -> list[list[int]]:
         """Encode many texts in parallel, special tokens as ordinary text (``num_threads`` as tiktoken's).

@@ -113,6 +113,11 @@ class CoreEncoding(PreTrainedTokenizer):
         them: a token holding part of a character covers all of it. Not for models that normalize
         text: there a span ends where `tokenizers`' alignment of the normalized text says, which
         the next token's start does not tell."""
+        if self._model.kind == "sentencepiece":
+            raise NotImplementedError(
+                f"return_offsets_mapping=True is not available for SentencePiece models ({self._model!r}): the "
+                "offsets of byte pieces and of the dummy prefix's \u2581 would differ from tokenizers'"
+            )
         changing = [step.kind for step in normalizers_of(self._model.pattern)]
         if changing:
             raise NotImplementedError(
@@ -226,9 +231,13 @@ class Tables:
     def __init__(self, model: BPE) -> None:
         spelled: list[str | None] = [None] * model.n_vocab
         continues = bytearray(model.n_vocab)
-        for token, rank in model.mergeable_ranks.items():
-            spelled[rank] = token_to_str(token)
-            continues[rank] = bool(token) and 0x80 <= token[0] < 0xC0  # b"" is the empty token
+        spec = model.sentencepiece
+        if spec is not None:  # a SentencePiece model's tokens are its pieces, as in its tokenizer.json
+            spelled[: len(spec.pieces)] = [piece.text for piece in spec.pieces]
+        else:
+            for token, rank in model.mergeable_ranks.items():
+                spelled[rank] = token_to_str(token)
+                continues[rank] = bool(token) and 0x80 <= token[0] < 0xC0  # b"" is the empty token
         for text, token_id in model.special_tokens.items():
             spelled[token_id] = text
         self.spelled = spelled

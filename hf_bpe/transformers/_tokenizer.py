@@ -19,6 +19,7 @@ from hf_bpe._io import check_file, read_json
 from hf_bpe._rwlock import ReadWriteLock, reading
 from hf_bpe.errors import ConversionError, InvalidVocabularyError
 from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, as_model
+from hf_bpe.sentencepiece_bpe import CONTROL
 from hf_bpe.transformers._added_tokens import AddedTokens
 from hf_bpe.transformers._encode import Tables
 from hf_bpe.transformers._folder import (
@@ -51,6 +52,12 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
     put ``bos_token`` / ``eos_token`` around each sequence and survive ``save_pretrained``.
     Token strings (``tokenize``, ``get_vocab``) use GPT-2's byte-to-unicode alphabet, like
     ``tokenizer.json``. ``return_offsets_mapping=True`` gives character offsets.
+
+    A SentencePiece model (``train_sentencepiece``, ``conversion.sentencepiece.load``, a
+    SentencePiece-style ``tokenizer.json``) is held too: its tokens are its pieces, its special
+    pieces are added tokens, its policy is SentencePiece's (see :meth:`from_model`), and it encodes
+    each stretch of text between added tokens as the model does (``split_special_tokens=True``:
+    ``SentencePieceProcessor.encode``). It decodes as SentencePiece (control pieces vanish).
     """
 
     vocab_files_names = {"vocab_file": MODEL_FILE}  # noqa: RUF012 - transformers' class attributes
@@ -77,11 +84,6 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
             model = load_model(vocab_file, kwargs.get("name_or_path"))
         else:
             model = as_model(model)
-        if model.kind == "sentencepiece":
-            raise ConversionError(
-                f"{model!r} is a SentencePiece model; BPETokenizer wraps byte-level BPE models (ranks or "
-                "merges). For transformers, use its SentencePiece tokenizers (e.g. LlamaTokenizer) on the .model"
-            )
         if model._rules:
             raise ConversionError(
                 f"{model!r} has special tokens with tokenizers' added-token rules (lstrip, rstrip, single_word, "
@@ -157,12 +159,19 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         eos_token: str | int | AddedToken | None = None,
         unk_token: str | int | AddedToken | None = None,
         pad_token: str | int | AddedToken | None = None,
-        add_bos_token: bool = False,
+        add_bos_token: bool | None = None,
         add_eos_token: bool = False,
         **kwargs: Any,
     ) -> BPETokenizer:
         """Wrap ``model``. Each special token is the text of one of the model's special tokens, its id,
         or a new text (added as a special token with the next free id).
+
+        A SentencePiece model (``"sentencepiece"`` kind) keeps SentencePiece's policy by default: its
+        control pieces ``<s>`` and ``</s>`` are ``bos_token`` and ``eos_token``, its unknown piece
+        ``unk_token``, and ``<s>`` starts every sequence (``add_bos_token`` defaults to true when there
+        is a ``bos_token``, as in transformers' ``LlamaTokenizer``; false otherwise). Its tokens are
+        its pieces (``▁hello``, ``<0x0A>``), and its ``tokenizer.json`` is the one
+        :func:`conversion.hf.save` writes (exact, or the save is refused naming why).
 
         Any other transformers tokenizer argument (``chat_template``, ``model_max_length``,
         ``padding_side``, ``extra_special_tokens``, ...) is passed on and saved.
@@ -174,6 +183,15 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         ('<|endoftext|>', 100277)
         """
         model = as_model(model)
+        spec = model.sentencepiece
+        if spec is not None:
+            controls = {piece.text for piece in spec.pieces if piece.type == CONTROL}
+            bos_token = bos_token if bos_token is not None else "<s>" if "<s>" in controls else None
+            eos_token = eos_token if eos_token is not None else "</s>" if "</s>" in controls else None
+            if unk_token is None and spec.unk_id is not None:
+                unk_token = spec.pieces[spec.unk_id].text
+        if add_bos_token is None:
+            add_bos_token = spec is not None and bos_token is not None
         named = {
             "bos_token": bos_token,
             "eos_token": eos_token,
@@ -265,8 +283,7 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         return vocab
 
     def _convert_token_to_id(self, token: str) -> int | None:
-        token_bytes = try_str_to_token(token)
-        token_id = None if token_bytes is None else ordinary_token_id(self._model, token_bytes)
+        token_id = self._vocab_id(token)
         if token_id is None:
             token_id = self._model.special_tokens.get(token)
         if token_id is None:
@@ -281,6 +298,11 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
 
     def convert_tokens_to_string(self, tokens: list[str]) -> str:
         added = self._added_tokens_encoder
+        if self._model.kind == "sentencepiece":  # pieces decode as SentencePiece joins them
+            vocab = self._get_tables().vocab
+            ids = [vocab[token] for token in tokens if token in vocab and token not in added]
+            if len(ids) == len(tokens):
+                return self._model.decode(ids)
         parts = []
         for token in tokens:
             token_bytes = None if token in added else try_str_to_token(token)
@@ -358,7 +380,10 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
             return super().add_special_tokens(special_tokens_dict, replace_extra_special_tokens)
 
     def _vocab_id(self, text: str) -> int | None:
-        """The id of ``text`` as an ordinary token spelled in the byte-level alphabet, or a special."""
+        """The id of ``text`` as an ordinary token spelled in the byte-level alphabet (a
+        SentencePiece model: a piece), or a special."""
+        if self._model.kind == "sentencepiece":
+            return self._get_tables().vocab.get(text)
         token_bytes = try_str_to_token(text)
         if token_bytes is not None and (token_id := ordinary_token_id(self._model, token_bytes)) is not None:
             return token_id
@@ -378,6 +403,14 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
                     f"{where}: added token {token.content!r} has id {token_id}, which is the id of the "
                     f"model's special token {text!r}"
                 )
+        spec = self._model.sentencepiece
+        if spec is not None:
+            if token_id < len(spec.pieces) and spec.pieces[token_id].text != token.content:
+                raise InvalidVocabularyError(
+                    f"{where}: added token {token.content!r} has id {token_id}, which is the id of the piece "
+                    f"{spec.pieces[token_id].text!r}; an added token needs an id of its own"
+                )
+            return token
         try:
             ordinary = self._model.decode_single_token_bytes(token_id)
         except KeyError:
@@ -435,9 +468,18 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
 
     def _tokenize(self, text: str, **kwargs: Any) -> list[str]:
         spelled = self._get_tables().spelled  # ordinary ids are never holes
-        return [cast(str, spelled[token_id]) for token_id in self._model.encode_ordinary(text)]
+        return [cast(str, spelled[token_id]) for token_id in self._encode_without_added_tokens(text)]
 
     def _encode_without_added_tokens(self, text: str) -> list[int]:
+        spec = self._model.sentencepiece
+        if spec is not None and spec.metaspace == "first":
+            # transformers' own loop hands over each stretch between added tokens alone; which one
+            # starts the text (the only one Metaspace 'first' puts a \u2581 before) is lost here.
+            raise NotImplementedError(
+                f"{self._model!r} puts \u2581 only before the start of the text (Metaspace 'first'); with added tokens "
+                "that strip spaces or match single words (lstrip, rstrip, single_word), or sanitize_control_tokens, "
+                "its stretches of text cannot be told apart"
+            )
         return self._model.encode_ordinary(text)
 
     # -------------------------------------------------------------------------------- decoding

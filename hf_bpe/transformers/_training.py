@@ -40,7 +40,13 @@ class Retraining(PreTrainedTokenizer):
         method does. ``vocab_size`` counts every id, special tokens included (they take the last
         ids). ``length`` is accepted for compatibility and unused. ``special_tokens_map``
         renames special tokens; ``new_special_tokens`` adds some. Other keyword arguments go to
-        :func:`hf_bpe.train` (e.g. ``show_progress``)."""
+        :func:`hf_bpe.train` (e.g. ``show_progress``). A tokenizer of a SentencePiece model is
+        refused: train one with :func:`hf_bpe.train_sentencepiece`."""
+        if self._model.kind == "sentencepiece":
+            raise NotImplementedError(
+                f"{self._model!r} is a SentencePiece model; retrain it with hf_bpe.train_sentencepiece and wrap the "
+                "result with BPETokenizer.from_model"
+            )
         rename = dict(special_tokens_map or {})
         specials = [rename.get(text, text) for text in self._special_tokens_in_id_order()]
         for token in new_special_tokens or []:

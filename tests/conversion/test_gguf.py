@@ -50,32 +50,8 @@ LACKING_BYTES = ("falcon", "refact", "starcoder")
 
 LOADED = tuple(name for name in VOCAB_FILES if name not in REFUSED_MODELS and name not in LACKING_BYTES)
 
-SEPARATOR = "\n__ggml_vocab_test__\n"
-
-
 def vocab_path(folder: Path, name: str) -> Path:
     return folder / f"ggml-vocab-{name}.gguf"
-
-
-def vocab_cases(path: Path) -> list[tuple[str, list[int]]]:
-    """The strings of ``path.inp`` and the ids of ``path.out``, read as llama.cpp's
-    ``tests/test-tokenizer-0.cpp`` reads them; empty when the file has no tests."""
-    inputs, outputs = Path(f"{path}.inp"), Path(f"{path}.out")
-    if not inputs.exists():
-        return []
-    raw = inputs.read_text(encoding="utf-8")
-    texts: list[str] = []
-    position = 0
-    while position < len(raw):
-        found = raw.find(SEPARATOR, position)
-        if found < 0:
-            texts.append(raw[position:])
-            break
-        texts.append(raw[position:found])
-        position = found + len(SEPARATOR)
-    lines = outputs.read_text(encoding="utf-8").split("\n")
-    assert len(lines) >= len(texts) and not any(lines[len(texts):]), f"{path.name}: .inp and .out disagree"
-    return [(text, [int(number) for number in line.split()]) for text, line in zip(texts, lines)]
 
 
 @functools.cache
@@ -111,7 +87,7 @@ def test_llama_cpp_vocabulary_tests_pass_or_the_file_is_refused_naming_its_model
         with pytest.raises(ConversionError, match=r"no token for the bytes 0x.*lossy=True"):
             conversion.gguf.read(path)
     vocab = read_vocab(llama_cpp_vocab_files, name)
-    cases = vocab_cases(path)
+    cases = oracles.llama_cpp_vocab_cases(path)
     wrong = [(text, expected, vocab.encode(text)) for text, expected in cases if vocab.encode(text) != expected]
     assert not wrong, f"{name}: {len(wrong)} of {len(cases)} differ, first {wrong[0]}"
     if not cases:  # no expected ids: the file loads and every text survives encode and decode
@@ -127,7 +103,7 @@ def test_the_model_alone_gives_llama_cpps_ids_where_no_token_is_cut_out(llama_cp
     tokens (and the dummy prefix it puts after them)."""
     vocab = read_vocab(llama_cpp_vocab_files, name)
     checked = 0
-    for text, expected in vocab_cases(vocab_path(llama_cpp_vocab_files, name)):
+    for text, expected in oracles.llama_cpp_vocab_cases(vocab_path(llama_cpp_vocab_files, name)):
         if not any(token in text for token in vocab.user_defined):
             assert vocab.model.encode_ordinary(text) == expected, text
             checked += 1
@@ -165,7 +141,7 @@ def test_save_round_trips_every_vocabulary(llama_cpp_vocab_files: Path, tmp_path
                 "user_defined")
     assert [getattr(saved, key) for key in settings] == [getattr(vocab, key) for key in settings] or (
         vocab.pre is None and saved.pre == "default")  # llama.cpp reads a missing pre as "default"
-    texts = [*texts_for(scaled(200, 20)), *(text for text, _ in vocab_cases(vocab_path(llama_cpp_vocab_files, name)))]
+    texts = [*texts_for(scaled(200, 20)), *(text for text, _ in oracles.llama_cpp_vocab_cases(vocab_path(llama_cpp_vocab_files, name)))]
     for text in texts:
         assert saved.encode(text) == vocab.encode(text), text
         assert saved.encode(text, add_special=True, parse_special=True) == \
@@ -323,7 +299,7 @@ def test_cli_inspects_gguf_and_converts_it_to_a_tokenizer_json_that_tokenizers_r
     status, out, _ = run(capsys, "convert", path, "--to", "hf", tmp_path / "tokenizer.json")
     assert status == 0 and "(gguf) ->" in out
     tokenizer = Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
-    for text, expected in vocab_cases(path):
+    for text, expected in oracles.llama_cpp_vocab_cases(path):
         assert tokenizer.encode(text, add_special_tokens=False).ids == expected, text
 
 

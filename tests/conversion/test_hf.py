@@ -161,7 +161,8 @@ def minimal_document() -> dict:
     ("change", "problem"),
     [
         (lambda doc: doc["model"].update(type="WordPiece"), "the model is 'WordPiece'; hf_bpe reads BPE models only"),
-        (lambda doc: doc["model"].update(byte_fallback=True), "byte_fallback is on"),
+        (lambda doc: doc["model"].update(byte_fallback=True),
+         "the pre_tokenizer 'ByteLevel' is not supported in a SentencePiece-style file"),
         (lambda doc: doc["model"].update(dropout=0.1), "dropout"),
         (lambda doc: doc["model"].update(continuing_subword_prefix="##"),
          "model.continuing_subword_prefix = '##' is not supported"),
@@ -463,3 +464,63 @@ def test_formats_that_hold_a_tiktoken_regex_refuse_a_split_model(tmp_path: Path)
     with pytest.raises(ConversionError, match="GPT-2 files cannot hold the split pattern"):
         conversion.gpt2.save(model, tmp_path)
     assert not (tmp_path / "tekken.json").exists()
+
+
+def _generated_document(rng: random.Random, hf_trained: Path) -> dict:
+    """tokenizer.json ``hf_trained`` with generated irregularities the core's reading must agree on with
+    the entry-by-entry one: merges as pairs or lines, tokens spelled outside the byte-level alphabet, merges
+    naming them or an added token, added tokens in the vocabulary, merges listed twice, ignore_merges."""
+    document = json.loads(hf_trained.read_text("utf-8"))
+    model = document["model"]
+    vocab, merges = model["vocab"], model["merges"]
+    next_id = max(vocab.values()) + 1
+    for _ in range(rng.randrange(4)):
+        foreign = rng.choice(["’s", "日本", "é", "x y"]) + str(next_id)
+        vocab[foreign] = next_id
+        next_id += 1
+        if rng.random() < 0.5:
+            right = rng.choice(list(vocab))
+            vocab[foreign + right] = next_id
+            next_id += 1
+            merges.insert(rng.randrange(len(merges) + 1), [foreign, right])
+    if rng.random() < 0.5:
+        vocab["<pad>a"] = next_id
+        merges.insert(rng.randrange(len(merges) + 1), ["<pad>", "a"])
+    if rng.random() < 0.5:
+        duplicate = rng.choice(merges)
+        merges.insert(rng.randrange(len(merges) + 1), duplicate)
+    if rng.random() < 0.5:
+        model["merges"] = [" ".join(merge) if isinstance(merge, list) and " " not in "".join(merge) else merge
+                           for merge in merges]
+    model["ignore_merges"] = rng.random() < 0.5
+    return document
+
+
+def test_the_cores_reading_equals_the_entry_by_entry_reading(hf_trained: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core reads regular files at once; the Python reading (taken when the core leaves a file) must make
+    the same model of every file both read."""
+    import hf_bpe._rules
+
+    rng = random.Random(5)
+    texts = list(varied_texts(scaled(300, 60), seed=3))
+    read_by_core = []
+    core_reading = hf_bpe._rules.from_spelled_merges
+    for number in range(scaled(12, 4)):
+        path = tmp_path / f"generated-{number}" / "tokenizer.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(_generated_document(rng, hf_trained)), "utf-8")
+        with monkeypatch.context() as patch:
+            patch.setattr(hf_bpe._rules, "from_spelled_merges",
+                          lambda *args, **kwargs: read_by_core.append(core_reading(*args, **kwargs)) or read_by_core[-1])
+            fast = hf_load.load(path)
+        assert read_by_core[-1] is not None, f"{path}: the core left a regular file"
+        with monkeypatch.context() as patch:
+            patch.setattr(hf_bpe._rules, "from_spelled_merges", lambda *args, **kwargs: None)
+            slow = hf_load.load(path)
+        assert (fast.kind, fast.mergeable_ranks, fast.merges, fast.special_tokens) == \
+            (slow.kind, slow.mergeable_ranks, slow.merges, slow.special_tokens), path
+        theirs = Tokenizer.from_file(str(path))
+        assert_same(f"{path.parent.name}: encode vs tokenizers", texts,
+                    [fast.encode(text, allowed_special="all") for text in texts],
+                    [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=False)])

@@ -37,7 +37,7 @@ from suite import require_shared, scale_factor, scaled
 import conversion.hf
 import conversion.sentencepiece
 from hf_bpe import BPE, LossyConversionWarning
-from hf_bpe.errors import ConversionError, TokenizerFileError
+from hf_bpe.errors import ConversionError
 from hf_bpe.sentencepiece_bpe import (
     BYTE,
     CONTROL,
@@ -473,11 +473,3 @@ def test_command_line_refuses_and_writes_with_lossy(capsys: pytest.CaptureFixtur
     captured = capsys.readouterr()
     assert "(hf)" in captured.out and "warning: lossy tokenizer.json" in captured.err
     assert "probe texts" in captured.err and (tmp_path / "v3.json").is_file()
-
-
-def test_loading_the_written_file_back_is_refused_clearly(tmp_path: Path) -> None:
-    """conversion.hf.load reads byte-level files only; SentencePiece-style files load from the .model."""
-    path = conversion.hf.save(conversion.sentencepiece.load(mistral_file("tokenizer.model.v1")),
-                              tmp_path / "tokenizer.json")
-    with pytest.raises(TokenizerFileError, match="byte_fallback is on: this is a SentencePiece-style BPE"):
-        conversion.hf.load(path)

@@ -323,6 +323,32 @@ def llama_cpp_vocab_file(inner: str) -> str | None:
     return name if folder == "vendor/llama.cpp/models" and name.startswith("ggml-vocab-") else None
 
 
+LLAMA_CPP_TEST_SEPARATOR = "\n__ggml_vocab_test__\n"
+
+
+def llama_cpp_vocab_cases(path: str | os.PathLike[str]) -> list[tuple[str, list[int]]]:
+    """The strings of ``path.inp`` and the ids of ``path.out`` (llama.cpp's expected ids for the vocabulary
+    file ``path``), read as llama.cpp's ``tests/test-tokenizer-0.cpp`` reads them; empty when the file has
+    no tests."""
+    inputs, outputs = Path(f"{os.fspath(path)}.inp"), Path(f"{os.fspath(path)}.out")
+    if not inputs.exists():
+        return []
+    raw = inputs.read_text(encoding="utf-8")
+    texts: list[str] = []
+    position = 0
+    while position < len(raw):
+        found = raw.find(LLAMA_CPP_TEST_SEPARATOR, position)
+        if found < 0:
+            texts.append(raw[position:])
+            break
+        texts.append(raw[position:found])
+        position = found + len(LLAMA_CPP_TEST_SEPARATOR)
+    lines = outputs.read_text(encoding="utf-8").split("\n")
+    if len(lines) < len(texts) or any(lines[len(texts):]):
+        raise ValueError(f"{inputs.name} and {outputs.name} disagree")
+    return [(text, [int(number) for number in line.split()]) for text, line in zip(texts, lines)]
+
+
 def import_package_module(root: str | os.PathLike[str], module: str) -> Any:
     """Import ``module`` (dotted, e.g. ``llama_models.llama3.tokenizer``) from the files under ``root``
     as ``<module>`` prefixed with ``oracle_``, with its parent packages made up (their ``__init__`` is

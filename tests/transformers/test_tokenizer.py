@@ -302,20 +302,6 @@ def test_the_reader_reads_what_the_writer_wrote(name: str, tmp_path: Path) -> No
         assert loaded == model
 
 
-def test_sentencepiece_models_are_refused_by_bpe_tokenizer_but_written_as_tokenizer_json() -> None:
-    """BPETokenizer wraps byte-level models only; tokenizer.json holds SentencePiece models too (see
-    tests/conversion/test_hf_sentencepiece.py)."""
-    from hf_bpe.sentencepiece_bpe import NORMAL, UNKNOWN, Piece, SentencePieceSpec
-
-    spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1, NORMAL), Piece("a", -2, NORMAL),
-                              Piece("▁a", -3, NORMAL)))
-    model = BPE.from_sentencepiece(spec)
-    with pytest.raises(hf_bpe.ConversionError, match="SentencePiece model"):
-        BPETokenizer.from_model(model)
-    written = conversion.hf.build_tokenizer(model)
-    assert written.encode("a aa", add_special_tokens=False).ids == model.encode_ordinary("a aa") == [3, 3, 2]
-
-
 def test_added_token_on_an_ordinary_id_is_refused() -> None:
     with pytest.raises(InvalidVocabularyError, match="id of the ordinary token"):
         conversion.hf.build_tokenizer(encoding("gpt2"), added_tokens={100: tokenizers.AddedToken("<x>")})

@@ -70,6 +70,22 @@ pub struct SentencePieceSpec {
     pub add_dummy_prefix: bool,
     pub remove_extra_whitespaces: bool,
     pub escape_whitespaces: bool,
+    /// `tokenizers`' `Metaspace` pre-tokenizer in place of SentencePiece's dummy prefix and single
+    /// stretch of text (`None`: SentencePiece's own behaviour).
+    pub metaspace: Option<Metaspace>,
+}
+
+/// `tokenizers`' `Metaspace` pre-tokenizer (spaces escaped as `▁`): its `prepend_scheme` decides
+/// where `▁` goes in front of a stretch of text between special tokens (`add_dummy_prefix` false:
+/// `"never"`), `split` cuts the text before each `▁` into words that merge separately.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metaspace {
+    /// `"first"`: only the stretch at the start of the text gets the `▁` (else every stretch).
+    pub first_only: bool,
+    /// Not before a stretch that starts with `▁` or a space (Metaspace's own prefix); false: before
+    /// any stretch that is not empty (a `Prepend("▁")` normalizer's).
+    pub unless_space: bool,
+    pub split: bool,
 }
 
 /// Why a SentencePiece spec cannot be used.
@@ -255,6 +271,16 @@ impl SentencePiece {
             .filter(|(_, piece)| piece.kind == PieceKind::UserDefined)
             .map(|(id, piece)| (piece.text.as_str(), id as Rank))
             .collect();
+        if spec.metaspace.is_some()
+            && (!spec.charsmap.is_empty()
+                || spec.remove_extra_whitespaces
+                || !spec.escape_whitespaces
+                || !user_defined_pieces.is_empty())
+        {
+            return error(
+                "Metaspace takes no character map, remove_extra_whitespaces, unescaped spaces or user-defined pieces",
+            );
+        }
         let normalizer = SentencePieceNormalizer::new(
             &spec.charsmap,
             spec.add_dummy_prefix,
@@ -312,8 +338,17 @@ impl SentencePiece {
 
     /// Encodes `text` as `SentencePieceProcessor::Encode`; `starts` gets the input byte offset
     /// where each id starts (plus `base`).
+    /// With [`Metaspace`], `base == 0` marks the stretch at the start of the text (`"first"`).
     pub fn encode(&self, text: &str, base: usize, out: &mut Vec<Rank>, starts: Option<&mut Vec<usize>>) {
-        let (normalized, origins) = self.normalizer.normalize(text);
+        let (normalized, origins) = match self.spec.metaspace {
+            None => self.normalizer.normalize(text),
+            Some(metaspace) => {
+                let prefix = self.spec.add_dummy_prefix
+                    && (base == 0 || !metaspace.first_only)
+                    && !(metaspace.unless_space && (text.starts_with(' ') || text.starts_with(SPACE_SYMBOL)));
+                self.normalizer.normalize_with_prefix(text, prefix)
+            }
+        };
         let mut state = Output { out, starts, origins: &origins, base, previous_unknown: false };
         let mut done = 0;
         if let Some((matcher, ids)) = &self.user_defined {
@@ -340,6 +375,23 @@ impl SentencePiece {
         if start == end {
             return;
         }
+        if self.spec.metaspace.is_some_and(|metaspace| metaspace.split) {
+            // Words start at each `▁` (`MergedWithNext`); each merges alone, unknown runs end with it.
+            let mut word = start;
+            for (at, _) in normalized[start..end].match_indices(SPACE_SYMBOL) {
+                if start + at > word {
+                    self.encode_word(normalized, word, start + at, state);
+                    state.previous_unknown = false;
+                    word = start + at;
+                }
+            }
+            self.encode_word(normalized, word, end, state);
+            return;
+        }
+        self.encode_word(normalized, start, end, state);
+    }
+
+    fn encode_word(&self, normalized: &str, start: usize, end: usize, state: &mut Output<'_>) {
         let segment = &normalized[start..end];
         let initial: Vec<Rank> = segment.chars().map(|c| *self.symbols.get(&c).unwrap_or(&UNKNOWN)).collect();
         let mut merged = Vec::with_capacity(initial.len());
@@ -486,6 +538,7 @@ mod tests {
             add_dummy_prefix: true,
             remove_extra_whitespaces: false,
             escape_whitespaces: true,
+            metaspace: None,
         }
     }
 

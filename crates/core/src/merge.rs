@@ -548,6 +548,12 @@ impl<B: Boundaries> MergeTableBuilder<B> {
             .or_insert(merge);
     }
 
+    /// Makes room for `additional` more pairs at once (the map lives on huge pages, where growing
+    /// it pair by pair zeroes a fresh page at each doubling).
+    pub fn reserve(&mut self, additional: usize) {
+        self.pairs.reserve(additional);
+    }
+
     /// The table, with every merge in.
     pub fn build(mut self) -> MergeTable {
         self.table.pairs = PairMap::new(self.pairs);

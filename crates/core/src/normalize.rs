@@ -170,6 +170,11 @@ impl SentencePieceNormalizer {
     /// Normalizes `text` (`Normalizer::Normalize`). Returns the normalized text and, for each of its
     /// bytes plus one past the end, the offset of the input byte it came from.
     pub fn normalize(&self, text: &str) -> (String, Vec<usize>) {
+        self.normalize_with_prefix(text, self.add_dummy_prefix)
+    }
+
+    /// [`SentencePieceNormalizer::normalize`] with the dummy prefix added or not as `prefix` says.
+    pub fn normalize_with_prefix(&self, text: &str, prefix: bool) -> (String, Vec<usize>) {
         let mut normalized: Vec<u8> = Vec::with_capacity(text.len() + 3);
         let mut origins: Vec<usize> = Vec::with_capacity(text.len() + 4);
         if text.is_empty() {
@@ -194,7 +199,7 @@ impl SentencePieceNormalizer {
         } else {
             b" "
         };
-        if self.add_dummy_prefix {
+        if prefix {
             normalized.extend_from_slice(space);
             origins.extend(std::iter::repeat_n(consumed, space.len()));
         }

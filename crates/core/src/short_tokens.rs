@@ -60,8 +60,11 @@ pub struct ShortTokens {
 impl ShortTokens {
     /// The short ones of `tokens`.
     pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], Rank)>) -> Self {
-        let mut ids = HashMap::with_hasher_in(FxBuildHasher, HugePages);
-        ids.extend(tokens.filter(|(bytes, _)| bytes.len() <= SHORT).map(|(bytes, id)| (pack(bytes), id)));
+        // Sized once: growing a map on huge pages zeroes a fresh 2 MB page at each doubling.
+        let short: Vec<(Packed, Rank)> =
+            tokens.filter(|(bytes, _)| bytes.len() <= SHORT).map(|(bytes, id)| (pack(bytes), id)).collect();
+        let mut ids = HashMap::with_capacity_and_hasher_in(short.len(), FxBuildHasher, HugePages);
+        ids.extend(short);
         Self { ids }
     }
 

@@ -11,7 +11,7 @@ mod train_sentencepiece;
 
 use hf_bpe_core::hf_normalize::NormalizeStep;
 use hf_bpe_core::model::MAX_ID;
-use hf_bpe_core::char_merge::{DecodeState, Piece, PieceKind, SentencePieceSpec};
+use hf_bpe_core::char_merge::{DecodeState, Metaspace, Piece, PieceKind, SentencePieceSpec};
 use hf_bpe_core::{
     Behavior, BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, SplitRule, SplitStep, StreamError,
 };
@@ -390,6 +390,121 @@ fn merge_ids_of(merges: &Bound<'_, PyAny>) -> PyResult<Vec<(Rank, Rank)>> {
     Ok(list)
 }
 
+/// GPT-2's byte-to-unicode alphabet read backwards: the byte each of its characters (all below
+/// U+0144) spells, `None` for other characters.
+fn unspelled_byte(char: char) -> Option<u8> {
+    static TABLE: OnceLock<[i16; 0x144]> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut table = [-1i16; 0x144];
+        let mut next = 256usize;
+        for byte in 0..=255u8 {
+            let printable = matches!(byte, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+            let spelled = if printable { usize::from(byte) } else { next += 1; next - 1 };
+            table[spelled] = i16::from(byte);
+        }
+        table
+    });
+    let value = *table.get(char as usize)?;
+    u8::try_from(value).ok()
+}
+
+/// The bytes a token spelled in the byte-to-unicode alphabet stands for; `None` when a character
+/// is outside it.
+fn unspell(spelled: &str) -> Option<Vec<u8>> {
+    spelled.chars().map(unspelled_byte).collect()
+}
+
+/// `tokenizer.json`'s vocabulary (bytes, id) and merges (pairs of ids) as
+/// [`CoreBPE::from_spelled_merges`] reads them; `Ok(None)` for anything irregular. Tokens are
+/// looked up as the `&str` of the dictionary's own keys: no copies.
+#[allow(clippy::type_complexity)]
+fn spelled_vocab_and_merges(
+    vocab: &Bound<'_, PyDict>,
+    merges: &Bound<'_, PyList>,
+    specials: &[(String, Rank)],
+) -> PyResult<Option<(Vec<(Vec<u8>, Rank)>, Vec<(Rank, Rank)>)>> {
+    let special_id: FxHashMap<&str, Rank> = specials.iter().map(|(text, id)| (text.as_str(), *id)).collect();
+    let special_ids: rustc_hash::FxHashSet<Rank> = specials.iter().map(|(_, id)| *id).collect();
+    // The keys, kept alive while their text is borrowed below.
+    let mut entries: Vec<(Bound<'_, PyString>, Rank)> = Vec::with_capacity(vocab.len());
+    for (spelled, id) in vocab.iter() {
+        let (Ok(spelled), Ok(id)) = (spelled.cast_into::<PyString>(), id.cast::<PyInt>()) else {
+            return Ok(None);
+        };
+        let Some(id) = id.extract::<i64>().ok().and_then(id_below_limit) else { return Ok(None) };
+        entries.push((spelled, id));
+    }
+    // Every key (token id or None when spelled outside the alphabet or an added token).
+    let mut spelled_ids: FxHashMap<&str, Option<Rank>> =
+        FxHashMap::with_capacity_and_hasher(entries.len(), Default::default());
+    let mut tokens = Vec::with_capacity(entries.len());
+    for (spelled, id) in &entries {
+        let Ok(spelled) = spelled.to_str() else { return Ok(None) };
+        let id = *id;
+        if special_ids.contains(&id) {
+            if special_id.get(spelled) != Some(&id) {
+                return Ok(None);
+            }
+            spelled_ids.insert(spelled, None);
+            continue;
+        }
+        if special_id.contains_key(spelled) {
+            return Ok(None);
+        }
+        match unspell(spelled) {
+            Some(token) => {
+                tokens.push((token, id));
+                spelled_ids.insert(spelled, Some(id));
+            }
+            None => {
+                spelled_ids.insert(spelled, None);
+            }
+        }
+    }
+    let mut merge_ids = Vec::with_capacity(merges.len());
+    let mut joined = String::new();
+    let mut pair_parts: [Option<Bound<'_, PyString>>; 2] = [None, None];
+    for merge in merges.iter() {
+        let line;
+        let (left, right): (&str, &str) = if let Ok(text) = merge.cast::<PyString>() {
+            line = text.clone();
+            let Ok(text) = line.to_str() else { return Ok(None) };
+            let Some(pair) = text.split_once(' ') else { return Ok(None) };
+            pair
+        } else if let Ok(pair) = merge.cast::<PyList>() {
+            if pair.len() != 2 {
+                return Ok(None);
+            }
+            for (slot, part) in pair_parts.iter_mut().zip(pair.iter()) {
+                let Ok(part) = part.cast_into::<PyString>() else { return Ok(None) };
+                *slot = Some(part);
+            }
+            let [Some(left), Some(right)] = &pair_parts else { return Ok(None) };
+            let (Ok(left), Ok(right)) = (left.to_str(), right.to_str()) else { return Ok(None) };
+            (left, right)
+        } else {
+            return Ok(None);
+        };
+        if special_id.contains_key(left) || special_id.contains_key(right) {
+            continue;
+        }
+        let (Some(&left_id), Some(&right_id)) = (spelled_ids.get(left), spelled_ids.get(right)) else {
+            return Ok(None); // a part the vocabulary lacks
+        };
+        let (Some(left_id), Some(right_id)) = (left_id, right_id) else {
+            continue; // a token outside the alphabet: never formed, so never merged
+        };
+        joined.clear();
+        joined.push_str(left);
+        joined.push_str(right);
+        if !matches!(spelled_ids.get(joined.as_str()), Some(Some(_))) {
+            return Ok(None);
+        }
+        merge_ids.push((left_id, right_id));
+    }
+    Ok(Some((tokens, merge_ids)))
+}
+
 fn build_error(py: Python<'_>, error: BuildError) -> PyErr {
     match error {
         BuildError::Pattern(error) => PyValueError::new_err(error.to_string()),
@@ -549,10 +664,48 @@ impl CoreBPE {
         })
     }
 
+    /// A merges-list model read straight from a byte-level `tokenizer.json`'s `model.vocab` (token
+    /// spelled in GPT-2's byte-to-unicode alphabet -> id) and `model.merges` (`"left right"` or
+    /// `[left, right]`), with the added tokens `special_tokens`; the reading of
+    /// `conversion.hf.load`, done here because a 256,000-token file takes seconds in Python. Tokens
+    /// spelled outside the alphabet are left out (byte-level input never forms them), and so are
+    /// merges naming them or an added token. `None` when anything needs that reading's checks
+    /// and messages: an id that is not an int in range, an added token's id or text elsewhere in
+    /// the vocabulary, a merge that is not a pair of vocabulary tokens or forms none. With
+    /// `rank_rule`, the model becomes the rank model it equals (tiktoken's rule) when the core proves
+    /// they encode every text alike and the vocabulary has every byte (`kind` tells).
+    #[staticmethod]
+    fn from_spelled_merges(
+        vocab: &Bound<'_, PyDict>,
+        merges: &Bound<'_, PyList>,
+        split: &Bound<'_, PyAny>,
+        special_tokens: &Bound<'_, PyDict>,
+        ignore_merges: bool,
+        rank_rule: bool,
+    ) -> PyResult<Option<Self>> {
+        let py = vocab.py();
+        guarded(py, || {
+            check_build_memory(vocab.len() + special_tokens.len() + merges.len());
+            let specials = specials_of(special_tokens)?;
+            let Some((tokens, merge_ids)) = spelled_vocab_and_merges(vocab, merges, &specials)? else {
+                return Ok(None);
+            };
+            let (normalizers, split) = model_split_of(split)?;
+            let build = if rank_rule { Model::from_merges_as_ranks } else { Model::from_merges };
+            let mut model = py
+                .detach(|| build(tokens, merge_ids, split, specials, ignore_merges))
+                .map_err(|error| build_error(py, error))?;
+            model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
+            Ok(Some(Self::with_model(model)))
+        })
+    }
+
     /// A SentencePiece BPE model: `pieces` are `(text, score, type)` with the protobuf's type
     /// numbers, ids by position; `charsmap` is the normalizer's precompiled map (empty: identity).
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (pieces, byte_fallback, unk_surface, charsmap, add_dummy_prefix, remove_extra_whitespaces,
+                        escape_whitespaces, metaspace=None))]
     fn sentencepiece(
         py: Python<'_>,
         pieces: &Bound<'_, PyAny>,
@@ -562,6 +715,7 @@ impl CoreBPE {
         add_dummy_prefix: bool,
         remove_extra_whitespaces: bool,
         escape_whitespaces: bool,
+        metaspace: Option<(bool, bool, bool)>,
     ) -> PyResult<Self> {
         guarded(py, || {
             check_build_memory(pieces.len().unwrap_or(0));
@@ -584,6 +738,7 @@ impl CoreBPE {
                 add_dummy_prefix,
                 remove_extra_whitespaces,
                 escape_whitespaces,
+                metaspace: metaspace.map(|(first_only, unless_space, split)| Metaspace { first_only, unless_space, split }),
             };
             let model = py.detach(|| Model::from_sentencepiece(spec)).map_err(|error| build_error(py, error))?;
             Ok(Self::with_model(model))
@@ -692,6 +847,31 @@ impl CoreBPE {
             let pool = thread_pool(num_threads)?;
             let rows = self.batch(py, texts, policy, &pool, "encode_batch")?;
             self.ints.lists(py, &rows, &pool)
+        })
+    }
+
+    /// Like `encode`, as one buffer for NumPy (native `uint32` ids): no Python int per id, and on
+    /// the calling thread as `encode` (a batch call hands the text to the pool, which costs more than
+    /// a short text's encoding).
+    #[pyo3(signature = (text, policy=None))]
+    fn encode_u32<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+        policy: Option<&SpecialPolicy>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        guarded(py, || {
+            let text = text_of(text, "encode")?;
+            let policy = policy.unwrap_or(&self.ordinary);
+            let ids = self
+                .run(py, text.len(), || self.encode_policy(&text, policy))
+                .map_err(|f| f.into_py(py))?;
+            PyBytes::new_with(py, ids.len() * 4, |buffer| {
+                for (chunk, &id) in buffer.chunks_exact_mut(4).zip(&ids) {
+                    chunk.copy_from_slice(&id.to_ne_bytes());
+                }
+                Ok(())
+            })
         })
     }
 
