@@ -96,7 +96,7 @@ def _added_tokens(draw: Any) -> list[AddedToken]:
 
 
 _NORMALIZERS = [None, {"type": "NFKC"}, {"type": "Sequence", "normalizers": [{"type": "Lowercase"}, {
-    "type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}]
+    "type": "Replace", "pattern": {"String": " "}, "content": "_"}]}]
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(15, 3), id="ci"),
