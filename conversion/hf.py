@@ -25,7 +25,7 @@ piece score, SentencePiece's whitespace handling as normalizer steps), exactly w
 `tokenizers` can reproduce them and otherwise only with ``lossy=True``; SentencePiece-style files
 are read by :mod:`conversion._hf_sentencepiece_read`.
 
-About 640 lines: building, saving and loading one file format, whose two directions must agree on
+About 730 lines: building, saving and loading one file format, whose two directions must agree on
 ids, added tokens and normalizers, read best side by side; the pre-tokenizer and SentencePiece parts
 already live in their own modules.
 """
@@ -33,6 +33,7 @@ already live in their own modules.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -66,10 +67,20 @@ from hf_bpe.errors import (
     MissingBytesWarning,
     TokenizerFileError,
 )
-from hf_bpe.model import BPE, MAX_DENSE_IDS, NEVER_IN_UTF8, as_model, missing_bytes
+from hf_bpe.model import (
+    BPE,
+    MAX_DENSE_IDS,
+    NEVER_IN_UTF8,
+    SPECIAL_TOKEN_RULES,
+    as_model,
+    missing_bytes,
+    special_token_rules,
+    with_special_token_rules,
+)
 
 __all__ = [
     "ConversionError",
+    "added_token_probe_texts",
     "build_tokenizer",
     "load",
     "pre_tokenizer_difference",
@@ -77,6 +88,7 @@ __all__ = [
     "save",
     "sentencepiece_differences",
     "sentencepiece_probe_texts",
+    "special_token_settings",
     "split_probe_texts",
     "translate_pattern",
 ]
@@ -336,9 +348,10 @@ def _added_token_table(
     model: BPE, ranks: dict[bytes, int], added_tokens: Mapping[int, AddedToken | str]
 ) -> dict[int, AddedToken]:
     """Id -> AddedToken for the model's special tokens and the caller's added tokens, validated."""
+    rules = special_token_rules(model)
     table: dict[int, AddedToken] = {
         token_id: AddedToken(
-            text, special=True, normalized=False, lstrip=False, rstrip=False, single_word=False
+            text, special=True, **{rule: rule in rules.get(text, ()) for rule in SPECIAL_TOKEN_RULES}
         )
         for text, token_id in model.special_tokens.items()
     }
@@ -445,9 +458,17 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
       ``ByteLevel`` and other pre-tokenizers are refused by name.
     - ``decoder``: ``ByteLevel``.
     - ``added_tokens`` become special tokens (the ``special`` flag is not kept): `tokenizers` cuts all
-      of them out of text. ``lstrip``/``rstrip``/``single_word`` are refused unless ``lossy=True``
-      (which drops them). A merge that names an added token can never apply and is dropped.
-    - ``post_processor`` (BOS/EOS templates), truncation and padding are not part of the model.
+      of them out of text. Their ``lstrip``, ``rstrip``, ``single_word`` and ``normalized`` flags
+      become the model's special-token rules (:func:`hf_bpe.model.with_special_token_rules`), matched as `tokenizers` matches
+      them (stripped whitespace is part of the token's span; ``normalized`` tokens are looked for
+      between the others) and checked at load on texts full of the tokens
+      (:func:`added_token_probe_texts`). Refused: ``normalized`` tokens with a normalizer
+      (`tokenizers` matches them in the normalized text), and an ``rstrip`` token where a token
+      starts with whitespace (`tokenizers` then matches overlapping text). A merge that names an
+      added token can never apply and is dropped. ``lossy`` changes nothing for byte-level files.
+    - ``post_processor`` (BOS/EOS templates), truncation and padding are not part of the model;
+      :func:`special_token_settings` reads the BOS/EOS templates for
+      :class:`hf_bpe.transformers.BPETokenizer`.
 
     Vocabulary entries not spelled in the byte-level alphabet that are not added tokens (such as the
     placeholders :func:`save` writes for id holes) can never be produced and are left out, as ids
@@ -481,6 +502,93 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
             tokenizer_json, "not a tokenizer.json: a value inside it has the wrong JSON type (an array or a "
             "string where tokenizers writes an object, say)"
         ) from None
+
+
+def special_token_settings(tokenizer_json: str | os.PathLike[str]) -> dict[str, Any]:
+    """The BOS/EOS settings of a ``tokenizer.json``'s ``post_processor``, as
+    :meth:`hf_bpe.transformers.BPETokenizer.from_model` takes them (``bos_token``, ``eos_token``,
+    ``add_bos_token``, ``add_eos_token``): with them, ``BPETokenizer.from_model(load(path),
+    **settings)(text, pair)`` gives the ``input_ids`` and ``token_type_ids`` that `tokenizers` gives.
+
+    Read: no post-processor; ``TemplateProcessing`` whose templates put a special token before
+    and/or after each sequence, the pair's second half with type id 1 (as transformers writes them,
+    Llama 3's); ``ByteLevel`` with ``trim_offsets`` false (it then changes nothing); a ``Sequence`` of
+    these. Refused with :class:`~hf_bpe.errors.TokenizerFileError` naming the post-processor: other
+    templates, ``RobertaProcessing`` and ``BertProcessing`` (their pairs differ from transformers'
+    BOS/EOS pairs), ``ByteLevel`` trimming offsets (``trim_offsets`` true: BPETokenizer's offsets are
+    not trimmed).
+
+    >>> import conversion.hf, tempfile, os
+    >>> from tokenizers import Tokenizer, models, processors
+    >>> tokenizer = Tokenizer(models.BPE(vocab={"<s>": 0, "a": 1}, merges=[]))
+    >>> tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s>:1 $B:1",
+    ...                                                          special_tokens=[("<s>", 0)])
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokenizer.json")
+    >>> tokenizer.save(path)
+    >>> conversion.hf.special_token_settings(path)
+    {'bos_token': '<s>', 'eos_token': None, 'add_bos_token': True, 'add_eos_token': False}
+    """
+    document = read_json(tokenizer_json)
+    if not isinstance(document, dict):
+        raise TokenizerFileError(tokenizer_json, f"not a tokenizer.json: it holds a JSON {_json_kind(document)}")
+    none = {"bos_token": None, "eos_token": None, "add_bos_token": False, "add_eos_token": False}
+    processor = document.get("post_processor")
+    steps = processor.get("processors") if isinstance(processor, dict) and processor.get("type") == "Sequence" \
+        else [processor]
+    templates: list[dict[str, Any]] = []
+    for step in steps if isinstance(steps, list) else [processor]:
+        kind = step.get("type") if isinstance(step, dict) else None
+        if step is None:
+            continue
+        if kind == "ByteLevel" and step.get("trim_offsets") is False:
+            continue
+        if kind != "TemplateProcessing" or templates:
+            what = "ByteLevel with trim_offsets" if kind == "ByteLevel" else repr(kind)
+            raise TokenizerFileError(
+                tokenizer_json, f"the post-processor {what} is not supported (BPETokenizer puts BOS/EOS tokens "
+                "around each sequence as one TemplateProcessing does, and does not trim offsets)"
+            )
+        templates.append(step)
+    if not templates:
+        return none
+    template = templates[0]
+    single = template.get("single") or []
+    names = [next(iter(item.values())).get("id") if isinstance(item, dict) and item else None for item in single]
+    bos = names[0] if len(names) > 1 and "SpecialToken" in single[0] else None
+    eos = names[-1] if len(names) > 1 and "SpecialToken" in single[-1] else None
+    settings = {"bos_token": bos, "eos_token": eos, "add_bos_token": bos is not None, "add_eos_token": eos is not None}
+    ids = {name: entry.get("ids") for name, entry in (template.get("special_tokens") or {}).items()
+           if isinstance(entry, dict)}
+
+    class _Ids:
+        @staticmethod
+        def token_to_id(token: str) -> int | None:
+            found = ids.get(token)
+            return found[0] if isinstance(found, list) and len(found) == 1 else None
+
+    try:
+        expected = _post_processor(_Ids(), bos, eos, bos is not None, eos is not None)  # type: ignore[arg-type]
+    except ValueError:
+        expected = None
+    written = Tokenizer(models.BPE())
+    written.post_processor = expected
+    if expected is None or json.loads(written.to_str())["post_processor"] != template:
+        raise TokenizerFileError(
+            tokenizer_json, f"the post-processor's TemplateProcessing (single {_template_text(single)}, pair "
+            f"{_template_text(template.get('pair') or [])}) is not one BPETokenizer reproduces: it puts one "
+            "special token before and/or after each sequence, the second with type id 1"
+        )
+    return settings
+
+
+def _template_text(items: list[Any]) -> str:
+    """A template of the file as `tokenizers` spells it (``"<s>:0 $A:0"``)."""
+    words = []
+    for item in items:
+        kind, value = next(iter(item.items())) if isinstance(item, dict) and item else ("?", {})
+        name = f"${value.get('id')}" if kind == "Sequence" else str(value.get("id"))
+        words.append(f"{name}:{value.get('type_id')}")
+    return repr(" ".join(words))
 
 
 def _json_kind(value: object) -> str:
@@ -529,23 +637,27 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         raise refuse(f"the decoder {describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
 
     specials: dict[str, int] = {}
+    rules: dict[str, set[str]] = {}
     for entry in document.get("added_tokens") or []:
         content, token_id = entry["content"], entry["id"]
-        stripped = [flag for flag in ("lstrip", "rstrip", "single_word") if entry.get(flag)]
-        if stripped and not lossy:
-            raise refuse(
-                f"added token {content!r} has {', '.join(stripped)}, which hf_bpe's special tokens cannot "
-                "express; pass lossy=True to load it without"
-            )
         if content in specials:
             raise refuse(f"added token {content!r} appears twice")
-        if entry.get("normalized", not entry.get("special", False)) and \
-                any(step.kind != "prefix_space" for step in normalizers):
+        normalized = entry.get("normalized", not entry.get("special", False))
+        if normalized and any(step.kind != "prefix_space" for step in normalizers):
             raise refuse(
                 f"added token {content!r} has normalized = true and the file has a normalizer: tokenizers matches it "
                 "in the normalized text, hf_bpe's special tokens are matched in the text as given"
             )
+        spelled = try_str_to_token(content)
+        if spelled is not None and spelled != content.encode():
+            raise refuse(
+                f"added token {content!r} is spelled in the byte-level alphabet: tokenizers' ByteLevel decoder turns it "
+                f"into the bytes {spelled!r}, not its text, which hf_bpe's special tokens do not reproduce"
+            )
         specials[content] = token_id
+        rules[content] = {flag for flag in ("lstrip", "rstrip", "single_word") if entry.get(flag)} | \
+            ({"normalized"} if normalized else set())
+    rules = _added_token_rules(rules, refuse)
 
     ignore_merges = bool(model.get("ignore_merges", False))
     name = name or Path(path).parent.name or "tokenizer"
@@ -567,9 +679,15 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             f"the vocabulary lacks the byte symbols {_show_bytes(absent)} and model.unk_token is set: tokenizers "
             "emits the unknown token for such bytes, which hf_bpe's byte-level models do not"
         )
-    if normalizers and checked:
-        _check_normalizer(loaded, document, refuse)
-        _check_pipeline(document, path, lossy, split, refuse)
+    if rules:
+        loaded = with_special_token_rules(loaded, rules)
+    if checked and (normalizers or rules):
+        reduced = _ReducedPair(document, path, lossy, split)
+        if normalizers:
+            _check_normalizer(loaded, document, refuse)
+            _check_pipeline(reduced, refuse)
+        if rules:  # plain added tokens are matched leftmost-longest, as tokenizers does
+            _check_added_tokens(reduced, sorted(loaded.special_tokens), refuse)
     in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
     if in_text:
         warnings.warn(
@@ -658,30 +776,91 @@ def _reduced(document: dict[str, Any], merges: int = PIPELINE_CHECK_MERGES) -> d
                 padding=None)
 
 
-def _check_pipeline(document: dict[str, Any], path: str | os.PathLike[str], lossy: bool, split: patterns.Pattern,
-                    refuse: Any) -> None:
-    """Refuse the file unless ids and offsets of a sample of probe texts equal `tokenizers`', the file's
-    normalizer, pre-tokenizer and added tokens run around the same reduced model on both sides
-    (:func:`_reduced`: building the whole vocabulary in `tokenizers` too would double the load's time). What
-    a load must confirm is how the file's own steps normalize, cut and map offsets back; that merging equals
-    `tokenizers`' merging on every vocabulary is the merge engine's, proven by the test suite."""
-    import json
-
-    reduced = _reduced(document)
-    theirs = Tokenizer.from_str(json.dumps(reduced))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MissingBytesWarning)  # the whole file's warning is given once
-        ours = _load(reduced, path, name=None, lossy=lossy, checked=False, confirmed_split=split)
-    texts = list(split_probe_texts()[::7]) + probe_texts(200, seed=3)
-    encodings = theirs.encode_batch(texts, add_special_tokens=False)
-    for text, encoding in zip(texts, encodings):
-        ids, starts = ours.encode_with_offsets(text, allowed_special="all")
-        if ids != encoding.ids or starts != [start for start, _ in encoding.offsets]:
+def _added_token_rules(rules: dict[str, set[str]], refuse: Any) -> dict[str, set[str]]:
+    """The added tokens' rules as :func:`hf_bpe.model.with_special_token_rules` takes them: only those
+    with some (``normalized`` only when some tokens lack it: `tokenizers` looks for normalized tokens
+    after the others, which changes nothing when all or none are). Refused: a token that strips the
+    whitespace after it where a token starts with whitespace (`tokenizers` then gives overlapping
+    tokens, or fails)."""
+    if all("normalized" in names for names in rules.values()):
+        rules = {text: names - {"normalized"} for text, names in rules.items()}
+    for later in (True, False):
+        phase = [text for text, names in rules.items() if ("normalized" in names) == later]
+        stripping = next((text for text in phase if "rstrip" in rules[text]), None)
+        spaced = next((text for text in phase if text[:1].isspace()), None)
+        if stripping is not None and spaced is not None:
             raise refuse(
-                f"hf_bpe cannot load this file exactly: {text!r:.80} encodes to {ids[:12]} (starting at "
-                f"{starts[:12]}) here but to {encoding.ids[:12]} (offsets {encoding.offsets[:12]}) in tokenizers, "
-                f"with the file's first {PIPELINE_CHECK_MERGES} merges; please report this"
+                f"added token {stripping!r} has rstrip and added token {spaced!r} starts with whitespace: tokenizers "
+                "then matches overlapping text, which hf_bpe does not reproduce"
             )
+    return {text: names for text, names in rules.items() if names}
+
+
+_ADDED_TOKEN_CONTEXT = [" ", "  ", "\n", "\t", "\u3000", "\xa0", "a", "Z", "é", "1", "_", "\u0301", "中", ".", "-",
+                        "<", ">", "\u200d", ""]
+
+
+def added_token_probe_texts(tokens: Sequence[str], count: int = 300, seed: int = 0) -> list[str]:
+    """Texts that put the added ``tokens`` next to each other, to whitespace of several kinds, word
+    characters (letters, digits, ``_``, a combining mark) and punctuation: where stripping and
+    single-word rules decide.
+
+    >>> texts = added_token_probe_texts(["<x>"], 5)
+    >>> len(texts), all("<x>" in text for text in texts)
+    (5, True)
+    """
+    import random
+
+    rng = random.Random(seed)
+    tokens = list(tokens)
+    texts = []
+    for _ in range(count):
+        parts = [rng.choice(tokens)]
+        for _ in range(rng.randint(0, 6)):
+            parts.append(rng.choice(tokens) if rng.random() < 0.3 else rng.choice(_ADDED_TOKEN_CONTEXT))
+        rng.shuffle(parts)
+        texts.append("".join(parts))
+    return texts
+
+
+class _ReducedPair:
+    """The file's steps around a reduced model (:func:`_reduced`) in `tokenizers` and here, made once for the
+    checks of a load: building the whole vocabulary in `tokenizers` too would double the load's time. What a
+    load must confirm is how the file's own steps normalize, cut, match added tokens and map offsets back;
+    that merging equals `tokenizers`' merging on every vocabulary is the merge engine's, proven by the test
+    suite."""
+
+    def __init__(self, document: dict[str, Any], path: str | os.PathLike[str], lossy: bool,
+                 split: patterns.Pattern) -> None:
+        reduced = _reduced(document)
+        self.theirs = Tokenizer.from_str(json.dumps(reduced))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MissingBytesWarning)  # the whole file's warning is given once
+            self.ours = _load(reduced, path, name=None, lossy=lossy, checked=False, confirmed_split=split)
+
+    def first_difference(self, texts: list[str]) -> str | None:
+        """How the first of ``texts`` that differs in ids or starts is encoded by each, or None."""
+        for text, encoding in zip(texts, self.theirs.encode_batch(texts, add_special_tokens=False)):
+            ids, starts = self.ours.encode_with_offsets(text, allowed_special="all")
+            if ids != encoding.ids or starts != [start for start, _ in encoding.offsets]:
+                return (f"{text!r:.80} encodes to {ids[:12]} (starting at {starts[:12]}) here but to "
+                        f"{encoding.ids[:12]} (offsets {encoding.offsets[:12]}) in tokenizers, with the file's first "
+                        f"{PIPELINE_CHECK_MERGES} merges")
+        return None
+
+
+def _check_added_tokens(reduced: _ReducedPair, tokens: list[str], refuse: Any) -> None:
+    """Refuse the file unless ids and starts of texts full of its added tokens equal `tokenizers`'."""
+    difference = reduced.first_difference(added_token_probe_texts(tokens))
+    if difference is not None:
+        raise refuse(f"hf_bpe cannot load the added tokens of this file exactly: {difference}; please report this")
+
+
+def _check_pipeline(reduced: _ReducedPair, refuse: Any) -> None:
+    """Refuse the file unless ids and offsets of a sample of probe texts equal `tokenizers`'."""
+    difference = reduced.first_difference(list(split_probe_texts()[::7]) + probe_texts(200, seed=3))
+    if difference is not None:
+        raise refuse(f"hf_bpe cannot load this file exactly: {difference}; please report this")
 
 
 def _show_bytes(absent: bytes) -> str:

@@ -322,6 +322,7 @@ def tekken_document(model: BPE, *, version: str = "v7", lossy: bool = False) -> 
     """The tekken JSON of ``model`` as a dict (see :func:`save_tekken`)."""
     model = as_model(model)
     check_rank_rule(model, "a tekken file", lossy=lossy)
+    _rules.check_no_special_token_rules(model, "a tekken file", lossy=lossy)
     if not isinstance(model.pattern, str):
         raise ConversionError(
             f"a tekken file cannot hold the split pattern of {model!r}: tekken holds a tiktoken regex "

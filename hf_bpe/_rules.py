@@ -89,6 +89,18 @@ def check_not_sentencepiece(model: BPE, target: str, rule: str) -> None:
         )
 
 
+def check_no_special_token_rules(model: BPE, target: str, *, lossy: bool) -> None:
+    """Raise :class:`~hf_bpe.errors.ConversionError` when ``model``'s special tokens have
+    `tokenizers`' added-token rules (:func:`hf_bpe.model.with_special_token_rules`), which ``target``
+    cannot hold, unless ``lossy`` (the file then matches them without)."""
+    if model._rules and not lossy:
+        raise ConversionError(
+            f"{target} cannot hold the special-token rules of {model!r} ({', '.join(map(repr, sorted(model._rules)[:5]))}: "
+            "lstrip, rstrip, single_word or normalized); keep it as tokenizer.json (conversion.hf.save), or pass "
+            "lossy=True to write the tokens without them"
+        )
+
+
 def ignore_merges(model: BPE) -> bool | None:
     """Whether ``model`` emits a piece that is a token whole: always for rank models, as configured
     for merges lists (HF's ``ignore_merges``), ``None`` for SentencePiece models.

@@ -381,9 +381,7 @@ def view_tokenizer(tokenizer: Any, text: str) -> TokenView:
     ``tokenizer.encode(text, add_special_tokens=False)`` does. ``BPETokenizer.view`` calls this."""
     if not isinstance(text, str):
         raise TypeError(f"view expects the text as a str, got {type(text).__name__}")
-    encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-    ids = list(encoded["input_ids"])
-    starts = [start for start, _ in encoded["offset_mapping"]]
+    ids, starts = tokenizer._ids_and_starts(text)
     model = tokenizer.model
     added = {token_id: token.content for token_id, token in tokenizer.added_tokens_decoder.items()}
     token_bytes = []

@@ -31,7 +31,8 @@ from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
 __all__ = [
     "BPE", "MAX_DENSE_IDS", "MODEL_FILE", "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "NEVER_IN_UTF8", "AllowedSpecial",
-    "DisallowedSpecial", "IdType", "Nulls", "as_model", "clear_cache", "id_type_for", "n_ordinary"
+    "DisallowedSpecial", "IdType", "Nulls", "as_model", "clear_cache", "id_type_for", "n_ordinary",
+    "special_token_rules", "with_special_token_rules"
 ]
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
@@ -47,6 +48,12 @@ _NOTHING: frozenset[str] = frozenset()
 
 MODEL_FORMAT = "hf_bpe"
 MODEL_FORMAT_VERSION = 1
+_RULES_FORMAT_VERSION = 2
+"""The version of model files holding special-token rules (readers of version 1 refuse them)."""
+
+SPECIAL_TOKEN_RULES = {"lstrip": 1, "rstrip": 2, "single_word": 4, "normalized": 8}
+"""`tokenizers`' added-token flags a special token may carry (:func:`with_special_token_rules`),
+and the core's bit for each."""
 MODEL_FILE = "hf_bpe.json"
 """The model file's name inside a tokenizer folder."""
 
@@ -67,6 +74,7 @@ class _Encoder:
 
     _core: Any
     _aliases: dict[str, int] = {}  # noqa: RUF012 - second names of a special token's id (tiktoken's Encoding)
+    _rules: dict[str, int] = {}  # noqa: RUF012 - special token -> its added-token rules, as the core's bits
     name: str | None
 
     def _use_core(self, core: Any, specials: dict[str, int], name: str | None) -> None:
@@ -277,7 +285,8 @@ class _Encoder:
         if self._aliases:
             tokens = [(text, self._special_tokens[text]) for text in allowed]
             return self._core.added_tokens_policy(tokens, list(disallowed))
-        return self._core.special_policy(list(allowed), list(disallowed))
+        rules = [(text, self._rules[text]) for text in allowed if text in self._rules]
+        return self._core.special_policy(list(allowed), list(disallowed), rules)
 
     def _use_aliases(self, special_tokens: dict[str, int], aliases: dict[str, int]) -> None:
         """Take ``special_tokens`` with second names of an id (``aliases``, a part of it), as tiktoken allows."""
@@ -784,6 +793,9 @@ class BPE(_Encoder):
             document["ignore_merges"] = self._core.ignore_merges
             if any(byte not in NEVER_IN_UTF8 for byte in self._core.missing_bytes):
                 document["drop_missing_bytes"] = True
+        if self._rules:
+            document["version"] = _RULES_FORMAT_VERSION
+            document["special_token_rules"] = {text: sorted(names) for text, names in special_token_rules(self).items()}
         return document
 
     @classmethod
@@ -807,16 +819,21 @@ class BPE(_Encoder):
         ranks = {_unb64(token): rank for token, rank in entries}
         if len(ranks) != len(entries):
             raise ValueError("a token appears twice in ranks")
+        rules = document.get("special_token_rules", {})
+        if not isinstance(rules, dict):
+            raise TypeError("special_token_rules must be an object")
         if kind == "merges":
             merges = [(_unb64(left), _unb64(right)) for left, right in _entries(document["merges"], "merges", 2)]
-            return cls.from_merges(
+            model = cls.from_merges(
                 ranks, merges, _pattern_of(document["pattern"]), document["special_tokens"],
                 ignore_merges=bool(document["ignore_merges"]),
                 drop_missing_bytes=bool(document.get("drop_missing_bytes", False)), name=name,
             )
-        if kind != "ranks":
+        elif kind == "ranks":
+            model = cls(ranks, _pattern_of(document["pattern"]), document["special_tokens"], name=name)
+        else:
             raise ValueError(f"unknown model kind {kind!r:.80}")
-        return cls(ranks, _pattern_of(document["pattern"]), document["special_tokens"], name=name)
+        return with_special_token_rules(model, rules) if rules else model
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> BPE:
@@ -825,9 +842,9 @@ class BPE(_Encoder):
         document = read_json(path)
         if not isinstance(document, dict) or document.get("format") != MODEL_FORMAT:
             raise TokenizerFileError(path, f"not an hf_bpe model file (no \"format\": \"{MODEL_FORMAT}\")")
-        if document.get("version") != MODEL_FORMAT_VERSION:
+        if document.get("version") not in (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION):
             raise TokenizerFileError(
-                path, f"model file version {document.get('version')!r} is not supported (expected 1)"
+                path, f"model file version {document.get('version')!r} is not supported (expected 1 or 2)"
             )
         try:
             return cls._from_document(document)
@@ -835,14 +852,14 @@ class BPE(_Encoder):
             raise TokenizerFileError(path, f"invalid model file: {_describe_error(error)}") from None
 
     def __reduce__(self) -> tuple[Any, ...]:
-        if self.kind == "ranks":
+        if self.kind == "ranks" and not self._rules:
             return (type(self), (self.mergeable_ranks, self.pattern, self._special_tokens, self.name))
         return (_restore, (type(self), self._document()))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BPE):
             return NotImplemented
-        if self.kind != other.kind or self._special_tokens != other._special_tokens:
+        if self.kind != other.kind or self._special_tokens != other._special_tokens or self._rules != other._rules:
             return False
         if self._sentencepiece is not None:
             return self._sentencepiece == other._sentencepiece
@@ -917,6 +934,64 @@ def normalized_text(model: BPE, text: str) -> str:
     'ab'
     """
     return str(model._core.normalize(text))
+
+
+def special_token_rules(model: BPE) -> dict[str, frozenset[str]]:
+    """The special tokens with `tokenizers`' added-token rules, and their rules (see
+    :func:`with_special_token_rules`); empty when none has any."""
+    return {text: frozenset(name for name, bit in SPECIAL_TOKEN_RULES.items() if bits & bit)
+            for text, bits in model._rules.items()}
+
+
+def with_special_token_rules(model: BPE, rules: Mapping[str, Iterable[str]]) -> BPE:
+    """``model`` with special tokens matched as `tokenizers` matches added tokens with these
+    flags (its ``AddedToken`` options; the model's core is shared, not copied):
+
+    - ``"lstrip"`` / ``"rstrip"``: the token's match takes in the whitespace before / after it
+      (its id covers that text; lstrip reaches back no further than the previous token);
+    - ``"single_word"``: the token matches only with no word character (Unicode ``\\w``) just
+      before and after it;
+    - ``"normalized"``: the token is looked for only in the text between the other special
+      tokens' matches (`tokenizers` matches such tokens after the others, in normalized text;
+      so only for models whose normalizer, if any, is ByteLevel's prefix space).
+
+    Rules apply where the token is allowed (``allowed_special``); text given in parts
+    (:meth:`BPE.encode_iterable`) cannot be encoded with them. Tokens not named keep none.
+
+    >>> import hf_bpe
+    >>> enc = hf_bpe.BPE({bytes([b]): b for b in range(256)}, "gpt2", special_tokens={"<m>": 256})
+    >>> stripping = with_special_token_rules(enc, {"<m>": ["lstrip", "rstrip"]})
+    >>> stripping.encode_with_offsets("a  <m> b", allowed_special="all"), sorted(special_token_rules(stripping)["<m>"])
+    (([97, 256, 98], [0, 1, 7]), ['lstrip', 'rstrip'])
+    """
+    if model._sentencepiece is not None:
+        raise ValueError(f"{model!r} is a SentencePiece model; special-token rules are for byte-level models")
+    if not isinstance(rules, Mapping):
+        raise TypeError(f"rules must be a mapping of special token to rule names, got {type(rules).__name__}")
+    bits: dict[str, int] = {}
+    for text, names in rules.items():
+        if text not in model._special_tokens:
+            raise ValueError(f"{text!r} is not a special token of {model!r}")
+        if isinstance(names, str):
+            raise TypeError(f"the rules of {text!r} must be a collection of rule names, got the str {names!r}")
+        names = set(names)
+        unknown = names - SPECIAL_TOKEN_RULES.keys()
+        if unknown:
+            raise ValueError(f"unknown rules {sorted(unknown)} for {text!r}; the rules are "
+                             f"{', '.join(SPECIAL_TOKEN_RULES)}")
+        if names:
+            bits[text] = sum(SPECIAL_TOKEN_RULES[name] for name in names)
+    changing = [step.kind for step in patterns.normalizers_of(model.pattern) if step.kind != "prefix_space"]
+    if changing and any(bit & SPECIAL_TOKEN_RULES["normalized"] for bit in bits.values()):
+        raise ValueError(
+            f"{model!r} normalizes text ({', '.join(changing)}): a special token with the normalized rule would "
+            "have to be matched in the normalized text, which hf_bpe does not do"
+        )
+    changed = object.__new__(type(model))  # sharing the core (copy.copy would rebuild it through __reduce__)
+    changed.__dict__.update(model.__dict__)
+    changed._policies = {}
+    changed._rules = bits
+    return changed
 
 
 def missing_bytes(model: BPE) -> bytes:

@@ -37,7 +37,7 @@ from hf_bpe.cli._common import (
     source_options,
 )
 from hf_bpe.cli._inspect import pattern_name
-from hf_bpe.errors import LossyConversionWarning
+from hf_bpe.errors import LossyConversionWarning, TokenizerFileError
 from hf_bpe.model import BPE
 
 
@@ -71,10 +71,11 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.target == "folder":
         refuse_to_overwrite(arguments.out, "OUT", arguments.force)
     model, source_format = read_source_argument(arguments, arguments.source)
+    policy = bos_eos_of(arguments.source) if arguments.target == "folder" and source_format == "hf" else {}
     created = missing_folder(arguments.out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LossyConversionWarning)
-        written = write_model(model, arguments.target, arguments.out, lossy=arguments.lossy)
+        written = write_model(model, arguments.target, arguments.out, lossy=arguments.lossy, **policy)
     print(f"{arguments.source} ({source_format}) -> {written} ({arguments.target}): {describe_briefly(model)}")
     report_created(created)
     for warning in caught:
@@ -88,9 +89,22 @@ def run(arguments: argparse.Namespace) -> int:
     return 0
 
 
-def write_model(model: BPE, target: str, out: Path, *, lossy: bool = False) -> Path:
+def bos_eos_of(source: Path) -> dict[str, Any]:
+    """The BOS/EOS settings of a ``tokenizer.json`` (a file or a folder holding one) for a
+    ``BPETokenizer`` folder (:func:`conversion.hf.special_token_settings`); a post-processor it
+    cannot carry over is named in a warning, and the folder written without BOS/EOS tokens."""
+    path = source / "tokenizer.json" if source.is_dir() else source
+    try:
+        return conversion.hf.special_token_settings(path)
+    except TokenizerFileError as error:
+        print(f"hf-bpe convert: warning: {error.problem}; the folder adds no BOS/EOS tokens and its offsets are "
+              "not trimmed", file=sys.stderr)
+        return {}
+
+
+def write_model(model: BPE, target: str, out: Path, *, lossy: bool = False, **policy: Any) -> Path:
     """Write ``model`` as ``target`` (one of :data:`~hf_bpe._sources.FORMATS`) at ``out``; returns what
-    was written."""
+    was written. ``policy`` (BOS/EOS settings) is for ``"folder"``."""
     if target == "tiktoken":
         return conversion.tiktoken.save(model, out, lossy=lossy)
     if target == "tekken":
@@ -110,7 +124,7 @@ def write_model(model: BPE, target: str, out: Path, *, lossy: bool = False) -> P
     if target == "folder":
         from hf_bpe.transformers import save_tokenizer_folder  # imports transformers: only when asked
 
-        save_tokenizer_folder(model, out)
+        save_tokenizer_folder(model, out, **policy)
         return out
     raise UsageError(f"unknown format {target!r}; formats: {', '.join(FORMATS)}")
 

@@ -100,6 +100,9 @@ class Encoding(_Encoder):
         second names to ``source``'s)."""
         if source.kind != "ranks":
             raise ValueError(f"{source!r} is not a rank model; tiktoken encodes with ranks only")
+        if source._rules:
+            raise ValueError(f"{source!r} has special-token rules (lstrip, rstrip, single_word, normalized), which "
+                             "tiktoken's special tokens do not have")
         encoding = cls.__new__(cls)
         encoding._hold(source, dict(special_tokens))
         encoding._ranks_given = None

@@ -14,6 +14,7 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Padd
 from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe._byte_level import token_to_str
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
+from hf_bpe.patterns import normalizers_of
 from hf_bpe.transformers._added_tokens import AddedTokens
 
 Encoded = tuple[list[int], list[tuple[int, int]] | None]
@@ -89,22 +90,41 @@ class CoreEncoding(PreTrainedTokenizer):
         return encoder.encode_arrow(texts, num_threads=num_threads, dtype=dtype, nulls=nulls,
                                     prefix=prefix, suffix=suffix)
 
+    def _ids_and_starts(self, text: str) -> tuple[list[int], list[int]]:
+        """``encode(text, add_special_tokens=False)`` and where each token starts (what
+        :meth:`view` draws)."""
+        if self._added_tokens().plain:
+            return self._encode_with_starts(text, self.split_special_tokens)
+        encoded = self(text, add_special_tokens=False, return_offsets_mapping=True)  # type: ignore[operator]
+        return list(encoded["input_ids"]), [start for start, _ in encoded["offset_mapping"]]
+
+    def _encode_with_starts(self, text: str, split_special_tokens: bool) -> tuple[list[int], list[int]]:
+        """Ids of ``text`` and the character where each starts, as `tokenizers` gives them."""
+        added = self._added_tokens()
+        if added.first_phase is not None and not split_special_tokens:
+            return added.two_phase(text)
+        encoder = added.encoder_without_specials if split_special_tokens else added.encoder
+        return encoder.encode_with_offsets(text)  # type: ignore[no-any-return]
+
     def _encode_with_offsets(
         self, text: str, split_special_tokens: bool
     ) -> tuple[list[int], list[tuple[int, int]]]:
         """Ids of ``text`` and the characters each covers, ``(start, end)``, as `tokenizers` gives
-        them: a token holding part of a character covers all of it."""
+        them: a token holding part of a character covers all of it. Not for models that normalize
+        text: there a span ends where `tokenizers`' alignment of the normalized text says, which
+        the next token's start does not tell."""
         if self._model.kind == "sentencepiece":
             raise NotImplementedError(
                 f"return_offsets_mapping=True is not available for SentencePiece models ({self._model!r}): the "
                 "offsets of byte pieces and of the dummy prefix's \u2581 would differ from tokenizers'"
             )
-        added = self._added_tokens()
-        if added.first_phase is not None and not split_special_tokens:
-            ids, starts = added.two_phase(text)
-        else:
-            encoder = added.encoder_without_specials if split_special_tokens else added.encoder
-            ids, starts = encoder.encode_with_offsets(text)
+        changing = [step.kind for step in normalizers_of(self._model.pattern)]
+        if changing:
+            raise NotImplementedError(
+                f"return_offsets_mapping=True is not available for a model that normalizes text ({', '.join(changing)}): "
+                "the ends of the spans would differ from tokenizers'; the starts are model.encode_with_offsets's"
+            )
+        ids, starts = self._encode_with_starts(text, split_special_tokens)
         continues = self._get_tables().continues
         spans = []
         for index, start in enumerate(starts):

@@ -17,7 +17,7 @@ from hf_bpe._added_tokens import ordinary_token_id
 from hf_bpe._byte_level import token_to_str, try_str_to_token
 from hf_bpe._io import check_file, read_json
 from hf_bpe._rwlock import ReadWriteLock, reading
-from hf_bpe.errors import InvalidVocabularyError
+from hf_bpe.errors import ConversionError, InvalidVocabularyError
 from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, as_model
 from hf_bpe.sentencepiece_bpe import CONTROL
 from hf_bpe.transformers._added_tokens import AddedTokens
@@ -84,6 +84,11 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
             model = load_model(vocab_file, kwargs.get("name_or_path"))
         else:
             model = as_model(model)
+        if model._rules:
+            raise ConversionError(
+                f"{model!r} has special tokens with tokenizers' added-token rules (lstrip, rstrip, single_word, "
+                f"normalized: {sorted(model._rules)[:5]}); BPETokenizer does not take such rules"
+            )
         if model.n_vocab > MAX_DENSE_IDS:
             raise InvalidVocabularyError(
                 f"{model!r} has id {model.n_vocab - 1}; a transformers tokenizer keeps an entry for every id up to "

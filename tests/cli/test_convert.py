@@ -142,6 +142,36 @@ def test_hf_bpe_command_line_runs_convert_and_inspect(capsys: pytest.CaptureFixt
     assert raised.value.code == 2
 
 
+def test_a_tokenizer_json_s_bos_template_goes_into_the_folder(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    """A Llama 3-style post-processor (BOS before each sequence) is kept by ``--to folder``, so the
+    folder's pairs are those of `tokenizers`; one it cannot carry over is named in a warning."""
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, processors
+
+    import conversion.hf
+    import hf_bpe.transformers  # registers BPETokenizer with AutoTokenizer
+
+    model = hf_bpe.BPE({bytes([b]): b for b in range(256)} | {b"ab": 256}, "gpt2", special_tokens={"<s>": 257})
+    path = conversion.hf.save(model, tmp_path / "tokenizer.json")
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s>:1 $B:1", special_tokens=[("<s>", 257)])])
+    tokenizer.save(str(path))
+    status, _, err = run(capsys, "convert", path, "--to", "folder", tmp_path / "tok")
+    assert status == 0 and "warning" not in err
+    folder = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
+    for text, pair in [("ab c", None), ("ab", "c ab"), ("", "")]:
+        encoding = tokenizer.encode(text, pair)
+        got = folder(text, pair, return_token_type_ids=True)
+        assert (got["input_ids"], got["token_type_ids"]) == (encoding.ids, encoding.type_ids)
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=True)
+    tokenizer.save(str(path))
+    status, _, err = run(capsys, "convert", path, "--to", "folder", tmp_path / "trimmed")
+    assert status == 0 and "the post-processor ByteLevel with trim_offsets is not supported" in err
+
+
 def test_detection(tmp_path: Path, gpt2_folder: Path) -> None:
     assert detect_format(gpt2_folder) == "gpt2"
     assert detect_format(mistral_file("tekken_240718.json")) == "tekken"

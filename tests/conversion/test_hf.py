@@ -19,6 +19,7 @@ import conversion.hf as hf_load
 from hf_bpe import BPE, patterns
 from hf_bpe._byte_level import token_to_str
 from hf_bpe.errors import TokenizerFileError
+from hf_bpe.model import special_token_rules
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is the oracle; pip install -e '.[test]'")
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -122,15 +123,18 @@ def test_oniguruma_regexes_split_as_in_tokenizers(gpt2: BPE, regex: str, tmp_pat
     check_parity(path, 3_000)
 
 
-def test_lossy_drops_lstrip_and_rstrip(gpt2: BPE, tmp_path: Path) -> None:
+def test_an_added_token_with_lstrip_loads_with_its_rule(gpt2: BPE, tmp_path: Path) -> None:
     tokenizer = byte_level_tokenizer(gpt2, ignore_merges=False)
     tokenizer.add_special_tokens([tokenizers.AddedToken("<mask>", lstrip=True)])
     path = tmp_path / "tokenizer.json"
     tokenizer.save(str(path))
-    with pytest.raises(TokenizerFileError, match="'<mask>' has lstrip.*pass lossy=True"):
-        hf_load.load(path)
-    model = hf_load.load(path, lossy=True)
+    model = hf_load.load(path)
     assert model.special_tokens["<mask>"] == tokenizer.token_to_id("<mask>")
+    assert special_token_rules(model) == {"<mask>": {"lstrip"}}
+    for text in ["a <mask>", "a  <mask> b", "<mask>", " <mask><mask>", "\n\t<mask>"]:
+        encoding = tokenizer.encode(text, add_special_tokens=False)
+        assert model.encode_with_offsets(text, allowed_special="all") == \
+            (encoding.ids, [start for start, _ in encoding.offsets]), text
 
 
 def test_placeholder_vocab_entries_become_id_holes(tmp_path: Path) -> None:
@@ -160,6 +164,16 @@ def minimal_document() -> dict:
         (lambda doc: doc["model"].update(byte_fallback=True),
          "the pre_tokenizer 'ByteLevel' is not supported in a SentencePiece-style file"),
         (lambda doc: doc["model"].update(dropout=0.1), "dropout"),
+        (lambda doc: doc["model"].update(continuing_subword_prefix="##"),
+         "model.continuing_subword_prefix = '##' is not supported"),
+        (lambda doc: doc["model"].update(end_of_word_suffix="</w>"), "model.end_of_word_suffix = '</w>' is not supported"),
+        (lambda doc: doc.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": True},
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}]}),
+         "ByteLevel's add_prefix_space is not supported"),
+        (lambda doc: doc.update(decoder={"type": "Sequence", "decoders": [{"type": "ByteLevel"}, {"type": "Strip",
+                                                                                                  "content": " ", "start": 1, "stop": 0}]}),
+         "the decoder 'Sequence' is not supported"),
         (lambda doc: doc.update(normalizer={"type": "Nmt"}), "the normalizer 'Nmt' is not supported"),
         (lambda doc: doc.update(pre_tokenizer={"type": "Whitespace"}), "pre-tokenizer 'Whitespace' is not supported"),
         (lambda doc: doc.update(decoder={"type": "WordPiece"}), "the decoder 'WordPiece' is not supported"),

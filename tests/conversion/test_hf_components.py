@@ -339,3 +339,63 @@ def test_other_normalizers_are_refused_by_name(normalizer: Any, name: str, tmp_p
     path.write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(TokenizerFileError, match=f"normalizer '{name}' is not supported"):
         conversion.hf.load(path)
+
+
+# ---------------------------------------------------------------------------------- ignore_merges
+
+@pytest.mark.parametrize("size", [pytest.param(scaled(10, 3), id="ci"),
+                                  pytest.param(scaled(100, 10), id="full", marks=pytest.mark.slow)])
+def test_ignore_merges_and_unreachable_tokens_encode_as_tokenizers(size: int, tmp_path: Path) -> None:
+    """Vocabularies holding words no merge forms (some merges dropped, pieces of the text added whole),
+    with and without ``ignore_merges`` (Llama 3 sets it: a piece that is a token is emitted whole)."""
+    @settings(max_examples=size, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
+    @given(pre_tokenizer=_pre_tokenizer(), ignore_merges=st.booleans(), dropped=st.sampled_from([0.0, 0.1, 0.5]),
+           extra=st.integers(0, 300), seed=st.integers(0, 2**16))
+    def check(pre_tokenizer: Any, ignore_merges: bool, dropped: float, extra: int, seed: int) -> None:
+        document = _trained(None, pre_tokenizer, seed, vocab_size=400)
+        rng = random.Random(seed)
+        model = document["model"]
+        model["merges"] = [merge for merge in model["merges"] if rng.random() >= dropped]
+        model["ignore_merges"] = ignore_merges
+        splitter = Tokenizer.from_str(json.dumps(document)).pre_tokenizer
+        texts = _texts(random.Random(seed + 1), 40)
+        pieces = sorted({piece for text in texts[::2] for piece, _ in splitter.pre_tokenize_str(text)} - set(model["vocab"]))
+        next_id = max(model["vocab"].values()) + 1
+        for piece in rng.sample(pieces, min(extra, len(pieces))):
+            model["vocab"][piece] = next_id
+            next_id += 1
+        _compare(document, tmp_path / "tokenizer.json", texts)
+
+    check()
+
+
+# ------------------------------------------------------------------------- offsets in transformers
+
+@pytest.mark.parametrize("normalizer", [None, {"type": "NFKC"}, {"type": "Strip", "strip_left": True,
+                                                                 "strip_right": True}])
+def test_transformers_offsets_are_tokenizers_or_refused_where_normalizers_move_ends(normalizer: Any,
+                                                                                 tmp_path: Path) -> None:
+    """``BPETokenizer`` spans (start, end) equal `tokenizers`' offsets for a loaded file; where a
+    normalizer changes the text the ends are not known, so offsets are refused naming it (the view,
+    which draws starts only, still works)."""
+    from hf_bpe.transformers import BPETokenizer
+
+    document = _trained(normalizer, _pre_tokenizer_of_gpt2(), 7, vocab_size=400)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    theirs = Tokenizer.from_file(str(path))
+    tokenizer = BPETokenizer.from_model(conversion.hf.load(path))
+    texts = _texts(random.Random(8), scaled(200, 30)) + ["a b  ", "  x y ", "\ufb01 ab"]
+    for text, encoding in zip(texts, theirs.encode_batch(texts, add_special_tokens=False)):
+        assert tokenizer.view(text).ids == encoding.ids, text
+        if normalizer is None:
+            ours = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+            assert [tuple(span) for span in ours] == encoding.offsets, text
+    if normalizer is not None:
+        with pytest.raises(NotImplementedError, match=f"normalizes text \\({normalizer['type'].lower()}\\)"):
+            tokenizer("a b", return_offsets_mapping=True)
+
+
+def _pre_tokenizer_of_gpt2() -> dict:
+    return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}

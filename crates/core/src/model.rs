@@ -703,12 +703,22 @@ impl Model {
 
     /// A matcher for the named special tokens (names that are not special tokens are ignored).
     pub fn special_matcher<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> SpecialMatcher {
+        self.special_matcher_with_rules(names, |_| 0)
+    }
+
+    /// Like [`Model::special_matcher`], each token with its added-token rules (see
+    /// [`crate::special::LSTRIP`] and the others).
+    pub fn special_matcher_with_rules<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a str>,
+        rules: impl Fn(&str) -> u8,
+    ) -> SpecialMatcher {
         let wanted: FxHashSet<&str> = names.into_iter().collect();
-        SpecialMatcher::new(
+        SpecialMatcher::with_rules(
             self.specials
                 .iter()
                 .filter(|(special, _)| wanted.contains(special.as_str()))
-                .map(|(special, id)| (special.as_str(), *id)),
+                .map(|(special, id)| (special.as_str(), *id, rules(special))),
         )
     }
 
@@ -960,8 +970,10 @@ impl Model {
     ) -> Result<(), SplitError> {
         let mut done = 0;
         for special in allowed.find_all(text) {
+            // A token stripping whitespace may reach past the next one's start (as in `tokenizers`,
+            // which then gives both): no text between them.
             self.encode_ordinary_with_offsets(
-                &text[done..special.start],
+                &text[done..special.start.max(done)],
                 done,
                 out,
                 starts.as_deref_mut(),

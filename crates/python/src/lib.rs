@@ -747,12 +747,22 @@ impl CoreBPE {
     }
 
     /// A policy: `allowed` special tokens are encoded as their ids, `disallowed` ones raise.
-    fn special_policy(&self, py: Python<'_>, allowed: Vec<String>, disallowed: Vec<String>) -> PyResult<SpecialPolicy> {
+    /// `rules` gives special tokens `tokenizers`' added-token rules (`special::LSTRIP` and the
+    /// others, or-ed).
+    #[pyo3(signature = (allowed, disallowed, rules=Vec::new()))]
+    fn special_policy(
+        &self,
+        py: Python<'_>,
+        allowed: Vec<String>,
+        disallowed: Vec<String>,
+        rules: Vec<(String, u8)>,
+    ) -> PyResult<SpecialPolicy> {
         guarded(py, || {
+            let rules: std::collections::HashMap<String, u8> = rules.into_iter().collect();
             Ok(SpecialPolicy {
-                allowed: self
-                    .model
-                    .special_matcher(allowed.iter().map(String::as_str)),
+                allowed: self.model.special_matcher_with_rules(allowed.iter().map(String::as_str), |token| {
+                    rules.get(token).copied().unwrap_or(0)
+                }),
                 // Like tiktoken, any text may be disallowed, not only special tokens.
                 disallowed: SpecialMatcher::new(disallowed.iter().map(|text| (text.as_str(), 0))),
             })
@@ -1252,6 +1262,13 @@ impl CoreBPE {
         block: usize,
     ) -> PyResult<TextStream> {
         guarded(py, || {
+            if policy.as_ref().is_some_and(|policy| policy.get().allowed.has_rules()) {
+                return Err(PyValueError::new_err(
+                    "text given in parts cannot be encoded with special tokens that strip whitespace, match single \
+                     words or are matched after the others (lstrip, rstrip, single_word, normalized): where they \
+                     match depends on text yet to come; encode the text whole",
+                ));
+            }
             let stream = EncodeStream::new(&slf.get().model, limit.unwrap_or(usize::MAX), block)
                 .map_err(|error| stream_error(py, error))?;
             Ok(TextStream { core: slf, policy, stream })
