@@ -124,7 +124,8 @@ def extend(
                 seen.add(pair)
                 listed.append(pair)
         extended = BPE.from_merges({**ranks, **new_ids}, listed, model.pattern, specials,
-                                   ignore_merges=bool(model._core.ignore_merges), name=name)
+                                   ignore_merges=bool(model._core.ignore_merges),
+                                   drop_missing_bytes=bool(model._core.missing_bytes), name=name)
     else:
         extended = BPE({**ranks, **new_ids}, model.pattern, specials, name=name)
     if move_special_tokens:

@@ -311,6 +311,18 @@ def test_an_empty_corpus_is_refused() -> None:
         extend(hf_bpe.BPE(BYTES, "gpt2", {"<|e|>": 256}), ["<|e|>"], 5, show_progress=False)
 
 
+def test_a_byte_the_vocabulary_lacks_is_refused_by_name_and_the_model_keeps_lacking_it() -> None:
+    """A merges list without ``z`` (``tokenizer.json`` files drop such bytes from text, as ``tokenizers`` does):
+    a corpus holding it cannot be encoded by the model's rule; one without it extends the model as it is."""
+    vocab = {token: id for token, id in BYTES.items() if token != b"z"}
+    model = hf_bpe.BPE.from_merges(vocab, [], r"\w+| ", drop_missing_bytes=True)
+    with pytest.raises(ValueError, match="byte 0x7A .* the vocabulary lacks"):
+        extend(model, ["lazy lazy"], 3, show_progress=False)
+    extended = extend(model, ["abab abab"], 2, show_progress=False)
+    assert [extended.decode_single_token_bytes(id) for id in (256, 257)] == [b"ab", b"abab"]
+    assert extended.encode_ordinary("az") == extended.encode_ordinary("a")
+
+
 def test_the_new_tokens_come_from_the_encoding_not_from_training() -> None:
     """The module's example: the rank rule encodes "abc" whole, a merges list reaching it as ``ab`` + ``c``
     does not (``tests/test_naive_extend_bpe.py``, the two rules)."""
