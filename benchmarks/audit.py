@@ -5,6 +5,7 @@ Usage (from the repository root, with a release build: ``pip install -e .``)::
     python benchmarks/audit.py                      # timing: cl100k without a corpus, then 1x, 2x, 4x corpus
     python benchmarks/audit.py --base-mb 2 --repeat 3
     python benchmarks/audit.py --table              # findings and compression of every tokenizer below
+    python benchmarks/audit.py --residue            # merge residue of every tokenizer below on the corpora
 
 Timing: ``hf_bpe.audit.audit(cl100k_base)`` without a corpus (best of ``--repeat``); then with a corpus of
 ``--base-mb`` MB of the shared corpora (``../shared/data/corpora``: every file gets an equal share,
@@ -18,6 +19,10 @@ unreachable tokens by reason, the intermediate ones, round-trip failures (the "F
 indicator), partial UTF-8 tokens by kind; and characters per token on each language of the shared
 corpora (English: taylorswift.txt, a Wikipedia article; Japanese, Greek, Vietnamese, Ukrainian:
 4 MB of Wikipedia each).
+
+Residue: merge residue (``hf_bpe.audit._residue``) of the same tokenizers on all five languages together,
+at the default share (1e-5) and at 1e-4: the steps counted, their share of the ordinary tokens, and the
+first few.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from _common import SHARED_CORPORA, best_seconds
 import hf_bpe
 import hf_bpe.audit
 from hf_bpe.audit import _corpus as corpus_module
+from hf_bpe.audit import _vocabulary
+from hf_bpe.audit._residue import RESIDUE_BELOW, merge_parents, merge_residue
 
 MISTRAL = ("tokenizer.model.v1", "mistral_instruct_tokenizer_240216.model.v2",
            "mistral_instruct_tokenizer_240323.model.v3", "mistral_instruct_tokenizer_241114.model.v7")
@@ -115,6 +122,25 @@ def table() -> None:
                                    for language in languages))
 
 
+def residue() -> None:
+    groups = corpus_groups(None)
+    print("| tokenizer | ordinary tokens | merge steps | corpus tokens | residue at 1e-5 (share) | residue at 1e-4 "
+          "(share) | examples |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for name, model in tokenizers().items():
+        stats = corpus_module.measure(model, groups)
+        table = _vocabulary.tokens_of(model)
+        parents = merge_parents(model)
+        steps = sum(1 for id in parents if id in table.merge_position)
+        ordinary = len(table.bytes_of)
+        found = {share: merge_residue(model, stats.counts, residue_below=share, table=table, parents=parents)
+                 for share in (RESIDUE_BELOW, 1e-4)}
+        examples = ", ".join(f"`{model.decode_single_token_bytes(token.id)!r}`" for token in found[RESIDUE_BELOW][:3])
+        cells = [f"{len(found[share]):,} ({len(found[share]) / ordinary:.1%})" for share in (RESIDUE_BELOW, 1e-4)]
+        print(f"| {name} | {ordinary:,} | {steps:,} | {int(stats.counts.sum()):,} | {cells[0]} | {cells[1]} | "
+              f"{examples} |", flush=True)
+
+
 def timing(base_mb: float, repeat: int) -> None:
     cl100k = hf_bpe.get_encoding("cl100k_base")
     o200k = hf_bpe.get_encoding("o200k_base")
@@ -136,12 +162,15 @@ def timing(base_mb: float, repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--table", action="store_true", help="findings and compression of every tokenizer")
+    parser.add_argument("--residue", action="store_true", help="merge residue of every tokenizer on the corpora")
     parser.add_argument("--base-mb", type=float, default=4.0, help="the 1x corpus size in MB (default: 4)")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs (default: 3)")
     arguments = parser.parse_args()
     print(f"hf_bpe {hf_bpe.__version__}, {os.cpu_count()} cores\n")
     if arguments.table:
         table()
+    elif arguments.residue:
+        residue()
     else:
         timing(arguments.base_mb, arguments.repeat)
 

@@ -6,7 +6,8 @@
 'hello world'
 
 ``__all__`` is the whole entry surface: the model (:class:`BPE`), the transformers tokenizer
-(:class:`BPETokenizer`), :func:`train` and :func:`train_sentencepiece`, :func:`load` for any tokenizer
+(:class:`BPETokenizer`), :func:`train`, :func:`train_sentencepiece` and :func:`extend` (new tokens
+for an existing model, every id kept), :func:`load` for any tokenizer
 file, the named encodings (:func:`get_encoding`, :func:`list_encoding_names`) and the errors of
 :mod:`hf_bpe.errors`. The rest lives in its module: ``hf_bpe.train`` (``count_pieces``,
 ``train_from_counts``), ``hf_bpe.audit``, ``hf_bpe.tiktoken`` (tiktoken's API), ``hf_bpe.transformers``,
@@ -35,6 +36,7 @@ from hf_bpe.errors import (
     TokenizerFileError,
     UnknownTokenError,
 )
+from hf_bpe.extend import extend
 from hf_bpe.model import BPE
 from hf_bpe.train import train
 from hf_bpe.train_sentencepiece import train_sentencepiece
@@ -55,6 +57,7 @@ __all__ = [
     "PrunedCountsWarning",
     "TokenizerFileError",
     "UnknownTokenError",
+    "extend",
     "get_encoding",
     "list_encoding_names",
     "load",

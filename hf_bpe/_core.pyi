@@ -137,6 +137,13 @@ class CoreBPE:
         self, pieces: Sequence[bytes], num_threads: int | None = None
     ) -> list[list[int] | None]: ...
     def piece_token_counts(self, counts: PieceCounts) -> list[int]: ...
+    def extend_merges(
+        self,
+        counts: PieceCounts,
+        num_tokens: int,
+        progress: _Progress | None = None,
+        num_threads: int | None = None,
+    ) -> tuple[list[bytes], list[tuple[bytes, bytes]]]: ...
     def rank_rule_difference(self) -> str | None: ...
     def merge_rule_difference(self, ignore_merges: bool) -> str | None: ...
     @property
@@ -259,6 +266,19 @@ class SentencePieceWordCounter:
         vocab_size: int,
         meta_pieces: int,
         character_coverage: float,
+        max_sentencepiece_length: int,
+        split_by_whitespace: bool,
+        allow_whitespace_only_pieces: bool,
+        split_by_unicode_script: bool,
+        split_by_number: bool,
+        split_digits: bool,
+        progress: _Progress | None = None,
+    ) -> list[tuple[str, float]]: ...
+    def extend(
+        self,
+        *,
+        pieces: Sequence[tuple[str, float]],
+        num_new: int,
         max_sentencepiece_length: int,
         split_by_whitespace: bool,
         allow_whitespace_only_pieces: bool,

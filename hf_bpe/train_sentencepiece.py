@@ -27,7 +27,7 @@ import io
 import os
 import struct
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -190,30 +190,7 @@ def train_sentencepiece(
         meta_pieces=[piece.text for piece in meta.values()],
         num_threads=settings["num_threads"],
     )
-    # The counter checks the files are UTF-8 as it reads them.
-    source = open_source(corpus, files, text_column=text_column, check_utf8=False)
-    if isinstance(source, Files):
-        with _progress(show_progress, "Reading sentences", total=source.size, unit="B", unit_scale=True,
-                       unit_divisor=1024) as bar:
-            counter.add_files([os.fspath(path) for path in source.paths], bar.update if bar is not None else None)
-    else:
-        with _progress(show_progress, "Reading sentences", total=source.count, unit=" docs") as bar:
-            for batch in source.batches:
-                counter.add_texts(batch)
-                if bar is not None:
-                    bar.update(len(batch))
-                if counter.is_full:
-                    break
-    sentences = counter.sentences
-    if counter.too_long:
-        warnings.warn(f"{counter.too_long} sentences longer than max_sentence_length="
-                      f"{settings['max_sentence_length']} bytes were skipped, as SentencePiece skips them",
-                      stacklevel=2)
-    if sentences == 0:
-        raise ValueError(
-            "the corpus has no sentence to train on: every line is empty, longer than max_sentence_length "
-            f"({settings['max_sentence_length']} bytes; {counter.too_long} such lines) or holds U+2585"
-        )
+    sentences = read_sentences(counter, corpus, files, text_column, show_progress, settings["max_sentence_length"])
     if settings["shuffle_input_sentence"] and 0 < input_sentence_size < sentences:
         raise ValueError(
             f"the corpus has {sentences} sentences, more than input_sentence_size={input_sentence_size}: "
@@ -261,6 +238,70 @@ def train_sentencepiece(
         trainer_spec=_trainer_spec(settings, vocab_size),
     )
     return BPE.from_sentencepiece(spec, name=name or "sentencepiece")
+
+
+def continue_learning(spec: SentencePieceSpec, corpus: Corpus | None, *, files: Paths | None, text_column: str,
+                      num_new: int, show_progress: bool, num_threads: int | None) -> list[tuple[str, float]]:
+    """The next ``num_new`` pieces (text, score) SentencePiece's loop learns on the corpus from the model
+    ``spec`` (fewer when no pair is left): the corpus's words cut with the model's normalizer and training
+    options (its ``TrainerSpec``; the defaults without one), each encoded by the model, then merged by
+    SentencePiece's rule (see :mod:`hf_bpe.extend`)."""
+    settings = read_trainer_spec(spec.trainer_spec)
+    counter = _core.SentencePieceWordCounter(
+        charsmap=spec.charsmap,
+        add_dummy_prefix=spec.add_dummy_prefix,
+        remove_extra_whitespaces=spec.remove_extra_whitespaces,
+        max_sentence_length=settings["max_sentence_length"],
+        split_by_whitespace=settings["split_by_whitespace"],
+        allow_whitespace_only_pieces=settings["allow_whitespace_only_pieces"],
+        first_sentences=0,
+        meta_pieces=[piece.text for piece in spec.pieces if piece.type != NORMAL],
+        num_threads=num_threads,
+    )
+    read_sentences(counter, corpus, files, text_column, show_progress, settings["max_sentence_length"],
+                   warn_stacklevel=4)
+    with _progress(show_progress, "Extending", total=num_new, unit=" pieces") as bar:
+        return counter.extend(
+            pieces=[(piece.text, piece.score) for piece in spec.pieces if piece.type == NORMAL],
+            num_new=num_new,
+            max_sentencepiece_length=settings["max_sentencepiece_length"],
+            split_by_whitespace=settings["split_by_whitespace"],
+            allow_whitespace_only_pieces=settings["allow_whitespace_only_pieces"],
+            split_by_unicode_script=settings["split_by_unicode_script"],
+            split_by_number=settings["split_by_number"],
+            split_digits=settings["split_digits"],
+            progress=bar.update if bar is not None else None,
+        )
+
+
+def read_sentences(counter: _core.SentencePieceWordCounter, corpus: Corpus | None, files: Paths | None,
+                   text_column: str, show_progress: bool, max_sentence_length: int, *, warn_stacklevel: int = 2) -> int:
+    """Feed the corpus (``corpus`` or ``files=``) to a word counter; the number of sentences kept. Skipped long
+    sentences give a warning (at ``warn_stacklevel`` above the caller); a corpus without a sentence raises
+    ``ValueError``."""
+    # The counter checks the files are UTF-8 as it reads them.
+    source = open_source(corpus, files, text_column=text_column, check_utf8=False)
+    if isinstance(source, Files):
+        with _progress(show_progress, "Reading sentences", total=source.size, unit="B", unit_scale=True,
+                       unit_divisor=1024) as bar:
+            counter.add_files([os.fspath(path) for path in source.paths], bar.update if bar is not None else None)
+    else:
+        with _progress(show_progress, "Reading sentences", total=source.count, unit=" docs") as bar:
+            for batch in source.batches:
+                counter.add_texts(batch)
+                if bar is not None:
+                    bar.update(len(batch))
+                if counter.is_full:
+                    break
+    if counter.too_long:
+        warnings.warn(f"{counter.too_long} sentences longer than max_sentence_length={max_sentence_length} bytes "
+                      "were skipped, as SentencePiece skips them", stacklevel=warn_stacklevel + 1)
+    if counter.sentences == 0:
+        raise ValueError(
+            "the corpus has no sentence to train on: every line is empty, longer than max_sentence_length "
+            f"({max_sentence_length} bytes; {counter.too_long} such lines) or holds U+2585"
+        )
+    return counter.sentences
 
 
 def _settings(options: dict[str, Any]) -> dict[str, Any]:
@@ -407,6 +448,95 @@ def _trainer_spec(settings: dict[str, Any], vocab_size: int) -> bytes:
                                      f"[{low}, {high - 1}]")
                 written += _varint(number << 3) + _varint(int(value) % 2**64)
     return bytes(written)
+
+
+def read_trainer_spec(data: bytes) -> dict[str, Any]:
+    """The settings a serialized ``TrainerSpec`` holds (the fields of :data:`TRAINER_FIELDS`; the others are
+    skipped), over the defaults of :data:`OPTIONS` (an empty spec gives the defaults).
+
+    >>> spec = _trainer_spec(_settings({"split_digits": True, "control_symbols": ["<a>", "<b>"]}), 100)
+    >>> settings = read_trainer_spec(spec)
+    >>> settings["split_digits"], settings["control_symbols"], settings["vocab_size"]
+    (True, ['<a>', '<b>'], 100)
+    >>> read_trainer_spec(with_vocab_size(spec, 120))["vocab_size"], read_trainer_spec(b"")["max_sentencepiece_length"]
+    (120, 16)
+    """
+    by_number = {number: (key, kind) for key, (number, kind) in TRAINER_FIELDS.items()}
+    settings: dict[str, Any] = dict(OPTIONS)
+    settings["control_symbols"], settings["user_defined_symbols"] = [], []
+    for number, value, _ in _fields(data):
+        if number not in by_number:
+            continue
+        key, kind = by_number[number]
+        if kind == "string":
+            assert isinstance(value, bytes)
+            text = value.decode("utf-8")
+            if key in ("control_symbols", "user_defined_symbols"):
+                settings[key].append(text)
+            else:
+                settings[key] = text
+        elif kind == "float":
+            assert isinstance(value, bytes)
+            settings[key] = struct.unpack("<f", value)[0]
+        elif kind == "bool":
+            settings[key] = bool(value)
+        elif kind == "int32":
+            assert isinstance(value, int)
+            settings[key] = value - 2**64 if value >= 2**63 else value
+        else:
+            settings[key] = value
+    return settings
+
+
+def with_vocab_size(data: bytes, vocab_size: int) -> bytes:
+    """A serialized ``TrainerSpec`` with its ``vocab_size`` set (every other field kept as it is)."""
+    number = TRAINER_FIELDS["vocab_size"][0]
+    field = _varint(number << 3) + _varint(vocab_size)
+    written = bytearray()
+    for field_number, _, span in _fields(data):
+        if field_number == number:
+            written += field
+            field = b""
+        else:
+            written += data[span]
+    return bytes(written + field)
+
+
+def _fields(data: bytes) -> Iterator[tuple[int, int | bytes, slice]]:
+    """The fields of a serialized protobuf message: ``(number, value, span)``, the value an int for varints,
+    bytes for length-delimited and fixed-size fields, the span the field's bytes in ``data``."""
+    position = 0
+    while position < len(data):
+        start = position
+        key, position = _read_varint(data, position)
+        number, wire = key >> 3, key & 7
+        value: int | bytes
+        if wire == 0:
+            value, position = _read_varint(data, position)
+        elif wire == 2:
+            length, position = _read_varint(data, position)
+            value, position = data[position:position + length], position + length
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            value, position = data[position:position + size], position + size
+        else:
+            raise ValueError(f"the model's TrainerSpec is not a protobuf message (wire type {wire} at byte {start})")
+        if position > len(data):
+            raise ValueError("the model's TrainerSpec is cut short")
+        yield number, value, slice(start, position)
+
+
+def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if position >= len(data):
+            raise ValueError("the model's TrainerSpec is cut short")
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, position
 
 
 def _varint(value: int) -> bytes:

@@ -8,8 +8,9 @@ tokenizer alone, for every kind of model hf_bpe loads (tiktoken ranks, merges li
 - unreachable tokens, derived from the merge rule and the split pattern
   (:mod:`hf_bpe.audit._reachability`), and those only formed on the way to others;
 - partial UTF-8 tokens by kind (:mod:`hf_bpe.audit._utf8`);
-- with a corpus: tokens never or rarely produced, and the *magikarp score* (merged early, rare on
-  the corpus); compression per language or script against other tokenizers;
+- with a corpus: tokens never or rarely produced, the *magikarp score* (merged early, rare on the
+  corpus), *merge residue* (steps of other tokens' merges that encoding almost never emits,
+  :mod:`hf_bpe.audit._residue`); compression per language or script against other tokenizers;
 - near duplicates, special tokens that collide, token lengths.
 
 >>> import hf_bpe, hf_bpe.audit
@@ -27,10 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from hf_bpe.audit import _corpus as corpus_module
 from hf_bpe.audit import _reachability as reachability_module
+from hf_bpe.audit import _residue as residue_module
 from hf_bpe.audit import _specials as specials_module
 from hf_bpe.audit import _vocabulary
 from hf_bpe.audit._reachability import DEFAULT_NEIGHBOUR_LIMIT, DEFAULT_SEARCH_LIMIT
 from hf_bpe.audit._report import AuditReport
+from hf_bpe.audit._residue import RESIDUE_BELOW
 from hf_bpe.counting import piece_token_counts
 
 if TYPE_CHECKING:
@@ -47,6 +50,7 @@ def audit(
     *,
     corpus_name: str | None = None,
     rare_below: int = 10,
+    residue_below: float = RESIDUE_BELOW,
     top: int = 50,
     search_limit: int = DEFAULT_SEARCH_LIMIT,
     neighbour_limit: int = DEFAULT_NEIGHBOUR_LIMIT,
@@ -58,7 +62,8 @@ def audit(
     group names (languages, files) to iterables of texts; it is read once, in batches. ``compare``
     lists other tokenizers for the compression table: models, names of encodings
     (``hf_bpe.get_encoding``), or a mapping of labels to models. ``rare_below`` is the count under
-    which a produced token is *rare*; ``top`` the length of the magikarp and variant lists in the
+    which a produced token is *rare*; ``residue_below`` the share of the corpus's tokens under which a
+    merge step is *merge residue* (:mod:`hf_bpe.audit._residue`); ``top`` the length of the magikarp and variant lists in the
     JSON; ``search_limit`` bounds the texts tried per token and round where reachability rests on a
     search, ``neighbour_limit`` the neighbours checked per token and side (tokens the bounds stop are
     :attr:`AuditReport.undecided`, never guessed).
@@ -68,6 +73,8 @@ def audit(
     model = as_model(model)
     if not isinstance(rare_below, int) or rare_below < 1:
         raise ValueError(f"rare_below must be a positive int, got {rare_below!r}")
+    if isinstance(residue_below, bool) or not isinstance(residue_below, (int, float)) or not 0 < residue_below <= 1:
+        raise ValueError(f"residue_below must be a share in (0, 1], got {residue_below!r}")
     others = _compared(compare)
     # The corpus first: a problem with it shows before the vocabulary's analysis.
     stats = None if corpus is None else corpus_module.measure(model, corpus, others, num_threads=num_threads)
@@ -99,6 +106,8 @@ def audit(
         report.corpus = stats
         report.corpus_name = corpus_name or "the corpus"
         report.magikarps = corpus_module.magikarps(stats.counts, table.merge_position, found.reachable, top)
+        report.residue_below = residue_below
+        report.residue = residue_module.merge_residue(model, stats.counts, residue_below=residue_below, table=table)
     return report
 
 

@@ -25,7 +25,7 @@ def render(report: AuditReport, images: dict[str, str]) -> str:
         _partial(report),
     ]
     if report.corpus is not None:
-        sections += [_usage(report), _compression(report, images)]
+        sections += [_usage(report), _residue(report), _compression(report, images)]
     sections += [_variants(report), _specials(report), _lengths(report, images)]
     return "\n\n".join(section for section in sections if section) + "\n"
 
@@ -61,6 +61,8 @@ def _headline(report: AuditReport) -> str:
         rows += [
             [f"reachable tokens never produced on {report.corpus_name}", f"{summary['unused']:,}"],
             [f"reachable tokens produced fewer than {report.rare_below} times", f"{summary['rare']:,}"],
+            [f"merge residue (merge steps below {report.residue_below:g} of the tokens; see below)",
+             f"{summary['merge_residue']:,} ({summary['merge_residue_share']:.1%} of the ordinary tokens)"],
         ]
     return "## Summary\n\n" + _table(["finding", "tokens"], rows)
 
@@ -116,6 +118,26 @@ def _usage(report: AuditReport) -> str:
              f"{found.merge_position:,}"] for found in report.magikarps[:ROWS]]
     if rows:
         text.append(_table(["id", "token", "score", "count", "merge position"], rows))
+    return "\n\n".join(text)
+
+
+def _residue(report: AuditReport) -> str:
+    found = report.residue
+    ordinary = len(report.tokens.bytes_of)
+    text = [
+        "## Merge residue",
+        (f"{len(found):,} merged tokens ({len(found) / max(ordinary, 1):.1%} of the {ordinary:,} ordinary tokens) are "
+         f"steps of other tokens' merges that {report.corpus_name} almost never emits: each makes up less than "
+         f"{report.residue_below:g} of its tokens, while the tokens made from it (one merge up) are emitted more "
+         "often than it is (LiteToken's *intermediate merge residues*; see `hf_bpe.audit._residue`)."),
+    ]
+    rows = [[str(token.id), cell(report.show(token.id)), f"{token.count:,}", f"{token.share:.2e}",
+             " ".join(cell(report.show(parent)) for parent in token.parents[:4])
+             + (f" +{len(token.parents) - 4}" if len(token.parents) > 4 else ""), f"{token.parents_count:,}"]
+            for token in found[:ROWS]]
+    if rows:
+        text.append(_table(["id", "token", "count", "share", "made into", "their count"], rows)
+                    + _more(len(found), ROWS))
     return "\n\n".join(text)
 
 

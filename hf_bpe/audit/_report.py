@@ -12,6 +12,7 @@ from typing import Any
 
 from hf_bpe.audit._corpus import CorpusStats, Group, Magikarp
 from hf_bpe.audit._reachability import REASONS, Reachability
+from hf_bpe.audit._residue import RESIDUE_BELOW, ResidueToken
 from hf_bpe.audit._specials import SpecialToken
 from hf_bpe.audit._vocabulary import TokenTable, VariantGroup
 
@@ -40,6 +41,8 @@ class AuditReport:
     rare_below: int = 10
     magikarps: list[Magikarp] = field(default_factory=list)
     top: int = 50
+    residue: list[ResidueToken] = field(default_factory=list)
+    residue_below: float = RESIDUE_BELOW
 
     # --------------------------------------------------------------------------- the id lists
 
@@ -96,6 +99,13 @@ class AuditReport:
         return [id for id in self.reachability.reachable if 0 < counts[id] < self.rare_below]
 
     @property
+    def merge_residue(self) -> list[int]:
+        """Merged tokens that are steps of other tokens' merges and that the corpus almost never emitted,
+        while the tokens made from them it did (see :mod:`hf_bpe.audit._residue`; empty without a corpus),
+        rarest first."""
+        return [found.id for found in self.residue]
+
+    @property
     def spent_on_variants(self) -> int:
         """Ids the vocabulary spends on variants of words it already has."""
         return sum(group.extra_ids for group in self.near_duplicates)
@@ -138,6 +148,9 @@ class AuditReport:
             summary["unused"] = len(self.unused)
             summary["rare"] = len(self.rare)
             summary["rare_below"] = self.rare_below
+            summary["merge_residue"] = len(self.residue)
+            summary["merge_residue_share"] = round(len(self.residue) / max(len(self.tokens.bytes_of), 1), 4)
+            summary["residue_below"] = self.residue_below
         return summary
 
     # ------------------------------------------------------------------------------------ dict
@@ -182,6 +195,12 @@ class AuditReport:
                 "name": self.corpus_name,
                 "unused": tokens(self.unused),
                 "rare": [{"id": id, "token": self.show(id), "count": int(counts[id])} for id in self.rare],
+                "merge_residue": [
+                    {"id": found.id, "token": self.show(found.id), "count": found.count, "share": found.share,
+                     "parents": [{"id": parent, "token": self.show(parent)} for parent in found.parents],
+                     "parents_count": found.parents_count}
+                    for found in self.residue
+                ],
                 "magikarps": [
                     {"id": found.id, "token": self.show(found.id), "score": round(found.score, 4),
                      "count": found.count, "merge_position": found.merge_position}

@@ -3,6 +3,7 @@ parser and sets ``run``) and ``run(arguments) -> exit status``. A new command is
 import and one line in :data:`COMMANDS`::
 
     hf-bpe train --vocab-size 4096 --out my-tokenizer
+    hf-bpe extend cl100k_base greek.txt --add 1000 --out cl100k-greek
     hf-bpe inspect tokenizer.model
     hf-bpe convert gpt2-folder/ --to tiktoken gpt2.tiktoken
     hf-bpe encode cl100k_base "hello world"
@@ -28,7 +29,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from hf_bpe._sources import SourceError
-from hf_bpe.cli import _audit, _convert, _count, _decode, _encode, _inspect, _tokenize, _train, _view
+from hf_bpe.cli import _audit, _convert, _count, _decode, _encode, _extend, _inspect, _tokenize, _train, _view
 from hf_bpe.cli._common import InputError, UsageError, for_the_shell
 from hf_bpe.model import MODEL_FILE
 
@@ -36,6 +37,7 @@ __all__ = ["COMMANDS", "EXIT_STATUS", "MODEL_FILE", "UsageError", "main"]
 
 COMMANDS = (
     _train,
+    _extend,
     _convert,
     _inspect,
     _encode,

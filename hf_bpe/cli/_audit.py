@@ -9,19 +9,20 @@ folder :func:`hf_bpe.load` reads (format detected, or ``--from``); so is each ``
 detected). Without
 ``--out`` the report goes to standard output as Markdown (``--json``: JSON); with ``--out DIR`` the
 folder gets ``audit.md``, ``audit.json`` and the charts (PNG, when matplotlib is installed).
-Each corpus file is a group of the compression table, read in blocks of lines.
+Each corpus file is a group of the compression table, read in blocks of lines. With a corpus the report also
+lists the merge residue (``--residue-below``; :mod:`hf_bpe.audit._residue`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from hf_bpe._io import atomic_write
 from hf_bpe.audit import audit
+from hf_bpe.audit._residue import RESIDUE_BELOW
 from hf_bpe.cli._common import (
     UsageError,
     force_option,
@@ -32,11 +33,9 @@ from hf_bpe.cli._common import (
     read_source_argument,
     refuse_to_overwrite,
     source_options,
+    text_blocks,
 )
 from hf_bpe.model import BPE
-
-BLOCK_CHARS = 1 << 20
-"""Corpus files are read in blocks of whole lines of about this many characters (each a text)."""
 
 
 def register(subparsers: Any) -> None:
@@ -68,6 +67,9 @@ def register(subparsers: Any) -> None:
     force_option(parser)
     parser.add_argument("--rare", type=int, default=10, metavar="N",
                         help="tokens produced fewer than N times are rare (default: 10)")
+    parser.add_argument("--residue-below", type=float, default=RESIDUE_BELOW, metavar="SHARE",
+                        help="with a corpus: merge steps that make up less than SHARE of its tokens, while the tokens "
+                        f"made from them are emitted more often, are merge residue (default: {RESIDUE_BELOW:g})")
     parser.add_argument("--top", type=int, default=50, metavar="N", help="length of the ranked lists (default: 50)")
     parser.add_argument("--num-threads", type=int, metavar="N", help="threads (default: every core)")
     source_options(parser)
@@ -80,6 +82,8 @@ def run(arguments: argparse.Namespace) -> int:
         raise UsageError("give --corpus or --dataset, not both")
     if arguments.rare < 1 or arguments.top < 1:
         raise UsageError("--rare and --top must be at least 1")
+    if not 0 < arguments.residue_below <= 1:
+        raise UsageError("--residue-below must be a share in (0, 1], e.g. 1e-5")
     if arguments.out is not None and arguments.out.exists() and not arguments.out.is_dir():
         raise UsageError(f"--out {arguments.out} is a file; give a folder")
     if arguments.out is not None:
@@ -96,14 +100,14 @@ def run(arguments: argparse.Namespace) -> int:
     if arguments.corpus:
         for path in arguments.corpus:
             input_file(path, "--corpus")
-        corpus = {path.stem: _blocks(path) for path in arguments.corpus}
+        corpus = {path.stem: text_blocks(path, "--corpus") for path in arguments.corpus}
         corpus_name = ", ".join(path.name for path in arguments.corpus)
     elif arguments.dataset:
         dataset = load_dataset(arguments.dataset, arguments.dataset_config, arguments.split)
         corpus = (row[arguments.text_column] for row in dataset)
         corpus_name = f"dataset {arguments.dataset} ({arguments.split})"
-    report = audit(model, corpus, compare, corpus_name=corpus_name, rare_below=arguments.rare, top=arguments.top,
-                   num_threads=arguments.num_threads)
+    report = audit(model, corpus, compare, corpus_name=corpus_name, rare_below=arguments.rare,
+                   residue_below=arguments.residue_below, top=arguments.top, num_threads=arguments.num_threads)
     if arguments.out is None:
         sys.stdout.write(report.to_json() + "\n" if arguments.json else report.to_markdown())
         return 0
@@ -120,7 +124,8 @@ def run(arguments: argparse.Namespace) -> int:
     summary = report.summary()
     print(f"  {summary['unreachable']:,} unreachable, {summary['partial_utf8']:,} partial UTF-8, "
           f"{summary['ids_spent_on_variants']:,} ids on variants" + (
-              f", {summary['unused']:,} never produced on the corpus" if "unused" in summary else ""))
+              f", {summary['unused']:,} never produced on the corpus, {summary['merge_residue']:,} merge residue "
+              f"({summary['merge_residue_share']:.1%})" if "unused" in summary else ""))
     return 0
 
 
@@ -131,21 +136,3 @@ def _load(source: str, arguments: argparse.Namespace, *, compared: bool = False)
     if model.name is None:
         model.name = Path(source).name
     return model
-
-
-def _blocks(path: Path) -> Iterator[str]:
-    """The text of ``path`` in blocks of whole lines of about :data:`BLOCK_CHARS` characters."""
-    with open(path, encoding="utf-8", newline="") as file:
-        block: list[str] = []
-        size = 0
-        try:
-            for line in file:
-                block.append(line)
-                size += len(line)
-                if size >= BLOCK_CHARS:
-                    yield "".join(block)
-                    block, size = [], 0
-        except UnicodeDecodeError as error:
-            raise ValueError(f"--corpus {path} is not UTF-8 text ({error}); convert it to UTF-8 first") from None
-        if block:
-            yield "".join(block)

@@ -201,6 +201,30 @@ def naming_lossy(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     return reporting
 
 
+BLOCK_CHARS = 1 << 20
+"""Text files given as a corpus (``hf-bpe audit --corpus``, ``hf-bpe extend``) are read in blocks of whole lines
+of about this many characters (each a text)."""
+
+
+def text_blocks(path: Path, option: str) -> Iterator[str]:
+    """The text of ``path`` in blocks of whole lines of about :data:`BLOCK_CHARS` characters; a file that is not
+    UTF-8 raises ``ValueError`` naming it after ``option`` (the command line's name for it)."""
+    with open(path, encoding="utf-8", newline="") as file:
+        block: list[str] = []
+        size = 0
+        try:
+            for line in file:
+                block.append(line)
+                size += len(line)
+                if size >= BLOCK_CHARS:
+                    yield "".join(block)
+                    block, size = [], 0
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{option} {path} is not UTF-8 text ({error}); convert it to UTF-8 first") from None
+        if block:
+            yield "".join(block)
+
+
 DATA_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "text"}
 """The ``datasets`` builder that reads a ``--dataset`` data file, by extension."""
 

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = ROOT / "tests" / "data" / "surface.json"
 
 TOP_LEVEL = {
-    "BPE", "BPETokenizer", "train", "train_sentencepiece", "load", "get_encoding", "list_encoding_names",
+    "BPE", "BPETokenizer", "train", "train_sentencepiece", "extend", "load", "get_encoding", "list_encoding_names",
     "ConversionError", "DisallowedSpecialTokenError", "InternalError", "InvalidVocabularyError",
     "LossyConversionWarning", "MissingBytesWarning", "PrunedCountsWarning", "TokenizerFileError", "UnknownTokenError",
 }
@@ -74,7 +74,7 @@ def test_hf_bpe_exports_the_entry_points_and_the_errors() -> None:
     import hf_bpe
     import hf_bpe.errors
 
-    assert set(hf_bpe.__all__) == TOP_LEVEL and len(hf_bpe.__all__) == len(TOP_LEVEL) == 16
+    assert set(hf_bpe.__all__) == TOP_LEVEL and len(hf_bpe.__all__) == len(TOP_LEVEL) == 17
     errors = {name for name in vars(hf_bpe.errors) if isinstance(getattr(hf_bpe.errors, name), type)
               and issubclass(getattr(hf_bpe.errors, name), Exception)}
     assert errors <= TOP_LEVEL, f"errors missing from hf_bpe.__all__: {sorted(errors - TOP_LEVEL)}"

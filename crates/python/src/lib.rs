@@ -1229,6 +1229,44 @@ impl CoreBPE {
         })
     }
 
+    /// The merge loop continued from this model's encoding of each piece of ``counts`` (see
+    /// ``hf_bpe.extend``), for up to ``num_tokens`` new tokens: ``(tokens, merges)``, the new tokens'
+    /// bytes in the order learned and every merge of the loop as a pair of token bytes. The pieces
+    /// are encoded and the merges run on ``num_threads`` threads (every core when None);
+    /// ``progress(n)`` is called now and then with the number of new tokens since the last call.
+    /// ``ValueError`` for a SentencePiece model, or a corpus holding a byte the vocabulary lacks.
+    #[pyo3(signature = (counts, num_tokens, progress=None, num_threads=None))]
+    #[allow(clippy::type_complexity)]
+    fn extend_merges<'py>(
+        &self,
+        py: Python<'py>,
+        counts: PyRef<'_, train::PyPieceCounts>,
+        num_tokens: usize,
+        progress: Option<Py<PyAny>>,
+        num_threads: Option<usize>,
+    ) -> PyResult<(Vec<Bound<'py, PyBytes>>, Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>)> {
+        guarded(py, || {
+            let pool = thread_pool(num_threads)?;
+            let (model, table) = (&self.model, counts.counts());
+            let extension = train::watched(py, progress.as_ref(), |watch| {
+                pool.install(|| {
+                    hf_bpe_core::train::extend::extend_merges(model, table, num_tokens, |done| {
+                        watch.done.store(done as u64, std::sync::atomic::Ordering::Relaxed);
+                        !watch.stopped()
+                    })
+                })
+            })?
+            .map_err(|error| PyValueError::new_err(error.to_string()))?;
+            let tokens = extension.tokens.iter().map(|token| PyBytes::new(py, token)).collect();
+            let merges = extension
+                .merges
+                .iter()
+                .map(|(left, right)| (PyBytes::new(py, left), PyBytes::new(py, right)))
+                .collect();
+            Ok((tokens, merges))
+        })
+    }
+
     /// Why tiktoken's rank rule would encode differently from this merges-list model, or None.
     fn rank_rule_difference(&self, py: Python<'_>) -> PyResult<Option<String>> {
         guarded(py, || {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hf_bpe_core::normalize::SentencePieceNormalizer;
 use hf_bpe_core::train::sentencepiece::{
-    learn_pieces, FileError, PieceRules, SentenceOptions, WordCounter,
+    extend_pieces, learn_pieces, FileError, PieceRules, SentenceOptions, WordCounter,
 };
 use pyo3::exceptions::{
     PyFileNotFoundError, PyKeyboardInterrupt, PyOSError, PyTypeError, PyValueError,
@@ -244,6 +244,57 @@ impl PyWordCounter {
                 Err(Ok(message)) if message == "interrupted" => Err(PyKeyboardInterrupt::new_err(())),
                 Err(Ok(message)) => Err(PyValueError::new_err(message)),
             }
+        })
+    }
+
+    /// Continues SentencePiece's merge loop on the counted words from a model whose normal pieces
+    /// and scores are ``pieces`` (its encoding of each word first), for up to ``num_new`` new
+    /// pieces: their texts and scores (see ``hf_bpe.extend``). The counter is consumed.
+    /// ``progress(n)`` gets the pieces learned since the last call.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (*, pieces, num_new, max_sentencepiece_length, split_by_whitespace,
+                        allow_whitespace_only_pieces, split_by_unicode_script, split_by_number, split_digits,
+                        progress=None))]
+    fn extend(
+        &mut self,
+        py: Python<'_>,
+        pieces: Vec<(String, f32)>,
+        num_new: usize,
+        max_sentencepiece_length: usize,
+        split_by_whitespace: bool,
+        allow_whitespace_only_pieces: bool,
+        split_by_unicode_script: bool,
+        split_by_number: bool,
+        split_digits: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Vec<(String, f32)>> {
+        guarded(py, || {
+            let counter = self
+                .counter
+                .take()
+                .ok_or_else(|| PyValueError::new_err("this word counter has already trained"))?;
+            let rules = PieceRules {
+                max_sentencepiece_length,
+                split_by_whitespace,
+                allow_whitespace_only_pieces,
+                split_by_unicode_script,
+                split_by_number,
+                split_digits,
+            };
+            let learned = watched(py, progress.as_ref(), |watch| {
+                let words = counter.into_words();
+                extend_pieces(
+                    words.iter().map(|(word, &count)| (word.as_str(), count)),
+                    &pieces,
+                    num_new,
+                    &rules,
+                    |done| {
+                        watch.done.store(done as u64, Ordering::Relaxed);
+                        !watch.stopped()
+                    },
+                )
+            })?;
+            Ok(learned)
         })
     }
 }

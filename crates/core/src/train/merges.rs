@@ -1,17 +1,18 @@
 //! The merge loop: learn merges from a count table, incrementally.
 //!
-//! Each distinct piece becomes a *word*: its current symbols (token ids, starting from its bytes)
-//! and its count. We keep
+//! Each distinct piece becomes a *word*: its current symbols (token ids, starting from its bytes,
+//! or for [`continue_merges`] from the tokens an existing model encodes it to) and its count. We keep
 //! - `pair_counts`: for every adjacent pair of symbols, its occurrences weighted by word count;
 //! - `pair_words`: for every pair, the words it was seen in (entries may go stale: a word listed
 //!   there may no longer hold the pair, which costs a scan but changes nothing);
 //! - a max-heap of `(count, pair)` entries with lazy deletion: an entry whose count is out of date
 //!   is re-pushed with the current count when popped instead of being updated in place.
 //!
-//! The heap is exact because a pair's count only ever grows during the merge that creates the
-//! newer of its two tokens (every new adjacency involves the new token); we push it then. Later it
-//! can only shrink, so a stale entry overstates its pair and is popped (and corrected) before any
-//! entry it could wrongly outrank.
+//! The heap is exact because a pair's count only ever grows during a merge that forms one of its
+//! two tokens (every new adjacency involves the merged token), and we push the pair with its new
+//! count then. Otherwise it can only shrink, so a stale entry overstates its pair and is popped (and
+//! corrected) before any entry it could wrongly outrank. (A merge whose bytes are already a token
+//! forms that token, which may already sit next to others: the pair grows and is pushed all the same.)
 //!
 //! Order: the most frequent pair wins; ties go to the lexicographically greatest pair compared as
 //! `(bytes of left token, bytes of right token)`.
@@ -91,6 +92,27 @@ impl Words {
             words.count.len() <= u32::MAX as usize,
             "more than 4 billion distinct pieces"
         );
+        words
+    }
+
+    /// Words from sequences of token ids and their counts; sequences of fewer than two tokens hold no
+    /// pair and are left out.
+    fn from_sequences<'s>(sequences: impl Iterator<Item = (&'s [Rank], u64)> + Clone) -> Self {
+        let kept = || sequences.clone().filter(|(symbols, count)| symbols.len() >= 2 && *count > 0);
+        let (n_words, n_symbols) = kept().fold((0, 0), |(words, total), (symbols, _)| (words + 1, total + symbols.len()));
+        let mut words = Words {
+            symbols: Vec::with_capacity(n_symbols),
+            start: Vec::with_capacity(n_words),
+            len: Vec::with_capacity(n_words),
+            count: Vec::with_capacity(n_words),
+        };
+        for (symbols, count) in kept() {
+            words.start.push(words.symbols.len());
+            words.len.push(u32::try_from(symbols.len()).expect("a piece of more than 4 billion tokens"));
+            words.count.push(count);
+            words.symbols.extend_from_slice(symbols);
+        }
+        assert!(words.count.len() <= u32::MAX as usize, "more than 4 billion distinct pieces");
         words
     }
 
@@ -360,7 +382,7 @@ pub fn learn_merges(
     num_tokens: usize,
     on_token: impl FnMut(usize) -> bool,
 ) -> Vec<Vec<u8>> {
-    learn(Words::from_counts(counts), num_tokens, PARALLEL_MERGE_WORDS, on_token)
+    learn(Words::from_counts(counts), byte_tokens(), num_tokens, PARALLEL_MERGE_WORDS, on_token).tokens
 }
 
 /// [`learn_merges`], dropping the count table as soon as the merge loop has its own copy of the
@@ -372,22 +394,60 @@ pub fn learn_merges_consuming(
 ) -> Vec<Vec<u8>> {
     let words = Words::from_counts(&counts);
     drop(counts);
-    learn(words, num_tokens, PARALLEL_MERGE_WORDS, on_token)
+    learn(words, byte_tokens(), num_tokens, PARALLEL_MERGE_WORDS, on_token).tokens
 }
 
-/// The merge loop; a merge whose pair is listed in at least `parallel_from` words runs on the
-/// current rayon pool's threads.
+/// What a merge loop learned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Learned {
+    /// The new tokens' bytes, in the order learned (ids after the known tokens').
+    pub tokens: Vec<Vec<u8>>,
+    /// Every merge, in order, as the ids of its two tokens (known tokens by their index among the
+    /// known ones, new ones after them), including merges whose bytes were already a token.
+    pub merges: Vec<(Rank, Rank)>,
+}
+
+/// The merge loop started from a given state: `known` are the tokens so far (token `i` has id
+/// `i`), `sequences` each distinct piece as the ids of its tokens, with its count. Learns until
+/// `num_tokens` tokens not in `known` are learned, or no adjacent pair is left; same order, tie
+/// rule and threads as [`learn_merges`] (which is this loop from the 256 single bytes).
+/// `on_token(done)` is called after each merge with the number of new tokens so far; `false` stops.
+pub fn continue_merges<'s>(
+    known: Vec<Vec<u8>>,
+    sequences: impl Iterator<Item = (&'s [Rank], u64)> + Clone,
+    num_tokens: usize,
+    on_token: impl FnMut(usize) -> bool,
+) -> Learned {
+    learn(Words::from_sequences(sequences), known, num_tokens, PARALLEL_MERGE_WORDS, on_token)
+}
+
+fn byte_tokens() -> Vec<Vec<u8>> {
+    (0..=255u8).map(|byte| vec![byte]).collect()
+}
+
+/// The merge loop from the tokens `known` (ids `0..known.len()`); a merge whose pair is listed in
+/// at least `parallel_from` words runs on the current rayon pool's threads.
 fn learn(
     mut words: Words,
+    known: Vec<Vec<u8>>,
     num_tokens: usize,
     parallel_from: usize,
     mut on_token: impl FnMut(usize) -> bool,
-) -> Vec<Vec<u8>> {
-    let mut tokens = TokenBytes { bytes: Vec::new(), prefixes: Vec::new() };
-    for byte in 0..=255u8 {
-        tokens.push(vec![byte]);
+) -> Learned {
+    let initial = known.len();
+    assert!(initial <= Rank::MAX as usize, "more than 4 billion tokens");
+    let mut tokens = TokenBytes { bytes: Vec::with_capacity(initial + num_tokens.min(1 << 20)), prefixes: Vec::new() };
+    // Merged bytes are two bytes long at least: shorter tokens are never looked up.
+    let mut token_ids: FxHashMap<Vec<u8>, Rank> = known
+        .iter()
+        .enumerate()
+        .filter(|(_, token)| token.len() >= 2)
+        .map(|(id, token)| (token.clone(), id as Rank))
+        .collect();
+    for token in known {
+        tokens.push(token);
     }
-    let mut token_ids: FxHashMap<Vec<u8>, Rank> = FxHashMap::default();
+    let mut merges: Vec<(Rank, Rank)> = Vec::new();
 
     // Two passes, so that each pair's word list is allocated once at its exact size.
     let mut pair_counts: FxHashMap<PackedPair, u64> = FxHashMap::default();
@@ -431,7 +491,7 @@ fn learn(
     let threads = rayon::current_num_threads();
     let mut part_changes: Vec<PairChanges> = (0..threads).map(|_| PairChanges::default()).collect();
 
-    while tokens.len() - 256 < num_tokens {
+    while tokens.len() - initial < num_tokens {
         let greater = |a: &(u64, PackedPair), b: &(u64, PackedPair)| {
             a.0.cmp(&b.0).then_with(|| compare_pairs(&tokens, a.1, b.1)) == Ordering::Greater
         };
@@ -458,6 +518,7 @@ fn learn(
             }
         };
         pair_counts.remove(&pair);
+        merges.push((left, right));
 
         // The listed words are merged into `part_changes` (on several threads when they are many,
         // each thread merging the words of its own part), then the changes are summed into the
@@ -502,11 +563,11 @@ fn learn(
                 heap.push((updated, changed), &greater);
             }
         }
-        if !on_token(tokens.len() - 256) {
+        if !on_token(tokens.len() - initial) {
             break;
         }
     }
-    tokens.bytes.split_off(256)
+    Learned { tokens: tokens.bytes.split_off(initial), merges }
 }
 
 #[cfg(test)]
@@ -608,10 +669,10 @@ mod tests {
                 .num_threads(1)
                 .build()
                 .unwrap()
-                .install(|| learn(Words::from_counts(&counts), 2000, 1, |_| true));
+                .install(|| learn(Words::from_counts(&counts), byte_tokens(), 2000, 1, |_| true).tokens);
             assert_eq!(one, naive_merges(&counts, 2000));
             for pool in &pools {
-                let many = pool.install(|| learn(Words::from_counts(&counts), 2000, 1, |_| true));
+                let many = pool.install(|| learn(Words::from_counts(&counts), byte_tokens(), 2000, 1, |_| true).tokens);
                 assert_eq!(many, one, "{} threads", pool.current_num_threads());
             }
         }

@@ -26,12 +26,14 @@
 //! `bpe_model_trainer.cc`: `queue` (the pairs waiting, in rank order) and `trainer` (the symbols,
 //! their frequencies and the merge loop).
 
+mod extend;
 mod queue;
 mod rules;
 mod sentences;
 mod trainer;
 mod words;
 
+pub use extend::extend_pieces;
 pub use rules::{script_of, PieceRules, Shape};
 pub use sentences::{
     for_each_word, split_into_words, FileError, SentenceOptions, WordCounter, WordCounts,
