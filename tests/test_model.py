@@ -524,6 +524,34 @@ def test_a_model_builds_in_a_forked_child_after_the_parent_built_one() -> None:
     assert queue.get(timeout=5) == BPE(ranks, "gpt2").encode_ordinary(FORK_TEXTS[2])
 
 
+def _merges_model_in_child(queue, vocab, merges) -> None:  # runs in a forked process
+    import hf_bpe._rules
+
+    model = BPE.from_merges(vocab, merges, "gpt2")
+    queue.put((hf_bpe._rules.rank_rule_difference(model), model.encode_ordinary(FORK_TEXTS[2])))
+
+
+def test_a_merges_list_model_builds_in_a_forked_child_after_the_parent_built_one() -> None:
+    """Building a merges-list model merges every token's bytes to decide its rule; a child forked after the
+    parent built one must not wait for threads it does not have (nothing on rayon's global pool)."""
+    import multiprocessing
+
+    import hf_bpe._rules
+
+    gpt2 = hf_bpe.get_encoding("gpt2")
+    vocab, merges = gpt2.mergeable_ranks, gpt2.merges
+    assert hf_bpe._rules.rank_rule_difference(BPE.from_merges(vocab, merges, "gpt2")) is None
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_merges_model_in_child, args=(queue, vocab, merges))
+    child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("building a merges-list model hung in a forked child")
+    assert queue.get(timeout=5) == (None, gpt2.encode_ordinary(FORK_TEXTS[2]))
+
+
 def test_large_batches_return_ordinary_lists_sharing_ints() -> None:
     """A batch this large has its lists filled on the pool's threads, which store shared ints and
     leave the reference counting to the calling thread: the lists must still equal the serial

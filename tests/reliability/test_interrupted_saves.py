@@ -89,7 +89,7 @@ SAVER = textwrap.dedent("""
         if child == 0:
             try:
                 while True:
-                    save(MODELS[number % 2])
+                    save(MODELS[(number + 1) % 2])  # first the model the folder does not hold
                     number += 1
             finally:
                 os._exit(1)

@@ -1120,10 +1120,10 @@ impl Model {
     }
 
     /// The first multi-byte token (by id) whose bytes the merge loop does not turn back into it.
-    /// (Tokens are merged on the current rayon pool: a 256,000-token vocabulary takes a fifth of a
-    /// second on one core.)
+    /// (On the calling thread: callers reach it from Python outside any pool of ours, where rayon's
+    /// global pool would be used, which a forked process cannot use.)
     fn first_not_self_merging(&self) -> Option<(Rank, Vec<Rank>)> {
-        self.ranks().into_par_iter().filter(|(token, _)| token.len() > 1).find_map_first(|(token, id)| {
+        self.ranks().into_iter().filter(|(token, _)| token.len() > 1).find_map(|(token, id)| {
             let parts = self.merge_only(token);
             (parts != [id]).then_some((id, parts))
         })
@@ -1188,8 +1188,8 @@ impl Model {
             }
             previous = Some((line, id));
         }
-        // The first token (by id) that differs, found on the current rayon pool.
-        self.ranks().into_par_iter().filter(|(token, _)| token.len() >= 2).find_map_first(|(token, id)| {
+        // The first token (by id) that differs (on the calling thread, as first_not_self_merging).
+        self.ranks().into_iter().filter(|(token, _)| token.len() >= 2).find_map(|(token, id)| {
             let parts = self.merge_only(token);
             match parts[..] {
                 [only] if only == id => None,
