@@ -638,10 +638,12 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
 
     specials: dict[str, int] = {}
     rules: dict[str, set[str]] = {}
+    vocab_size = len(model["vocab"]) if isinstance(model.get("vocab"), dict) else 0
     for entry in document.get("added_tokens") or []:
         content, token_id = entry["content"], entry["id"]
         if content in specials:
             raise refuse(f"added token {content!r} appears twice")
+        token_id = _added_token_id(content, model, specials, vocab_size)
         normalized = entry.get("normalized", not entry.get("special", False))
         if normalized and any(step.kind != "prefix_space" for step in normalizers):
             raise refuse(
@@ -765,6 +767,13 @@ def _reduced(document: dict[str, Any], merges: int = PIPELINE_CHECK_MERGES) -> d
     vocab, listed = model["vocab"], model.get("merges") or []
     added = {entry["content"] for entry in document.get("added_tokens") or []}
     kept = {spelled: token_id for spelled, token_id in vocab.items() if len(spelled) == 1 or spelled in added}
+    # tokenizers numbers an added token its vocabulary lacks after the vocabulary (_added_token_id): in the
+    # reduced vocabulary each is pinned to the id the whole file gives it
+    ids: dict[str, int] = {}
+    for entry in document.get("added_tokens") or []:
+        ids[entry["content"]] = _added_token_id(entry["content"], model, ids, len(vocab))
+        if entry["content"] not in vocab:
+            kept[entry["content"]] = ids[entry["content"]]
     kept_merges = []
     for merge in listed[:merges]:
         pair = merge.split(" ", 1) if isinstance(merge, str) else merge
@@ -774,6 +783,22 @@ def _reduced(document: dict[str, Any], merges: int = PIPELINE_CHECK_MERGES) -> d
             kept.update({spelled: vocab[spelled] for spelled in (*pair, pair[0] + pair[1])})
     return dict(document, model=dict(model, vocab=kept, merges=kept_merges), post_processor=None, truncation=None,
                 padding=None)
+
+
+def _added_token_id(content: str, model: dict[str, Any], earlier: dict[str, int], vocab_size: int) -> Any:
+    """The id `tokenizers` gives an added token, whatever the file's ``"id"`` says: its id in the vocabulary
+    if it is there, else the next after the vocabulary's size or after the added tokens before it.
+
+    >>> _added_token_id("<x>", {"vocab": {"a": 0, "b": 10}}, {}, 2), _added_token_id("<y>", {"vocab": {}}, {"<x>": 7}, 2)
+    (2, 8)
+    """
+    in_vocab = model["vocab"].get(content) if isinstance(model.get("vocab"), dict) else None
+    if in_vocab is not None:
+        return in_vocab
+    largest = max(earlier.values(), default=None)
+    if largest is None:
+        return vocab_size
+    return largest + 1 if largest >= vocab_size or vocab_size == 0 else vocab_size
 
 
 def _added_token_rules(rules: dict[str, set[str]], refuse: Any) -> dict[str, set[str]]:

@@ -228,3 +228,28 @@ def test_the_load_time_probe_refuses_tokens_matched_differently(trained: dict[st
     monkeypatch.setattr(conversion.hf, "with_special_token_rules", lambda model, rules: model)  # rules lost
     with pytest.raises(TokenizerFileError, match="cannot load the added tokens of this file exactly"):
         conversion.hf.load(tmp_path / "tokenizer.json")
+
+
+def test_added_tokens_get_the_ids_tokenizers_gives_whatever_the_file_says(trained: dict[str, Any],
+                                                                        tmp_path: Path) -> None:
+    """`tokenizers` numbers an added token its vocabulary lacks after the vocabulary (or after the added
+    tokens before it), not by the file's ``"id"``, and one the vocabulary holds by its vocabulary id: files
+    whose ids say otherwise (edited by hand, or cut down) load with the ids `tokenizers` and transformers use."""
+    rng = random.Random(9)
+    vocabulary = [token for token in trained["model"]["vocab"] if token.isascii() and token.isprintable()]
+    texts = _texts(random.Random(10), scaled(150, 30))
+    for number in range(scaled(20, 5)):
+        contents = rng.sample(CONTENTS, rng.randint(1, 4)) + rng.sample(vocabulary, rng.randint(0, 2))
+        document = dict(trained, added_tokens=[
+            {"id": rng.choice([rng.randrange(10_000), len(trained["model"]["vocab"]) + index,
+                               trained["model"]["vocab"].get(content, 0)]),
+             "content": content, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+             "special": True} for index, content in enumerate(dict.fromkeys(contents))])
+        path = tmp_path / f"ids-{number}.json"
+        path.write_text(json.dumps(document), encoding="utf-8")
+        theirs = Tokenizer.from_file(str(path))
+        model = conversion.hf.load(path)
+        assert model.special_tokens == {entry["content"]: theirs.token_to_id(entry["content"])
+                                        for entry in document["added_tokens"]}
+        for text, encoding in zip(texts, theirs.encode_batch(texts, add_special_tokens=False)):
+            assert model.encode(text, allowed_special="all") == encoding.ids, text
