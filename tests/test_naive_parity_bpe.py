@@ -14,7 +14,6 @@ the reference only (running the oracle there would hang the suite).
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -27,15 +26,16 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from naive_bpe import regex_only_code_points
 from naive_parity_bpe import (
-    BYTE_LEVEL,
     CL100K_STYLE_PATTERN,
     GPT2_PATTERN,
     OracleLoopsForever,
     ParityResult,
     from_byte_level,
     naive_parity_train,
+    oracle_parity_train,
     parity_pieces,
     saved_merges,
+    tokenizers_pre_tokenizer,
 )
 from suite import SHARED_DATA, require_shared, scaled
 
@@ -48,18 +48,8 @@ PATTERNS = [GPT2_PATTERN, CL100K_STYLE_PATTERN]
 WIKI = ["el", "ja", "uk", "vi"]
 
 
-def pre_tokenizer(pattern: str) -> Any:
-    """``tokenizers``' side of :func:`parity_pieces` with ``pattern``."""
-    from tokenizers import Regex, pre_tokenizers
-
-    if pattern == GPT2_PATTERN:
-        return pre_tokenizers.ByteLevel(add_prefix_space=False)
-    return pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(pattern), "isolated"),
-                                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-
-
 def oracle_pieces(texts: list[str], pattern: str) -> Counter[bytes]:
-    splitter = pre_tokenizer(pattern)
+    splitter = tokenizers_pre_tokenizer(pattern)
     return Counter(from_byte_level(piece) for text in texts for piece, _ in splitter.pre_tokenize_str(text))
 
 
@@ -68,7 +58,6 @@ def train_both(languages: list[list[str]], num_merges: int, pattern: str, *, dev
                **options: Any) -> ParityResult:
     """Train the reference and (unless it says the oracle never returns) ``ParityBpeTrainer`` on the same
     texts; fail on any difference; return the reference's result."""
-    from tokenizers import Tokenizer, models, trainers
 
     pieces = [parity_pieces(texts, pattern) for texts in languages]
     dev_pieces = None if dev is None else [parity_pieces(texts, pattern) for texts in dev]
@@ -76,15 +65,8 @@ def train_both(languages: list[list[str]], num_merges: int, pattern: str, *, dev
         assert oracle_pieces(texts, pattern) == ours, "the pre-tokenizers cut the text differently"
     expected = naive_parity_train(pieces, num_merges, dev=dev_pieces, ratio=ratio,
                                   initial_alphabet=initial_alphabet, **options)
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizer(pattern)
-    trainer = trainers.ParityBpeTrainer(num_merges=num_merges, show_progress=False,
-                                        initial_alphabet=[BYTE_LEVEL[byte] for byte in initial_alphabet],
-                                        **options)
-    trainer.train_from_iterator(tokenizer, [iter(texts) for texts in languages],
-                                dev_iterators=None if dev is None else [iter(texts) for texts in dev],
-                                ratio=None if ratio is None else list(ratio))
-    saved = json.loads(tokenizer.to_str())["model"]
+    _, saved = oracle_parity_train(languages, num_merges, pattern, dev=dev, ratio=ratio,
+                                   initial_alphabet=initial_alphabet, **options)
     merges = [(from_byte_level(left), from_byte_level(right)) for left, right in saved["merges"]]
     ours = saved_merges(expected.merges)
     if merges != ours:

@@ -9,7 +9,6 @@ maximum token lengths), on varied generated text, and on the shared wiki corpora
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +25,7 @@ from naive_parity_bpe import (
     OracleLoopsForever,
     from_byte_level,
     naive_parity_train,
+    oracle_parity_train,
     parity_pieces,
     saved_merges,
 )
@@ -43,22 +43,12 @@ PATTERNS = [GPT2_PATTERN, CL100K_STYLE_PATTERN]
 WIKI = ["el", "ja", "uk", "vi"]
 
 
-def pre_tokenizer(pattern: str) -> Any:
-    from tokenizers import Regex, pre_tokenizers
-
-    if pattern == GPT2_PATTERN:
-        return pre_tokenizers.ByteLevel(add_prefix_space=False)
-    return pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(pattern), "isolated"),
-                                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-
-
 def train_all(languages: list[list[str]], num_merges: int, pattern: str, *, dev: list[list[str]] | None = None,
               ratio: Sequence[float] | None = None, check: Sequence[str] = (), naive: bool = True,
               **options: Any) -> hf_bpe.BPE:
     """``hf_bpe.train(languages=...)``, ``ParityBpeTrainer`` and the naive reference on the same texts; fail
     on any difference in the merges, and on any text of ``check`` (and the corpora) encoded differently.
     ``naive=False`` leaves the reference out (it recounts every pair before each merge: slow on larger corpora)."""
-    from tokenizers import Tokenizer, models, trainers
 
     names = [f"lang{i}" for i in range(len(languages))]
     model = hf_bpe.train(vocab_size=256 + num_merges, pattern=patterns.Split(pattern, "isolated"),
@@ -73,13 +63,7 @@ def train_all(languages: list[list[str]], num_merges: int, pattern: str, *, dev:
         expected = naive_parity_train(pieces, num_merges, dev=dev_pieces, ratio=ratio, **options)
         assert model._training["chosen_by"] == [None if i is None else names[i] for i in expected.languages]
         assert ours == saved_merges(expected.merges)
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizer(pattern)
-    trainer = trainers.ParityBpeTrainer(num_merges=num_merges, show_progress=False, **options)
-    trainer.train_from_iterator(tokenizer, [iter(texts) for texts in languages],
-                                dev_iterators=None if dev is None else [iter(texts) for texts in dev],
-                                ratio=None if ratio is None else list(ratio))
-    saved = json.loads(tokenizer.to_str())["model"]
+    tokenizer, saved = oracle_parity_train(languages, num_merges, pattern, dev=dev, ratio=ratio, **options)
     theirs = [(from_byte_level(left), from_byte_level(right)) for left, right in saved["merges"]]
     if ours != theirs:
         first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))

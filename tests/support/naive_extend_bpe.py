@@ -76,6 +76,10 @@ from dataclasses import dataclass
 
 from naive_bpe import merge_words, naive_pieces
 
+# Where new tokens go is the documented placement (ids after the last, specials kept or moved); what this
+# reference checks is the merges.
+from hf_bpe.extend import place_new_tokens
+
 Pair = tuple[bytes, bytes]
 
 
@@ -155,22 +159,6 @@ def continue_merges(pieces: Mapping[bytes, int], tokens_of: Callable[[bytes], li
     return Continuation(merges, learned)
 
 
-def _place(ordinary_ids: Iterable[int], special_tokens: Mapping[str, int], new_tokens: list[bytes],
-           move_special_tokens: bool) -> tuple[dict[bytes, int], dict[str, int], dict[int, int]]:
-    """Ids for the new tokens, the special tokens after the change, and the special tokens' id map."""
-    last_ordinary = max(ordinary_ids, default=-1)
-    if not move_special_tokens:
-        start = max([last_ordinary, *special_tokens.values()]) + 1
-        return ({token: start + i for i, token in enumerate(new_tokens)}, dict(special_tokens),
-                {i: i for i in special_tokens.values()})
-    start = last_ordinary + 1
-    new_ids = {token: start + i for i, token in enumerate(new_tokens)}
-    after = start + len(new_tokens)
-    order = sorted(special_tokens.items(), key=lambda item: item[1])
-    id_map = {old: after + i for i, (_, old) in enumerate(order)}
-    return new_ids, {text: id_map[old] for text, old in order}, id_map
-
-
 @dataclass
 class ExtendedRanks:
     ranks: dict[bytes, int]
@@ -187,7 +175,7 @@ def extend_rank_model(ranks: Mapping[bytes, int], special_tokens: Mapping[str, i
     pieces = naive_pieces(documents, pattern, list(special_tokens))
     continuation = continue_merges(pieces, lambda piece: encode_with_ranks(piece, ranks), ranks,
                                    num_new_tokens)
-    new_ids, specials, id_map = _place(ranks.values(), special_tokens, continuation.tokens, move_special_tokens)
+    new_ids, specials, id_map = place_new_tokens(ranks.values(), special_tokens, continuation.tokens, move_special_tokens=move_special_tokens)
     return ExtendedRanks({**ranks, **new_ids}, specials, id_map, continuation)
 
 
@@ -207,7 +195,7 @@ def extend_merges_model(vocab: Mapping[bytes, int], merges: Sequence[Pair], spec
     pieces = naive_pieces(documents, pattern, list(special_tokens))
     continuation = continue_merges(pieces, lambda piece: encode_with_merges(piece, merges, vocab), vocab,
                                    num_new_tokens)
-    new_ids, specials, id_map = _place(vocab.values(), special_tokens, continuation.tokens, move_special_tokens)
+    new_ids, specials, id_map = place_new_tokens(vocab.values(), special_tokens, continuation.tokens, move_special_tokens=move_special_tokens)
     listed = set(merges)
     appended = []
     for pair in continuation.merges:

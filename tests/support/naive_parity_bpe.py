@@ -85,6 +85,7 @@ import itertools
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import regex
 from naive_bpe import merge_word
@@ -301,3 +302,32 @@ def saved_merges(merges: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]
     once, at its last rank."""
     last = {pair: rank for rank, pair in enumerate(merges)}
     return [pair for rank, pair in enumerate(merges) if last[pair] == rank]
+
+
+def tokenizers_pre_tokenizer(pattern: str) -> Any:
+    """`tokenizers`' side of :func:`parity_pieces` with ``pattern``."""
+    from tokenizers import Regex, pre_tokenizers
+
+    if pattern == GPT2_PATTERN:
+        return pre_tokenizers.ByteLevel(add_prefix_space=False)
+    return pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(pattern), "isolated"),
+                                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+
+
+def oracle_parity_train(languages: Sequence[Sequence[str]], num_merges: int, pattern: str, *,
+                        dev: Sequence[Sequence[str]] | None = None, ratio: Sequence[float] | None = None,
+                        initial_alphabet: Sequence[int] = (), **options: Any) -> tuple[Any, dict[str, Any]]:
+    """`tokenizers.trainers.ParityBpeTrainer` on the same texts and options: the trained tokenizer and its
+    saved model (``vocab`` and ``merges`` spelled in the byte-level alphabet)."""
+    import json
+
+    from tokenizers import Tokenizer, models, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = tokenizers_pre_tokenizer(pattern)
+    trainer = trainers.ParityBpeTrainer(num_merges=num_merges, show_progress=False,
+                                        initial_alphabet=[BYTE_LEVEL[byte] for byte in initial_alphabet], **options)
+    trainer.train_from_iterator(tokenizer, [iter(texts) for texts in languages],
+                                dev_iterators=None if dev is None else [iter(texts) for texts in dev],
+                                ratio=None if ratio is None else list(ratio))
+    return tokenizer, json.loads(tokenizer.to_str())["model"]
