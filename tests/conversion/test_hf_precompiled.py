@@ -199,3 +199,19 @@ def test_a_broken_charsmap_is_refused_by_name(charsmap_text: Any, tmp_path: Path
     path.write_text(json.dumps(document), encoding="utf-8")
     with pytest.raises(TokenizerFileError, match="Precompiled"):
         conversion.hf.load(path)
+
+
+def test_a_loaded_model_saves_and_writes_back_exactly(tmp_path: Path) -> None:
+    import hf_bpe
+
+    normalizer = {"type": "Sequence", "normalizers": [{"type": "Precompiled", "precompiled_charsmap": "nmt_nfkc_cf"},
+                                                      {"type": "NFC"}]}
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(_trained(_with_charsmaps(normalizer), 3)), encoding="utf-8")
+    model = conversion.hf.load(path)
+    reloaded = hf_bpe.BPE.load(model.save(tmp_path / "model.bpe"))
+    theirs = Tokenizer.from_file(str(conversion.hf.save(model, tmp_path / "written.json")))
+    for text in _texts(random.Random(5), 60):
+        ids = model.encode(text, allowed_special="all")
+        assert reloaded.encode(text, allowed_special="all") == ids, text
+        assert theirs.encode(text, add_special_tokens=False).ids == ids, text
