@@ -9,6 +9,8 @@ difference, as the pre-tokenizer probe does for splits.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -55,6 +57,16 @@ def normalizer_steps(normalizer: Any, refuse: Any) -> tuple[patterns.Normalize, 
                          '{"Regex": ...} or {"String": ...} and a string')
         spelled_kind, text = next(iter(pattern.items()))
         return (patterns.Normalize("replace", text, content, literal=spelled_kind == "String"),)
+    if kind == "Precompiled":
+        charsmap = normalizer.get("precompiled_charsmap")
+        try:
+            valid = isinstance(charsmap, str) and len(base64.b64decode(charsmap, validate=True)) > 4
+        except (binascii.Error, ValueError):
+            valid = False
+        if not valid:
+            raise refuse(f"a Precompiled normalizer has precompiled_charsmap = {charsmap!r:.60}; expected a "
+                         "SentencePiece charsmap in base64")
+        return (patterns.Normalize("precompiled", charsmap),)
     if kind == "Prepend":
         prepend = normalizer.get("prepend")
         if not isinstance(prepend, str):
@@ -62,7 +74,7 @@ def normalizer_steps(normalizer: Any, refuse: Any) -> tuple[patterns.Normalize, 
         return (patterns.Normalize("prepend", prepend),) if prepend else ()
     raise refuse(
         f"the normalizer {kind!r} is not supported (hf_bpe runs NFC, NFD, NFKC, NFKD, Lowercase, Strip, Replace, "
-        "Prepend and Sequences of them exactly as tokenizers does)"
+        "Prepend, Precompiled and Sequences of them exactly as tokenizers does)"
     )
 
 
@@ -84,6 +96,8 @@ def written_normalizer(steps: tuple[patterns.Normalize, ...]) -> normalizers.Nor
             written.append(normalizers.Replace(step.pattern if step.literal else Regex(step.pattern), step.content))
         elif step.kind == "prepend":
             written.append(normalizers.Prepend(step.pattern))
+        elif step.kind == "precompiled":
+            written.append(normalizers.Precompiled(base64.b64decode(step.pattern)))
         elif step.kind == "prefix_space":
             written.append(normalizers.Replace(Regex(r"\A(?=[^ ])"), " "))
         else:

@@ -119,7 +119,8 @@ class Split:
         return f"Split({self.pattern!r}, {self.behavior!r}{extra})"
 
 
-NORMALIZERS = ("nfc", "nfd", "nfkc", "nfkd", "lowercase", "strip", "replace", "prepend", "prefix_space")
+NORMALIZERS = ("nfc", "nfd", "nfkc", "nfkd", "lowercase", "strip", "replace", "prepend", "prefix_space",
+               "precompiled")
 """The kinds of :class:`Normalize` step."""
 
 
@@ -130,8 +131,11 @@ class Normalize:
     Unicode 9 tables of `tokenizers`), ``"lowercase"``, ``"strip"`` (leading whitespace with ``left``,
     trailing with ``right``), ``"replace"`` (each match of the Oniguruma regex ``pattern``, or with
     ``literal`` the plain string, becomes ``content``), ``"prepend"`` (``pattern`` is put before any
-    text that is not empty) or ``"prefix_space"`` (`tokenizers`' ``ByteLevel`` with
-    ``add_prefix_space``: a space before a text that is not empty and does not start with one).
+    text that is not empty), ``"prefix_space"`` (`tokenizers`' ``ByteLevel`` with
+    ``add_prefix_space``: a space before a text that is not empty and does not start with one) or
+    ``"precompiled"`` (a SentencePiece ``precompiled_charsmap``, base64 in ``pattern`` as a
+    ``tokenizer.json`` holds it, applied as `tokenizers` applies it: per grapheme cluster, by the
+    shortest rule matching its start, not as SentencePiece does).
 
     >>> import hf_bpe
     >>> ranks = {bytes([b]): b for b in range(256)}

@@ -6,7 +6,8 @@
 //! NFC, NFD, NFKC and NFKD with `unicode-normalization-alignments` (the crate `tokenizers` uses, with
 //! its Unicode 9 tables: Python's `unicodedata` would normalize characters added since differently),
 //! `Lowercase` with Rust's `char::to_lowercase`, `Strip` with `char::is_whitespace`, `Replace` on
-//! Oniguruma (found as a Split step finds its matches, [`crate::onig_split`]) and `Prepend`.
+//! Oniguruma (found as a Split step finds its matches, [`crate::onig_split`]), `Prepend`, and
+//! `Precompiled` (a SentencePiece charsmap, run as `tokenizers` runs it: see [`precompiled`]).
 //!
 //! Alignments follow `tokenizers`' rules for rewriting text: a character that replaces one of the
 //! original takes that character's range, a character added after another takes the range of the
@@ -18,6 +19,9 @@ use std::sync::Arc;
 
 use onig::Regex;
 use unicode_normalization_alignments::UnicodeNormalization;
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::normalize::CharsMap;
 
 use crate::onig_split::find_matches;
 use crate::pretokenize::{Budget, SplitError, MAX_PATTERN_BYTES};
@@ -41,6 +45,9 @@ pub enum NormalizeStep {
     /// not start with one (run on each stretch between added tokens, as that pre-tokenizer is when
     /// it is the only one).
     PrefixSpace,
+    /// A SentencePiece `precompiled_charsmap`, base64 (standard alphabet, padded) as a
+    /// `tokenizer.json` holds it.
+    Precompiled(String),
 }
 
 impl NormalizeStep {
@@ -56,6 +63,7 @@ impl NormalizeStep {
             NormalizeStep::Replace { .. } => "Replace",
             NormalizeStep::Prepend(_) => "Prepend",
             NormalizeStep::PrefixSpace => "ByteLevel",
+            NormalizeStep::Precompiled(_) => "Precompiled",
         }
     }
 }
@@ -65,6 +73,7 @@ impl NormalizeStep {
 pub struct Normalizer {
     steps: Vec<NormalizeStep>,
     regexes: Vec<Option<Arc<Regex>>>,
+    charsmaps: Vec<Option<Arc<CharsMap>>>,
 }
 
 /// Text being normalized: the text, and (when offsets are wanted) for each of its bytes the start
@@ -133,7 +142,18 @@ impl Normalizer {
                 _ => Ok(None),
             })
             .collect::<Result<_, _>>()?;
-        Ok(Self { steps, regexes })
+        let charsmaps = steps
+            .iter()
+            .map(|step| match step {
+                NormalizeStep::Precompiled(encoded) => {
+                    let bad = |reason: String| SplitError::BadPattern { pattern: "Precompiled charsmap".into(), reason };
+                    let blob = decode_base64(encoded).ok_or_else(|| bad("it is not standard padded base64".into()))?;
+                    CharsMap::parse_for_tokenizers(&blob).map(|map| Some(Arc::new(map))).map_err(bad)
+                }
+                _ => Ok(None),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self { steps, regexes, charsmaps })
     }
 
     pub fn steps(&self) -> &[NormalizeStep] {
@@ -161,7 +181,7 @@ impl Normalizer {
                 .collect()
         });
         let mut state = Aligned { text: text.to_owned(), align };
-        for (step, regex) in self.steps.iter().zip(&self.regexes) {
+        for ((step, regex), charsmap) in self.steps.iter().zip(&self.regexes).zip(&self.charsmaps) {
             match step {
                 NormalizeStep::Nfc => normalize_with(&mut state, |text| text.nfc().collect()),
                 NormalizeStep::Nfd => normalize_with(&mut state, |text| text.nfd().collect()),
@@ -186,10 +206,96 @@ impl Normalizer {
                     prepend(&mut state, prefix);
                 }
                 NormalizeStep::Prepend(prefix) => prepend(&mut state, prefix),
+                NormalizeStep::Precompiled(_) => precompiled(&mut state, charsmap.as_deref().expect("parsed in new")),
             }
         }
         Ok((state.text, state.align))
     }
+}
+
+/// `Precompiled`, as `tokenizers` runs a charsmap (not as SentencePiece does): the text is cut into
+/// extended grapheme clusters; a cluster of under 6 bytes with a rule matching a prefix of it is
+/// replaced whole by the shortest such rule's replacement; any other cluster has each of its
+/// characters replaced by the shortest rule matching a prefix of that character, if any.
+///
+/// Offsets follow how `tokenizers` records a replacement of `k` characters by `m`: each new
+/// character replaces one; when `m > k` the last `m - k` new characters are added instead; when
+/// `m < k` the last change recorded so far (possibly a character of an earlier replacement, or none
+/// at the start of the text) also removes the `k - m` left over.
+fn precompiled(state: &mut Aligned, map: &CharsMap) {
+    fn push(dest: &mut Vec<(char, isize)>, replacement: &str, replaced: usize) {
+        let count = replacement.chars().count();
+        dest.extend(replacement.chars().map(|char| (char, 0)));
+        if count > replaced {
+            let from = dest.len() - (count - replaced);
+            dest[from..].iter_mut().for_each(|(_, change)| *change = 1);
+        } else if count < replaced {
+            if let Some((_, change)) = dest.last_mut() {
+                *change -= (replaced - count) as isize;
+            }
+        }
+    }
+    let mut dest = Vec::with_capacity(state.text.len());
+    let mut modified = false;
+    for cluster in state.text.graphemes(true) {
+        if cluster.len() < 6 {
+            if let Some(replacement) = map.shortest_rule(cluster.as_bytes()) {
+                modified = true;
+                push(&mut dest, replacement, cluster.chars().count());
+                continue;
+            }
+        }
+        for char in cluster.chars() {
+            let mut buffer = [0; 4];
+            match map.shortest_rule(char.encode_utf8(&mut buffer).as_bytes()) {
+                Some(replacement) => {
+                    modified = true;
+                    push(&mut dest, replacement, 1);
+                }
+                None => dest.push((char, 0)),
+            }
+        }
+    }
+    if modified {
+        state.transform_all(dest, 0);
+    }
+}
+
+/// Standard base64 with its padding (what `tokenizers` reads a charsmap with); `None` for anything
+/// else.
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let value = |byte: u8| match byte {
+        b'A'..=b'Z' => Some(byte - b'A'),
+        b'a'..=b'z' => Some(byte - b'a' + 26),
+        b'0'..=b'9' => Some(byte - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let bytes = text.as_bytes();
+    if !bytes.len().is_multiple_of(4) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len() / 4 * 3);
+    for (index, quad) in bytes.chunks_exact(4).enumerate() {
+        let last = index + 1 == bytes.len() / 4;
+        let padding = quad.iter().rev().take_while(|&&byte| byte == b'=').count();
+        if padding > 2 || (padding > 0 && !last) {
+            return None;
+        }
+        let mut bits = 0u32;
+        for &byte in &quad[..4 - padding] {
+            bits = bits << 6 | u32::from(value(byte)?);
+        }
+        bits <<= 6 * padding as u32;
+        let decoded = [(bits >> 16) as u8, (bits >> 8) as u8, bits as u8];
+        // Bits past the last byte must be zero (canonical encoding).
+        if decoded[3 - padding..].iter().any(|&byte| byte != 0) {
+            return None;
+        }
+        out.extend_from_slice(&decoded[..3 - padding]);
+    }
+    Some(out)
 }
 
 /// `prefix` in front of a text that is not empty; the added characters take the range of the
@@ -298,6 +404,17 @@ mod tests {
         let steps = vec![NormalizeStep::Strip { left: true, right: true }];
         assert_eq!(normalized(steps, "\u{3000} ab \n").0, "ab");
         assert_eq!(Normalizer::new(vec![NormalizeStep::Strip { left: true, right: true }]).unwrap().normalize("  ").unwrap(), "");
+    }
+
+    #[test]
+    fn base64_is_read_strictly() {
+        assert_eq!(decode_base64("YWJj").unwrap(), b"abc");
+        assert_eq!(decode_base64("YWI=").unwrap(), b"ab");
+        assert_eq!(decode_base64("YQ==").unwrap(), b"a");
+        assert_eq!(decode_base64("").unwrap(), b"");
+        for bad in ["YQ=", "YR==", "Y===", "YQ==YWJj", "YW J"] {
+            assert_eq!(decode_base64(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -52,6 +52,40 @@ impl CharsMap {
         })
     }
 
+    /// Parses a `precompiled_charsmap` blob as `tokenizers` reads it (its `spm_precompiled` crate):
+    /// the replacement strings must be UTF-8 as a whole.
+    pub fn parse_for_tokenizers(blob: &[u8]) -> Result<Self, String> {
+        let map = Self::parse(blob)?;
+        if std::str::from_utf8(&map.replacements).is_err() {
+            return Err("the replacement strings of the precompiled charsmap are not UTF-8".into());
+        }
+        Ok(map)
+    }
+
+    /// The replacement of the shortest rule matching a prefix of `key` (the search stops at a NUL
+    /// byte), which `tokenizers`' `Precompiled` normalizer takes for the whole key. A replacement
+    /// that does not start on a character boundary is no rule (only a corrupt map has one).
+    pub fn shortest_rule(&self, key: &[u8]) -> Option<&str> {
+        let unit = |position: usize| self.units.get(position).copied();
+        let offset = |unit: u32| ((unit >> 10) << ((unit & (1 << 9)) >> 6)) as usize;
+        let mut position = offset(unit(0)?);
+        for &byte in key.iter().take_while(|&&byte| byte != 0) {
+            position ^= byte as usize;
+            let current = unit(position)?;
+            if current & ((1 << 31) | 0xFF) != u32::from(byte) {
+                return None;
+            }
+            position ^= offset(current);
+            if (current >> 8) & 1 == 1 {
+                let value = (unit(position)? & ((1 << 31) - 1)) as usize;
+                let rest = self.replacements.get(value..)?;
+                let end = rest.iter().position(|&byte| byte == 0).unwrap_or(rest.len());
+                return std::str::from_utf8(&rest[..end]).ok();
+            }
+        }
+        None
+    }
+
     /// The longest rule matching a prefix of `text`: (bytes it covers, its replacement). A rule whose
     /// replacement is not UTF-8 (only a corrupt map has one) is no rule.
     fn longest_prefix(&self, text: &[u8]) -> Option<(usize, &[u8])> {

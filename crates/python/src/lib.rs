@@ -100,6 +100,7 @@ fn model_split_of(value: &Bound<'_, PyAny>) -> PyResult<(Vec<NormalizeStep>, Spl
                     "replace" => NormalizeStep::Replace { pattern, literal, content },
                     "prepend" => NormalizeStep::Prepend(pattern),
                     "prefix_space" => NormalizeStep::PrefixSpace,
+                    "precompiled" => NormalizeStep::Precompiled(pattern),
                     _ => return Err(PyValueError::new_err(format!("unknown normalizer {kind:?}"))),
                 });
                 continue;
@@ -124,6 +125,7 @@ fn normalize_step_to_py(step: &NormalizeStep) -> (&'static str, String, String, 
         }
         NormalizeStep::Prepend(prefix) => ("prepend", prefix.clone(), String::new(), false, false, false),
         NormalizeStep::PrefixSpace => ("prefix_space", String::new(), String::new(), false, false, false),
+        NormalizeStep::Precompiled(charsmap) => ("precompiled", charsmap.clone(), String::new(), false, false, false),
     }
 }
 
