@@ -639,10 +639,16 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     specials: dict[str, int] = {}
     rules: dict[str, set[str]] = {}
     vocab_size = len(model["vocab"]) if isinstance(model.get("vocab"), dict) else 0
+    file_ids: dict[int, str] = {}  # the ids the file gives its added tokens: refused when corrupt, else unused
     for entry in document.get("added_tokens") or []:
         content, token_id = entry["content"], entry["id"]
         if content in specials:
             raise refuse(f"added token {content!r} appears twice")
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or not 0 <= token_id < 2**31:
+            raise refuse(f"added token {content!r} has the id {token_id!r}, out of range (an int from 0 to 2**31 - 1)")
+        if token_id in file_ids:
+            raise refuse(f"added tokens {file_ids[token_id]!r} and {content!r} both have id {token_id} in the file")
+        file_ids[token_id] = content
         token_id = _added_token_id(content, model, specials, vocab_size)
         normalized = entry.get("normalized", not entry.get("special", False))
         if normalized and any(step.kind != "prefix_space" for step in normalizers):

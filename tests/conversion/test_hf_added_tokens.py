@@ -239,12 +239,16 @@ def test_added_tokens_get_the_ids_tokenizers_gives_whatever_the_file_says(traine
     vocabulary = [token for token in trained["model"]["vocab"] if token.isascii() and token.isprintable()]
     texts = _texts(random.Random(10), scaled(150, 30))
     for number in range(scaled(20, 5)):
-        contents = rng.sample(CONTENTS, rng.randint(1, 4)) + rng.sample(vocabulary, rng.randint(0, 2))
+        contents = list(dict.fromkeys(rng.sample(CONTENTS, rng.randint(1, 4)) + rng.sample(vocabulary, rng.randint(0, 2))))
+        file_ids: list[int] = []  # distinct (a file giving two added tokens one id is refused as corrupt)
+        for index, content in enumerate(contents):
+            file_ids.append(next(candidate for candidate in (
+                rng.choice([rng.randrange(10_000), len(trained["model"]["vocab"]) + index,
+                            trained["model"]["vocab"].get(content, 0)]) for _ in iter(int, 1))
+                if candidate not in file_ids))
         document = dict(trained, added_tokens=[
-            {"id": rng.choice([rng.randrange(10_000), len(trained["model"]["vocab"]) + index,
-                               trained["model"]["vocab"].get(content, 0)]),
-             "content": content, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-             "special": True} for index, content in enumerate(dict.fromkeys(contents))])
+            {"id": token_id, "content": content, "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": True} for token_id, content in zip(file_ids, contents)])
         path = tmp_path / f"ids-{number}.json"
         path.write_text(json.dumps(document), encoding="utf-8")
         theirs = Tokenizer.from_file(str(path))
