@@ -93,8 +93,8 @@ def run(arguments: argparse.Namespace) -> int:
     added = extended.n_vocab - model.n_vocab
     described = plural(len(arguments.files), "file")
     eos = "<|endoftext|>" if "<|endoftext|>" in extended.special_tokens else None
-    card = {"provenance": f"{arguments.tokenizer} ({source_format}) extended by {added} tokens learned on {described} "
-                          "with hf_bpe.extend; every token of it keeps its id",
+    card = {"provenance": f"{arguments.tokenizer} ({source_format}) extended by {added:,} tokens learned on "
+                          f"{described} with hf_bpe.extend; every token of {arguments.tokenizer} keeps its id.",
             "training": {"corpus": described, "vocab_size": extended.n_vocab}}
     created = missing_folder(arguments.out)
     save_tokenizer_folder(extended, arguments.out, eos_token=eos, card=card)
