@@ -690,7 +690,7 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     if rules:
         loaded = with_special_token_rules(loaded, rules)
     if checked and (normalizers or rules):
-        reduced = _ReducedPair(document, path, lossy, split)
+        reduced = _ReducedPair(document, path, lossy, split, specials)
         if normalizers:
             _check_normalizer(loaded, document, refuse)
             _check_pipeline(reduced, refuse)
@@ -765,21 +765,15 @@ PIPELINE_CHECK_MERGES = 3000
 """How many of a file's merges the pipeline check keeps (see :func:`_check_pipeline`)."""
 
 
-def _reduced(document: dict[str, Any], merges: int = PIPELINE_CHECK_MERGES) -> dict[str, Any]:
+def _reduced(document: dict[str, Any], added_ids: dict[str, int], merges: int = PIPELINE_CHECK_MERGES) -> dict[str, Any]:
     """``document`` with its model cut to its first ``merges`` merges, the tokens they use and form, every
     token of one character (the byte symbols) and the added tokens' entries: the same steps around a
-    small model. Ids stay as they are."""
+    small model. Ids stay as they are: ``added_ids`` are the ids the whole file gives its added tokens
+    (:func:`_added_token_id`), which the reduced vocabulary pins, as tokenizers would number them after it."""
     model = document["model"]
     vocab, listed = model["vocab"], model.get("merges") or []
-    added = {entry["content"] for entry in document.get("added_tokens") or []}
-    kept = {spelled: token_id for spelled, token_id in vocab.items() if len(spelled) == 1 or spelled in added}
-    # tokenizers numbers an added token its vocabulary lacks after the vocabulary (_added_token_id): in the
-    # reduced vocabulary each is pinned to the id the whole file gives it
-    ids: dict[str, int] = {}
-    for entry in document.get("added_tokens") or []:
-        ids[entry["content"]] = _added_token_id(entry["content"], model, ids, len(vocab))
-        if entry["content"] not in vocab:
-            kept[entry["content"]] = ids[entry["content"]]
+    kept = {spelled: token_id for spelled, token_id in vocab.items() if len(spelled) == 1}
+    kept.update(added_ids)
     kept_merges = []
     for merge in listed[:merges]:
         pair = merge.split(" ", 1) if isinstance(merge, str) else merge
@@ -862,8 +856,8 @@ class _ReducedPair:
     suite."""
 
     def __init__(self, document: dict[str, Any], path: str | os.PathLike[str], lossy: bool,
-                 split: patterns.Pattern) -> None:
-        reduced = _reduced(document)
+                 split: patterns.Pattern, added_ids: dict[str, int]) -> None:
+        reduced = _reduced(document, added_ids)
         self.theirs = Tokenizer.from_str(json.dumps(reduced))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MissingBytesWarning)  # the whole file's warning is given once
