@@ -393,30 +393,6 @@ fn merge_ids_of(merges: &Bound<'_, PyAny>) -> PyResult<Vec<(Rank, Rank)>> {
     Ok(list)
 }
 
-/// GPT-2's byte-to-unicode alphabet read backwards: the byte each of its characters (all below
-/// U+0144) spells, `None` for other characters.
-fn unspelled_byte(char: char) -> Option<u8> {
-    static TABLE: OnceLock<[i16; 0x144]> = OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let mut table = [-1i16; 0x144];
-        let mut next = 256usize;
-        for byte in 0..=255u8 {
-            let printable = matches!(byte, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
-            let spelled = if printable { usize::from(byte) } else { next += 1; next - 1 };
-            table[spelled] = i16::from(byte);
-        }
-        table
-    });
-    let value = *table.get(char as usize)?;
-    u8::try_from(value).ok()
-}
-
-/// The bytes a token spelled in the byte-to-unicode alphabet stands for; `None` when a character
-/// is outside it.
-fn unspell(spelled: &str) -> Option<Vec<u8>> {
-    spelled.chars().map(unspelled_byte).collect()
-}
-
 /// `tokenizer.json`'s vocabulary (bytes, id) and merges (pairs of ids) as
 /// [`CoreBPE::from_spelled_merges`] reads them; `Ok(None)` for anything irregular. Tokens are
 /// looked up as the `&str` of the dictionary's own keys: no copies.
@@ -454,7 +430,7 @@ fn spelled_vocab_and_merges(
         if special_id.contains_key(spelled) {
             return Ok(None);
         }
-        match unspell(spelled) {
+        match hf_bpe_core::byte_level::unspell(spelled) {
             Some(token) => {
                 tokens.push((token, id));
                 spelled_ids.insert(spelled, Some(id));

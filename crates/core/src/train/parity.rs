@@ -35,6 +35,7 @@
 
 use super::counts::PieceCounts;
 use super::merges::{append, compare_pairs, merge_symbols, pack, unpack, PackedPair, PairHeap, TokenBytes, WordList};
+use crate::byte_level::is_printable;
 use crate::Rank;
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
@@ -75,9 +76,6 @@ const BYTE_LEVEL_ORDER: [u8; 256] = {
     order
 };
 
-const fn is_printable(byte: u8) -> bool {
-    matches!(byte, 0x21..=0x7E | 0xA1..=0xAC | 0xAE..=0xFF)
-}
 
 /// Which pairs may be counted (and so merged).
 #[derive(Clone, Debug, PartialEq, Eq)]
