@@ -12,7 +12,8 @@ Each build's model is made through ``hf_bpe.BPE`` from the encoding's ranks and 
 call is the one ``encode.py`` times in its single mode: ``encode_ordinary`` per document, Python's list
 of ids included. The documents, the warm-up and its rule are ``encode.py``'s (the same ``--limit-mb``
 and ``--seed`` give the same documents): before each timed pass, a build's piece caches are emptied and
-warmed on the warm-up documents, untimed. Each round times both builds (the first build first in even
+warmed on the warm-up documents, untimed (with ``--seen``, each build encodes the timed documents once,
+untimed, and its caches are then left as the rounds leave them: text seen before). Each round times both builds (the first build first in even
 rounds, second in odd ones) and tiktoken. Before timing, each build's ids are compared with tiktoken's
 on every document.
 
@@ -111,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="as encode.py (default: ../shared/data/corpora; generated text when absent)")
     parser.add_argument("--limit-mb", type=float, default=20.0, help="MB of timed text, as encode.py (default 20)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seen", action="store_true",
+                        help="time text the builds have encoded before: one untimed pass over the timed documents, "
+                             "then caches left as each round leaves them (no emptying, no warm-up)")
     parser.add_argument("--env-first", action="append", default=[], metavar="NAME=VALUE",
                         help="set while the first build's model is made (repeatable)")
     args = parser.parse_args(argv)
@@ -159,13 +163,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         seconds: list[list[float]] = [[], []]
         tiktoken_seconds = []
+        if args.seen:
+            for index, build in enumerate(builds):
+                with variables(envs[index]):
+                    clear_cache(build)
+                    timed(build.encode_ordinary)
         for round_index in range(args.rounds):
             for index in (0, 1) if round_index % 2 == 0 else (1, 0):
                 build = builds[index]
-                with variables(envs[index]):  # the caches are allocated anew after clear_cache()
-                    clear_cache(build)
-                    for doc in warm_up:
-                        build.encode_ordinary(doc)
+                if not args.seen:
+                    with variables(envs[index]):  # the caches are allocated anew after clear_cache()
+                        clear_cache(build)
+                        for doc in warm_up:
+                            build.encode_ordinary(doc)
                 seconds[index].append(timed(build.encode_ordinary))
             tiktoken_seconds.append(timed(theirs.encode_ordinary))
 
