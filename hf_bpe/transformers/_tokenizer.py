@@ -71,14 +71,12 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         *,
         add_bos_token: bool | None = None,
         add_eos_token: bool | None = None,
-        pair_template: str | None = None,
-        trim_offsets: bool | None = None,
-        trim_keeps_prefix_space: bool | None = None,
         **kwargs: Any,
     ) -> None:
         """Load the model from ``vocab_file`` (``hf_bpe.json``), or take ``model=`` (an
         :class:`hf_bpe.BPE`, as :meth:`from_model` does); ``pair_template``, ``trim_offsets`` and
-        ``trim_keeps_prefix_space`` as :meth:`from_model`; other arguments are transformers'."""
+        ``trim_keeps_prefix_space`` as :meth:`from_model` (kept in our section of
+        ``tokenizer_config.json``, as the BOS/EOS policy); other arguments are transformers'."""
         model = kwargs.pop("model", None)
         if kwargs.pop("add_prefix_space", False):
             raise ValueError("BPETokenizer encodes text as given; add_prefix_space=True is not supported")
@@ -102,12 +100,13 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         self._model = model
         self._add_bos = bool(settings.get("add_bos_token", False) if add_bos_token is None else add_bos_token)
         self._add_eos = bool(settings.get("add_eos_token", False) if add_eos_token is None else add_eos_token)
-        self._post = PostProcessing.of(
-            settings.get("pair_template", "bos_eos") if pair_template is None else pair_template,
-            settings.get("trim_offsets", False) if trim_offsets is None else trim_offsets,
-            settings.get("trim_keeps_prefix_space", False) if trim_keeps_prefix_space is None
-            else trim_keeps_prefix_space,
-        )
+        self._post = PostProcessing.of(*(
+            settings.get(name, default) if kwargs.get(name) is None else kwargs[name]
+            for name, default in (("pair_template", "bos_eos"), ("trim_offsets", False),
+                                  ("trim_keeps_prefix_space", False))
+        ))
+        for name in ("pair_template", "trim_offsets", "trim_keeps_prefix_space"):
+            kwargs.pop(name, None)
         self._card = dict(settings.get("card", {}))
         if "training" not in self._card and model._training:  # trained by hf_bpe.train: the card says how
             self._card["training"] = dict(model._training)
