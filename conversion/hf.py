@@ -656,13 +656,17 @@ def _flag(step: dict[str, Any], name: str, refuse: Any) -> bool:
 
 
 def _token_id_in(document: dict[str, Any], token: str) -> int | None:
-    """The id a ``tokenizer.json`` gives ``token``: its added token's, else its vocabulary entry's."""
-    for entry in document.get("added_tokens") or []:
-        if isinstance(entry, dict) and entry.get("content") == token and isinstance(entry.get("id"), int):
-            return int(entry["id"])
+    """The id `tokenizers` gives ``token`` in a ``tokenizer.json``: as an added token
+    (:func:`_added_token_id`, whatever the file's ``"id"`` says), else its vocabulary entry's."""
     model = document.get("model")
-    vocab = model.get("vocab") if isinstance(model, dict) else None
-    found = vocab.get(token) if isinstance(vocab, dict) else None
+    model = model if isinstance(model, dict) else {}
+    vocab: dict[str, Any] = model["vocab"] if isinstance(model.get("vocab"), dict) else {}
+    earlier: dict[str, int] = {}
+    for entry in document.get("added_tokens") or []:
+        content = entry.get("content") if isinstance(entry, dict) else None
+        if isinstance(content, str) and content not in earlier:
+            earlier[content] = _added_token_id(content, model, earlier, len(vocab))
+    found = earlier.get(token, vocab.get(token))
     return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
