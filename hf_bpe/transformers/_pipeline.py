@@ -275,9 +275,10 @@ class EncodingPipeline(CoreEncoding):
         if add_special_tokens:
             sequence = self.build_inputs_with_special_tokens(ids, pair_ids)
             type_ids = self.create_token_type_ids_from_sequences(ids, pair_ids)
-        else:
+        else:  # the second sequence keeps its type id, as in tokenizers' encodings (RoBERTa's: 0)
             sequence = ids + (pair_ids if pair_ids else [])
-            type_ids = [0] * len(sequence)
+            pair_type = 0 if self._post.pair_template == "roberta" else 1
+            type_ids = [0] * len(ids) + [pair_type] * len(pair_ids or ())
         encoded: dict[str, Any] = {"input_ids": sequence}
         if return_token_type_ids:
             encoded["token_type_ids"] = type_ids
