@@ -80,8 +80,8 @@ def normalizer_steps(normalizer: Any, refuse: Any) -> tuple[patterns.Normalize, 
 
 def written_normalizer(steps: tuple[patterns.Normalize, ...]) -> normalizers.Normalizer | None:
     """`tokenizers`' normalizer for our steps (``None`` for none): each as itself, and
-    ``"prefix_space"`` as a Replace of the empty match at the start of a text that does not start
-    with a space.
+    ``"prefix_space"`` as a ``Prepend`` of a space and a ``Replace`` of two spaces at the start of the
+    text by one (a Replace of the empty match at the start makes `tokenizers`' ``ByteLevel`` panic).
 
     >>> written_normalizer((patterns.Normalize("nfc"), patterns.Normalize("prefix_space"))).normalize_str("ab")
     ' ab'
@@ -99,7 +99,7 @@ def written_normalizer(steps: tuple[patterns.Normalize, ...]) -> normalizers.Nor
         elif step.kind == "precompiled":
             written.append(normalizers.Precompiled(base64.b64decode(step.pattern)))
         elif step.kind == "prefix_space":
-            written.append(normalizers.Replace(Regex(r"\A(?=[^ ])"), " "))
+            written += [normalizers.Prepend(" "), normalizers.Replace(Regex(r"\A  "), " ")]
         else:
             written.append({"nfc": normalizers.NFC, "nfd": normalizers.NFD, "nfkc": normalizers.NFKC,
                             "nfkd": normalizers.NFKD, "lowercase": normalizers.Lowercase}[step.kind]())

@@ -328,7 +328,11 @@ def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
         raise refuse(f"the pre-tokenizer {describe(pre_tokenizer)} is not supported; byte-level BPE ends in ByteLevel")
     byte_level = steps[-1]
     if byte_level.get("add_prefix_space"):
-        raise refuse("ByteLevel's add_prefix_space is not supported (it changes the text before splitting)")
+        raise refuse(
+            f"ByteLevel's add_prefix_space after the pre-tokenizer step {describe(steps[0])} is not supported: "
+            "tokenizers then puts a space before each piece those steps cut, which hf_bpe's split steps cannot do "
+            "(ByteLevel with add_prefix_space alone, before each stretch of text between added tokens, is read)"
+        )
     splits = [split for step in steps[:-1] for split in _splits_of(step, refuse)]
     if byte_level.get("use_regex", True):
         splits.append(_BYTE_LEVEL_STEP)

@@ -38,7 +38,7 @@ import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
@@ -111,12 +111,18 @@ def build_tokenizer(
     merges: Sequence[tuple[bytes, bytes]] | None = None,
     check: bool | None = None,
     lossy: bool = False,
+    pair_template: str = "bos_eos",
+    trim_offsets: bool = False,
+    trim_keeps_prefix_space: bool = False,
 ) -> Tokenizer:
     """A `tokenizers.Tokenizer` that encodes and decodes exactly as ``model``.
 
     ``added_tokens`` maps ids to extra tokens (as transformers' ``added_tokens_decoder``); the
     model's special tokens are added as special tokens unless listed there. ``add_bos_token`` /
-    ``add_eos_token`` put ``bos_token`` / ``eos_token`` around each sequence (a post-processor).
+    ``add_eos_token`` put ``bos_token`` / ``eos_token`` around each sequence (a post-processor);
+    ``pair_template``, ``trim_offsets`` and ``trim_keeps_prefix_space`` as
+    :meth:`hf_bpe.transformers.BPETokenizer.from_model` takes them (``RobertaProcessing`` or
+    ``BertProcessing`` for the ``"roberta"`` and ``"bert"`` pair templates, a trimming ``ByteLevel``).
     ``merges`` defaults to the model's own (:attr:`hf_bpe.BPE.merges`: a merges list's, or those
     recovered from the ranks), checked to encode exactly as the model (else
     :class:`~hf_bpe.errors.ConversionError`); a rank model is written with ``ignore_merges``, a merges
@@ -146,7 +152,9 @@ def build_tokenizer(
                 f"added_tokens and merges are not taken for SentencePiece models ({model!r}): the file holds the "
                 "model's own pieces, merges and special pieces"
             )
-        return _sentencepiece_tokenizer(model, bos_token, eos_token, add_bos_token, add_eos_token, check, lossy)
+        post = _PostSettings(bos_token, eos_token, add_bos_token, add_eos_token, pair_template, trim_offsets,
+                             trim_keeps_prefix_space)
+        return _sentencepiece_tokenizer(model, post, check, lossy)
     largest = max([model.n_vocab - 1, *(int(token_id) for token_id in added_tokens or {})])
     if largest >= MAX_DENSE_IDS:
         raise ConversionError(
@@ -195,15 +203,22 @@ def build_tokenizer(
         ignore_merges=ignore_merges,
     )
     tokenizer = Tokenizer(bpe)
-    normalizer = written_normalizer(patterns.normalizers_of(model.pattern))
-    if normalizer is not None:
-        tokenizer.normalizer = normalizer
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-        [
+    steps = patterns.normalizers_of(model.pattern)
+    if steps and steps[-1].kind == "prefix_space" and \
+            patterns.split_steps_of(model.pattern) == (patterns.Split(BYTE_LEVEL_REGEX, "isolated"),):
+        # What a lone ByteLevel with add_prefix_space loads as: written back as it was, offsets and all.
+        pre_tokenizer: pre_tokenizers.PreTokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True,
+                                                                              trim_offsets=False, use_regex=True)
+        steps = steps[:-1]
+    else:
+        pre_tokenizer = pre_tokenizers.Sequence([
             *split_steps(model.pattern),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
-        ]
-    )
+        ])
+    normalizer = written_normalizer(steps)
+    if normalizer is not None:
+        tokenizer.normalizer = normalizer
+    tokenizer.pre_tokenizer = pre_tokenizer
     tokenizer.decoder = decoders.ByteLevel()
     # In id order, each run of special or ordinary added tokens in one call (tokenizers rebuilds its
     # matcher of added tokens at every call: one call per token took seconds for Whisper's 1,608).
@@ -216,7 +231,8 @@ def build_tokenizer(
                     f"tokenizers numbered added token {token.content!r} {tokenizer.token_to_id(token.content)}, "
                     f"not {token_id}"
                 )
-    tokenizer.post_processor = _post_processor(tokenizer, bos_token, eos_token, add_bos_token, add_eos_token)
+    tokenizer.post_processor = _post_processor(tokenizer, _PostSettings(
+        bos_token, eos_token, add_bos_token, add_eos_token, pair_template, trim_offsets, trim_keeps_prefix_space))
     if lossy:
         texts = probe_texts()
         ours = model.encode_ordinary_batch(texts)
@@ -269,8 +285,7 @@ def sentencepiece_probe_texts(model: BPE, count: int = 2000, seed: int = 0) -> l
     return _hf_sentencepiece.probe_texts(spec, count, seed)
 
 
-def _sentencepiece_tokenizer(model: BPE, bos_token: str | None, eos_token: str | None, add_bos_token: bool,
-                             add_eos_token: bool, check: bool | None, lossy: bool) -> Tokenizer:
+def _sentencepiece_tokenizer(model: BPE, post: _PostSettings, check: bool | None, lossy: bool) -> Tokenizer:
     lost = sentencepiece_differences(model)
     if lost and not lossy:
         raise ConversionError(
@@ -279,7 +294,7 @@ def _sentencepiece_tokenizer(model: BPE, bos_token: str | None, eos_token: str |
             + ". Pass lossy=True to write the closest file anyway (it warns how often it differs)"
         )
     tokenizer = _hf_sentencepiece.tokenizer(model)
-    tokenizer.post_processor = _post_processor(tokenizer, bos_token, eos_token, add_bos_token, add_eos_token)
+    tokenizer.post_processor = _post_processor(tokenizer, post)
     if check is False and not lost:
         return tokenizer
     texts = probe_texts() + sentencepiece_probe_texts(model)
@@ -318,6 +333,9 @@ def save(
     merges: Sequence[tuple[bytes, bytes]] | None = None,
     check: bool | None = None,
     lossy: bool = False,
+    pair_template: str = "bos_eos",
+    trim_offsets: bool = False,
+    trim_keeps_prefix_space: bool = False,
 ) -> Path:
     """Write ``model`` as a ``tokenizer.json`` (atomically); arguments as :func:`build_tokenizer`
     (SentencePiece models too; ``lossy=True`` writes the closest file and warns with the measured
@@ -340,6 +358,9 @@ def save(
         merges=merges,
         check=check,
         lossy=lossy,
+        pair_template=pair_template,
+        trim_offsets=trim_offsets,
+        trim_keeps_prefix_space=trim_keeps_prefix_space,
     )
     return atomic_write(path, tokenizer.to_str(pretty=True))
 
@@ -379,13 +400,25 @@ def _added_token_table(
     return table
 
 
-def _post_processor(
-    tokenizer: Tokenizer, bos_token: str | None, eos_token: str | None, add_bos: bool, add_eos: bool
-) -> processors.TemplateProcessing:
-    """BOS/EOS around each sequence, as transformers' ``TokenizersBackend.update_post_processor``."""
+class _PostSettings(NamedTuple):
+    """What :func:`build_tokenizer` is asked to put in the post-processor."""
+
+    bos_token: str | None
+    eos_token: str | None
+    add_bos: bool
+    add_eos: bool
+    pair_template: str = "bos_eos"
+    trim_offsets: bool = False
+    trim_keeps_prefix_space: bool = False
+
+
+def _post_processor(tokenizer: Tokenizer, post: _PostSettings) -> processors.PostProcessor:
+    """BOS/EOS around each sequence, as transformers' ``TokenizersBackend.update_post_processor``; or
+    ``RobertaProcessing`` / ``BertProcessing`` for those pair templates; after a ``ByteLevel`` that
+    trims offsets when asked."""
     pieces: list[tuple[str, str]] = []  # (role, token)
     specials: list[tuple[str, int]] = []
-    for add, role, token in ((add_bos, "bos", bos_token), (add_eos, "eos", eos_token)):
+    for add, role, token in ((post.add_bos, "bos", post.bos_token), (post.add_eos, "eos", post.eos_token)):
         if not add:
             continue
         if token is None:
@@ -395,13 +428,25 @@ def _post_processor(
             raise ValueError(f"{role}_token {token!r} is not a token of this tokenizer")
         pieces.append((role, token))
         specials.append((token, token_id))
-    bos = next((f"{token}:{{type}} " for role, token in pieces if role == "bos"), "")
-    eos = next((f" {token}:{{type}}" for role, token in pieces if role == "eos"), "")
-    single = f"{bos.format(type=0)}$A:0{eos.format(type=0)}"
-    pair = f"{single} {bos.format(type=1)}$B:1{eos.format(type=1)}"
-    return processors.TemplateProcessing(
-        single=single, pair=pair, special_tokens=list(dict.fromkeys(specials))
-    )
+    if post.pair_template not in ("bos_eos", "roberta", "bert"):
+        raise ValueError(f"pair_template is {post.pair_template!r:.40}; expected 'bos_eos', 'roberta' or 'bert'")
+    if post.pair_template != "bos_eos":
+        if len(specials) != 2:
+            raise ValueError(f"pair_template={post.pair_template!r} needs add_bos_token and add_eos_token (CLS and SEP)")
+        if post.pair_template == "roberta":
+            return processors.RobertaProcessing(specials[1], specials[0], trim_offsets=post.trim_offsets,
+                                                add_prefix_space=post.trim_keeps_prefix_space)
+        framing: processors.PostProcessor = processors.BertProcessing(specials[1], specials[0])
+    else:
+        bos = next((f"{token}:{{type}} " for role, token in pieces if role == "bos"), "")
+        eos = next((f" {token}:{{type}}" for role, token in pieces if role == "eos"), "")
+        single = f"{bos.format(type=0)}$A:0{eos.format(type=0)}"
+        pair = f"{single} {bos.format(type=1)}$B:1{eos.format(type=1)}"
+        framing = processors.TemplateProcessing(single=single, pair=pair, special_tokens=list(dict.fromkeys(specials)))
+    if not post.trim_offsets:
+        return framing
+    trimming = processors.ByteLevel(add_prefix_space=post.trim_keeps_prefix_space, trim_offsets=True, use_regex=False)
+    return processors.Sequence([trimming, framing])
 
 
 # ------------------------------------------------------------------------------------ checking
@@ -505,18 +550,24 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
 
 
 def special_token_settings(tokenizer_json: str | os.PathLike[str]) -> dict[str, Any]:
-    """The BOS/EOS settings of a ``tokenizer.json``'s ``post_processor``, as
+    """The settings of a ``tokenizer.json``'s ``post_processor``, as
     :meth:`hf_bpe.transformers.BPETokenizer.from_model` takes them (``bos_token``, ``eos_token``,
-    ``add_bos_token``, ``add_eos_token``): with them, ``BPETokenizer.from_model(load(path),
-    **settings)(text, pair)`` gives the ``input_ids`` and ``token_type_ids`` that `tokenizers` gives.
+    ``add_bos_token``, ``add_eos_token``; ``pair_template``, ``trim_offsets`` and
+    ``trim_keeps_prefix_space`` when they are not the defaults): with them,
+    ``BPETokenizer.from_model(load(path), **settings)(text, pair)`` gives the ``input_ids``,
+    ``token_type_ids``, special-tokens mask and ``offset_mapping`` that `tokenizers` gives.
 
     Read: no post-processor; ``TemplateProcessing`` whose templates put a special token before
     and/or after each sequence, the pair's second half with type id 1 (as transformers writes them,
-    Llama 3's); ``ByteLevel`` with ``trim_offsets`` false (it then changes nothing); a ``Sequence`` of
-    these. Refused with :class:`~hf_bpe.errors.TokenizerFileError` naming the post-processor: other
-    templates, ``RobertaProcessing`` and ``BertProcessing`` (their pairs differ from transformers'
-    BOS/EOS pairs), ``ByteLevel`` trimming offsets (``trim_offsets`` true: BPETokenizer's offsets are
-    not trimmed).
+    Llama 3's); ``RobertaProcessing`` (``cls`` and ``sep`` as BOS and EOS, pairs ``<s> A </s> </s> B
+    </s>`` all of type id 0: ``pair_template="roberta"``); ``BertProcessing`` (``[CLS] A [SEP] B
+    [SEP]``, the second half of type id 1: ``pair_template="bert"``); ``ByteLevel``, whose
+    ``trim_offsets`` (as ``RobertaProcessing``'s) takes the spaces at either end of a token out of its
+    offsets, its ``add_prefix_space`` keeping the one space before a text's first token
+    (``trim_keeps_prefix_space``); a ``Sequence`` of these. Refused with
+    :class:`~hf_bpe.errors.TokenizerFileError` naming the post-processor: other templates, two steps
+    that add special tokens, offsets trimmed twice or after ``RobertaProcessing`` or ``BertProcessing``
+    added their tokens, special tokens whose ids are not theirs in the file, other post-processors.
 
     >>> import conversion.hf, tempfile, os
     >>> from tokenizers import Tokenizer, models, processors
@@ -527,31 +578,101 @@ def special_token_settings(tokenizer_json: str | os.PathLike[str]) -> dict[str, 
     >>> tokenizer.save(path)
     >>> conversion.hf.special_token_settings(path)
     {'bos_token': '<s>', 'eos_token': None, 'add_bos_token': True, 'add_eos_token': False}
+    >>> tokenizer.post_processor = processors.RobertaProcessing(("a", 1), ("<s>", 0))
+    >>> tokenizer.save(path)
+    >>> conversion.hf.special_token_settings(path)["pair_template"]
+    'roberta'
     """
     document = read_json(tokenizer_json)
     if not isinstance(document, dict):
         raise TokenizerFileError(tokenizer_json, f"not a tokenizer.json: it holds a JSON {_json_kind(document)}")
-    none = {"bos_token": None, "eos_token": None, "add_bos_token": False, "add_eos_token": False}
+
+    def refuse(problem: str) -> TokenizerFileError:
+        return TokenizerFileError(tokenizer_json, f"the post-processor {problem}")
+
+    settings: dict[str, Any] = {"bos_token": None, "eos_token": None, "add_bos_token": False,
+                                "add_eos_token": False}
     processor = document.get("post_processor")
     steps = processor.get("processors") if isinstance(processor, dict) and processor.get("type") == "Sequence" \
         else [processor]
-    templates: list[dict[str, Any]] = []
+    adding: dict[str, Any] | None = None  # the step that puts special tokens around the sequences
+    trims: list[bool] = []  # each step trimming offsets: whether it keeps the prefix space
     for step in steps if isinstance(steps, list) else [processor]:
-        kind = step.get("type") if isinstance(step, dict) else None
         if step is None:
             continue
-        if kind == "ByteLevel" and step.get("trim_offsets") is False:
+        kind = step.get("type") if isinstance(step, dict) else None
+        if kind in ("ByteLevel", "RobertaProcessing") and _flag(step, "trim_offsets", refuse):
+            if adding is not None and adding.get("type") != "TemplateProcessing":
+                raise refuse(f"{kind} trims offsets after {adding.get('type')} added its tokens, which is not "
+                             "supported (BPETokenizer trims the offsets of each sequence before adding them)")
+            trims.append(_flag(step, "add_prefix_space", refuse))
+        if kind == "ByteLevel":
             continue
-        if kind != "TemplateProcessing" or templates:
-            what = "ByteLevel with trim_offsets" if kind == "ByteLevel" else repr(kind)
-            raise TokenizerFileError(
-                tokenizer_json, f"the post-processor {what} is not supported (BPETokenizer puts BOS/EOS tokens "
-                "around each sequence as one TemplateProcessing does, and does not trim offsets)"
-            )
-        templates.append(step)
-    if not templates:
-        return none
-    template = templates[0]
+        if kind not in ("TemplateProcessing", "RobertaProcessing", "BertProcessing"):
+            raise refuse(f"{kind!r} is not supported (BPETokenizer reads TemplateProcessing, RobertaProcessing, "
+                         "BertProcessing, ByteLevel and Sequences of them)")
+        if adding is not None:
+            raise refuse(f"has two steps that add special tokens ({adding.get('type')} and {kind}), which is not "
+                         "supported")
+        adding = step
+    if len(trims) > 1:
+        raise refuse("trims offsets twice (two steps with trim_offsets), which is not supported")
+    if adding is not None and adding["type"] == "TemplateProcessing":
+        settings.update(_template_settings(adding, refuse))
+    elif adding is not None:
+        settings.update(_framing_settings(document, adding, refuse))
+    if trims:
+        settings["trim_offsets"] = True
+    if trims and trims[0]:
+        settings["trim_keeps_prefix_space"] = True
+    return settings
+
+
+def _framing_settings(document: dict[str, Any], adding: dict[str, Any], refuse: Any) -> dict[str, Any]:
+    """The settings of a ``RobertaProcessing`` or ``BertProcessing``: its CLS and SEP as BOS and EOS."""
+    settings: dict[str, Any] = {}
+    for role, key in (("cls", "bos_token"), ("sep", "eos_token")):
+        entry = adding.get(role)
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and entry[0]
+                and isinstance(entry[1], int) and not isinstance(entry[1], bool)):
+            raise refuse(f"{adding['type']} has {role} = {entry!r:.60}; expected [token, id]")
+        token, token_id = entry
+        own = _token_id_in(document, token)
+        if own != token_id:
+            raise refuse(f"{adding['type']} gives {role} {token!r} the id {token_id}, but the file gives it "
+                         f"{'no id' if own is None else f'the id {own}'}; BPETokenizer gives a token its own id")
+        settings[key] = token
+    settings.update(add_bos_token=True, add_eos_token=True,
+                    pair_template="roberta" if adding["type"] == "RobertaProcessing" else "bert")
+    return settings
+
+
+def _flag(step: dict[str, Any], name: str, refuse: Any) -> bool:
+    """A true/false setting of a post-processor step (`tokenizers`' default, true, when absent)."""
+    value = step.get(name, True)
+    if not isinstance(value, bool):
+        raise refuse(f"{step.get('type')} has {name} = {value!r:.40}; expected true or false")
+    return value
+
+
+def _token_id_in(document: dict[str, Any], token: str) -> int | None:
+    """The id `tokenizers` gives ``token`` in a ``tokenizer.json``: as an added token
+    (:func:`_added_token_id`, whatever the file's ``"id"`` says), else its vocabulary entry's."""
+    model = document.get("model")
+    model = model if isinstance(model, dict) else {}
+    vocab: dict[str, Any] = model["vocab"] if isinstance(model.get("vocab"), dict) else {}
+    earlier: dict[str, int] = {}
+    for entry in document.get("added_tokens") or []:
+        content = entry.get("content") if isinstance(entry, dict) else None
+        if isinstance(content, str) and content not in earlier:
+            earlier[content] = _added_token_id(content, model, earlier, len(vocab))
+    found = earlier.get(token, vocab.get(token))
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+
+def _template_settings(template: dict[str, Any], refuse: Any) -> dict[str, Any]:
+    """BOS/EOS settings of a ``TemplateProcessing`` that puts one special token before and/or after
+    each sequence, the pair's second half with type id 1."""
     single = template.get("single") or []
     names = [next(iter(item.values())).get("id") if isinstance(item, dict) and item else None for item in single]
     bos = names[0] if len(names) > 1 and "SpecialToken" in single[0] else None
@@ -567,16 +688,16 @@ def special_token_settings(tokenizer_json: str | os.PathLike[str]) -> dict[str, 
             return found[0] if isinstance(found, list) and len(found) == 1 else None
 
     try:
-        expected = _post_processor(_Ids(), bos, eos, bos is not None, eos is not None)  # type: ignore[arg-type]
+        expected = _post_processor(_Ids(), _PostSettings(bos, eos, bos is not None, eos is not None))  # type: ignore[arg-type]
     except ValueError:
         expected = None
     written = Tokenizer(models.BPE())
     written.post_processor = expected
     if expected is None or json.loads(written.to_str())["post_processor"] != template:
-        raise TokenizerFileError(
-            tokenizer_json, f"the post-processor's TemplateProcessing (single {_template_text(single)}, pair "
-            f"{_template_text(template.get('pair') or [])}) is not one BPETokenizer reproduces: it puts one "
-            "special token before and/or after each sequence, the second with type id 1"
+        raise refuse(
+            f"TemplateProcessing (single {_template_text(single)}, pair {_template_text(template.get('pair') or [])}) "
+            "is not one BPETokenizer reproduces: it puts one special token before and/or after each sequence, "
+            "the second with type id 1"
         )
     return settings
 

@@ -1,10 +1,12 @@
 """Ids from the core for :class:`~hf_bpe.BPETokenizer`: single texts, batches (on threads), character
 offsets, padded NumPy arrays built from the core's flat buffer, and Arrow list columns (built by the
 core, or from the tokenizer's own call where the core cannot match the added tokens alone); the lookups
-they need (added-token matchers, token strings, continuation flags)."""
+they need (added-token matchers, token strings, token lengths)."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,32 +112,61 @@ class CoreEncoding(PreTrainedTokenizer):
         self, text: str, split_special_tokens: bool
     ) -> tuple[list[int], list[tuple[int, int]]]:
         """Ids of ``text`` and the characters each covers, ``(start, end)``, as `tokenizers` gives
-        them: a token holding part of a character covers all of it. Not for models that normalize
-        text: there a span ends where `tokenizers`' alignment of the normalized text says, which
-        the next token's start does not tell."""
+        them: a token holding part of a character covers all of it, and the space `ByteLevel`'s
+        ``add_prefix_space`` puts before a stretch of text covers the stretch's first character. Not
+        for models whose normalizer changes text otherwise: there a span ends where `tokenizers`'
+        alignment of the normalized text says, which the tokens' starts do not tell."""
         if self._model.kind == "sentencepiece":
             raise NotImplementedError(
                 f"return_offsets_mapping=True is not available for SentencePiece models ({self._model!r}): the "
                 "offsets of byte pieces and of the dummy prefix's \u2581 would differ from tokenizers'"
             )
-        changing = [step.kind for step in normalizers_of(self._model.pattern)]
+        steps = [step.kind for step in normalizers_of(self._model.pattern)]
+        changing = [kind for kind in steps if kind != "prefix_space"]
         if changing:
             raise NotImplementedError(
                 f"return_offsets_mapping=True is not available for a model that normalizes text ({', '.join(changing)}): "
                 "the ends of the spans would differ from tokenizers'; the starts are model.encode_with_offsets's"
             )
         ids, starts = self._encode_with_starts(text, split_special_tokens)
-        continues = self._get_tables().continues
-        spans = []
-        for index, start in enumerate(starts):
-            if index + 1 < len(starts):
-                next_id = ids[index + 1]
-                mid_character = next_id < len(continues) and continues[next_id]
-                end = starts[index + 1] + (1 if mid_character else 0)
-            else:
-                end = len(text)
-            spans.append((start, end))
-        return ids, spans
+        return ids, self._spans(text, ids, starts, prefix_space=bool(steps))
+
+    def _spans(self, text: str, ids: list[int], starts: list[int], *, prefix_space: bool) -> list[tuple[int, int]]:
+        """The character span of each token, from where each starts: a token covers its bytes of the
+        text (one it starts in the middle of a character continues where the token before ended), and
+        every character they touch; an added token its own text; with ``prefix_space``, a token
+        starting with a space where the text has none holds the space `ByteLevel` added, which
+        stands for the next character."""
+        encoded = text.encode("utf-8")
+        char_start: Sequence[int]
+        char_of: Sequence[int]
+        if len(encoded) == len(text):  # ASCII: bytes are characters
+            char_start = char_of = range(len(text) + 1)
+        else:
+            char_start = [0, *itertools.accumulate(len(char.encode("utf-8")) for char in text)]
+            char_of = [index for index, char in enumerate(text) for _ in range(len(char.encode("utf-8")))]
+        tables = self._get_tables()
+        added = self._added_tokens_decoder
+        spans: list[tuple[int, int]] = []
+        position = -1  # the byte after the previous token's last byte
+        for token_id, start in zip(ids, starts):
+            if start >= len(text):  # an empty token at the end
+                spans.append((start, start))
+                continue
+            first = char_start[start]
+            token = added.get(token_id)
+            if token is not None:
+                spans.append((start, start + len(token.content)))
+                position = first + len(token.content.encode("utf-8"))
+                continue
+            length = tables.lengths[token_id] if token_id < len(tables.lengths) else 0
+            at = position if first < position < char_start[start + 1] else first  # mid-character: contiguous
+            added_space = prefix_space and at == first and text[start] != " " and tables.starts_with_space[token_id]
+            real = length - added_space
+            end = char_of[min(at + real, len(encoded)) - 1] + 1 if real > 0 else start + added_space
+            spans.append((start, max(end, start + added_space)))
+            position = at + real
+        return spans
 
     def _encode_texts_batch(self, texts: list[str], request: BatchRequest) -> BatchEncoding:
         """The common case, a batch of texts with at most padding, without the per-text Python of
@@ -226,22 +257,26 @@ class CoreEncoding(PreTrainedTokenizer):
 
 
 class Tables:
-    """Per-model lookups built on first use: token strings, the vocabulary, continuation flags."""
+    """Per-model lookups built on first use: token strings, the vocabulary, token lengths in bytes and
+    whether each starts with a space."""
 
     def __init__(self, model: BPE) -> None:
         spelled: list[str | None] = [None] * model.n_vocab
-        continues = bytearray(model.n_vocab)
+        lengths = [0] * model.n_vocab
+        starts_with_space = bytearray(model.n_vocab)
         spec = model.sentencepiece
         if spec is not None:  # a SentencePiece model's tokens are its pieces, as in its tokenizer.json
             spelled[: len(spec.pieces)] = [piece.text for piece in spec.pieces]
         else:
             for token, rank in model.mergeable_ranks.items():
                 spelled[rank] = token_to_str(token)
-                continues[rank] = bool(token) and 0x80 <= token[0] < 0xC0  # b"" is the empty token
+                lengths[rank] = len(token)
+                starts_with_space[rank] = token[:1] == b" "
         for text, token_id in model.special_tokens.items():
             spelled[token_id] = text
         self.spelled = spelled
-        self.continues = continues
+        self.lengths = lengths
+        self.starts_with_space = starts_with_space
         self.vocab = {token: token_id for token_id, token in enumerate(spelled) if token is not None}
 
 

@@ -22,6 +22,7 @@ REMOTE_CODE_FILE = "tokenization_hf_bpe.py"
 """The one-line module that ``save_pretrained(..., remote_code=True)`` writes for ``auto_map``."""
 
 if TYPE_CHECKING:
+    from hf_bpe.transformers._pipeline import PostProcessing
     from hf_bpe.transformers._tokenizer import BPETokenizer
 
 CONFIG_KEY = "hf_bpe"
@@ -83,6 +84,7 @@ class FolderFormat(PreTrainedTokenizer):
     _model: BPE
     _add_bos: bool
     _add_eos: bool
+    _post: PostProcessing
     _card: dict[str, Any]
     _added_tokens_decoder: dict[int, AddedToken]
 
@@ -202,6 +204,7 @@ class FolderFormat(PreTrainedTokenizer):
             eos_token=self.eos_token,
             add_bos_token=self._add_bos,
             add_eos_token=self._add_eos,
+            **self._post.settings(),
         )
         special_map = {key: _token_json(self._special_tokens_map[key]) for key in self.special_tokens_map}
         if self._extra_special_tokens:
@@ -214,7 +217,8 @@ class FolderFormat(PreTrainedTokenizer):
 
     def _settings(self) -> dict[str, Any]:
         """What ``tokenizer_config.json`` keeps under ``"hf_bpe"``."""
-        settings: dict[str, Any] = {"add_bos_token": self._add_bos, "add_eos_token": self._add_eos}
+        settings: dict[str, Any] = {"add_bos_token": self._add_bos, "add_eos_token": self._add_eos,
+                                    **self._post.settings()}
         if self._card:
             settings["card"] = self._card
         return settings

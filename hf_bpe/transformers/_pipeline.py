@@ -16,6 +16,7 @@ which fails, naming this module, on a transformers major outside the range.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, cast
 
 from transformers.tokenization_utils_base import BatchEncoding, PaddingStrategy, TruncationStrategy
@@ -30,8 +31,47 @@ TRANSFORMERS_MAJORS = (5,)
 """The majors of :data:`TRANSFORMERS_CHECKED`."""
 
 
+PAIR_TEMPLATES = ("bos_eos", "roberta", "bert")
+"""How :class:`~hf_bpe.BPETokenizer` frames a pair of sequences (see ``BPETokenizer.from_model``)."""
+
+_WHITESPACE = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000\u0120"
+                        + "".join(map(chr, range(0x2000, 0x200B))))
+"""What `tokenizers`' offset trimming takes for a space in a token's string: Rust's
+``char::is_whitespace``, and ``Ġ`` (a space byte in the byte-level alphabet)."""
+
+
+@dataclass(frozen=True)
+class PostProcessing:
+    """What a ``tokenizer.json``'s post-processor does besides adding BOS/EOS tokens: the frame of a
+    pair (``pair_template``, one of :data:`PAIR_TEMPLATES`) and the trimming of offsets
+    (``trim_offsets``, keeping a sequence's first single leading space with
+    ``trim_keeps_prefix_space``)."""
+
+    pair_template: str = "bos_eos"
+    trim_offsets: bool = False
+    trim_keeps_prefix_space: bool = False
+
+    @classmethod
+    def of(cls, pair_template: Any, trim_offsets: Any, trim_keeps_prefix_space: Any) -> PostProcessing:
+        """The settings, checked (``ValueError`` / ``TypeError`` naming the wrong one)."""
+        if pair_template not in PAIR_TEMPLATES:
+            raise ValueError(f"pair_template is {pair_template!r:.40}; expected one of {', '.join(PAIR_TEMPLATES)}")
+        for name, value in (("trim_offsets", trim_offsets), ("trim_keeps_prefix_space", trim_keeps_prefix_space)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} is {value!r:.40}; expected True or False")
+        return cls(pair_template, trim_offsets, trim_keeps_prefix_space)
+
+    def settings(self) -> dict[str, Any]:
+        """The settings that differ from the defaults, as ``BPETokenizer`` takes them."""
+        default = PostProcessing()
+        return {name: getattr(self, name) for name in ("pair_template", "trim_offsets", "trim_keeps_prefix_space")
+                if getattr(self, name) != getattr(default, name)}
+
+
 class EncodingPipeline(CoreEncoding):
     """``_encode_plus`` and what it calls (a mixin of :class:`~hf_bpe.BPETokenizer`)."""
+
+    _post: PostProcessing
 
     @reading
     def _encode_plus(  # type: ignore[override]
@@ -214,7 +254,7 @@ class EncodingPipeline(CoreEncoding):
                 "Please select another truncation strategy than `longest_first`, for instance `only_second` or "
                 "`only_first`."
             )
-        n_special = (int(self._add_bos) + int(self._add_eos)) * (2 if pair_ids is not None else 1)
+        n_special = self.num_special_tokens_to_add(pair_ids is not None)
         total = len(ids) + len(pair_ids or ()) + (n_special if add_special_tokens else 0)
         overflowing: list[int] = []
         if truncation_strategy != TruncationStrategy.DO_NOT_TRUNCATE and max_length and total > max_length:
@@ -229,12 +269,16 @@ class EncodingPipeline(CoreEncoding):
                     truncation_strategy=truncation_strategy, stride=stride,
                 )  # fmt: skip
             ids, pair_ids = kept_ids, kept_pair
+        if spans is not None and self._post.trim_offsets:
+            spans = self._trimmed(ids, spans)
+            pair_spans = None if pair_spans is None or pair_ids is None else self._trimmed(pair_ids, pair_spans)
         if add_special_tokens:
             sequence = self.build_inputs_with_special_tokens(ids, pair_ids)
             type_ids = self.create_token_type_ids_from_sequences(ids, pair_ids)
-        else:
+        else:  # the second sequence keeps its type id, as in tokenizers' encodings (RoBERTa's: 0)
             sequence = ids + (pair_ids if pair_ids else [])
-            type_ids = [0] * len(sequence)
+            pair_type = 0 if self._post.pair_template == "roberta" else 1
+            type_ids = [0] * len(ids) + [pair_type] * len(pair_ids or ())
         encoded: dict[str, Any] = {"input_ids": sequence}
         if return_token_type_ids:
             encoded["token_type_ids"] = type_ids
@@ -253,15 +297,40 @@ class EncodingPipeline(CoreEncoding):
     def _with_special_spans(
         self, spans: list[tuple[int, int]], pair_spans: list[tuple[int, int]] | None, add_special_tokens: bool
     ) -> list[tuple[int, int]]:
-        """Offsets with ``(0, 0)`` where BOS/EOS are inserted (as `tokenizers` does)."""
+        """Offsets with ``(0, 0)`` where the special tokens are inserted (as `tokenizers` does)."""
         if not add_special_tokens:
             return spans + (pair_spans or [])
-        bos = [(0, 0)] if self._add_bos else []
-        eos = [(0, 0)] if self._add_eos else []
-        result = bos + spans + eos
-        if pair_spans is not None:
-            result += bos + pair_spans + eos
-        return result
+        return self._framed(spans, pair_spans, (0, 0), (0, 0))
+
+    def _trimmed(self, ids: list[int], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The spans of one sequence's tokens with the spaces at either end of each token's string left
+        out, as `tokenizers`' ``process_offsets`` does (a start moves right by the leading spaces, at
+        most to the end; an end left by the trailing ones, at most to the start); with
+        ``trim_keeps_prefix_space`` a single leading space of the first token, or of one starting the
+        text, stays."""
+        trimmed = []
+        for index, (token, (start, end)) in enumerate(zip(self.convert_ids_to_tokens(ids), spans)):
+            spelled = token or ""
+            leading = len(spelled) - len(spelled.lstrip("".join(_WHITESPACE)))
+            trailing = len(spelled) - len(spelled.rstrip("".join(_WHITESPACE)))
+            if leading and not (self._post.trim_keeps_prefix_space and leading == 1 and (index == 0 or start == 0)):
+                start = min(start + leading, end)
+            if trailing and end >= trailing:
+                end = max(end - trailing, start)
+            trimmed.append((start, end))
+        return trimmed
+
+    def _framed(self, first: list[Any], second: list[Any] | None, bos: Any, eos: Any) -> list[Any]:
+        """``first`` (and ``second``) framed with ``bos`` and ``eos`` as the pair template puts the
+        special tokens: ``bos A eos`` and then ``bos B eos`` (``"bos_eos"``), ``eos B eos``
+        (``"roberta"``) or ``B eos`` (``"bert"``)."""
+        before = [bos] if self._add_bos else []
+        after = [eos] if self._add_eos else []
+        framed = before + first + after
+        if second is not None:
+            lead = {"bos_eos": before, "roberta": after, "bert": []}[self._post.pair_template]
+            framed += lead + second + after
+        return framed
 
     def _pad(  # type: ignore[override]
         self,
@@ -292,12 +361,17 @@ class EncodingPipeline(CoreEncoding):
     def build_inputs_with_special_tokens(
         self, token_ids_0: list[int], token_ids_1: list[int] | None = None
     ) -> list[int]:
-        bos = [self.bos_token_id] if self._add_bos else []
-        eos = [self.eos_token_id] if self._add_eos else []
-        sequence = bos + token_ids_0 + eos
-        if token_ids_1 is not None:
-            sequence += bos + token_ids_1 + eos
-        return sequence
+        return self._framed(token_ids_0, token_ids_1, self.bos_token_id, self.eos_token_id)
+
+    def create_token_type_ids_from_sequences(
+        self, token_ids_0: list[int], token_ids_1: list[int] | None = None
+    ) -> list[int]:
+        """0 for the first sequence and its special tokens, 1 for the second's (0 for all with the
+        ``"roberta"`` pair template), as `tokenizers`' post-processors give them."""
+        first = len(self._framed(token_ids_0, None, 0, 0))
+        total = len(self._framed(token_ids_0, token_ids_1, 0, 0))
+        second = 0 if self._post.pair_template == "roberta" else 1
+        return [0] * first + [second] * (total - first)
 
     def get_special_tokens_mask(
         self,
@@ -307,15 +381,10 @@ class EncodingPipeline(CoreEncoding):
     ) -> list[int]:
         if already_has_special_tokens:
             return super().get_special_tokens_mask(token_ids_0, token_ids_1, already_has_special_tokens=True)
-        bos = [1] if self._add_bos else []
-        eos = [1] if self._add_eos else []
-        mask = bos + [0] * len(token_ids_0) + eos
-        if token_ids_1 is not None:
-            mask += bos + [0] * len(token_ids_1) + eos
-        return mask
+        return self._framed([0] * len(token_ids_0), None if token_ids_1 is None else [0] * len(token_ids_1), 1, 1)
 
     def num_special_tokens_to_add(self, pair: bool = False) -> int:
-        return (int(self._add_bos) + int(self._add_eos)) * (2 if pair else 1)
+        return len(self._framed([], [] if pair else None, 0, 0))
 
 
 class _SequenceEncoder:

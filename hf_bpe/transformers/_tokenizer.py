@@ -30,7 +30,7 @@ from hf_bpe.transformers._folder import (
     config_path,
     load_model,
 )
-from hf_bpe.transformers._pipeline import EncodingPipeline
+from hf_bpe.transformers._pipeline import EncodingPipeline, PostProcessing
 from hf_bpe.transformers._training import Retraining
 
 if TYPE_CHECKING:
@@ -74,7 +74,9 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         **kwargs: Any,
     ) -> None:
         """Load the model from ``vocab_file`` (``hf_bpe.json``), or take ``model=`` (an
-        :class:`hf_bpe.BPE`, as :meth:`from_model` does); other arguments are transformers'."""
+        :class:`hf_bpe.BPE`, as :meth:`from_model` does); ``pair_template``, ``trim_offsets`` and
+        ``trim_keeps_prefix_space`` as :meth:`from_model` (kept in our section of
+        ``tokenizer_config.json``, as the BOS/EOS policy); other arguments are transformers'."""
         model = kwargs.pop("model", None)
         if kwargs.pop("add_prefix_space", False):
             raise ValueError("BPETokenizer encodes text as given; add_prefix_space=True is not supported")
@@ -98,6 +100,13 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         self._model = model
         self._add_bos = bool(settings.get("add_bos_token", False) if add_bos_token is None else add_bos_token)
         self._add_eos = bool(settings.get("add_eos_token", False) if add_eos_token is None else add_eos_token)
+        self._post = PostProcessing.of(*(
+            settings.get(name, default) if kwargs.get(name) is None else kwargs[name]
+            for name, default in (("pair_template", "bos_eos"), ("trim_offsets", False),
+                                  ("trim_keeps_prefix_space", False))
+        ))
+        for name in ("pair_template", "trim_offsets", "trim_keeps_prefix_space"):
+            kwargs.pop(name, None)
         self._card = dict(settings.get("card", {}))
         if "training" not in self._card and model._training:  # trained by hf_bpe.train: the card says how
             self._card["training"] = dict(model._training)
@@ -121,6 +130,9 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         if (self._add_bos and self.bos_token is None) or (self._add_eos and self.eos_token is None):
             role = "bos" if self._add_bos and self.bos_token is None else "eos"
             raise ValueError(f"add_{role}_token=True needs a {role}_token; pass {role}_token=...")
+        if self._post.pair_template != "bos_eos" and not (self._add_bos and self._add_eos):
+            raise ValueError(f"pair_template={self._post.pair_template!r} puts bos_token (CLS) and eos_token (SEP) around "
+                             "the sequences: pass add_bos_token=True and add_eos_token=True")
 
     # ---------------------------------------------------------------------------- construction
 
@@ -172,6 +184,17 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         is a ``bos_token``, as in transformers' ``LlamaTokenizer``; false otherwise). Its tokens are
         its pieces (``▁hello``, ``<0x0A>``), and its ``tokenizer.json`` is the one
         :func:`conversion.hf.save` writes (exact, or the save is refused naming why).
+
+        ``pair_template`` says how a pair of sequences is framed (with ``add_bos_token`` and
+        ``add_eos_token``): ``"bos_eos"`` (the default: ``bos A eos bos B eos``, the second half of type
+        id 1, as transformers' ``TokenizersBackend`` writes it), ``"roberta"`` (``bos A eos eos B eos``,
+        all of type id 0: `tokenizers`' ``RobertaProcessing`` with ``bos_token`` as CLS and
+        ``eos_token`` as SEP) or ``"bert"`` (``bos A eos B eos``, the second half of type id 1:
+        ``BertProcessing``); the last two need both tokens added. ``trim_offsets=True`` takes the
+        spaces at either end of a token out of its ``offset_mapping`` span, as `tokenizers`'
+        ``ByteLevel`` post-processor does, keeping the one space before a sequence's first token with
+        ``trim_keeps_prefix_space=True`` (that post-processor's ``add_prefix_space``).
+        :func:`conversion.hf.special_token_settings` reads all these from a ``tokenizer.json``.
 
         Any other transformers tokenizer argument (``chat_template``, ``model_max_length``,
         ``padding_side``, ``extra_special_tokens``, ...) is passed on and saved.
@@ -244,6 +267,8 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
     def add_bos_token(self, value: bool) -> None:
         if value and self.bos_token is None:
             raise ValueError("add_bos_token=True needs a bos_token")
+        if not value and self._post.pair_template != "bos_eos":
+            raise ValueError(f"pair_template={self._post.pair_template!r} always adds bos_token")
         self._add_bos = bool(value)
 
     @property
@@ -255,6 +280,8 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
     def add_eos_token(self, value: bool) -> None:
         if value and self.eos_token is None:
             raise ValueError("add_eos_token=True needs an eos_token")
+        if not value and self._post.pair_template != "bos_eos":
+            raise ValueError(f"pair_template={self._post.pair_template!r} always adds eos_token")
         self._add_eos = bool(value)
 
     @classmethod

@@ -142,7 +142,7 @@ def test_hf_bpe_command_line_runs_convert_and_inspect(capsys: pytest.CaptureFixt
     assert raised.value.code == 2
 
 
-def test_a_tokenizer_json_s_bos_template_goes_into_the_folder(capsys: pytest.CaptureFixture[str],
+def test_a_tokenizer_json_s_post_processor_goes_into_the_folder(capsys: pytest.CaptureFixture[str],
                                                                tmp_path: Path) -> None:
     """A Llama 3-style post-processor (BOS before each sequence) is kept by ``--to folder``, so the
     folder's pairs are those of `tokenizers`; one it cannot carry over is named in a warning."""
@@ -166,10 +166,20 @@ def test_a_tokenizer_json_s_bos_template_goes_into_the_folder(capsys: pytest.Cap
         encoding = tokenizer.encode(text, pair)
         got = folder(text, pair, return_token_type_ids=True)
         assert (got["input_ids"], got["token_type_ids"]) == (encoding.ids, encoding.type_ids)
-    tokenizer.post_processor = processors.ByteLevel(trim_offsets=True)
+    tokenizer.post_processor = processors.RobertaProcessing(("<s>", 257), ("<s>", 257), trim_offsets=True)
+    tokenizer.save(str(path))
+    status, _, err = run(capsys, "convert", path, "--to", "folder", tmp_path / "roberta")
+    assert status == 0 and "warning" not in err
+    folder = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "roberta"))
+    for text, pair in [(" ab  c ", None), ("ab", "  c ab"), ("", "")]:
+        encoding = tokenizer.encode(text, pair)
+        got = folder(text, pair, return_token_type_ids=True, return_offsets_mapping=True)
+        assert (got["input_ids"], got["token_type_ids"], got["offset_mapping"]) == \
+            (encoding.ids, encoding.type_ids, encoding.offsets)
+    tokenizer.post_processor = processors.Sequence([processors.ByteLevel(trim_offsets=True)] * 2)
     tokenizer.save(str(path))
     status, _, err = run(capsys, "convert", path, "--to", "folder", tmp_path / "trimmed")
-    assert status == 0 and "the post-processor ByteLevel with trim_offsets is not supported" in err
+    assert status == 0 and "the post-processor trims offsets twice" in err
 
 
 def test_detection(tmp_path: Path, gpt2_folder: Path) -> None:

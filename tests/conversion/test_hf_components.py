@@ -326,6 +326,66 @@ def test_falcon_steps_after_byte_level_are_refused_by_name(tmp_path: Path) -> No
         conversion.hf.load(path)
 
 
+# ------------------------------------------------------------------------- ByteLevel's prefix space
+
+_EDGES = ["", "", " ", "  ", "\t", "\n", "\r\n", "\u3000", "\xa0", "\u2028", "\x85", "\x0b", "<|endoftext|>",
+          "<m>", " <m> ", "\u0120", "a", "\u00e9", "\u4e2d"]
+
+
+def _prefix_space_texts(rng: random.Random, count: int) -> list[str]:
+    """Texts whose edges are whitespace of every kind, nothing, added tokens or a letter, around
+    generated text of every code point class; empty texts and texts of spaces only among them."""
+    out = ["", " ", "   ", "\t", "\n", "<m>", "<m>x", " <m>", "<|endoftext|>\u00e9"]
+    middles = _texts(rng, count)
+    while len(out) < count:
+        out.append(rng.choice(_EDGES) + rng.choice(middles)[:40] + rng.choice(_EDGES) + rng.choice(_EDGES))
+    return out
+
+
+@pytest.mark.parametrize("normalizer", [None, {"type": "NFKC"}, {"type": "Lowercase"}])
+@pytest.mark.parametrize("in_sequence", [False, True], ids=["alone", "in a Sequence"])
+def test_byte_level_prefix_space_gives_tokenizers_ids_and_offsets(normalizer: Any, in_sequence: bool,
+                                                                  tmp_path: Path) -> None:
+    """A space before each stretch of text between added tokens that does not start with U+0020 (a
+    tab, a newline or another space get one), covering the stretch's first character: ids and starts
+    of the model, whole spans of ``BPETokenizer`` (no normalizer), and the file ``save`` writes back."""
+    from tokenizers import AddedToken
+
+    from hf_bpe.transformers import BPETokenizer
+
+    byte_level = dict(_byte_level(True), add_prefix_space=True)
+    pre_tokenizer = {"type": "Sequence", "pretokenizers": [byte_level]} if in_sequence else byte_level
+    document = _trained(normalizer, pre_tokenizer, 17, vocab_size=400)
+    path = tmp_path / "tokenizer.json"
+    theirs = Tokenizer.from_str(json.dumps(document))
+    theirs.add_tokens([AddedToken("<m>", special=False, normalized=False)])
+    theirs.save(str(path))
+    model = conversion.hf.load(path)
+    written = Tokenizer.from_file(str(conversion.hf.save(model, tmp_path / "written.json")))
+    tokenizer = BPETokenizer.from_model(model)
+    texts = _prefix_space_texts(random.Random(18), scaled(300, 60))
+    for text, encoding, again in zip(texts, theirs.encode_batch(texts, add_special_tokens=False),
+                                     written.encode_batch(texts, add_special_tokens=False)):
+        ids, starts = model.encode_with_offsets(text, allowed_special="all")
+        assert ids == encoding.ids == again.ids, text
+        assert starts == [start for start, _ in encoding.offsets], (text, ids)
+        if normalizer is None:
+            assert again.offsets == encoding.offsets, text
+            spans = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+            assert [tuple(span) for span in spans] == encoding.offsets, text
+
+
+def test_byte_level_prefix_space_after_other_steps_is_refused_by_name(tmp_path: Path) -> None:
+    pre_tokenizer = {"type": "Sequence", "pretokenizers": [
+        _split(r"\p{N}"), dict(_byte_level(False), add_prefix_space=True)]}
+    document = _trained(None, pre_tokenizer, 19, vocab_size=300)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    with pytest.raises(TokenizerFileError, match="ByteLevel's add_prefix_space after the pre-tokenizer step 'Split' "
+                                                 "is not supported: tokenizers then puts a space before each piece"):
+        conversion.hf.load(path)
+
+
 @pytest.mark.parametrize(("normalizer", "name"), [
     ({"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True, "strip_accents": None,
       "lowercase": True}, "BertNormalizer"),
@@ -372,16 +432,21 @@ def test_ignore_merges_and_unreachable_tokens_encode_as_tokenizers(size: int, tm
 
 # ------------------------------------------------------------------------- offsets in transformers
 
-@pytest.mark.parametrize("normalizer", [None, {"type": "NFKC"}, {"type": "Strip", "strip_left": True,
-                                                                 "strip_right": True}])
+@pytest.mark.parametrize(("normalizer", "pre_tokenizer"), [
+    (None, None), ({"type": "NFKC"}, None), ({"type": "Strip", "strip_left": True, "strip_right": True}, None),
+    (None, {"type": "Sequence", "pretokenizers": [_split(r"\s|\p{P}", "Removed"), _byte_level(False)]}),
+    (None, {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, _byte_level(True)]}),
+], ids=["gpt2", "nfkc", "strip", "removed", "whitespace split"])
 def test_transformers_offsets_are_tokenizers_or_refused_where_normalizers_move_ends(normalizer: Any,
+                                                                                 pre_tokenizer: Any,
                                                                                  tmp_path: Path) -> None:
-    """``BPETokenizer`` spans (start, end) equal `tokenizers`' offsets for a loaded file; where a
-    normalizer changes the text the ends are not known, so offsets are refused naming it (the view,
-    which draws starts only, still works)."""
+    """``BPETokenizer`` spans (start, end) equal `tokenizers`' offsets for a loaded file, also where a
+    split drops text between tokens; where a normalizer changes the text the ends are not known, so
+    offsets are refused naming it (the view, which draws starts only, still works)."""
     from hf_bpe.transformers import BPETokenizer
 
-    document = _trained(normalizer, _pre_tokenizer_of_gpt2(), 7, vocab_size=400)
+    document = _trained(normalizer, _pre_tokenizer_of_gpt2() if pre_tokenizer is None else pre_tokenizer, 7,
+                        vocab_size=400)
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     theirs = Tokenizer.from_file(str(path))
