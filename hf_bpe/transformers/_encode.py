@@ -125,17 +125,7 @@ class CoreEncoding(PreTrainedTokenizer):
                 "the ends of the spans would differ from tokenizers'; the starts are model.encode_with_offsets's"
             )
         ids, starts = self._encode_with_starts(text, split_special_tokens)
-        continues = self._get_tables().continues
-        spans = []
-        for index, start in enumerate(starts):
-            if index + 1 < len(starts):
-                next_id = ids[index + 1]
-                mid_character = next_id < len(continues) and continues[next_id]
-                end = starts[index + 1] + (1 if mid_character else 0)
-            else:
-                end = len(text)
-            spans.append((start, end))
-        return ids, spans
+        return ids, spans_of(ids, starts, len(text), self._get_tables().continues)
 
     def _encode_texts_batch(self, texts: list[str], request: BatchRequest) -> BatchEncoding:
         """The common case, a batch of texts with at most padding, without the per-text Python of
@@ -223,6 +213,27 @@ class CoreEncoding(PreTrainedTokenizer):
             attention = (columns >= starts[:, None]) & (columns < (starts + totals)[:, None])
             arrays["attention_mask"] = attention.astype(np.int64)
         return arrays
+
+
+def spans_of(ids: list[int], starts: list[int], length: int, continues: bytearray) -> list[tuple[int, int]]:
+    """The characters each token covers, ``(start, end)``, as `tokenizers` gives them, from where each
+    starts (``encode_with_offsets``) in a text of ``length`` characters: a token ends where the next
+    starts, or one character later when the next begins inside a character (its bytes continue it:
+    ``continues``, :attr:`Tables.continues`); the last ends with the text.
+
+    >>> spans_of([1, 2, 3], [0, 2, 2], 4, bytearray([0, 0, 0, 1]))
+    [(0, 2), (2, 3), (2, 4)]
+    """
+    spans = []
+    for index, start in enumerate(starts):
+        if index + 1 < len(starts):
+            next_id = ids[index + 1]
+            mid_character = next_id < len(continues) and continues[next_id]
+            end = starts[index + 1] + (1 if mid_character else 0)
+        else:
+            end = length
+        spans.append((start, end))
+    return spans
 
 
 class Tables:
