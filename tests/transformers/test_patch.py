@@ -51,6 +51,17 @@ def write_folder(folder: Path, *, template: bool) -> Path:
     return folder
 
 
+def write_normalizing_folder(folder: Path) -> Path:
+    """A model that normalizes text (NFKC) before its Split step: offsets are tokenizers' to give."""
+    model = trained_model()
+    pattern = (hf_bpe.patterns.Normalize("nfkc"), hf_bpe.patterns.Split(r"\s+|\p{L}+|\p{N}+|[^\s\p{L}\p{N}]+"))
+    folder.mkdir()
+    conversion.hf.save(hf_bpe.BPE(model.mergeable_ranks, pattern, model.special_tokens), folder / "tokenizer.json")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "PreTrainedTokenizerFast",
+                                                              "pad_token": "<|endoftext|>"}))
+    return folder
+
+
 def write_wordpiece_folder(folder: Path) -> Path:
     """A WordPiece ``tokenizer.json``, which hf_bpe refuses (not a BPE model)."""
     vocab = {"[UNK]": 0, "[PAD]": 1, "hello": 2, "world": 3, "##s": 4}
@@ -68,6 +79,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("patch")
     return {"template": write_folder(root / "template", template=True),
             "plain": write_folder(root / "plain", template=False),
+            "normalizing": write_normalizing_folder(root / "normalizing"),
             "wordpiece": write_wordpiece_folder(root / "wordpiece")}
 
 
@@ -179,6 +191,18 @@ def test_encodings_give_tokenizers_attributes(folders: dict[str, Path], patched:
             assert got.char_to_token(index, 0) == expected.char_to_token(index, 0)
     assert got.n_sequences == expected.n_sequences
     assert repr(got.encodings[0]) == repr(expected.encodings[0])
+
+
+def test_a_model_that_normalizes_encodes_on_hf_bpe_and_takes_its_offsets_from_tokenizers(
+        folders: dict[str, Path], patched: None) -> None:
+    theirs, ours = pair(folders["normalizing"])
+    batch = texts() + ["\ufb01x \u2460 caf\u00e9 \u216b"]
+    backend = ours.backend_tokenizer
+    for call in ({"padding": True}, {"return_offsets_mapping": True, "truncation": True, "max_length": 9}):
+        expected, got = theirs(batch, **call), ours(batch, **call)
+        assert_same_output(expected, got, str(call))
+    assert (backend.answered, backend.passed) == (2, 0)
+    assert got.encodings[0]._real is not None  # the offsets came from tokenizers' encoding of the call
 
 
 def test_pairs_and_pretokenized_input_pass_through(folders: dict[str, Path], patched: None) -> None:
