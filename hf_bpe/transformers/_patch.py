@@ -57,6 +57,7 @@ State = tuple[dict[str, Any] | None, dict[str, Any] | None, bool]
 
 _MISSING = object()
 _module_lock = threading.Lock()
+_count_lock = threading.Lock()
 _saved: dict[str, Any] = {}  # what patching replaced; empty when not patched
 _swapped: weakref.WeakKeyDictionary[Any, Backend] = weakref.WeakKeyDictionary()  # tokenizer -> its Backend
 _backends: weakref.WeakSet[Backend] = weakref.WeakSet()
@@ -176,7 +177,7 @@ class Answer:
     def takes(self, state: State, add_special_tokens: bool) -> bool:
         """Whether hf_bpe answers an encode under ``state`` exactly."""
         truncation, _, split = state
-        if split and not self.all_special:
+        if split and not (self.all_special and self.byte_level):
             return False  # non-special added tokens are matched, special ones not: tokenizers' own
         if truncation is not None:
             room = truncation["max_length"] - (len(self.prefix) + len(self.suffix) if add_special_tokens else 0)
@@ -186,6 +187,8 @@ class Answer:
         return True
 
     def encode(self, backend: Backend, texts: list[str], add_special_tokens: bool, state: State) -> list[Encoding]:
+        """``encode_batch(texts)`` as `tokenizers` gives it under ``state`` (which :meth:`takes`): the ids in
+        the core, then truncation, the post-processor's ids and padding, in `tokenizers`' order."""
         model = self.model
         truncation, padding, split = state
         if split:
@@ -196,14 +199,14 @@ class Answer:
         prefix, suffix = (self.prefix, self.suffix) if add_special_tokens else ([], [])
         room = truncation["max_length"] - len(prefix) - len(suffix) if truncation is not None else None
         left_cut = truncation is not None and truncation["direction"] == "left"
-        kept: list[tuple[int, int, int]] = []  # (start, end, length) of each row's own ids
+        kept: list[tuple[int, int]] = []  # the part of each row's own ids that truncation keeps
         sequences = []
         for row in rows:
             start, end = 0, len(row)
             if room is not None and end > room:
                 start, end = (end - room, end) if left_cut else (0, room)
                 row = row[start:end]
-            kept.append((start, end, len(row) if start == 0 and end == len(row) else -1))
+            kept.append((start, end))
             sequences.append(prefix + row + suffix if prefix or suffix else row)
         target = None
         if padding is not None:
@@ -213,7 +216,7 @@ class Answer:
                 target += multiple - target % multiple
         batch = Batch(backend, self, texts, add_special_tokens, state, len(prefix), len(suffix))
         encodings = []
-        for index, (ids, (start, end, _)) in enumerate(zip(sequences, kept)):
+        for index, (ids, (start, end)) in enumerate(zip(sequences, kept)):
             pad = target - len(ids) if target is not None and target > len(ids) else 0
             if pad:
                 filler = [padding["pad_id"]] * pad  # type: ignore[index]
@@ -222,6 +225,7 @@ class Answer:
         return encodings
 
     def spans(self, text: str) -> list[tuple[int, int]]:
+        """The characters each token of ``text`` covers (``offsets`` before truncation and framing)."""
         if self._continues is None:
             self._continues = Tables(self.model).continues
         ids, starts = self.model.encode_with_offsets(text, allowed_special="all")
@@ -374,6 +378,10 @@ class Backend:
         object.__setattr__(self, "passed", 0)
         _backends.add(self)
 
+    def _count(self, side: str) -> None:
+        with _count_lock:  # threads must not lose counts (a read and a write apart)
+            object.__setattr__(self, side, getattr(self, side) + 1)
+
     # ------------------------------------------------------------------------------ state
 
     def _state(self) -> State:
@@ -449,9 +457,9 @@ class Backend:
                 and all(type(text) is str for text in input):
             state = self._state()
             if answer.takes(state, add_special_tokens):
-                object.__setattr__(self, "answered", self.answered + 1)
+                self._count("answered")
                 return answer.encode(self, list(input), add_special_tokens, state)  # type: ignore[arg-type]
-        object.__setattr__(self, "passed", self.passed + 1)
+        self._count("passed")
         return self._call("encode_batch", input, is_pretokenized=is_pretokenized,
                           add_special_tokens=add_special_tokens)  # type: ignore[no-any-return]
 
@@ -462,9 +470,9 @@ class Backend:
             answer = self._current()
             state = self._state()
             if answer is not None and answer.takes(state, add_special_tokens):
-                object.__setattr__(self, "answered", self.answered + 1)
+                self._count("answered")
                 return answer.encode(self, [sequence], add_special_tokens, state)[0]
-        object.__setattr__(self, "passed", self.passed + 1)
+        self._count("passed")
         return self._call("encode", sequence, pair, is_pretokenized=is_pretokenized,
                           add_special_tokens=add_special_tokens)
 
@@ -483,10 +491,10 @@ class Backend:
         answer = self._current()
         text = answer.decode(ids, skip_special_tokens) if answer is not None else None
         if text is None:
-            object.__setattr__(self, "passed", self.passed + 1)
+            self._count("passed")
             with self._lock:
                 return self._original.decode(ids, skip_special_tokens=skip_special_tokens)  # type: ignore[no-any-return]
-        object.__setattr__(self, "answered", self.answered + 1)
+        self._count("answered")
         return text
 
     def decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:
