@@ -65,7 +65,7 @@ def test_same_strings_as_tokenizers_decode_stream(files: tuple[Any, Any, Path], 
     model, tokenizer, _ = files
     rng = random.Random(4)
     returned: list[str | None] = []
-    for ids in id_runs(model, 400, seed=int(skip_special_tokens)):
+    for ids in id_runs(model, 250, seed=int(skip_special_tokens)):
         prompt = ids[: rng.choice([0, 0, 1, 3])]
         seed = rng.random()
         expected = stepped(TokenizersDecodeStream(prompt, skip_special_tokens), tokenizer, ids[len(prompt):],

@@ -17,10 +17,11 @@ normalizes text, the other attributes of an encoding (``tokens``, ``word_ids``, 
 the original encodes the same call again when one is first read), vocabulary look-ups, saving.
 
 Thread safety: transformers sets truncation and padding on the backend before every call, so threads
-calling one tokenizer at once race on that state (`tokenizers` raises "Already borrowed"). A
-:class:`Backend` keeps the state each thread last set for that thread (a thread that set none sees
-the last set by any), and every call into the original that changes it or releases the GIL holds
-the backend's lock.
+calling one tokenizer at once race on that state (`tokenizers` before 0.23 raises "Already borrowed";
+0.23 can give a call another thread's padding or truncation). Each thread works on its own copy of
+the state in a :class:`Backend` (taken from the tokenizer's when the thread first uses it; what a
+thread sets also becomes the tokenizer's, for threads that come later and for the original), and
+every call into the original that changes it or releases the GIL holds the backend's lock.
 
 :func:`unpatch_transformers` restores the class, ``tokenizers.decoders.DecodeStream`` (replaced by
 :class:`hf_bpe.DecodeStream`, which decodes on a :class:`Backend`) and the backend of every tokenizer
@@ -385,10 +386,15 @@ class Backend:
     # ------------------------------------------------------------------------------ state
 
     def _state(self) -> State:
-        local, original = self._local, self._original
-        return (local.truncation if hasattr(local, "truncation") else original.truncation,
-                local.padding if hasattr(local, "padding") else original.padding,
-                local.split if hasattr(local, "split") else original.encode_special_tokens)
+        """This thread's state: its own copy, taken from the tokenizer's when the thread first uses it (a
+        thread that read the state and then encodes gets what it read, whatever others set meanwhile)."""
+        local = self._local
+        if not hasattr(local, "split"):
+            with self._lock:
+                original = self._original
+                local.truncation, local.padding = original.truncation, original.padding
+                local.split = original.encode_special_tokens
+        return local.truncation, local.padding, local.split
 
     @property
     def truncation(self) -> dict[str, Any] | None:
@@ -409,26 +415,31 @@ class Backend:
     @encode_special_tokens.setter
     def encode_special_tokens(self, value: bool) -> None:
         with self._lock:
+            self._state()  # this thread's copy first: the other two stay its own
             self._original.encode_special_tokens = value
             self._local.split = self._original.encode_special_tokens
 
     def enable_truncation(self, *args: Any, **kwargs: Any) -> None:
         with self._lock:
+            self._state()  # this thread's copy first: the other two stay its own
             self._original.enable_truncation(*args, **kwargs)
             self._local.truncation = self._original.truncation
 
     def no_truncation(self) -> None:
         with self._lock:
+            self._state()  # this thread's copy first: the other two stay its own
             self._original.no_truncation()
             self._local.truncation = None
 
     def enable_padding(self, *args: Any, **kwargs: Any) -> None:
         with self._lock:
+            self._state()  # this thread's copy first: the other two stay its own
             self._original.enable_padding(*args, **kwargs)
             self._local.padding = self._original.padding
 
     def no_padding(self) -> None:
         with self._lock:
+            self._state()  # this thread's copy first: the other two stay its own
             self._original.no_padding()
             self._local.padding = None
 
