@@ -45,7 +45,7 @@ from transformers.tokenization_utils_tokenizers import TokenizersBackend
 import conversion.hf
 from hf_bpe._decode_stream import DecodeStream
 from hf_bpe.errors import TokenizerFileError
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, NEVER_IN_UTF8, missing_bytes
 from hf_bpe.patterns import normalizers_of
 from hf_bpe.transformers._encode import Tables, spans_of
 
@@ -152,7 +152,10 @@ class Answer:
         self.special_ids = special_ids
         self.all_special = all_special
         self.byte_level = model.kind != "sentencepiece"
-        self.offsets = self.byte_level and not normalizers_of(model.pattern)
+        # a vocabulary that lacks byte symbols UTF-8 uses drops those bytes from the text, as tokenizers
+        # does: its spans are left to tokenizers
+        dropped = [byte for byte in missing_bytes(model) if byte not in NEVER_IN_UTF8]
+        self.offsets = self.byte_level and not normalizers_of(model.pattern) and not dropped
         self._continues: bytearray | None = None
 
     @classmethod
