@@ -468,10 +468,15 @@ def _check_same_ids(model: BPE, tokenizer: Tokenizer, texts: Iterable[str] | Non
 
 # ------------------------------------------------------------------------------------- reading
 
-def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, lossy: bool = False) -> BPE:
+def load(tokenizer_json: str | os.PathLike[str] | Tokenizer, *, name: str | None = None, lossy: bool = False,
+         source: str | os.PathLike[str] | None = None) -> BPE:
     """Load a byte-level BPE ``tokenizer.json``: ``encode(text, allowed_special="all")`` equals
     ``tokenizers.Tokenizer.from_file(path).encode(text, add_special_tokens=False).ids``, and
     ``decode`` equals its ``decode(ids, skip_special_tokens=False)``.
+
+    ``tokenizer_json`` may also be a live ``tokenizers.Tokenizer``: its ``to_str()`` is read, which
+    holds what was changed after its file was read (the tokens and the post-processor transformers
+    adds); ``source`` names it in the errors (by default, its type).
 
     A SentencePiece-style file (byte fallback, ``Metaspace``, a normalizer writing ``▁``) loads as a
     SentencePiece model with the same ``encode``, whose ``decode`` equals ``decode(ids,
@@ -531,25 +536,34 @@ def load(tokenizer_json: str | os.PathLike[str], *, name: str | None = None, los
     >>> conversion.hf.load(path).encode("abc")
     [256, 66]
     """
-    document = read_json(tokenizer_json)
+    document, path = _document(tokenizer_json, source)
     if not isinstance(document, dict):
         raise TokenizerFileError(
-            tokenizer_json,
+            path,
             f"not a tokenizer.json: it holds a JSON {_json_kind(document)}, where a tokenizer.json holds an "
             'object with a "model" (as tokenizers\' Tokenizer.save writes it)',
         )
     try:
-        return _load(document, tokenizer_json, name=name, lossy=lossy)
+        return _load(document, path, name=name, lossy=lossy)
     except KeyError as error:
-        raise TokenizerFileError(tokenizer_json, f"not a tokenizer.json: missing or malformed {error}") from None
+        raise TokenizerFileError(path, f"not a tokenizer.json: missing or malformed {error}") from None
     except (TypeError, AttributeError):
         raise TokenizerFileError(
-            tokenizer_json, "not a tokenizer.json: a value inside it has the wrong JSON type (an array or a "
+            path, "not a tokenizer.json: a value inside it has the wrong JSON type (an array or a "
             "string where tokenizers writes an object, say)"
         ) from None
 
 
-def special_token_settings(tokenizer_json: str | os.PathLike[str]) -> dict[str, Any]:
+def _document(tokenizer_json: str | os.PathLike[str] | Tokenizer,
+              source: str | os.PathLike[str] | None) -> tuple[Any, str | os.PathLike[str]]:
+    """The JSON of a ``tokenizer.json`` file or of a live ``tokenizers.Tokenizer``, and what names it."""
+    if isinstance(tokenizer_json, Tokenizer):
+        return json.loads(tokenizer_json.to_str()), source if source is not None else "tokenizers.Tokenizer"
+    return read_json(tokenizer_json), source if source is not None else tokenizer_json
+
+
+def special_token_settings(tokenizer_json: str | os.PathLike[str] | Tokenizer, *,
+                           source: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """The settings of a ``tokenizer.json``'s ``post_processor``, as
     :meth:`hf_bpe.transformers.BPETokenizer.from_model` takes them (``bos_token``, ``eos_token``,
     ``add_bos_token``, ``add_eos_token``; ``pair_template``, ``trim_offsets`` and
@@ -567,7 +581,8 @@ def special_token_settings(tokenizer_json: str | os.PathLike[str]) -> dict[str, 
     (``trim_keeps_prefix_space``); a ``Sequence`` of these. Refused with
     :class:`~hf_bpe.errors.TokenizerFileError` naming the post-processor: other templates, two steps
     that add special tokens, offsets trimmed twice or after ``RobertaProcessing`` or ``BertProcessing``
-    added their tokens, special tokens whose ids are not theirs in the file, other post-processors.
+    added their tokens, special tokens whose ids are not theirs in the file, other post-processors. A live
+    ``tokenizers.Tokenizer`` is read as :func:`load` reads it (``source`` names it).
 
     >>> import conversion.hf, tempfile, os
     >>> from tokenizers import Tokenizer, models, processors
@@ -583,7 +598,7 @@ def special_token_settings(tokenizer_json: str | os.PathLike[str]) -> dict[str, 
     >>> conversion.hf.special_token_settings(path)["pair_template"]
     'roberta'
     """
-    document = read_json(tokenizer_json)
+    document, tokenizer_json = _document(tokenizer_json, source)
     if not isinstance(document, dict):
         raise TokenizerFileError(tokenizer_json, f"not a tokenizer.json: it holds a JSON {_json_kind(document)}")
 

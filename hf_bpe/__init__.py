@@ -8,7 +8,9 @@
 ``__all__`` is the whole entry surface: the model (:class:`BPE`), the transformers tokenizer
 (:class:`BPETokenizer`), :func:`train`, :func:`train_sentencepiece` and :func:`extend` (new tokens
 for an existing model, every id kept), :func:`load` for any tokenizer
-file, the named encodings (:func:`get_encoding`, :func:`list_encoding_names`) and the errors of
+file, the named encodings (:func:`get_encoding`, :func:`list_encoding_names`),
+:func:`patch_transformers` / :func:`unpatch_transformers` (transformers' fast tokenizers encode with
+hf_bpe), :class:`DecodeStream` (`tokenizers`' incremental detokenizer) and the errors of
 :mod:`hf_bpe.errors`. The rest lives in its module: ``hf_bpe.train`` (``count_pieces``,
 ``train_from_counts``), ``hf_bpe.audit``, ``hf_bpe.tiktoken`` (tiktoken's API), ``hf_bpe.transformers``,
 ``hf_bpe.datasets``, ``hf_bpe.distributed``, ``conversion.<format>``. How the code is laid out:
@@ -24,9 +26,11 @@ registers the class when transformers' auto-tokenizer module loads (at once if i
 from typing import TYPE_CHECKING, Any
 
 from hf_bpe import _autotokenizer
+from hf_bpe._decode_stream import DecodeStream
 from hf_bpe._encodings import get_encoding, list_encoding_names
 from hf_bpe.errors import (
     ConversionError,
+    DecodeStreamError,
     DisallowedSpecialTokenError,
     InternalError,
     InvalidVocabularyError,
@@ -44,11 +48,14 @@ from hf_bpe.train_sentencepiece import train_sentencepiece
 if TYPE_CHECKING:
     from hf_bpe._sources import load
     from hf_bpe.transformers import BPETokenizer
+    from hf_bpe.transformers._patch import patch_transformers, unpatch_transformers
 
 __all__ = [
     "BPE",
     "BPETokenizer",
     "ConversionError",
+    "DecodeStream",
+    "DecodeStreamError",
     "DisallowedSpecialTokenError",
     "InternalError",
     "InvalidVocabularyError",
@@ -61,15 +68,18 @@ __all__ = [
     "get_encoding",
     "list_encoding_names",
     "load",
+    "patch_transformers",
     "train",
     "train_sentencepiece",
+    "unpatch_transformers",
 ]
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy only to keep ``import hf_bpe`` cheap: BPETokenizer imports transformers, and load() the
-    # converters (tokenizers, protobuf); each is imported on first use. Nothing else is served here.
+    # Lazy only to keep ``import hf_bpe`` cheap: BPETokenizer and patch_transformers import transformers,
+    # and load() the converters (tokenizers, protobuf); each is imported on first use. Nothing else is
+    # served here.
     if name == "BPETokenizer":
         from hf_bpe.transformers import BPETokenizer
 
@@ -78,6 +88,10 @@ def __getattr__(name: str) -> Any:
         from hf_bpe._sources import load
 
         return load
+    if name in ("patch_transformers", "unpatch_transformers"):
+        from hf_bpe.transformers import _patch
+
+        return getattr(_patch, name)
     raise AttributeError(f"module 'hf_bpe' has no attribute {name!r}")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 __all__ = [
-    "ConversionError", "DisallowedSpecialTokenError", "InternalError", "InvalidVocabularyError",
+    "ConversionError", "DecodeStreamError", "DisallowedSpecialTokenError", "InternalError", "InvalidVocabularyError",
     "LossyConversionWarning", "PrunedCountsWarning", "TokenizerFileError", "UnknownTokenError"
 ]
 
@@ -78,6 +78,11 @@ class TokenizerFileError(ValueError):
         self.problem = problem
         where = f"{self.path}, line {line}" if line is not None else self.path
         super().__init__(f"{where}: {problem}")
+
+
+class DecodeStreamError(ValueError):
+    """:class:`hf_bpe.DecodeStream`: the decode of the ids so far does not start with the text already
+    returned (a decoder that rewrites earlier text); `tokenizers`' ``DecodeStream`` fails there too."""
 
 
 class InternalError(RuntimeError):

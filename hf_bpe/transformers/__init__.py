@@ -12,7 +12,9 @@ decoding), :mod:`~hf_bpe.transformers._pipeline` (transformers' encoding pipelin
 :mod:`~hf_bpe.transformers._added_tokens`, :mod:`~hf_bpe.transformers._folder` (saving, settings
 checks), :mod:`~hf_bpe.transformers._training`, :mod:`~hf_bpe.transformers._model_card` and
 :mod:`~hf_bpe.transformers._registration` (``AutoTokenizer``: :func:`register`, run on import; ``import
-hf_bpe`` runs it when transformers loads, without importing transformers itself).
+hf_bpe`` runs it when transformers loads, without importing transformers itself) and
+:mod:`~hf_bpe.transformers._patch` (``hf_bpe.patch_transformers()``: transformers' own fast tokenizers
+encode with hf_bpe).
 
 >>> import hf_bpe
 >>> tokenizer = hf_bpe.BPETokenizer.from_model(hf_bpe.get_encoding("gpt2"), eos_token="<|endoftext|>",

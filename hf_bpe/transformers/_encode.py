@@ -6,7 +6,7 @@ they need (added-token matchers, token strings, token lengths)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,44 +129,8 @@ class CoreEncoding(PreTrainedTokenizer):
                 "the ends of the spans would differ from tokenizers'; the starts are model.encode_with_offsets's"
             )
         ids, starts = self._encode_with_starts(text, split_special_tokens)
-        return ids, self._spans(text, ids, starts, prefix_space=bool(steps))
-
-    def _spans(self, text: str, ids: list[int], starts: list[int], *, prefix_space: bool) -> list[tuple[int, int]]:
-        """The character span of each token, from where each starts: a token covers its bytes of the
-        text (one it starts in the middle of a character continues where the token before ended), and
-        every character they touch; an added token its own text; with ``prefix_space``, a token
-        starting with a space where the text has none holds the space `ByteLevel` added, which
-        stands for the next character."""
-        encoded = text.encode("utf-8")
-        char_start: Sequence[int]
-        char_of: Sequence[int]
-        if len(encoded) == len(text):  # ASCII: bytes are characters
-            char_start = char_of = range(len(text) + 1)
-        else:
-            char_start = [0, *itertools.accumulate(len(char.encode("utf-8")) for char in text)]
-            char_of = [index for index, char in enumerate(text) for _ in range(len(char.encode("utf-8")))]
-        tables = self._get_tables()
-        added = self._added_tokens_decoder
-        spans: list[tuple[int, int]] = []
-        position = -1  # the byte after the previous token's last byte
-        for token_id, start in zip(ids, starts):
-            if start >= len(text):  # an empty token at the end
-                spans.append((start, start))
-                continue
-            first = char_start[start]
-            token = added.get(token_id)
-            if token is not None:
-                spans.append((start, start + len(token.content)))
-                position = first + len(token.content.encode("utf-8"))
-                continue
-            length = tables.lengths[token_id] if token_id < len(tables.lengths) else 0
-            at = position if first < position < char_start[start + 1] else first  # mid-character: contiguous
-            added_space = prefix_space and at == first and text[start] != " " and tables.starts_with_space[token_id]
-            real = length - added_space
-            end = char_of[min(at + real, len(encoded)) - 1] + 1 if real > 0 else start + added_space
-            spans.append((start, max(end, start + added_space)))
-            position = at + real
-        return spans
+        added = {token_id: token.content for token_id, token in self._added_tokens_decoder.items()}
+        return ids, spans_of(text, ids, starts, self._get_tables(), added, prefix_space=bool(steps))
 
     def _encode_texts_batch(self, texts: list[str], request: BatchRequest) -> BatchEncoding:
         """The common case, a batch of texts with at most padding, without the per-text Python of
@@ -254,6 +218,50 @@ class CoreEncoding(PreTrainedTokenizer):
             attention = (columns >= starts[:, None]) & (columns < (starts + totals)[:, None])
             arrays["attention_mask"] = attention.astype(np.int64)
         return arrays
+
+
+def spans_of(text: str, ids: list[int], starts: list[int], tables: Tables, added: Mapping[int, str], *,
+             prefix_space: bool) -> list[tuple[int, int]]:
+    """The character span of each token of ``text``, ``(start, end)``, as `tokenizers` gives them, from
+    where each starts (``encode_with_offsets``): a token covers its bytes of the text (one it starts in
+    the middle of a character continues where the token before ended), and every character they touch;
+    an added token (``added``: id -> text) its own text; with ``prefix_space``, a token starting with a
+    space where the text has none holds the space `ByteLevel` added, which stands for the next character.
+
+    >>> import hf_bpe
+    >>> model = hf_bpe.get_encoding("gpt2")
+    >>> ids, starts = model.encode_with_offsets("héllo")
+    >>> spans_of("héllo", ids, starts, Tables(model), {}, prefix_space=False)
+    [(0, 1), (1, 2), (2, 5)]
+    """
+    encoded = text.encode("utf-8")
+    char_start: Sequence[int]
+    char_of: Sequence[int]
+    if len(encoded) == len(text):  # ASCII: bytes are characters
+        char_start = char_of = range(len(text) + 1)
+    else:
+        char_start = [0, *itertools.accumulate(len(char.encode("utf-8")) for char in text)]
+        char_of = [index for index, char in enumerate(text) for _ in range(len(char.encode("utf-8")))]
+    spans: list[tuple[int, int]] = []
+    position = -1  # the byte after the previous token's last byte
+    for token_id, start in zip(ids, starts):
+        if start >= len(text):  # an empty token at the end
+            spans.append((start, start))
+            continue
+        first = char_start[start]
+        content = added.get(token_id)
+        if content is not None:
+            spans.append((start, start + len(content)))
+            position = first + len(content.encode("utf-8"))
+            continue
+        length = tables.lengths[token_id] if token_id < len(tables.lengths) else 0
+        at = position if first < position < char_start[start + 1] else first  # mid-character: contiguous
+        added_space = prefix_space and at == first and text[start] != " " and tables.starts_with_space[token_id]
+        real = length - added_space
+        end = char_of[min(at + real, len(encoded)) - 1] + 1 if real > 0 else start + added_space
+        spans.append((start, max(end, start + added_space)))
+        position = at + real
+    return spans
 
 
 class Tables:

@@ -22,7 +22,8 @@ SNAPSHOT = ROOT / "tests" / "data" / "surface.json"
 
 TOP_LEVEL = {
     "BPE", "BPETokenizer", "train", "train_sentencepiece", "extend", "load", "get_encoding", "list_encoding_names",
-    "ConversionError", "DisallowedSpecialTokenError", "InternalError", "InvalidVocabularyError",
+    "patch_transformers", "unpatch_transformers", "DecodeStream",
+    "ConversionError", "DecodeStreamError", "DisallowedSpecialTokenError", "InternalError", "InvalidVocabularyError",
     "LossyConversionWarning", "MissingBytesWarning", "PrunedCountsWarning", "TokenizerFileError", "UnknownTokenError",
 }
 """hf_bpe.__all__: the entry points and the error classes of hf_bpe.errors."""
@@ -74,7 +75,7 @@ def test_hf_bpe_exports_the_entry_points_and_the_errors() -> None:
     import hf_bpe
     import hf_bpe.errors
 
-    assert set(hf_bpe.__all__) == TOP_LEVEL and len(hf_bpe.__all__) == len(TOP_LEVEL) == 17
+    assert set(hf_bpe.__all__) == TOP_LEVEL and len(hf_bpe.__all__) == len(TOP_LEVEL) == 21
     errors = {name for name in vars(hf_bpe.errors) if isinstance(getattr(hf_bpe.errors, name), type)
               and issubclass(getattr(hf_bpe.errors, name), Exception)}
     assert errors <= TOP_LEVEL, f"errors missing from hf_bpe.__all__: {sorted(errors - TOP_LEVEL)}"
