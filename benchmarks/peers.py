@@ -88,6 +88,7 @@ from _common import (  # first: sets RAYON_NUM_THREADS before any peer starts a 
 from encode import mismatches
 
 import hf_bpe
+import hf_bpe.counting
 
 LLAMA3 = "llama3"
 ENCODINGS = ("gpt2", "cl100k_base", "o200k_base", LLAMA3)
@@ -175,14 +176,14 @@ def ours_numpy(model: Any) -> tuple[str, Callable[[str], Any]]:
 
 def ours_flat(model: Any, threads: int) -> Callable[[Any], Any]:
     """Arrow in (a list of str, converted by hf_bpe, or an Arrow array), an Arrow list array out."""
-    return lambda texts: model.encode_ordinary_arrow(texts, num_threads=threads)
+    return lambda texts: model.encode_arrow(texts, num_threads=threads, disallowed_special=())
 
 
 def ours_count(model: Any, threads: int) -> tuple[str, Callable[[list[str]], Any]]:
     """Counting without making the ids, where hf_bpe has it (on the model, or as a function of the
     model), else the lengths of the batch's lists."""
     method = getattr(model, "count_utf8_batch", None)
-    function = getattr(hf_bpe, "count_utf8_batch", None)
+    function = getattr(hf_bpe, "count_utf8_batch", None) or getattr(hf_bpe.counting, "count_utf8_batch", None)
     if method is not None:
         return "count_utf8_batch", lambda texts: method([text.encode() for text in texts], num_threads=threads)
     if function is not None:
@@ -723,7 +724,7 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
         return out, "tiktoken"
 
     if row == "flat":
-        add("hf_bpe", lambda: Contender("hf_bpe", "encode_ordinary_arrow", ours_flat(models.ours(name), threads),
+        add("hf_bpe", lambda: Contender("hf_bpe", "encode_arrow", ours_flat(models.ours(name), threads),
                                         lists=arrow_lists, output="arrow"))
         add("gigatoken", lambda: Contender("gigatoken", "encode_batch (RAYON_NUM_THREADS)",
                                            models.gigatoken(name).encode_batch, lists=awkward_lists,
@@ -749,7 +750,7 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
             def setup() -> None:
                 ours_clear(model)
                 call(primer)
-            return Contender("hf_bpe", "encode_ordinary_arrow(Arrow column), 1 thread", call, lists=arrow_lists,
+            return Contender("hf_bpe", "encode_arrow(Arrow column), 1 thread", call, lists=arrow_lists,
                              output="arrow", setup=setup if fresh else None)
 
         def giga_bulk() -> Contender:
