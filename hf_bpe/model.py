@@ -22,16 +22,12 @@ import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from hf_bpe import _core, _streaming, patterns
 from hf_bpe._io import atomic_write, read_json
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
 from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
-
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
 
 __all__ = [
     "BPE", "MAX_DENSE_IDS", "MODEL_FILE", "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "NEVER_IN_UTF8", "AllowedSpecial",
@@ -121,26 +117,6 @@ class _Encoder:
         [31373, 1279, 91, 437, 1659, 5239, 91, 29]
         """
         return self._core.encode(text, self._policy(allowed_special, disallowed_special))
-
-    def encode_to_numpy(
-        self,
-        text: str,
-        *,
-        allowed_special: AllowedSpecial = _NOTHING,
-        disallowed_special: DisallowedSpecial = "all",
-    ) -> npt.NDArray[np.uint32]:
-        """Like :meth:`encode`, as a NumPy ``uint32`` array made from the core's buffer (no Python
-        int per id), as tiktoken's ``encode_to_numpy``.
-
-        >>> import hf_bpe
-        >>> array = hf_bpe.get_encoding("gpt2").encode_to_numpy("hello world")
-        >>> array.tolist(), array.dtype.name
-        ([31373, 995], 'uint32')
-        """
-        import numpy as np
-
-        policy = self._policy(allowed_special, disallowed_special)
-        return np.frombuffer(self._core.encode_u32(text, policy), dtype=np.uint32)
 
     def encode_batch(
         self,

@@ -24,11 +24,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hf_bpe import _encodings
 from hf_bpe.errors import InvalidVocabularyError, UnknownTokenError
 from hf_bpe.model import _NOTHING, BPE, AllowedSpecial, DisallowedSpecial, _Encoder
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "MODEL_PREFIX_TO_ENCODING",
@@ -242,6 +246,25 @@ class Encoding(_Encoder):
             "hf_bpe.tiktoken does not provide encode_with_unstable (tiktoken calls it an unstable API): use "
             "encode(text) for the ids, or import tiktoken itself for the completions"
         )
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = _NOTHING,
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> npt.NDArray[np.uint32]:
+        """Like :meth:`encode`, as a NumPy ``uint32`` array (no Python list in between).
+
+        >>> from hf_bpe import tiktoken
+        >>> array = tiktoken.get_encoding("gpt2").encode_to_numpy("hello world")
+        >>> array.tolist(), array.dtype.name
+        ([31373, 995], 'uint32')
+        """
+        import numpy as np
+
+        policy = self._policy(allowed_special, disallowed_special)
+        return np.frombuffer(self._core.encode_u32(text, policy), dtype=np.uint32)
 
     def encode_ordinary_batch(self, text: Iterable[str], *, num_threads: int | None = 8) -> list[list[int]]:
         """Encode many texts in parallel, special tokens as ordinary text (``num_threads`` as tiktoken's).
