@@ -164,12 +164,16 @@ def ours_long(model: Any, threads: int) -> list[tuple[str, Callable[[str], Any]]
     return variants
 
 
-def ours_numpy(model: Any) -> tuple[str, Callable[[str], Any]]:
+def ours_numpy(model: Any, name: str) -> tuple[str, Callable[[str], Any]]:
+    """The NumPy call of hf_bpe's tiktoken drop-in (``hf_bpe.tiktoken``, as tiktoken's users call it) for
+    a named encoding; else NumPy of the list."""
     import numpy as np
 
-    native = getattr(model, "encode_to_numpy", None)
-    if native is not None:
-        return "encode_to_numpy", native
+    import hf_bpe.tiktoken
+
+    if name in hf_bpe.tiktoken.list_encoding_names():
+        encoding = hf_bpe.tiktoken.get_encoding(name)
+        return "hf_bpe.tiktoken encode_to_numpy", lambda text: encoding.encode_to_numpy(text, disallowed_special=())
     return "np.array(encode_ordinary(text), uint32)", lambda text: np.array(model.encode_ordinary(text),
                                                                             dtype=np.uint32)
 
@@ -708,7 +712,7 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
 
     if row == "numpy":
         def ours_np() -> Contender:
-            label, call = ours_numpy(models.ours(name))
+            label, call = ours_numpy(models.ours(name), name)
             return Contender("hf_bpe", label, call, per_document=True, output="numpy")
         add("hf_bpe", ours_np)
         add("tiktoken", lambda: Contender("tiktoken", "encode_to_numpy", models.tiktoken(name).encode_to_numpy,
