@@ -684,11 +684,15 @@ def _pre_for(model: BPE, pre: str | None, *, lossy: bool) -> str:
         raise ConversionError(f"pre {pre!r} is not a llama.cpp pre-tokenizer hf_bpe reproduces; "
                               f"choose one of {', '.join(sorted(PRE_NAMES))}")
     best: tuple[int, str, str] | None = None
+    probes = _probe_texts()
+    ours: list[list[str]] | None = None  # the model's own pieces, cut once for every candidate
     for name in candidates:
         steps = PRE_NAMES[name].steps
         if steps == pattern:
             return name
-        differing = _split_differences(pattern, steps)
+        if ours is None:
+            ours = _pieces(pattern, probes)
+        differing = _split_differences(probes, ours, _pieces(steps, probes))
         if not differing:
             return name
         if best is None or len(differing) < best[0]:
@@ -699,7 +703,7 @@ def _pre_for(model: BPE, pre: str | None, *, lossy: bool) -> str:
                f"closest, {name!r}, cuts {count} probe text(s) differently, {example}")
     if not lossy:
         raise ConversionError(message + "; pass lossy=True (pre=NAME to choose another) to write it anyway")
-    warnings.warn(LossyConversionWarning(message, mismatches=count, probes=len(_probe_texts())), stacklevel=3)
+    warnings.warn(LossyConversionWarning(message, mismatches=count, probes=len(probes)), stacklevel=3)
     return name
 
 
@@ -709,15 +713,16 @@ def _probe_texts() -> tuple[str, ...]:
     return (*_EDGE_PROBES, *split_probe_texts(), *probe_texts(500))
 
 
-def _split_differences(pattern: patterns.Pattern, steps: patterns.Pattern) -> list[str]:
-    bytes_only = {bytes([byte]): byte for byte in range(256)}
-    ours, theirs = BPE(bytes_only, pattern), BPE(bytes_only, steps)
-    found = []
-    for text in _probe_texts():
-        mine, other = patterns.pieces(ours, text), patterns.pieces(theirs, text)
-        if mine != other:
-            found.append(f"{text[:40]!r} into {mine[:8]} rather than {other[:8]}")
-    return found
+def _pieces(pattern: patterns.Pattern, texts: Sequence[str]) -> list[list[str]]:
+    """How ``pattern`` cuts each of ``texts``."""
+    splitter = BPE({bytes([byte]): byte for byte in range(256)}, pattern)
+    return [patterns.pieces(splitter, text) for text in texts]
+
+
+def _split_differences(texts: Sequence[str], ours: Sequence[list[str]], theirs: Sequence[list[str]]) -> list[str]:
+    """The texts cut differently (``ours`` and ``theirs`` are the pieces of each), described."""
+    return [f"{text[:40]!r} into {mine[:8]} rather than {other[:8]}"
+            for text, mine, other in zip(texts, ours, theirs) if mine != other]
 
 
 def _byte_level_entries(model: BPE, pre: str, user_defined: set[str], *, lossy: bool) -> list[tuple[str, Value]]:
