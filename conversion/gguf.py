@@ -630,7 +630,9 @@ def save(
     What llama.cpp would tokenize differently is refused with
     :class:`~hf_bpe.errors.ConversionError` naming the reason: a pattern no ``pre`` of llama.cpp runs (or
     that differs from the named ``pre`` on some probe text), a merges list that would not encode as the
-    model does, a SentencePiece normalizer, byte fallback missing. ``lossy=True`` writes the file
+    model does, a SentencePiece normalizer, byte fallback missing, `tokenizers`' Metaspace
+    pre-tokenizer (a SentencePiece-style ``tokenizer.json``: it adds no ``▁`` before a text starting
+    with a space, llama.cpp does). ``lossy=True`` writes the file
     anyway for a pattern or merges list that differs, with a
     :class:`~hf_bpe.errors.LossyConversionWarning` saying how.
     """
@@ -776,6 +778,10 @@ def _sentencepiece_entries(model: BPE, ids: dict[str, int | None], *, lossy: boo
         problems.append("remove_extra_whitespaces (llama.cpp keeps every space)")
     if not spec.escape_whitespaces:
         problems.append("unescaped spaces (llama.cpp always writes them as ▁)")
+    if spec.metaspace is not None or spec.metaspace_split:
+        problems.append(f"tokenizers' Metaspace pre-tokenizer (prepend_scheme {spec.metaspace or 'always'!r}"
+                        f"{', split' if spec.metaspace_split else ''}), which a GGUF file cannot say (llama.cpp puts "
+                        "its dummy prefix before every text, one starting with a space too, and never splits at ▁)")
     texts = [piece.text for piece in spec.pieces]
     types = [piece.type for piece in spec.pieces]
     index_of = {text: index for index, text in enumerate(texts)}
