@@ -630,7 +630,9 @@ def save(
     What llama.cpp would tokenize differently is refused with
     :class:`~hf_bpe.errors.ConversionError` naming the reason: a pattern no ``pre`` of llama.cpp runs (or
     that differs from the named ``pre`` on some probe text), a merges list that would not encode as the
-    model does, a SentencePiece normalizer, byte fallback missing. ``lossy=True`` writes the file
+    model does, a SentencePiece normalizer, byte fallback missing, `tokenizers`' Metaspace
+    pre-tokenizer (a SentencePiece-style ``tokenizer.json``: it adds no ``▁`` before a text starting
+    with a space, llama.cpp does). ``lossy=True`` writes the file
     anyway for a pattern or merges list that differs, with a
     :class:`~hf_bpe.errors.LossyConversionWarning` saying how.
     """
@@ -684,11 +686,15 @@ def _pre_for(model: BPE, pre: str | None, *, lossy: bool) -> str:
         raise ConversionError(f"pre {pre!r} is not a llama.cpp pre-tokenizer hf_bpe reproduces; "
                               f"choose one of {', '.join(sorted(PRE_NAMES))}")
     best: tuple[int, str, str] | None = None
+    probes = _probe_texts()
+    ours: list[list[str]] | None = None  # the model's own pieces, cut once for every candidate
     for name in candidates:
         steps = PRE_NAMES[name].steps
         if steps == pattern:
             return name
-        differing = _split_differences(pattern, steps)
+        if ours is None:
+            ours = _pieces(pattern, probes)
+        differing = _split_differences(probes, ours, _pieces(steps, probes))
         if not differing:
             return name
         if best is None or len(differing) < best[0]:
@@ -699,7 +705,7 @@ def _pre_for(model: BPE, pre: str | None, *, lossy: bool) -> str:
                f"closest, {name!r}, cuts {count} probe text(s) differently, {example}")
     if not lossy:
         raise ConversionError(message + "; pass lossy=True (pre=NAME to choose another) to write it anyway")
-    warnings.warn(LossyConversionWarning(message, mismatches=count, probes=len(_probe_texts())), stacklevel=3)
+    warnings.warn(LossyConversionWarning(message, mismatches=count, probes=len(probes)), stacklevel=3)
     return name
 
 
@@ -709,15 +715,16 @@ def _probe_texts() -> tuple[str, ...]:
     return (*_EDGE_PROBES, *split_probe_texts(), *probe_texts(500))
 
 
-def _split_differences(pattern: patterns.Pattern, steps: patterns.Pattern) -> list[str]:
-    bytes_only = {bytes([byte]): byte for byte in range(256)}
-    ours, theirs = BPE(bytes_only, pattern), BPE(bytes_only, steps)
-    found = []
-    for text in _probe_texts():
-        mine, other = patterns.pieces(ours, text), patterns.pieces(theirs, text)
-        if mine != other:
-            found.append(f"{text[:40]!r} into {mine[:8]} rather than {other[:8]}")
-    return found
+def _pieces(pattern: patterns.Pattern, texts: Sequence[str]) -> list[list[str]]:
+    """How ``pattern`` cuts each of ``texts``."""
+    splitter = BPE({bytes([byte]): byte for byte in range(256)}, pattern)
+    return [patterns.pieces(splitter, text) for text in texts]
+
+
+def _split_differences(texts: Sequence[str], ours: Sequence[list[str]], theirs: Sequence[list[str]]) -> list[str]:
+    """The texts cut differently (``ours`` and ``theirs`` are the pieces of each), described."""
+    return [f"{text[:40]!r} into {mine[:8]} rather than {other[:8]}"
+            for text, mine, other in zip(texts, ours, theirs) if mine != other]
 
 
 def _byte_level_entries(model: BPE, pre: str, user_defined: set[str], *, lossy: bool) -> list[tuple[str, Value]]:
@@ -771,6 +778,10 @@ def _sentencepiece_entries(model: BPE, ids: dict[str, int | None], *, lossy: boo
         problems.append("remove_extra_whitespaces (llama.cpp keeps every space)")
     if not spec.escape_whitespaces:
         problems.append("unescaped spaces (llama.cpp always writes them as ▁)")
+    if spec.metaspace is not None or spec.metaspace_split:
+        problems.append(f"tokenizers' Metaspace pre-tokenizer (prepend_scheme {spec.metaspace or 'always'!r}"
+                        f"{', split' if spec.metaspace_split else ''}), which a GGUF file cannot say (llama.cpp puts "
+                        "its dummy prefix before every text, one starting with a space too, and never splits at ▁)")
     texts = [piece.text for piece in spec.pieces]
     types = [piece.type for piece in spec.pieces]
     index_of = {text: index for index, text in enumerate(texts)}

@@ -15,8 +15,6 @@ import os
 import random
 import shutil
 import struct
-import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -185,12 +183,17 @@ def test_save_refuses_what_llama_cpp_cannot_run(tmp_path: Path) -> None:
         conversion.gguf.save(hf_bpe.BPE(ranks, r"\w+|\s+"), tmp_path / "words.gguf")
     with pytest.raises(ConversionError, match="pre 'kimi-k2' is not a llama.cpp pre-tokenizer hf_bpe reproduces"):
         conversion.gguf.save(hf_bpe.BPE(ranks, "gpt2"), tmp_path / "gpt2.gguf", pre="kimi-k2")
-    from hf_bpe.sentencepiece_bpe import CONTROL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
+    from hf_bpe.sentencepiece_bpe import BYTE, CONTROL, UNKNOWN, USER_DEFINED, Piece, SentencePieceSpec
 
     pieces = (Piece("<unk>", 0, UNKNOWN), Piece("<s>", 0, CONTROL), Piece("<u>", 0, USER_DEFINED),
               Piece("▁", -1), Piece("a", -2))
     with pytest.raises(ConversionError, match="byte fallback.*user-defined pieces \\['<u>'\\]"):
         conversion.gguf.save(hf_bpe.BPE.from_sentencepiece(SentencePieceSpec(pieces)), tmp_path / "sp.gguf")
+    byte_pieces = tuple(Piece(f"<0x{byte:02X}>", 0, BYTE) for byte in range(256))
+    metaspace = SentencePieceSpec((*pieces[:2], *byte_pieces, *pieces[3:]), byte_fallback=True, metaspace="first")
+    with pytest.raises(ConversionError, match="Metaspace pre-tokenizer \\(prepend_scheme 'first'\\), which a GGUF"):
+        conversion.gguf.save(hf_bpe.BPE.from_sentencepiece(metaspace), tmp_path / "metaspace.gguf")
+    assert not (tmp_path / "metaspace.gguf").exists()
 
 
 # ----------------------------------------------------------------------------------- corrupt files
@@ -381,30 +384,7 @@ def test_cli_converts_metas_tokenizer_model_and_takes_pattern_llama3(
 # ------------------------------------------------------------------------------- llama.cpp itself
 
 
-def _llama_cpp_tokenizer() -> Callable[[Path, str], list[int]] | None:
-    """A function running llama.cpp's tokenizer (no special tokens added or parsed) on a file and a text,
-    or ``None`` when neither llama.cpp's ``test-tokenizer-0`` (``LLAMA_CPP_TEST_TOKENIZER``) nor the
-    ``llama_cpp`` package is at hand."""
-    binary = os.environ.get("LLAMA_CPP_TEST_TOKENIZER")
-    if binary:
-        def run_binary(vocab: Path, text: str) -> list[int]:
-            text_file = vocab.with_name(vocab.name + ".txt")
-            text_file.write_bytes(text.encode("utf-8"))
-            subprocess.run([binary, str(vocab), str(text_file)], check=True, capture_output=True, timeout=600)
-            return [int(line) for line in Path(f"{text_file}.tokcpp").read_text().split()]
-        return run_binary
-    try:
-        import llama_cpp  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-
-    def run_package(vocab: Path, text: str) -> list[int]:
-        model = llama_cpp.Llama(model_path=str(vocab), vocab_only=True, verbose=False)
-        return list(model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
-    return run_package
-
-
-LLAMA_CPP = _llama_cpp_tokenizer()
+LLAMA_CPP = oracles.llama_cpp_tokenizer()
 needs_llama_cpp = pytest.mark.skipif(
     LLAMA_CPP is None, reason="llama.cpp is not at hand: set LLAMA_CPP_TEST_TOKENIZER to its test-tokenizer-0 binary "
     "(cmake --build . --target test-tokenizer-0) or pip install llama-cpp-python")

@@ -2,6 +2,11 @@
 target's own library loads what ``save`` wrote and encodes as our model does) or is refused with a
 :class:`~hf_bpe.errors.ConversionError` saying why, with or without a documented lossy mode.
 
+The ``gguf`` column's own library is llama.cpp: its tokenizer runs on the written file when
+``LLAMA_CPP_TEST_TOKENIZER`` names its ``test-tokenizer-0`` binary (or the ``llama_cpp`` package is
+installed); without it the file is read back by ``conversion.gguf``, whose reading
+``tests/conversion/test_gguf.py`` proves against llama.cpp's own vocabulary tests.
+
 ``EXPECTED`` is the table; docs/formats.md carries it (checked by ``test_docs_carry_the_matrix``).
 """
 
@@ -16,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import oracles
 import pytest
 from conversion_support import (
     CL100K_SPECIALS,
@@ -29,6 +35,7 @@ from conversion_support import (
     varied_texts,
 )
 
+import conversion.gguf
 import conversion.gpt2
 import conversion.hf
 import conversion.sentencepiece
@@ -93,6 +100,53 @@ def hf_split_file(folder: str) -> Path:
     return path
 
 
+def hf_normalizer_file(folder: str) -> Path:
+    """The trained tokenizer.json with Qwen 2's normalizer and pre-tokenizer: NFC, then Qwen 2's regex
+    as a Split, then ByteLevel without its own regex."""
+    from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers
+
+    tokenizer = Tokenizer.from_file(os.fspath(hf_trained_file(folder)))
+    tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(patterns.QWEN2), "isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    path = Path(folder) / "nfc" / "tokenizer.json"
+    path.parent.mkdir(exist_ok=True)
+    tokenizer.save(os.fspath(path))
+    return path
+
+
+def hf_digits_file(folder: str) -> Path:
+    """The trained tokenizer.json splitting digits one by one and punctuation apart (`tokenizers`'
+    Digits and Punctuation pre-tokenizers) before ByteLevel's own regex."""
+    from tokenizers import Tokenizer, pre_tokenizers
+
+    tokenizer = Tokenizer.from_file(os.fspath(hf_trained_file(folder)))
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.Punctuation("isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    path = Path(folder) / "digits" / "tokenizer.json"
+    path.parent.mkdir(exist_ok=True)
+    tokenizer.save(os.fspath(path))
+    return path
+
+
+def hf_metaspace_file(folder: str) -> Path:
+    """The tokenizer.json transformers' ``LlamaTokenizer`` writes for Mistral's v1 ``.model``: a
+    SentencePiece-style BPE (Metaspace pre-tokenizer, byte fallback)."""
+    transformers = pytest.importorskip("transformers", reason="transformers writes the file; pip install -e '.[test]'")
+    source = Path(folder) / "mistral-v1"
+    source.mkdir(exist_ok=True)
+    (source / "tokenizer.model").write_bytes(mistral_file("tokenizer.model.v1").read_bytes())
+    out = Path(folder) / "mistral-v1-llama"
+    transformers.LlamaTokenizer.from_pretrained(os.fspath(source)).save_pretrained(os.fspath(out))
+    return out / "tokenizer.json"
+
+
+GGUF_SOURCE = "ggml-vocab-qwen2.gguf"
+"""The GGUF source: llama.cpp's Qwen 2 vocabulary test file (``llama_cpp_vocab_files``)."""
+
+
 SOURCES: dict[str, tuple[str, Callable[[str], BPE]]] = {
     "tiktoken": ("cl100k_base.tiktoken", lambda folder: conversion.tiktoken.load(
         cl100k_file(), pattern="cl100k", special_tokens=CL100K_SPECIALS)),
@@ -110,12 +164,21 @@ SOURCES: dict[str, tuple[str, Callable[[str], BPE]]] = {
                   lambda folder: conversion.hf.load(hf_merges_file(folder))),
     "hf-split": ("tokenizer.json with Split pre-tokenizers (DeepSeek-V3's)",
                  lambda folder: conversion.hf.load(hf_split_file(folder))),
+    "hf-metaspace": ("tokenizer.json by transformers from Mistral .model v1 (Metaspace, byte fallback)",
+                     lambda folder: conversion.hf.load(hf_metaspace_file(folder))),
+    "hf-nfc": ("tokenizer.json with Qwen 2's NFC normalizer and Split",
+               lambda folder: conversion.hf.load(hf_normalizer_file(folder))),
+    "hf-digits": ("tokenizer.json with Digits and Punctuation pre-tokenizers",
+                  lambda folder: conversion.hf.load(hf_digits_file(folder))),
+    "gguf": (f"llama.cpp's {GGUF_SOURCE}", lambda folder: conversion.gguf.load(Path(folder) / GGUF_SOURCE)),
     "trained": ("trained by us (rank model)", lambda folder: trained_model()),
 }
+"""Each source from the folder it writes its files in (the ``gguf`` source: where llama.cpp's
+vocabulary files are)."""
 
 # ------------------------------------------------------------------------------------------- targets
 
-TARGETS = ["tiktoken", "tekken", "gpt2", "sentencepiece", "hf", "hf_bpe"]
+TARGETS = ["tiktoken", "tekken", "gpt2", "sentencepiece", "hf", "hf_bpe", "gguf"]
 
 EXACT = "exact"
 # Refusals: (error message must match, lossy mode available)
@@ -128,6 +191,10 @@ SP_USER_DEFINED = ("user-defined pieces .* with the dummy prefix", True)
 SP_NORMALIZER = ("precompiled character map", True)
 SPLIT = ("split pattern", False)  # tekken holds a tiktoken regex; lossy only renumbers
 SPLIT_LOSSY = ("Split pre-tokenizer", True)  # a .tiktoken file holds no pattern; tiktoken runs fancy-regex only
+METASPACE = ("Metaspace pre-tokenizer .* cannot say", False)  # a .model's (llama.cpp's) dummy prefix: every text
+LLAMA_PRE = ("no llama.cpp pre-tokenizer splits as the pattern", True)
+LLAMA_USER_DEFINED = ("user-defined pieces .*llama.cpp puts a ▁", True)
+LLAMA_SP_NORMALIZER = ("llama.cpp cannot run .* the normalizer 'nmt_nfkc'", False)
 
 EXPECTED: dict[tuple[str, str], Any] = {
     ("tiktoken", "tiktoken"): EXACT, ("tiktoken", "tekken"): IDS, ("tiktoken", "gpt2"): PATTERN,
@@ -151,8 +218,23 @@ EXPECTED: dict[tuple[str, str], Any] = {
     ("hf-merges", "sentencepiece"): NO_PATTERN_IN_SP, ("hf-merges", "hf"): EXACT, ("hf-merges", "hf_bpe"): EXACT,
     ("hf-split", "tiktoken"): SPLIT_LOSSY, ("hf-split", "tekken"): SPLIT, ("hf-split", "gpt2"): PATTERN,
     ("hf-split", "sentencepiece"): NO_PATTERN_IN_SP, ("hf-split", "hf"): EXACT, ("hf-split", "hf_bpe"): EXACT,
+    ("hf-metaspace", "tiktoken"): SENTENCEPIECE, ("hf-metaspace", "tekken"): SENTENCEPIECE,
+    ("hf-metaspace", "gpt2"): SENTENCEPIECE, ("hf-metaspace", "sentencepiece"): METASPACE,
+    ("hf-metaspace", "hf"): EXACT, ("hf-metaspace", "hf_bpe"): EXACT,
+    ("hf-nfc", "tiktoken"): SPLIT_LOSSY, ("hf-nfc", "tekken"): SPLIT, ("hf-nfc", "gpt2"): PATTERN,
+    ("hf-nfc", "sentencepiece"): NO_PATTERN_IN_SP, ("hf-nfc", "hf"): EXACT, ("hf-nfc", "hf_bpe"): EXACT,
+    ("hf-digits", "tiktoken"): SPLIT_LOSSY, ("hf-digits", "tekken"): SPLIT, ("hf-digits", "gpt2"): PATTERN,
+    ("hf-digits", "sentencepiece"): NO_PATTERN_IN_SP, ("hf-digits", "hf"): EXACT, ("hf-digits", "hf_bpe"): EXACT,
+    ("gguf", "tiktoken"): EXACT, ("gguf", "tekken"): IDS, ("gguf", "gpt2"): PATTERN,
+    ("gguf", "sentencepiece"): NO_PATTERN_IN_SP, ("gguf", "hf"): EXACT, ("gguf", "hf_bpe"): EXACT,
     ("trained", "tiktoken"): EXACT, ("trained", "tekken"): IDS, ("trained", "gpt2"): EXACT,
     ("trained", "sentencepiece"): NO_PATTERN_IN_SP, ("trained", "hf"): EXACT, ("trained", "hf_bpe"): EXACT,
+} | {
+    ("tiktoken", "gguf"): LLAMA_PRE, ("tekken", "gguf"): LLAMA_PRE, ("gpt2", "gguf"): EXACT,
+    ("sentencepiece", "gguf"): EXACT, ("sentencepiece-ud", "gguf"): LLAMA_USER_DEFINED,
+    ("sentencepiece-nfkc", "gguf"): LLAMA_SP_NORMALIZER, ("hf", "gguf"): EXACT, ("hf-merges", "gguf"): EXACT,
+    ("hf-split", "gguf"): LLAMA_PRE, ("hf-metaspace", "gguf"): METASPACE, ("hf-nfc", "gguf"): LLAMA_PRE,
+    ("hf-digits", "gguf"): LLAMA_PRE, ("gguf", "gguf"): EXACT, ("trained", "gguf"): EXACT,
 }
 
 
@@ -171,6 +253,8 @@ def save(model: BPE, target: str, out: Path, lossy: bool) -> Path:
             return conversion.hf.save(model, out / "tokenizer.json", lossy=lossy)
     if target == "hf_bpe":
         return model.save(out / "model.json")
+    if target == "gguf":
+        return conversion.gguf.save(model, out / "vocab.gguf", lossy=lossy)
     raise AssertionError(target)
 
 
@@ -210,7 +294,14 @@ def owner_encoder(target: str, path: Path, model: BPE) -> tuple[Callable[[str], 
         loaded = BPE.load(path)
         assert loaded == model
         return (lambda text: loaded.encode(text, allowed_special="all")), with_specials, loaded.decode
+    if target == "gguf":  # llama.cpp itself runs in test_matrix when at hand (LLAMA_CPP)
+        vocab = conversion.gguf.read(path)
+        return vocab.encode, model.encode_ordinary, vocab.model.decode
     raise AssertionError(target)
+
+
+LLAMA_CPP = oracles.llama_cpp_tokenizer()
+"""llama.cpp's tokenizer (``tokenize(file, text)``), or ``None`` when it is not at hand."""
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +317,9 @@ def source_model(name: str, folder: str) -> BPE:
 @pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("source", list(SOURCES))
-def test_matrix(source: str, target: str, folder: str, tmp_path: Path) -> None:
+def test_matrix(source: str, target: str, folder: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if source == "gguf":
+        folder = os.fspath(request.getfixturevalue("llama_cpp_vocab_files"))
     model = source_model(source, folder)
     expected = EXPECTED[(source, target)]
     if expected != EXACT:
@@ -249,6 +342,9 @@ def test_matrix(source: str, target: str, folder: str, tmp_path: Path) -> None:
     if their_decode is not None:
         assert_same(f"{source} -> {target} decode", texts, [model.decode(ids) for ids in their_ids],
                     [their_decode(ids) for ids in their_ids])
+    if target == "gguf" and LLAMA_CPP is not None:  # llama.cpp itself, once on all the texts joined
+        document = "\n".join(texts)
+        assert LLAMA_CPP(written, document) == model.encode_ordinary(document), f"{source} -> gguf: llama.cpp differs"
 
 
 # ----------------------------------------------------------------------------------------------- docs
@@ -264,6 +360,10 @@ LEGEND = {
     SP_NORMALIZER: "refused: normalizer (lossy)",
     SPLIT: "refused: pattern",
     SPLIT_LOSSY: "refused: pattern (lossy writes ranks)",
+    METASPACE: "refused: Metaspace",
+    LLAMA_PRE: "refused: no llama.cpp pre-tokenizer (lossy)",
+    LLAMA_USER_DEFINED: "refused: user-defined pieces (lossy)",
+    LLAMA_SP_NORMALIZER: "refused: normalizer, no byte fallback",
 }
 
 

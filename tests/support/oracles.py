@@ -29,7 +29,7 @@ import hashlib
 import importlib.util
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -347,6 +347,31 @@ def llama_cpp_vocab_cases(path: str | os.PathLike[str]) -> list[tuple[str, list[
     if len(lines) < len(texts) or any(lines[len(texts):]):
         raise ValueError(f"{inputs.name} and {outputs.name} disagree")
     return [(text, [int(number) for number in line.split()]) for text, line in zip(texts, lines)]
+
+
+def llama_cpp_tokenizer() -> Callable[[Path, str], list[int]] | None:
+    """A function running llama.cpp's tokenizer (no special tokens added or parsed) on a file and a text,
+    or ``None`` when neither llama.cpp's ``test-tokenizer-0`` (``LLAMA_CPP_TEST_TOKENIZER``) nor the
+    ``llama_cpp`` package is at hand."""
+    import subprocess
+
+    binary = os.environ.get("LLAMA_CPP_TEST_TOKENIZER")
+    if binary:
+        def run_binary(vocab: Path, text: str) -> list[int]:
+            text_file = vocab.with_name(vocab.name + ".txt")
+            text_file.write_bytes(text.encode("utf-8"))
+            subprocess.run([binary, str(vocab), str(text_file)], check=True, capture_output=True, timeout=600)
+            return [int(line) for line in Path(f"{text_file}.tokcpp").read_text().split()]
+        return run_binary
+    try:
+        import llama_cpp  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+
+    def run_package(vocab: Path, text: str) -> list[int]:
+        model = llama_cpp.Llama(model_path=str(vocab), vocab_only=True, verbose=False)
+        return list(model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+    return run_package
 
 
 def import_package_module(root: str | os.PathLike[str], module: str) -> Any:
