@@ -949,6 +949,22 @@ impl Model {
         Some(held.front().map_or(text.len(), |&(start, _)| start))
     }
 
+    /// Encodes the pieces of ordinary `text` that start before byte `stop`, as they are in all of
+    /// `text`, and returns where the last of them ends: `stop` when a piece ends there. `None` when
+    /// [`Model::unsettled_pieces`] is (only the scanners can stop early; see `crate::parallel`).
+    pub(crate) fn encode_until(&self, text: &str, stop: usize, out: &mut Vec<Rank>) -> Option<usize> {
+        self.unsettled_pieces()?;
+        let ByteLevel { splitter, merges, whole_piece, .. } = self.byte_level()?;
+        let scanner = splitter.scanner()?;
+        let bytes = text.as_bytes();
+        let mut guard = self.cache.lock();
+        let mut cache = guard.as_mut().map(CacheGuard::cache);
+        Some(scanner.for_each_piece_until(text, stop, |start, end| {
+            memory::reserve(out, end - start, "the ids", text.len(), "bytes of text");
+            self.encode_piece(merges, *whole_piece, &bytes[start..end], cache.as_deref_mut(), out);
+        }))
+    }
+
     /// Encodes text, emitting the special tokens `allowed` finds as their ids and everything else
     /// as ordinary text.
     pub fn encode(

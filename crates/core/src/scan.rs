@@ -183,23 +183,98 @@ impl Scanner {
     /// `fancy_regex` finds with `self.pattern()` (and Oniguruma with `self.regex(Oniguruma)`),
     /// which cover the whole text.
     pub fn for_each_piece(self, text: &str, on_piece: impl FnMut(usize, usize)) {
+        self.for_each_piece_until(text, text.len(), on_piece);
+    }
+
+    /// Like [`Scanner::for_each_piece`] for the pieces that start before byte `stop`; returns
+    /// where the last of them ends (`stop` exactly when a piece ends there, which a position
+    /// [`always_ends_piece`] names guarantees).
+    pub fn for_each_piece_until(self, text: &str, stop: usize, on_piece: impl FnMut(usize, usize)) -> usize {
         let classes = ClassTable::get();
         let bytes = text.as_bytes();
+        let stop = stop.min(bytes.len());
         match self {
-            Scanner::Gpt2 => split(classes, bytes, ClassTable::gpt2_piece, on_piece),
-            Scanner::Cl100k => split(classes, bytes, ClassTable::word_piece::<true, LETTER, 3, true, true>, on_piece),
-            Scanner::O200k => split(classes, bytes, ClassTable::o200k_piece::<true, 3>, on_piece),
-            Scanner::Llama3 => split(classes, bytes, ClassTable::word_piece::<true, LETTER, 3, true, false>, on_piece),
-            Scanner::Qwen2 => split(classes, bytes, ClassTable::word_piece::<true, LETTER, 1, true, false>, on_piece),
-            Scanner::Qwen35 => {
-                split(classes, bytes, ClassTable::word_piece::<true, { LETTER | MARK }, 1, true, false>, on_piece)
+            Scanner::Gpt2 => split(classes, bytes, stop, ClassTable::gpt2_piece, on_piece),
+            Scanner::Cl100k => {
+                split(classes, bytes, stop, ClassTable::word_piece::<true, LETTER, 3, true, true>, on_piece)
             }
+            Scanner::O200k => split(classes, bytes, stop, ClassTable::o200k_piece::<true, 3>, on_piece),
+            Scanner::Llama3 => {
+                split(classes, bytes, stop, ClassTable::word_piece::<true, LETTER, 3, true, false>, on_piece)
+            }
+            Scanner::Qwen2 => {
+                split(classes, bytes, stop, ClassTable::word_piece::<true, LETTER, 1, true, false>, on_piece)
+            }
+            Scanner::Qwen35 => split(
+                classes,
+                bytes,
+                stop,
+                ClassTable::word_piece::<true, { LETTER | MARK }, 1, true, false>,
+                on_piece,
+            ),
             Scanner::SeedCoder => {
-                split(classes, bytes, ClassTable::word_piece::<true, LETTER, 1, false, false>, on_piece)
+                split(classes, bytes, stop, ClassTable::word_piece::<true, LETTER, 1, false, false>, on_piece)
             }
-            Scanner::Tekken => split(classes, bytes, ClassTable::o200k_piece::<false, 1>, on_piece),
+            Scanner::Tekken => split(classes, bytes, stop, ClassTable::o200k_piece::<false, 1>, on_piece),
         }
     }
+}
+
+/// Whether every scanner ends a piece at byte `at` of `text` (a character boundary strictly inside
+/// it), whatever text comes before: where a long text may be cut, its parts split from their
+/// starts, with the ids of the whole (`crate::parallel`). Two pairs of characters, in every
+/// named pattern and family pattern:
+/// - a character that is not white space, then white space other than `\r` and `\n`: no
+///   alternative takes white space after anything else (words, numbers, contractions and runs of
+///   "other" end at it; only the tail of punctuation takes line breaks, and o200k's also `/`);
+/// - `\r` or `\n`, then a character that is neither white space nor `/`: pieces holding a line
+///   break are white space, or punctuation with its tail of line breaks (and slashes); and no piece
+///   starts with a line break before something else (the optional prefix of words excludes line
+///   breaks, that of punctuation is a space).
+///
+/// The split of the text from `at` on is then the whole text's from `at` on: a scanner decides a
+/// piece from the characters at its start and after, never before. A test checks this rule against
+/// each scanner and its regex on random text of characters of every class.
+pub fn always_ends_piece(text: &str, at: usize) -> bool {
+    at > 0 && at < text.len() && text.is_char_boundary(at) && next_piece_end(text, at, at + 1) == Some(at)
+}
+
+/// [`always_ends_piece`] for a character of class `left` (first byte `left_byte`) followed by one
+/// of class `right` (first byte `right_byte`).
+#[inline(always)]
+fn ends_piece_between(left: u8, left_byte: u8, right: u8, right_byte: u8) -> bool {
+    let line_break = |byte: u8| byte == b'\r' || byte == b'\n';
+    (left & SPACE == 0 && right & SPACE != 0 && !line_break(right_byte))
+        || (line_break(left_byte) && right & (SPACE | END) == 0 && right_byte != b'/')
+}
+
+/// The first position `at` with `from <= at < until` where [`always_ends_piece`] holds, reading
+/// `text` from the first character boundary at or after `from`.
+pub fn next_piece_end(text: &str, from: usize, until: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let until = until.min(bytes.len());
+    let mut at = from.max(1);
+    while at < until && !text.is_char_boundary(at) {
+        at += 1;
+    }
+    if at >= until {
+        return None;
+    }
+    let classes = ClassTable::get();
+    let mut before = at - 1;
+    while before > 0 && !text.is_char_boundary(before) {
+        before -= 1;
+    }
+    let (mut left, mut left_byte) = (classes.class_at(bytes, before).0, bytes[before]);
+    while at < until {
+        let (right, len) = classes.class_at(bytes, at);
+        if ends_piece_between(left, left_byte, right, bytes[at]) {
+            return Some(at);
+        }
+        (left, left_byte) = (right, bytes[at]);
+        at += len;
+    }
+    None
 }
 
 /// Builds the scanners' character table now rather than on first use. A process forked while
@@ -209,20 +284,23 @@ pub fn prepare() {
     ClassTable::get();
 }
 
-/// Cuts `bytes` into consecutive pieces, `piece_end` telling where the piece at a position ends.
+/// Cuts `bytes` into consecutive pieces, `piece_end` telling where the piece at a position ends,
+/// up to the first piece ending at or after `stop`; returns where that piece ends.
 #[inline(always)]
 fn split(
     classes: &ClassTable,
     bytes: &[u8],
+    stop: usize,
     piece_end: impl Fn(&ClassTable, &[u8], usize) -> usize,
     mut on_piece: impl FnMut(usize, usize),
-) {
+) -> usize {
     let mut start = 0;
-    while start < bytes.len() {
+    while start < stop {
         let end = piece_end(classes, bytes, start);
         on_piece(start, end);
         start = end;
     }
+    start
 }
 
 // Class bits of a character.
@@ -850,6 +928,69 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Checks that where `always_ends_piece` holds in `text`, a piece of `scanner` ends, the
+    /// pieces from there are the split of that rest alone, and splitting up to there stops there;
+    /// returns how many such positions `text` has.
+    fn check_piece_ends(scanner: Scanner, text: &str) -> usize {
+        let whole = pieces(scanner, text);
+        let mut ends = vec![0];
+        for piece in &whole {
+            ends.push(ends.last().unwrap() + piece.len());
+        }
+        let mut found = 0;
+        for at in (1..text.len()).filter(|&at| always_ends_piece(text, at)) {
+            let index = ends.iter().position(|&end| end == at);
+            let Some(index) = index else {
+                panic!("{scanner:?}: no piece ends at {at} of {text:?}: {whole:?}");
+            };
+            assert_eq!(pieces(scanner, &text[at..]), whole[index..], "{scanner:?}: {text:?} from {at}");
+            let mut stopped = Vec::new();
+            let end = scanner.for_each_piece_until(text, at, |start, end| stopped.push(&text[start..end]));
+            assert_eq!((end, &stopped[..]), (at, &whole[..index]), "{scanner:?}: {text:?} up to {at}");
+            assert_eq!(next_piece_end(text, at, text.len()), Some(at));
+            found += 1;
+        }
+        found
+    }
+
+    #[test]
+    fn pieces_end_where_the_cut_rule_says_on_every_short_text() {
+        let mut found = 0;
+        for scanner in Scanner::ALL {
+            for &a in EVERY_CLASS {
+                for &b in EVERY_CLASS {
+                    for &c in EVERY_CLASS {
+                        found += check_piece_ends(scanner, &format!("{a}{b}{c}"));
+                    }
+                }
+            }
+        }
+        assert!(found > 8 * 26 * 26 * 5, "only {found} cuts");
+    }
+
+    #[test]
+    fn pieces_end_where_the_cut_rule_says_on_random_texts() {
+        let mut next = crate::test_rng::numbers(0x9E6C_63D0_676A_9A99u64);
+        let mut found = 0;
+        for n in 0..1000 {
+            let text: String = (0..4 + n % 40).map(|_| EVERY_CLASS[next() as usize % EVERY_CLASS.len()]).collect();
+            for scanner in Scanner::ALL {
+                found += check_piece_ends(scanner, &text);
+            }
+            // The scanners are the regexes (tests/scan_identity.rs); the three named ones again here.
+            for scanner in [Scanner::Gpt2, Scanner::Cl100k, Scanner::O200k].into_iter().filter(|_| n % 4 == 0) {
+                let regex = crate::pretokenize::Splitter::regex_only(scanner.pattern()).unwrap();
+                assert_eq!(regex.pieces(&text).unwrap(), pieces(scanner, &text), "{text:?}");
+            }
+        }
+        assert!(found > 1000 * 8 * 3, "only {found} cuts");
+        // The rule's pairs, and pairs it leaves out because some pattern joins them.
+        assert!(always_ends_piece("a b", 1) && always_ends_piece("1\tb", 1) && always_ends_piece("x\ny", 2));
+        assert!(always_ends_piece("\r\n中", 2) && always_ends_piece("!\u{3000}", 1));
+        assert!(!always_ends_piece(" a", 1) && !always_ends_piece(".\n", 1) && !always_ends_piece("\n/", 1));
+        assert!(!always_ends_piece("\r\n", 1) && !always_ends_piece("ab", 1) && !always_ends_piece("é", 1));
     }
 
     #[test]

@@ -66,6 +66,18 @@ pub(crate) const LONG_TOKEN: usize = 64;
 /// `tests/test_train_rule.py` builds corpora above it.
 pub(crate) const PARALLEL_MERGE_WORDS: usize = 1024;
 
+/// One text of at least this many bytes is cut into parts encoded on several threads
+/// (`crate::parallel`); shorter ones are encoded on the calling thread. Trades the hand-off to the
+/// pool (tens of microseconds) and the join of the parts' ids against the time saved: o200k encodes
+/// some 45 MB/s on one thread here, so 1 MiB is 20 ms of work, where the hand-off is noise.
+pub const PARALLEL_FROM: usize = 1 << 20;
+/// Each part of a text cut for several threads holds at least about this many bytes.
+pub(crate) const PARALLEL_PART: usize = 1 << 18;
+/// Parts proposed per thread of the pool (at most): more parts than threads even out parts that
+/// encode at different speeds (CJK text merges slower per byte than English), at the cost of one
+/// id list per part to join.
+pub(crate) const PARTS_PER_THREAD: usize = 4;
+
 // The flat merge of pieces starting from characters marks, in one `u64`, which of its first
 // `HEAP_THRESHOLD` symbols come from a character (bit `i` for symbol `i`).
 const _: () = assert!(HEAP_THRESHOLD <= u64::BITS as usize, "HEAP_THRESHOLD must fit the u64 bitmask of merge_from_chars");
@@ -81,3 +93,5 @@ const _: () = assert!(CACHE_SLOTS_MIN.is_power_of_two() && CACHE_SLOTS_MIN >= 12
 const _: () = assert!(CACHE_SLOTS_MAX.is_power_of_two() && CACHE_SLOTS_MAX >= CACHE_SLOTS_MIN);
 // A long piece is one the slots cannot hold.
 const _: () = assert!(LONG_PIECE_BYTES > CACHED_PIECE_BYTES);
+// A text cut for threads has room for two parts.
+const _: () = assert!(PARALLEL_FROM >= 2 * PARALLEL_PART);
