@@ -17,6 +17,8 @@ __all__ = [
     "SpecialPolicy",
     "TextStream",
     "_panic_for_tests",
+    "_parallel_counts",
+    "_set_parallel_for_tests",
     "can_chunk",
     "check_utf8_files",
     "learn_parity_merges",
@@ -291,6 +293,8 @@ class SentencePieceWordCounter:
 def check_utf8_files(paths: Sequence[StrPath]) -> int: ...
 def can_chunk(split: _SplitRuleArgument) -> bool: ...
 def _panic_for_tests(site: str) -> None: ...
+def _parallel_counts() -> tuple[int, int]: ...
+def _set_parallel_for_tests(threshold: int | None = None, parts: int | None = None) -> None: ...
 
 # Merges as pairs of ids (0-255 the bytes, then the new tokens), the language that chose each (None:
 # the global phase), the new tokens' bytes.

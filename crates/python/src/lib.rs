@@ -226,7 +226,17 @@ fn ids_of(py: Python<'_>, value: &Bound<'_, PyAny>, n_vocab: usize) -> PyResult<
         .collect()
 }
 
-/// The thread pool for `num_threads` (all cores when None), one per process and size.
+/// The threads a pool has when no `num_threads` is given: `RAYON_NUM_THREADS` when it is set to a
+/// positive number (as rayon reads it), else every core.
+fn default_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|threads| threads.trim().parse::<usize>().ok())
+        .filter(|&threads| threads > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The thread pool for `num_threads` (None: [`default_threads`]), one per process and size.
 ///
 /// Never rayon's global pool: its threads live only in the process that started them, so a
 /// process forked after that (a `datasets.map(num_proc=...)` worker, a `multiprocessing` fork)
@@ -241,7 +251,7 @@ pub(crate) fn thread_pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::Thr
             ))
         }
         Some(threads) => threads,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        None => default_threads(),
     };
     let mut pools = POOLS
         .get_or_init(Default::default)
@@ -534,14 +544,43 @@ impl CoreBPE {
         text: &str,
         policy: &SpecialPolicy,
     ) -> Result<Vec<Rank>, EncodeFailure> {
+        self.encode_policy_on(text, policy, false)
+    }
+
+    /// [`CoreBPE::encode_policy`]; with `parallel`, a long text is cut into parts encoded on the
+    /// current pool's threads ([`Model::encode_parallel`]).
+    fn encode_policy_on(
+        &self,
+        text: &str,
+        policy: &SpecialPolicy,
+        parallel: bool,
+    ) -> Result<Vec<Rank>, EncodeFailure> {
         if let Some((token, _)) = policy.disallowed.find(text) {
             return Err(EncodeFailure::Disallowed(token.to_owned()));
         }
         let mut ids = hf_bpe_core::memory::with_capacity(text.len() / 3, "the ids", text.len(), "bytes of text");
-        self.model
-            .encode(text, &policy.allowed, &mut ids)
-            .map_err(EncodeFailure::Split)?;
+        if parallel {
+            self.model.encode_parallel(text, &policy.allowed, &mut ids)
+        } else {
+            self.model.encode(text, &policy.allowed, &mut ids)
+        }
+        .map_err(EncodeFailure::Split)?;
         Ok(ids)
+    }
+
+    /// The ids of one text: a long one (see [`Model::parallel_parts`]) cut into parts encoded on
+    /// this process's pool, without the GIL; others on the calling thread.
+    fn encode_one(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        policy: &SpecialPolicy,
+    ) -> PyResult<Result<Vec<Rank>, EncodeFailure>> {
+        if self.model.parallel_parts(text.len(), default_threads()) < 2 {
+            return Ok(self.run(py, text.len(), || self.encode_policy(text, policy)));
+        }
+        let pool = thread_pool(None)?;
+        Ok(py.detach(|| pool.install(|| self.encode_policy_on(text, policy, true))))
     }
 
     /// The ids of every text of `texts` (an iterable of str), encoded in parallel without the GIL.
@@ -768,9 +807,7 @@ impl CoreBPE {
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         guarded(py, || {
             let text = text_of(text, "encode_ordinary")?;
-            let ids = self
-                .run(py, text.len(), || self.encode_policy(&text, &self.ordinary))
-                .map_err(|f| f.into_py(py))?;
+            let ids = self.encode_one(py, &text, &self.ordinary)?.map_err(|f| f.into_py(py))?;
             self.ints.list(py, &ids)
         })
     }
@@ -783,9 +820,7 @@ impl CoreBPE {
     ) -> PyResult<Bound<'py, PyList>> {
         guarded(py, || {
             let text = text_of(text, "encode")?;
-            let ids = self
-                .run(py, text.len(), || self.encode_policy(&text, policy))
-                .map_err(|f| f.into_py(py))?;
+            let ids = self.encode_one(py, &text, policy)?.map_err(|f| f.into_py(py))?;
             self.ints.list(py, &ids)
         })
     }
@@ -842,9 +877,7 @@ impl CoreBPE {
         guarded(py, || {
             let text = text_of(text, "encode")?;
             let policy = policy.unwrap_or(&self.ordinary);
-            let ids = self
-                .run(py, text.len(), || self.encode_policy(&text, policy))
-                .map_err(|f| f.into_py(py))?;
+            let ids = self.encode_one(py, &text, policy)?.map_err(|f| f.into_py(py))?;
             PyBytes::new_with(py, ids.len() * 4, |buffer| {
                 for (chunk, &id) in buffer.chunks_exact_mut(4).zip(&ids) {
                     chunk.copy_from_slice(&id.to_ne_bytes());
@@ -1433,6 +1466,23 @@ fn byte_to_char_offsets(text: &str, byte_offsets: Vec<usize>) -> Vec<usize> {
         .collect()
 }
 
+/// How many parts one long text was cut into and encoded on several threads, in all, and how
+/// often a text was encoded again on one thread because a part did not end at its cut (never, by
+/// the cut rule): tests check that the parallel path ran, and ran exactly.
+#[pyfunction]
+#[pyo3(name = "_parallel_counts")]
+fn parallel_counts() -> (usize, usize) {
+    (hf_bpe_core::parallel::parts_encoded(), hf_bpe_core::parallel::fallbacks())
+}
+
+/// For tests: one text of at least `threshold` bytes is cut into `parts` parts (None: the
+/// defaults, by size and threads), even on one thread.
+#[pyfunction]
+#[pyo3(name = "_set_parallel_for_tests", signature = (threshold=None, parts=None))]
+fn set_parallel_for_tests(threshold: Option<usize>, parts: Option<usize>) {
+    hf_bpe_core::parallel::set_parallel_for_tests(threshold, parts);
+}
+
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     // Built here, before any thread exists, so that no fork can catch it half built.
@@ -1443,6 +1493,8 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<IdStream>()?;
     module.add_function(wrap_pyfunction!(guard::panic_for_tests, module)?)?;
     module.add_function(wrap_pyfunction!(recognized_split, module)?)?;
+    module.add_function(wrap_pyfunction!(parallel_counts, module)?)?;
+    module.add_function(wrap_pyfunction!(set_parallel_for_tests, module)?)?;
     train::register(module)?;
     parity::register(module)?;
     train_sentencepiece::register(module)?;
