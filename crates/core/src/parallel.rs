@@ -68,10 +68,10 @@ struct Part {
 
 impl Model {
     /// How many parts [`Model::encode_parallel`] would propose for a text of `len` bytes on
-    /// `threads` threads: 1 (encode it whole) for short texts, a single thread, and models whose
-    /// split has no bound on what later text changes ([`Model::unsettled_pieces`]: custom
-    /// patterns, normalizers, SentencePiece).
-    pub fn parallel_parts(&self, len: usize, threads: usize) -> usize {
+    /// `threads()` threads (asked only for a long text): 1 (encode it whole) for short texts, a
+    /// single thread, and models whose split has no bound on what later text changes
+    /// ([`Model::unsettled_pieces`]: custom patterns, normalizers, SentencePiece).
+    pub fn parallel_parts(&self, len: usize, threads: impl FnOnce() -> usize) -> usize {
         if self.unsettled_pieces().is_none() {
             return 1;
         }
@@ -83,8 +83,10 @@ impl Model {
             return 1;
         }
         match PARTS_FOR_TESTS.load(Ordering::Relaxed) {
-            0 if threads < 2 => 1,
-            0 => (threads * PARTS_PER_THREAD).min(len / PARALLEL_PART).max(2),
+            0 => match threads() {
+                0 | 1 => 1,
+                threads => (threads * PARTS_PER_THREAD).min(len / PARALLEL_PART).max(2),
+            },
             parts => parts,
         }
     }
@@ -93,7 +95,7 @@ impl Model {
     /// parts encoded on the current rayon pool's threads when [`Model::parallel_parts`] says so
     /// (callers install their own pool: rayon's global one does not survive a fork).
     pub fn encode_parallel(&self, text: &str, allowed: &SpecialMatcher, out: &mut Vec<Rank>) -> Result<(), SplitError> {
-        let proposed = self.parallel_parts(text.len(), rayon::current_num_threads());
+        let proposed = self.parallel_parts(text.len(), rayon::current_num_threads);
         self.encode_in_parts(text, allowed, proposed, out)
     }
 
@@ -238,14 +240,14 @@ mod tests {
     fn models_without_a_bound_are_encoded_whole() {
         let custom = Model::from_ranks((0..=255u8).map(|b| (vec![b], Rank::from(b))).collect(), r"a+b|a|\s+|[^a\s]+", vec![])
             .unwrap();
-        assert_eq!(custom.parallel_parts(1 << 30, 8), 1);
+        assert_eq!(custom.parallel_parts(1 << 30, || 8), 1);
         let text = "aaa aab ".repeat(100);
         let (mut ids, mut whole) = (Vec::new(), Vec::new());
         custom.encode_in_parts(&text, &SpecialMatcher::new([]), 8, &mut ids).unwrap();
         custom.encode_ordinary(&text, &mut whole).unwrap();
         assert_eq!(ids, whole);
-        assert_eq!(model(crate::scan::GPT2).parallel_parts(PARALLEL_FROM, 2), PARALLEL_FROM / PARALLEL_PART);
-        assert_eq!(model(crate::scan::GPT2).parallel_parts(PARALLEL_FROM - 1, 2), 1);
-        assert_eq!(model(crate::scan::GPT2).parallel_parts(PARALLEL_FROM * 100, 1), 1);
+        assert_eq!(model(crate::scan::GPT2).parallel_parts(PARALLEL_FROM, || 2), PARALLEL_FROM / PARALLEL_PART);
+        assert_eq!(model(crate::scan::GPT2).parallel_parts(PARALLEL_FROM - 1, || unreachable!()), 1);
+        assert_eq!(model(crate::scan::GPT2).parallel_parts(PARALLEL_FROM * 100, || 1), 1);
     }
 }

@@ -576,7 +576,7 @@ impl CoreBPE {
         text: &str,
         policy: &SpecialPolicy,
     ) -> PyResult<Result<Vec<Rank>, EncodeFailure>> {
-        if self.model.parallel_parts(text.len(), default_threads()) < 2 {
+        if self.model.parallel_parts(text.len(), default_threads) < 2 {
             return Ok(self.run(py, text.len(), || self.encode_policy(text, policy)));
         }
         let pool = thread_pool(None)?;
