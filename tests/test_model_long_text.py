@@ -3,7 +3,7 @@ drop-in's ``encode_to_numpy``): the text is cut where every split of the named p
 its parts are encoded on the process's pool and their ids joined (``crates/core/src/parallel.rs``).
 The ids must be tiktoken's and those of the one-thread encode, always.
 
-The parallel path starts at 1 MiB; these tests lower the threshold and fix the number of parts
+The parallel path starts at 256 KiB; these tests lower the threshold and fix the number of parts
 through ``_core._set_parallel_for_tests``, and prove the path ran by the core's count of parts
 (``_core._parallel_counts``): a test in which nothing was cut would assert nothing. The count of
 texts encoded again on one thread (a part that did not end at its cut) must stay 0.
@@ -152,13 +152,13 @@ def test_a_custom_pattern_is_encoded_on_one_thread() -> None:
 
 
 def test_long_texts_take_the_parallel_path_by_default() -> None:
-    """From 1 MiB, on a pool of at least two threads, without any test setting."""
+    """From 256 KiB, on a pool of at least two threads, without any test setting."""
     import os
 
     if len(os.sched_getaffinity(0)) < 2 or os.environ.get("RAYON_NUM_THREADS") == "1":
         pytest.skip("one thread: long texts are encoded whole")
     model = hf_bpe.get_encoding("gpt2")
-    text = FILLER * ((1 << 20) // len(FILLER) + 1)
+    text = FILLER * ((1 << 18) // len(FILLER) + 1)
     before = _core._parallel_counts()
     ids = model.encode_ordinary(text)
     after = _core._parallel_counts()

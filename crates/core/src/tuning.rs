@@ -68,11 +68,13 @@ pub(crate) const PARALLEL_MERGE_WORDS: usize = 1024;
 
 /// One text of at least this many bytes is cut into parts encoded on several threads
 /// (`crate::parallel`); shorter ones are encoded on the calling thread. Trades the hand-off to the
-/// pool (tens of microseconds) and the join of the parts' ids against the time saved: o200k encodes
-/// some 45 MB/s on one thread here, so 1 MiB is 20 ms of work, where the hand-off is noise.
-pub const PARALLEL_FROM: usize = 1 << 20;
+/// pool and the join of the parts' ids against the time saved. Measured with o200k on the shared
+/// corpora (release build, 2 threads, interleaved rounds, process CPU time): the parallel path costs
+/// some 0.1 ms more CPU per text than the calling thread alone (64 KiB: 0.78-0.81 ms against
+/// 0.68 ms), 3% of the 3.4 ms that 256 KiB takes on one thread, which two threads can halve.
+pub const PARALLEL_FROM: usize = 1 << 18;
 /// Each part of a text cut for several threads holds at least about this many bytes.
-pub(crate) const PARALLEL_PART: usize = 1 << 18;
+pub(crate) const PARALLEL_PART: usize = 1 << 17;
 /// Parts proposed per thread of the pool (at most): more parts than threads even out parts that
 /// encode at different speeds (CJK text merges slower per byte than English), at the cost of one
 /// id list per part to join.
