@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from transformers import PreTrainedTokenizer
 from transformers.tokenization_utils_base import AddedToken, BatchEncoding, PaddingStrategy, TensorType
@@ -19,8 +19,15 @@ from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
 from hf_bpe.patterns import normalizers_of
 from hf_bpe.transformers._added_tokens import AddedTokens
 
-Encoded = tuple[list[int], list[tuple[int, int]] | None]
-"""A sequence's ids, and the character span of each when offsets were asked for."""
+
+class Encoded(NamedTuple):
+    """A sequence's ids; with offsets, the character span of each, and the text of each token whose
+    span takes in whitespace around it (an added token with ``lstrip`` or ``rstrip``; None for the
+    others): `tokenizers` trims offsets by that text, not by the token's own."""
+
+    ids: list[int]
+    spans: list[tuple[int, int]] | None = None
+    texts: list[str | None] | None = None
 
 
 class CoreEncoding(PreTrainedTokenizer):
@@ -81,7 +88,7 @@ class CoreEncoding(PreTrainedTokenizer):
         texts = _arrow_strings(texts)
         if dtype == "auto":  # every id the tokenizer can give: the vocabulary's and the added tokens'
             dtype = id_type_for(dtype, max([self._model.n_vocab - 1, *self._added_tokens_decoder]))  # type: ignore[assignment]
-        encoder = self._core_encoder(split_special_tokens) if self._added_tokens().plain else None
+        encoder = self._core_encoder(split_special_tokens) if self._added_tokens().in_core else None
         if encoder is None:
             def call(rows: list[str]) -> Any:
                 return self(rows, add_special_tokens=add_special_tokens, split_special_tokens=split_special_tokens)
@@ -95,7 +102,7 @@ class CoreEncoding(PreTrainedTokenizer):
     def _ids_and_starts(self, text: str) -> tuple[list[int], list[int]]:
         """``encode(text, add_special_tokens=False)`` and where each token starts (what
         :meth:`view` draws)."""
-        if self._added_tokens().plain:
+        if self._added_tokens().in_core:
             return self._encode_with_starts(text, self.split_special_tokens)
         encoded = self(text, add_special_tokens=False, return_offsets_mapping=True)  # type: ignore[operator]
         return list(encoded["input_ids"]), [start for start, _ in encoded["offset_mapping"]]
@@ -108,11 +115,9 @@ class CoreEncoding(PreTrainedTokenizer):
         encoder = added.encoder_without_specials if split_special_tokens else added.encoder
         return encoder.encode_with_offsets(text)  # type: ignore[no-any-return]
 
-    def _encode_with_offsets(
-        self, text: str, split_special_tokens: bool
-    ) -> tuple[list[int], list[tuple[int, int]]]:
+    def _encode_with_offsets(self, text: str, split_special_tokens: bool) -> Encoded:
         """Ids of ``text`` and the characters each covers, ``(start, end)``, as `tokenizers` gives
-        them: a token holding part of a character covers all of it, and the space `ByteLevel`'s
+        them (and the texts of :class:`Encoded`): a token holding part of a character covers all of it, and the space `ByteLevel`'s
         ``add_prefix_space`` puts before a stretch of text covers the stretch's first character. Not
         for models whose normalizer changes text otherwise: there a span ends where `tokenizers`'
         alignment of the normalized text says, which the tokens' starts do not tell."""
@@ -129,7 +134,11 @@ class CoreEncoding(PreTrainedTokenizer):
                 "the ends of the spans would differ from tokenizers'; the starts are model.encode_with_offsets's"
             )
         ids, starts = self._encode_with_starts(text, split_special_tokens)
-        return ids, self._spans(text, ids, starts, prefix_space=bool(steps))
+        spans = self._spans(text, ids, starts, prefix_space=bool(steps))
+        added = self._added_tokens_decoder
+        stripping = {token_id for token_id, token in added.items() if token.lstrip or token.rstrip}
+        texts = [text[start:end] if token_id in stripping else None for token_id, (start, end) in zip(ids, spans)]
+        return Encoded(ids, spans, texts if stripping else None)
 
     def _spans(self, text: str, ids: list[int], starts: list[int], *, prefix_space: bool) -> list[tuple[int, int]]:
         """The character span of each token, from where each starts: a token covers its bytes of the
@@ -149,15 +158,18 @@ class CoreEncoding(PreTrainedTokenizer):
         added = self._added_tokens_decoder
         spans: list[tuple[int, int]] = []
         position = -1  # the byte after the previous token's last byte
-        for token_id, start in zip(ids, starts):
+        for index, (token_id, start) in enumerate(zip(ids, starts)):
             if start >= len(text):  # an empty token at the end
                 spans.append((start, start))
                 continue
             first = char_start[start]
             token = added.get(token_id)
             if token is not None:
-                spans.append((start, start + len(token.content)))
-                position = first + len(token.content.encode("utf-8"))
+                end = start + len(token.content)
+                if token.lstrip or token.rstrip:  # the whitespace it strips is its own, up to the next token
+                    end = starts[index + 1] if index + 1 < len(starts) else len(text)
+                spans.append((start, end))
+                position = char_start[end]
                 continue
             length = tables.lengths[token_id] if token_id < len(tables.lengths) else 0
             at = position if first < position < char_start[start + 1] else first  # mid-character: contiguous
