@@ -83,8 +83,8 @@ class CoreEncoding(PreTrainedTokenizer):
         nulls: Nulls,
     ) -> Any:
         """``self(texts)["input_ids"]`` as an Arrow list column: built by the core when it matches the
-        added tokens alone (no stripping or single-word tokens, no two-phase matching), otherwise from
-        ``self`` called on the rows (:func:`encode_by_calling`)."""
+        added tokens alone (with their rules, or without Python's two-phase matching), otherwise from
+        ``self`` called on the rows (:func:`encode_by_calling`, which refuses what ``self`` refuses)."""
         texts = _arrow_strings(texts)
         if dtype == "auto":  # every id the tokenizer can give: the vocabulary's and the added tokens'
             dtype = id_type_for(dtype, max([self._model.n_vocab - 1, *self._added_tokens_decoder]))  # type: ignore[assignment]

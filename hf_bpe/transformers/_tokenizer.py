@@ -472,8 +472,8 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         nulls: Nulls = "raise",
     ) -> Any:
         """``self(texts)["input_ids"]`` as an Arrow list array, Arrow in and Arrow out as
-        :meth:`hf_bpe.BPE.encode_arrow` (``texts``, ``num_threads``, ``dtype``, ``nulls``); added
-        tokens that strip spaces or match single words take the slow path (``self`` on a list).
+        :meth:`hf_bpe.BPE.encode_arrow` (``texts``, ``num_threads``, ``dtype``, ``nulls``), in the
+        core (with added tokens matched in two passes: ``self`` on a list).
 
         >>> import hf_bpe, pyarrow as pa
         >>> BPETokenizer.from_model(hf_bpe.get_encoding("gpt2")).encode_arrow(pa.array(["hello world"])).to_pylist()
