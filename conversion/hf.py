@@ -88,6 +88,7 @@ __all__ = [
     "save",
     "sentencepiece_differences",
     "sentencepiece_probe_texts",
+    "special_added_tokens",
     "special_token_settings",
     "split_probe_texts",
     "translate_pattern",
@@ -365,17 +366,33 @@ def save(
     return atomic_write(path, tokenizer.to_str(pretty=True))
 
 
-def _added_token_table(
-    model: BPE, ranks: dict[bytes, int], added_tokens: Mapping[int, AddedToken | str]
-) -> dict[int, AddedToken]:
-    """Id -> AddedToken for the model's special tokens and the caller's added tokens, validated."""
+def special_added_tokens(model: BPE) -> dict[int, AddedToken]:
+    """Id -> ``AddedToken`` for each special token of ``model``, as ``tokenizer.json`` holds it:
+    special, with the model's rules as its flags (:func:`hf_bpe.model.special_token_rules`: a
+    ``tokenizer.json``'s ``lstrip``, ``rstrip``, ``single_word`` and ``normalized``), the other
+    flags false.
+
+    >>> import hf_bpe
+    >>> from hf_bpe.model import with_special_token_rules
+    >>> model = hf_bpe.BPE({bytes([b]): b for b in range(256)}, "gpt2", special_tokens={"<mask>": 256})
+    >>> token = special_added_tokens(with_special_token_rules(model, {"<mask>": ["lstrip"]}))[256]
+    >>> token.content, token.special, token.lstrip, token.rstrip, token.normalized
+    ('<mask>', True, True, False, False)
+    """
     rules = special_token_rules(model)
-    table: dict[int, AddedToken] = {
+    return {
         token_id: AddedToken(
             text, special=True, **{rule: rule in rules.get(text, ()) for rule in SPECIAL_TOKEN_RULES}
         )
         for text, token_id in model.special_tokens.items()
     }
+
+
+def _added_token_table(
+    model: BPE, ranks: dict[bytes, int], added_tokens: Mapping[int, AddedToken | str]
+) -> dict[int, AddedToken]:
+    """Id -> AddedToken for the model's special tokens and the caller's added tokens, validated."""
+    table = special_added_tokens(model)
     spelled = {rank: token_to_str(token) for token, rank in ranks.items()}
     for token_id, token in added_tokens.items():
         if isinstance(token, str):

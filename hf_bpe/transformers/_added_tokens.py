@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 from transformers.tokenization_utils_base import AddedToken
 
-from hf_bpe._added_tokens import added_tokens_encoder
-from hf_bpe.model import BPE
+from hf_bpe._added_tokens import AddedTokensEncoder, added_tokens_encoder
+from hf_bpe.model import BPE, SPECIAL_TOKEN_RULES, with_special_token_rules
 
 __all__ = ["AddedTokens"]
 
@@ -20,29 +20,49 @@ class AddedTokens:
     then the others in the text between. When no token of the second kind can overlap one of the
     first, a single leftmost-longest pass in the core gives the same result; otherwise
     :meth:`two_phase` does the two passes.
+
+    Tokens that strip whitespace or match single words (``lstrip``, ``rstrip``, ``single_word``) are
+    matched by the core with these rules, and its own two passes for ``normalized``, when every added
+    token is one of the model's special tokens with its id (a ``tokenizer.json``'s added tokens:
+    RoBERTa's ``<mask>``). Otherwise :attr:`in_core` is false and the caller refuses, naming
+    :attr:`ruled`.
     """
 
     def __init__(self, model: BPE, decoder: Mapping[int, AddedToken]) -> None:
         self.decoder = decoder
         self.size = len(decoder)
         tokens = [(token.content, token_id) for token_id, token in decoder.items()]
-        self.plain = all(
-            not (token.lstrip or token.rstrip or token.single_word) for token in decoder.values()
-        )
-        self.encoder = added_tokens_encoder(model, tokens)
-        self.encoder_without_specials = added_tokens_encoder(
-            model,
-            [(token.content, token_id) for token_id, token in decoder.items() if not token.special]
-        )
+        self.ruled = sorted(token.content for token in decoder.values()
+                            if token.lstrip or token.rstrip or token.single_word)
+        """The tokens that strip whitespace or match single words."""
+        self.plain = not self.ruled
+        self.in_core = True
+        """Whether the core matches the added tokens as `tokenizers` does (always when :attr:`plain`)."""
         self.special_ids = frozenset(token_id for token_id, token in decoder.items() if token.special)
         self.outside_model = {
             token_id: token.content.encode("utf-8")
             for token_id, token in decoder.items()
             if not _in_model(model, token_id)
         }
+        self.first_phase: re.Pattern[str] | None = None
+        self._specials = model.special_tokens if model.kind != "sentencepiece" else {}
+        if not self.plain:
+            ruled = _ruled_encoder(model, decoder)
+            self.in_core = ruled is not None
+            if ruled is not None:
+                without_specials = _ruled_encoder(
+                    model, {token_id: token for token_id, token in decoder.items() if not token.special}
+                )
+                assert without_specials is not None  # a part of the model's special tokens
+                self.encoder, self.encoder_without_specials = ruled, without_specials
+                return
+        self.encoder = added_tokens_encoder(model, tokens)
+        self.encoder_without_specials = added_tokens_encoder(
+            model,
+            [(token.content, token_id) for token_id, token in decoder.items() if not token.special]
+        )
         raw = [token.content for token in decoder.values() if not token.normalized]
         normalized = [token.content for token in decoder.values() if token.normalized]
-        self.first_phase: re.Pattern[str] | None = None
         if raw and normalized and _can_overlap(normalized, raw):
             self.first_phase = re.compile(
                 "|".join(re.escape(text) for text in sorted(raw, key=len, reverse=True))
@@ -54,6 +74,22 @@ class AddedTokens:
                 model,
                 [(token.content, token_id) for token_id, token in decoder.items() if token.normalized]
             )
+
+    def check_in_core(self) -> None:
+        """Raise ``NotImplementedError`` naming the tokens unless :attr:`in_core`: transformers' own
+        matching of such tokens (``PythonBackend.tokenize``) differs from `tokenizers`' (what
+        ``TokenizersBackend`` does with the saved folder), so it is not used."""
+        if self.in_core:
+            return
+        outside = sorted(token.content for token_id, token in self.decoder.items()
+                         if self._specials.get(token.content) != token_id)
+        raise NotImplementedError(
+            f"added tokens {self.ruled[:5]} strip whitespace or match single words (lstrip, rstrip, single_word) and "
+            f"added tokens {outside[:5]} are not special tokens of the model: BPETokenizer matches such rules exactly "
+            "(in the core, as tokenizers does) only among a byte-level model's own special tokens; add the tokens to "
+            "the tokenizer.json with tokenizers and load it with hf_bpe.load, or add them without these flags to a "
+            "model whose tokens have none"
+        )
 
     def two_phase(self, text: str) -> tuple[list[int], list[int]]:
         """Ids and character starts: raw tokens first, then normalized ones in the gaps."""
@@ -72,6 +108,21 @@ class AddedTokens:
                 starts.append(match.start())
                 done = match.end()
         return ids, starts
+
+
+def _ruled_encoder(model: BPE, decoder: Mapping[int, AddedToken]) -> AddedTokensEncoder | None:
+    """The core's encoder that cuts out the tokens of ``decoder`` with their flags as `tokenizers`'
+    rules (:func:`hf_bpe.model.with_special_token_rules`), or None unless each is one of the model's
+    special tokens with its id (the core applies rules to those only)."""
+    specials = model.special_tokens
+    if model.kind == "sentencepiece" or any(specials.get(token.content) != token_id
+                                            for token_id, token in decoder.items()):
+        return None
+    ruled = with_special_token_rules(model, {
+        token.content: [rule for rule in SPECIAL_TOKEN_RULES if getattr(token, rule)] for token in decoder.values()
+    })
+    policy = ruled._new_policy(frozenset(token.content for token in decoder.values()), frozenset())
+    return AddedTokensEncoder(model._core, policy, model.n_vocab - 1)
 
 
 def _in_model(model: BPE, token_id: int) -> bool:

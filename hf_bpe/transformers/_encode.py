@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from transformers import PreTrainedTokenizer
 from transformers.tokenization_utils_base import AddedToken, BatchEncoding, PaddingStrategy, TensorType
@@ -19,8 +19,15 @@ from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
 from hf_bpe.patterns import normalizers_of
 from hf_bpe.transformers._added_tokens import AddedTokens
 
-Encoded = tuple[list[int], list[tuple[int, int]] | None]
-"""A sequence's ids, and the character span of each when offsets were asked for."""
+
+class Encoded(NamedTuple):
+    """A sequence's ids; with offsets, the character span of each, and the text of each token whose
+    span takes in whitespace around it (an added token with ``lstrip`` or ``rstrip``; None for the
+    others): `tokenizers` trims offsets by that text, not by the token's own."""
+
+    ids: list[int]
+    spans: list[tuple[int, int]] | None = None
+    texts: list[str | None] | None = None
 
 
 class CoreEncoding(PreTrainedTokenizer):
@@ -76,12 +83,12 @@ class CoreEncoding(PreTrainedTokenizer):
         nulls: Nulls,
     ) -> Any:
         """``self(texts)["input_ids"]`` as an Arrow list column: built by the core when it matches the
-        added tokens alone (no stripping or single-word tokens, no two-phase matching), otherwise from
-        ``self`` called on the rows (:func:`encode_by_calling`)."""
+        added tokens alone (with their rules, or without Python's two-phase matching), otherwise from
+        ``self`` called on the rows (:func:`encode_by_calling`, which refuses what ``self`` refuses)."""
         texts = _arrow_strings(texts)
         if dtype == "auto":  # every id the tokenizer can give: the vocabulary's and the added tokens'
             dtype = id_type_for(dtype, max([self._model.n_vocab - 1, *self._added_tokens_decoder]))  # type: ignore[assignment]
-        encoder = self._core_encoder(split_special_tokens) if self._added_tokens().plain else None
+        encoder = self._core_encoder(split_special_tokens) if self._added_tokens().in_core else None
         if encoder is None:
             def call(rows: list[str]) -> Any:
                 return self(rows, add_special_tokens=add_special_tokens, split_special_tokens=split_special_tokens)
@@ -95,7 +102,7 @@ class CoreEncoding(PreTrainedTokenizer):
     def _ids_and_starts(self, text: str) -> tuple[list[int], list[int]]:
         """``encode(text, add_special_tokens=False)`` and where each token starts (what
         :meth:`view` draws)."""
-        if self._added_tokens().plain:
+        if self._added_tokens().in_core:
             return self._encode_with_starts(text, self.split_special_tokens)
         encoded = self(text, add_special_tokens=False, return_offsets_mapping=True)  # type: ignore[operator]
         return list(encoded["input_ids"]), [start for start, _ in encoded["offset_mapping"]]
@@ -108,11 +115,9 @@ class CoreEncoding(PreTrainedTokenizer):
         encoder = added.encoder_without_specials if split_special_tokens else added.encoder
         return encoder.encode_with_offsets(text)  # type: ignore[no-any-return]
 
-    def _encode_with_offsets(
-        self, text: str, split_special_tokens: bool
-    ) -> tuple[list[int], list[tuple[int, int]]]:
+    def _encode_with_offsets(self, text: str, split_special_tokens: bool) -> Encoded:
         """Ids of ``text`` and the characters each covers, ``(start, end)``, as `tokenizers` gives
-        them: a token holding part of a character covers all of it, and the space `ByteLevel`'s
+        them (and the texts of :class:`Encoded`): a token holding part of a character covers all of it, and the space `ByteLevel`'s
         ``add_prefix_space`` puts before a stretch of text covers the stretch's first character. Not
         for models whose normalizer changes text otherwise: there a span ends where `tokenizers`'
         alignment of the normalized text says, which the tokens' starts do not tell."""
@@ -129,8 +134,13 @@ class CoreEncoding(PreTrainedTokenizer):
                 "the ends of the spans would differ from tokenizers'; the starts are model.encode_with_offsets's"
             )
         ids, starts = self._encode_with_starts(text, split_special_tokens)
-        added = {token_id: token.content for token_id, token in self._added_tokens_decoder.items()}
-        return ids, spans_of(text, ids, starts, self._get_tables(), added, prefix_space=bool(steps))
+        added = self._added_tokens_decoder
+        stripping = frozenset(token_id for token_id, token in added.items() if token.lstrip or token.rstrip)
+        contents = {token_id: token.content for token_id, token in added.items()}
+        spans = spans_of(text, ids, starts, self._get_tables(), contents, prefix_space=bool(steps),
+                         stripping=stripping)
+        texts = [text[start:end] if token_id in stripping else None for token_id, (start, end) in zip(ids, spans)]
+        return Encoded(ids, spans, texts if stripping else None)
 
     def _encode_texts_batch(self, texts: list[str], request: BatchRequest) -> BatchEncoding:
         """The common case, a batch of texts with at most padding, without the per-text Python of
@@ -221,11 +231,12 @@ class CoreEncoding(PreTrainedTokenizer):
 
 
 def spans_of(text: str, ids: list[int], starts: list[int], tables: Tables, added: Mapping[int, str], *,
-             prefix_space: bool) -> list[tuple[int, int]]:
+             prefix_space: bool, stripping: frozenset[int] = frozenset()) -> list[tuple[int, int]]:
     """The character span of each token of ``text``, ``(start, end)``, as `tokenizers` gives them, from
     where each starts (``encode_with_offsets``): a token covers its bytes of the text (one it starts in
     the middle of a character continues where the token before ended), and every character they touch;
-    an added token (``added``: id -> text) its own text; with ``prefix_space``, a token starting with a
+    an added token (``added``: id -> text) its own text, one that strips whitespace (``stripping``) up to
+    the next token, the whitespace it strips included; with ``prefix_space``, a token starting with a
     space where the text has none holds the space `ByteLevel` added, which stands for the next character.
 
     >>> import hf_bpe
@@ -244,15 +255,18 @@ def spans_of(text: str, ids: list[int], starts: list[int], tables: Tables, added
         char_of = [index for index, char in enumerate(text) for _ in range(len(char.encode("utf-8")))]
     spans: list[tuple[int, int]] = []
     position = -1  # the byte after the previous token's last byte
-    for token_id, start in zip(ids, starts):
+    for index, (token_id, start) in enumerate(zip(ids, starts)):
         if start >= len(text):  # an empty token at the end
             spans.append((start, start))
             continue
         first = char_start[start]
         content = added.get(token_id)
         if content is not None:
-            spans.append((start, start + len(content)))
-            position = first + len(content.encode("utf-8"))
+            end = start + len(content)
+            if token_id in stripping:  # the whitespace it strips is its own, up to the next token
+                end = starts[index + 1] if index + 1 < len(starts) else len(text)
+            spans.append((start, end))
+            position = char_start[end]
             continue
         length = tables.lengths[token_id] if token_id < len(tables.lengths) else 0
         at = position if first < position < char_start[start + 1] else first  # mid-character: contiguous

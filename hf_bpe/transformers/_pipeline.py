@@ -103,12 +103,10 @@ class EncodingPipeline(CoreEncoding):
         if split_special_tokens is None:
             split_special_tokens = self.split_special_tokens
         _check_types(text, text_pair, is_split_into_words)
-        if kwargs.get("sanitize_control_tokens") or not self._added_tokens().plain:
+        self._added_tokens().check_in_core()
+        if kwargs.get("sanitize_control_tokens"):
             if return_offsets_mapping:
-                raise NotImplementedError(
-                    "return_offsets_mapping=True is not available with added tokens that strip spaces or "
-                    "match single words (lstrip, rstrip, single_word)"
-                )
+                raise NotImplementedError("return_offsets_mapping=True is not available with sanitize_control_tokens")
             return super()._encode_plus(
                 text=text,
                 text_pair=text_pair,
@@ -242,8 +240,11 @@ class EncodingPipeline(CoreEncoding):
         verbose: bool,
     ) -> dict[str, Any]:
         """One sequence (or pair) as ``PythonBackend.prepare_for_model`` builds it, before padding."""
-        ids, spans = first
-        pair_ids, pair_spans = second if second is not None else (None, None)
+        ids, spans, texts = first
+        pair_ids, pair_spans, pair_texts = second if second is not None else (None, None, None)
+        if spans is not None:
+            texts = texts or [None] * len(spans)
+            pair_texts = None if pair_spans is None else pair_texts or [None] * len(pair_spans)
         if (
             return_overflowing_tokens
             and truncation_strategy == TruncationStrategy.LONGEST_FIRST
@@ -263,15 +264,20 @@ class EncodingPipeline(CoreEncoding):
                 ids, pair_ids=pair_ids, num_tokens_to_remove=remove, truncation_strategy=truncation_strategy,
                 stride=stride,
             )  # fmt: skip
-            if spans is not None:  # truncate_sequences only slices: the spans are cut like the ids
+            if spans is not None:  # truncate_sequences only slices: the spans and texts are cut like the ids
                 spans, pair_spans, _ = self.truncate_sequences(  # type: ignore[assignment]
                     spans, pair_ids=pair_spans, num_tokens_to_remove=remove,  # type: ignore[arg-type]
                     truncation_strategy=truncation_strategy, stride=stride,
                 )  # fmt: skip
+                texts, pair_texts, _ = self.truncate_sequences(  # type: ignore[assignment]
+                    texts, pair_ids=pair_texts, num_tokens_to_remove=remove,  # type: ignore[arg-type]
+                    truncation_strategy=truncation_strategy, stride=stride,
+                )  # fmt: skip
             ids, pair_ids = kept_ids, kept_pair
         if spans is not None and self._post.trim_offsets:
-            spans = self._trimmed(ids, spans)
-            pair_spans = None if pair_spans is None or pair_ids is None else self._trimmed(pair_ids, pair_spans)
+            spans = self._trimmed(ids, spans, texts)
+            pair_spans = None if pair_spans is None or pair_ids is None else \
+                self._trimmed(pair_ids, pair_spans, pair_texts)
         if add_special_tokens:
             sequence = self.build_inputs_with_special_tokens(ids, pair_ids)
             type_ids = self.create_token_type_ids_from_sequences(ids, pair_ids)
@@ -302,15 +308,18 @@ class EncodingPipeline(CoreEncoding):
             return spans + (pair_spans or [])
         return self._framed(spans, pair_spans, (0, 0), (0, 0))
 
-    def _trimmed(self, ids: list[int], spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    def _trimmed(
+        self, ids: list[int], spans: list[tuple[int, int]], texts: list[str | None] | None
+    ) -> list[tuple[int, int]]:
         """The spans of one sequence's tokens with the spaces at either end of each token's string left
         out, as `tokenizers`' ``process_offsets`` does (a start moves right by the leading spaces, at
         most to the end; an end left by the trailing ones, at most to the start); with
         ``trim_keeps_prefix_space`` a single leading space of the first token, or of one starting the
-        text, stays."""
+        text, stays. A token's string is its text where ``texts`` gives one (an added token with the
+        whitespace it strips, as `tokenizers` holds it)."""
         trimmed = []
         for index, (token, (start, end)) in enumerate(zip(self.convert_ids_to_tokens(ids), spans)):
-            spelled = token or ""
+            spelled = (texts[index] if texts is not None else None) or token or ""
             leading = len(spelled) - len(spelled.lstrip("".join(_WHITESPACE)))
             trailing = len(spelled) - len(spelled.rstrip("".join(_WHITESPACE)))
             if leading and not (self._post.trim_keeps_prefix_space and leading == 1 and (index == 0 or start == 0)):
@@ -413,7 +422,7 @@ class _SequenceEncoder:
         if self._offsets:
             self._results = [tokenizer._encode_with_offsets(text, self._split) for text in self._texts]
         else:
-            self._results = [(ids, None) for ids in tokenizer._encode_texts(self._texts, self._split)]
+            self._results = [Encoded(ids) for ids in tokenizer._encode_texts(self._texts, self._split)]
         self._next = iter(self._results)
 
     def result(self, sequence: Any) -> Encoded:
@@ -422,24 +431,26 @@ class _SequenceEncoder:
             return next(self._next)
         if isinstance(sequence, (list, tuple)):
             if not sequence:
-                return [], ([] if self._offsets else None)
+                return Encoded([], [] if self._offsets else None)
             if isinstance(sequence[0], int):
                 if self._offsets:
                     raise ValueError("return_offsets_mapping=True needs text, not token ids")
-                return list(sequence), None
+                return Encoded(list(sequence))
             if isinstance(sequence[0], str):
                 if not self._words:  # a list of token strings, as PythonBackend reads it
                     if self._offsets:
                         raise ValueError("return_offsets_mapping=True needs text, not token strings")
-                    return cast(list[int], self._tokenizer.convert_tokens_to_ids(list(sequence))), None
+                    return Encoded(cast(list[int], self._tokenizer.convert_tokens_to_ids(list(sequence))))
                 ids: list[int] = []
                 spans: list[tuple[int, int]] | None = [] if self._offsets else None
+                texts: list[str | None] = []
                 for _ in sequence:
-                    word_ids, word_spans = next(self._next)
+                    word_ids, word_spans, word_texts = next(self._next)
                     ids += word_ids
+                    texts += word_texts or [None] * len(word_ids)
                     if spans is not None and word_spans is not None:
                         spans += word_spans
-                return ids, spans
+                return Encoded(ids, spans, texts if spans is not None else None)
         raise ValueError(f"Input must be a string, list of strings, or list of ints, got: {type(sequence)}")
 
 

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from transformers.tokenization_utils_base import AddedToken
 
+from conversion.hf import special_added_tokens
 from hf_bpe._added_tokens import ordinary_token_id
 from hf_bpe._byte_level import token_to_str, try_str_to_token
 from hf_bpe._io import check_file, read_json
 from hf_bpe._rwlock import ReadWriteLock, reading
-from hf_bpe.errors import ConversionError, InvalidVocabularyError
+from hf_bpe.errors import InvalidVocabularyError
 from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, as_model
 from hf_bpe.sentencepiece_bpe import CONTROL
 from hf_bpe.transformers._added_tokens import AddedTokens
@@ -86,11 +87,6 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
             model = load_model(vocab_file, kwargs.get("name_or_path"))
         else:
             model = as_model(model)
-        if model._rules:
-            raise ConversionError(
-                f"{model!r} has special tokens with tokenizers' added-token rules (lstrip, rstrip, single_word, "
-                f"normalized: {sorted(model._rules)[:5]}); BPETokenizer does not take such rules"
-            )
         if model.n_vocab > MAX_DENSE_IDS:
             raise InvalidVocabularyError(
                 f"{model!r} has id {model.n_vocab - 1}; a transformers tokenizer keeps an entry for every id up to "
@@ -113,13 +109,9 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         self._tables: Tables | None = None
         self._added: AddedTokens | None = None
         self._lock = ReadWriteLock()
-        # The model's special tokens are added tokens; saved ones (added_tokens_decoder) come on top.
-        decoder: dict[int, AddedToken] = {
-            token_id: AddedToken(
-                text, special=True, normalized=False, lstrip=False, rstrip=False, single_word=False
-            )
-            for text, token_id in model.special_tokens.items()
-        }
+        # The model's special tokens are added tokens, with its rules (tokenizers' added-token flags:
+        # RoBERTa's <mask> strips the whitespace before it); saved ones (added_tokens_decoder) come on top.
+        decoder = special_added_tokens(model)
         saved = kwargs.pop("added_tokens_decoder", None) or {}
         where = config_path(kwargs.get("name_or_path"))
         for token_id, token in saved.items():
@@ -461,9 +453,7 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         >>> BPETokenizer.from_model(hf_bpe.get_encoding("gpt2")).tokenize("hello world")
         ['hello', 'Ġworld']
         """
-        added = self._added_tokens()
-        if not added.plain:
-            return super().tokenize(text, **kwargs)
+        self._added_tokens().check_in_core()
         if pair is None and not add_special_tokens:
             ids = self._encode_texts([text], kwargs.get("split_special_tokens", self.split_special_tokens))[0]
         else:
@@ -482,8 +472,8 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         nulls: Nulls = "raise",
     ) -> Any:
         """``self(texts)["input_ids"]`` as an Arrow list array, Arrow in and Arrow out as
-        :meth:`hf_bpe.BPE.encode_arrow` (``texts``, ``num_threads``, ``dtype``, ``nulls``); added
-        tokens that strip spaces or match single words take the slow path (``self`` on a list).
+        :meth:`hf_bpe.BPE.encode_arrow` (``texts``, ``num_threads``, ``dtype``, ``nulls``), in the
+        core (with added tokens matched in two passes: ``self`` on a list).
 
         >>> import hf_bpe, pyarrow as pa
         >>> BPETokenizer.from_model(hf_bpe.get_encoding("gpt2")).encode_arrow(pa.array(["hello world"])).to_pylist()
@@ -503,9 +493,8 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
             # transformers' own loop hands over each stretch between added tokens alone; which one
             # starts the text (the only one Metaspace 'first' puts a \u2581 before) is lost here.
             raise NotImplementedError(
-                f"{self._model!r} puts \u2581 only before the start of the text (Metaspace 'first'); with added tokens "
-                "that strip spaces or match single words (lstrip, rstrip, single_word), or sanitize_control_tokens, "
-                "its stretches of text cannot be told apart"
+                f"{self._model!r} puts \u2581 only before the start of the text (Metaspace 'first'); with "
+                "sanitize_control_tokens its stretches of text cannot be told apart"
             )
         return self._model.encode_ordinary(text)
 
