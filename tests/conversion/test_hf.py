@@ -170,7 +170,7 @@ def minimal_document() -> dict:
         (lambda doc: doc.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
             {"type": "Digits", "individual_digits": True},
             {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}]}),
-         "ByteLevel's add_prefix_space is not supported"),
+         "ByteLevel's add_prefix_space after the pre-tokenizer step 'Digits' is not supported"),
         (lambda doc: doc.update(decoder={"type": "Sequence", "decoders": [{"type": "ByteLevel"}, {"type": "Strip",
                                                                                                   "content": " ", "start": 1, "stop": 0}]}),
          "the decoder 'Sequence' is not supported"),
