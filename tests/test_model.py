@@ -158,29 +158,6 @@ def test_long_pieces_merge_like_tiktoken(length: int) -> None:
         assert ours.encode_ordinary(text) == theirs.encode_ordinary(text), (alphabet, length)
 
 
-def test_pieces_from_a_grown_cache_and_the_long_piece_cache_are_tiktokens() -> None:
-    """The piece cache doubles once the pieces it replaced reach half its slots (65,536 at first):
-    100,000 distinct pieces that are no tokens, of at most 8 bytes (so each is held), replace at least
-    100,000 - 65,536 = 34,464 >= 32,768 and so make it grow; a second pass reads them from the grown cache. Pieces of 31 to 1,024 bytes are held in a map of their own,
-    read on their second and third occurrences."""
-    ours, theirs = pair(VOCABS["dense"], "cl100k")
-    clear_cache(ours)
-    rng = random.Random(11)
-    letters = "etaoinshrdlucmfwypvbgkqjxz"
-    distinct: set[str] = set()
-    while len(distinct) < 100_000:  # at most 8 bytes: at most 8 ids, so each is held in a slot
-        distinct.add(" " + "".join(rng.choice(letters) for _ in range(rng.randint(5, 7))))
-    words = sorted(distinct)
-    rng.shuffle(words)
-    assert not any(word.encode() in VOCABS["dense"] for word in words), "no piece is a token"
-    longs = [" " + "".join(rng.choice(letters + "é") for _ in range(rng.randint(31, 400))) for _ in range(300)]
-    text = "".join(words) + "".join(longs * 3)
-    expected = theirs.encode_ordinary(text)
-    assert ours.encode_ordinary(text) == expected
-    assert ours.encode_ordinary(text) == expected, "the second pass, from the cache"
-    clear_cache(ours)
-
-
 def test_whole_piece_rule_emits_a_token_that_merges_cannot_reach() -> None:
     ranks = dict(BYTES) | {b"ab": 256, b"xyz": 300}
     ours, theirs = pair(ranks, "gpt2")

@@ -2,35 +2,23 @@
 //!
 //! Natural text repeats its words, so most pieces that are not tokens themselves have been merged
 //! before. Merging a piece costs a hash lookup per pair per step in a table of hundreds of thousands of pairs;
-//! a cache hit costs one hash and one compare.
+//! a cache hit costs one hash and one compare in a table about the size of the core's L2 cache.
 //!
 //! The cache only ever stores what [`crate::merge::MergeTable::encode_piece`] returned for the
 //! same bytes, so it cannot change a result; it is a pure function of the model.
 //!
-//! Layout: an array of slots, each holding its key and ids inline, two-way set associative: a
-//! piece may sit in one of two neighbouring slots, and a new piece replaces the one used less
-//! recently. Pieces longer than [`KEY_BYTES`] or merging to more than [`MAX_IDS`] ids are not held
-//! there. Beside the slots, an array of tags (16 hash bits per slot) lets a lookup skip the slots
-//! when no tag matches: only a matching tag's slot is read and its key compared, so a tag never
-//! decides a hit.
-//!
-//! Size: the slots start at [`MIN_SLOTS`] (the size of a core's L2 cache, enough for a document)
-//! and double, up to [`MAX_SLOTS`], each time the pieces replaced since the last size reach half
-//! the slots: text whose distinct pieces outnumber the slots (a corpus, read once or again) gets a
-//! cache sized for it, while short texts never pay for a large one. Growing rehashes what is held.
-//!
-//! Longer pieces (up to [`LONG_PIECE_BYTES`]: runs of CJK letters, of spaces, long words; a
-//! hundredth of the pieces but a tenth of the bytes of multilingual text, each merged at a cost that
-//! grows with its length) are held in a second, exact map keyed by their bytes with a random hash
-//! key (text cannot choose its collisions), bounded by [`LONG_CACHE_BYTES`]: when full it is
-//! emptied.
+//! Layout: a fixed array of slots, each holding its key and ids inline (no allocation after the
+//! first use), two-way set associative: a piece may sit in one of two neighbouring slots, and a
+//! new piece replaces the one used less recently. Pieces longer than [`KEY_BYTES`] or merging to
+//! more than [`MAX_IDS`] ids are not cached. Beside the slots, a small array of tags (16 hash bits
+//! per slot) lets a lookup skip the slots when no tag matches: only a matching tag's slot is read
+//! and its key compared, so a tag never decides a hit.
 //!
 //! Threads: a model keeps several caches ([`ShardedCache`]); a call locks one for its whole
 //! duration, chosen by the calling thread, and encodes uncached if every one it tries is busy.
 //! So one cached lookup costs no atomic operation, and threads never wait on each other.
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,12 +31,7 @@ use crate::Rank;
 
 /// The longest piece (in bytes) the cache holds, and the most ids it may merge to (see `tuning`).
 pub use crate::tuning::{CACHED_IDS as MAX_IDS, CACHED_PIECE_BYTES as KEY_BYTES};
-use crate::tuning::{CACHE_SLOTS_MAX as MAX_SLOTS, CACHE_SLOTS_MIN as MIN_SLOTS, LONG_CACHE_BYTES, LONG_PIECE_BYTES};
-use crate::tuning::CACHE_SHARDS as SHARDS;
-
-/// What the long-piece map takes per entry besides its key and ids (its slot, two boxes' headers,
-/// the allocator's rounding), counted against [`LONG_CACHE_BYTES`].
-const LONG_ENTRY_OVERHEAD: usize = 64;
+use crate::tuning::{CACHE_SHARDS as SHARDS, CACHE_SLOTS as SLOTS};
 
 #[derive(Clone, Copy)]
 #[repr(C)]
@@ -74,11 +57,6 @@ pub struct PieceCache {
     /// when its tag matches, and a piece that is not cached (a third of lookups on held-out text,
     /// each followed by a merge) costs no read of the slots at all.
     tags: Box<[u32]>,
-    /// Pieces replaced since the slots last grew.
-    replaced: usize,
-    /// Pieces longer than [`KEY_BYTES`], and the bytes they and their ids take.
-    long: HashMap<Box<[u8]>, Box<[Rank]>>,
-    long_bytes: usize,
 }
 
 #[inline]
@@ -89,56 +67,35 @@ fn hash(piece: &[u8]) -> usize {
     (hasher.finish() >> 20) as usize
 }
 
-/// The set `piece` may sit in among `sets` (a power of two), and its tag: the 16 hash bits above
-/// the largest cache's set bits (so a piece keeps its tag when the cache grows), with the lowest set
+/// The set `piece` may sit in, and its tag: the 16 hash bits above the set's, with the lowest set
 /// so that it is never 0 (an empty slot's tag).
 #[inline]
-fn place(piece: &[u8], sets: usize) -> (usize, u32) {
+fn place(piece: &[u8]) -> (usize, u32) {
     let hashed = hash(piece);
-    (hashed & (sets - 1), ((hashed >> MAX_SET_BITS) as u32 & 0xFFFF) | 1)
+    (hashed & (SLOTS / 2 - 1), ((hashed >> SET_BITS) as u32 & 0xFFFF) | 1)
 }
 
-/// How many of a hash's low bits choose the set in the largest cache.
-const MAX_SET_BITS: u32 = (MAX_SLOTS / 2).trailing_zeros();
+/// How many of a hash's low bits choose the set.
+const SET_BITS: u32 = (SLOTS / 2).trailing_zeros();
 // `hash` keeps 44 bits: enough for the set and a 16-bit tag above it.
-const _: () = assert!(MAX_SET_BITS + 16 <= 44);
+const _: () = assert!(SET_BITS + 16 <= 44);
 
 impl PieceCache {
     fn new() -> Self {
-        Self::with_slots(MIN_SLOTS)
-    }
-
-    fn with_slots(slots: usize) -> Self {
         Self {
-            slots: crate::huge::filled(EMPTY, slots),
-            recent: vec![0; (slots / 2).div_ceil(64)].into_boxed_slice(),
-            tags: vec![0; slots / 2].into_boxed_slice(),
-            replaced: 0,
-            long: HashMap::new(),
-            long_bytes: 0,
+            slots: crate::huge::filled(EMPTY, SLOTS),
+            recent: vec![0; SLOTS / 2 / 64].into_boxed_slice(),
+            tags: vec![0; SLOTS / 2].into_boxed_slice(),
         }
-    }
-
-    /// How many pieces the slots hold at most.
-    pub fn capacity(&self) -> usize {
-        self.slots.len()
-    }
-
-    /// The bytes this cache takes (slots, tags, the long pieces' keys and ids).
-    pub fn bytes(&self) -> usize {
-        self.slots.len() * std::mem::size_of::<Slot>() + self.tags.len() * 4 + self.recent.len() * 8 + self.long_bytes
     }
 
     /// The cached ids of `piece`, if it is cached.
     #[inline]
     pub fn get(&mut self, piece: &[u8]) -> Option<&[Rank]> {
-        if piece.len() > KEY_BYTES {
-            return self.long.get(piece).map(|ids| &ids[..]);
-        }
-        if piece.is_empty() {
+        if piece.len() > KEY_BYTES || piece.is_empty() {
             return None;
         }
-        let (set, tag) = place(piece, self.tags.len());
+        let (set, tag) = place(piece);
         for way in 0..2 {
             if (self.tags[set] >> (16 * way)) & 0xFFFF != tag {
                 continue;
@@ -156,27 +113,13 @@ impl PieceCache {
     /// Remembers that `piece` merges to `ids` (ignored when either is too long to hold).
     #[inline]
     pub fn insert(&mut self, piece: &[u8], ids: &[Rank]) {
-        if piece.len() > KEY_BYTES {
-            return self.insert_long(piece, ids);
-        }
-        if piece.is_empty() || ids.len() > MAX_IDS {
+        if piece.len() > KEY_BYTES || piece.is_empty() || ids.len() > MAX_IDS {
             return;
         }
-        if self.place_slot(piece, ids) {
-            self.replaced += 1;
-            if self.replaced >= self.slots.len() / 2 && self.slots.len() < MAX_SLOTS {
-                self.grow();
-            }
-        }
-    }
-
-    /// Writes `piece` into the slot of its set not used last; whether that replaced a piece.
-    #[inline]
-    fn place_slot(&mut self, piece: &[u8], ids: &[Rank]) -> bool {
-        let (set, tag) = place(piece, self.tags.len());
+        let (set, tag) = place(piece);
+        // Replace the slot not used last.
         let way = 1 - self.last_used(set);
         let shift = 16 * way;
-        let replaced = (self.tags[set] >> shift) & 0xFFFF != 0;
         self.tags[set] = (self.tags[set] & !(0xFFFF << shift)) | (tag << shift);
         let slot = &mut self.slots[set * 2 + way];
         slot.key_len = piece.len() as u8;
@@ -184,42 +127,6 @@ impl PieceCache {
         slot.n_ids = ids.len() as u8;
         slot.ids[..ids.len()].copy_from_slice(ids);
         self.mark(set, way);
-        replaced
-    }
-
-    /// Doubles the slots, keeping every piece held: each new set takes the pieces of one old set
-    /// only (the next hash bit chooses between two), and the more recently used is placed last.
-    #[cold]
-    fn grow(&mut self) {
-        let mut grown = Self::with_slots(self.slots.len() * 2);
-        for set in 0..self.tags.len() {
-            let recent = self.last_used(set);
-            for way in [1 - recent, recent] {
-                let slot = &self.slots[set * 2 + way];
-                if (self.tags[set] >> (16 * way)) & 0xFFFF != 0 {
-                    let key = &slot.key[..usize::from(slot.key_len)];
-                    grown.place_slot(key, &slot.ids[..usize::from(slot.n_ids)]);
-                }
-            }
-        }
-        grown.long = std::mem::take(&mut self.long);
-        grown.long_bytes = self.long_bytes;
-        *self = grown;
-    }
-
-    #[cold]
-    fn insert_long(&mut self, piece: &[u8], ids: &[Rank]) {
-        if piece.len() > LONG_PIECE_BYTES {
-            return;
-        }
-        let cost = piece.len() + std::mem::size_of_val(ids) + LONG_ENTRY_OVERHEAD;
-        if self.long_bytes + cost > LONG_CACHE_BYTES {
-            self.long = HashMap::new();
-            self.long_bytes = 0;
-        }
-        if self.long.insert(piece.into(), ids.into()).is_none() {
-            self.long_bytes += cost;
-        }
     }
 
     #[inline]
@@ -340,10 +247,7 @@ mod tests {
         assert_eq!(cache.get(b"hell"), None);
         let long = [b'x'; KEY_BYTES + 1];
         cache.insert(&long, &[7]);
-        assert_eq!(cache.get(&long), Some(&[7][..]), "a long piece is held apart");
-        let too_long = vec![b'y'; LONG_PIECE_BYTES + 1];
-        cache.insert(&too_long, &[8]);
-        assert_eq!(cache.get(&too_long), None);
+        assert_eq!(cache.get(&long), None);
         cache.insert(b"many", &[0; MAX_IDS + 1]);
         assert_eq!(cache.get(b"many"), None);
     }
@@ -352,11 +256,10 @@ mod tests {
     fn a_full_set_keeps_the_most_recently_used() {
         let mut cache = PieceCache::new();
         // Find three keys in the same set.
-        let sets = cache.tags.len();
-        let target = place(b"k0", sets).0;
+        let target = place(b"k0").0;
         let keys: Vec<Vec<u8>> = (0..)
             .map(|i: u32| format!("k{i}").into_bytes())
-            .filter(|key| place(key, sets).0 == target)
+            .filter(|key| place(key).0 == target)
             .take(3)
             .collect();
         cache.insert(&keys[0], &[0]);
@@ -375,76 +278,16 @@ mod tests {
         // then reads the slot, and the key compare refuses it.
         let mut cache = PieceCache::new();
         let first = b"t0".to_vec();
-        let sets = cache.tags.len();
-        let (set, first_tag) = place(&first, sets);
+        let (set, first_tag) = place(&first);
         let other = (1..)
             .map(|i: u32| format!("t{i}").into_bytes())
-            .find(|key| place(key, sets).0 == set && place(key, sets).1 != first_tag)
+            .find(|key| place(key).0 == set && place(key).1 != first_tag)
             .expect("another key of the set");
         cache.insert(&first, &[1]);
         assert_eq!(cache.get(&other), None, "its tag differs: the slot is not read");
-        cache.tags[set] = place(&other, sets).1 * 0x1_0001;
+        cache.tags[set] = place(&other).1 * 0x1_0001;
         assert_eq!(cache.get(&other), None, "its tag matches, its key does not");
         assert_eq!(cache.get(&first), None, "a slot whose tag differs is not read");
-    }
-
-    #[test]
-    fn growing_keeps_every_piece_and_stops_at_the_largest_size() {
-        let mut cache = PieceCache::new();
-        assert_eq!(cache.capacity(), MIN_SLOTS);
-        let key = |i: usize| format!("piece{i}").into_bytes();
-        let held = |cache: &PieceCache| -> Vec<(Vec<u8>, Vec<Rank>)> {
-            (0..cache.slots.len())
-                .filter(|&index| (cache.tags[index / 2] >> (16 * (index % 2))) & 0xFFFF != 0)
-                .map(|index| {
-                    let slot = &cache.slots[index];
-                    (slot.key[..usize::from(slot.key_len)].to_vec(), slot.ids[..usize::from(slot.n_ids)].to_vec())
-                })
-                .collect()
-        };
-        let mut i = 0;
-        // Until the next piece that replaces another makes it grow.
-        while cache.replaced + 1 < MIN_SLOTS / 2 {
-            cache.insert(&key(i), &[i as Rank, 1]);
-            i += 1;
-        }
-        assert_eq!(cache.capacity(), MIN_SLOTS);
-        let before = held(&cache);
-        assert!(before.len() > MIN_SLOTS / 2, "{} pieces held", before.len());
-        while cache.capacity() == MIN_SLOTS {
-            cache.insert(&key(i), &[i as Rank, 1]);
-            i += 1;
-        }
-        assert_eq!(cache.capacity(), 2 * MIN_SLOTS);
-        let lost = before.iter().filter(|(piece, ids)| cache.get(piece) != Some(&ids[..])).count();
-        assert!(lost <= 1, "{lost} pieces lost in growing (only the one the last piece replaced may be)");
-        assert_eq!(cache.get(&key(i - 1)), Some(&[(i - 1) as Rank, 1][..]));
-        while cache.capacity() < MAX_SLOTS {
-            cache.insert(&key(i), &[1]);
-            i += 1;
-        }
-        for _ in 0..MAX_SLOTS {
-            cache.insert(&key(i), &[1]);
-            i += 1;
-        }
-        assert_eq!(cache.capacity(), MAX_SLOTS);
-    }
-
-    #[test]
-    fn the_long_pieces_stay_within_their_bytes() {
-        let mut cache = PieceCache::new();
-        let piece = |i: usize| format!("{i:0>width$}", width = LONG_PIECE_BYTES).into_bytes();
-        let cost = LONG_PIECE_BYTES + 4 + LONG_ENTRY_OVERHEAD;
-        let fit = LONG_CACHE_BYTES / cost;
-        for i in 0..fit {
-            cache.insert(&piece(i), &[i as Rank]);
-        }
-        assert_eq!(cache.long.len(), fit);
-        assert_eq!(cache.get(&piece(0)), Some(&[0][..]));
-        cache.insert(&piece(fit), &[7]);
-        assert_eq!(cache.long.len(), 1, "emptied when full");
-        assert!(cache.long_bytes <= LONG_CACHE_BYTES);
-        assert_eq!(cache.get(&piece(fit)), Some(&[7][..]));
     }
 
     #[test]

@@ -30,21 +30,10 @@ pub(crate) const SMALL_LEVELS: usize = 64;
 pub const CACHED_PIECE_BYTES: usize = 30;
 /// The most ids a cached piece may merge to (see [`CACHED_PIECE_BYTES`]).
 pub const CACHED_IDS: usize = 8;
-/// Slots a piece cache starts with (a power of two; 64 bytes each): 4.2 MB, and 128 KB of tags,
-/// about a core's L2 cache. Each doubling of a fixed size saved some 5% of the encoding time on
-/// held-out multilingual text with o200k (callgrind, warmed on 6 MB, measured on the next 3 MB),
-/// but a document needs no more, and a larger cache costs its first use (zeroing, huge pages).
-pub(crate) const CACHE_SLOTS_MIN: usize = 1 << 16;
-/// Slots a piece cache may grow to (see `cache`): 67 MB and 2 MB of tags per encoding thread, for
-/// text whose distinct pieces outnumber the smaller sizes' slots (the shared corpora, 6 MB in seven
-/// languages, hold some 350,000 distinct pieces that are not tokens).
-pub(crate) const CACHE_SLOTS_MAX: usize = 1 << 20;
-/// The longest piece (in bytes) a piece cache holds in its map of long pieces; longer ones (runs of
-/// spaces of a code file, a line of one character repeated) merge in time linear in their length.
-pub(crate) const LONG_PIECE_BYTES: usize = 1024;
-/// The most bytes a piece cache's long pieces take (keys, ids and bookkeeping); past it the map is
-/// emptied.
-pub(crate) const LONG_CACHE_BYTES: usize = 8 << 20;
+/// Slots per piece cache (a power of two): 4.2 MB each, and 128 KB of tags. Trades memory for
+/// hits: each doubling saved some 5% of the encoding time on held-out multilingual text with o200k
+/// (callgrind, warmed on 6 MB, measured on the next 3 MB).
+pub(crate) const CACHE_SLOTS: usize = 1 << 16;
 /// Piece caches per model: more than the threads that usually encode at once (each is allocated on
 /// first use, so unused ones cost nothing).
 pub(crate) const CACHE_SHARDS: usize = 16;
@@ -91,9 +80,6 @@ const _: () = assert!(LEVELS_FROM > HEAP_THRESHOLD);
 const _: () = assert!(CACHED_PIECE_BYTES <= u8::MAX as usize);
 const _: () = assert!(CACHED_IDS <= u8::MAX as usize);
 // The cache indexes sets of two slots by masking a hash.
-const _: () = assert!(CACHE_SLOTS_MIN.is_power_of_two() && CACHE_SLOTS_MIN >= 128);
-const _: () = assert!(CACHE_SLOTS_MAX.is_power_of_two() && CACHE_SLOTS_MAX >= CACHE_SLOTS_MIN);
-// A long piece is one the slots cannot hold.
-const _: () = assert!(LONG_PIECE_BYTES > CACHED_PIECE_BYTES);
+const _: () = assert!(CACHE_SLOTS.is_power_of_two() && CACHE_SLOTS >= 128);
 // A text cut for threads has room for two parts.
 const _: () = assert!(PARALLEL_FROM >= 2 * PARALLEL_PART);
