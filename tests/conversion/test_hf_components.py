@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conversion_support import assert_loads_like_tokenizers
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from suite import scaled
@@ -207,20 +208,6 @@ def _trained(normalizer: Any, pre_tokenizer: Any, seed: int, *, drop: bytes = b"
     return trained
 
 
-def _compare(document: dict, path: Path, texts: list[str]) -> None:
-    path.write_text(json.dumps(document), encoding="utf-8")
-    theirs = Tokenizer.from_file(str(path))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MissingBytesWarning)
-        model = conversion.hf.load(path)
-    for text in texts:
-        encoding = theirs.encode(text, add_special_tokens=False)
-        ids, starts = model.encode_with_offsets(text, allowed_special="all")
-        assert ids == encoding.ids, (text, document["normalizer"], document["pre_tokenizer"])
-        assert starts == [start for start, _ in encoding.offsets], (text, ids)
-        assert model.decode(ids) == theirs.decode(ids, skip_special_tokens=False), text
-
-
 @pytest.mark.parametrize("size", [pytest.param(scaled(30, 3), id="ci"),
                                   pytest.param(scaled(300, 10), id="full", marks=pytest.mark.slow)])
 def test_generated_configurations_encode_as_tokenizers(size: int, tmp_path: Path) -> None:
@@ -229,7 +216,7 @@ def test_generated_configurations_encode_as_tokenizers(size: int, tmp_path: Path
     @given(normalizer=_normalizer(), pre_tokenizer=_pre_tokenizer(), seed=st.integers(0, 2**16))
     def check(normalizer: Any, pre_tokenizer: Any, seed: int) -> None:
         document = _trained(normalizer, pre_tokenizer, seed, vocab_size=400)
-        _compare(document, tmp_path / "tokenizer.json", _texts(random.Random(seed + 1), 40))
+        assert_loads_like_tokenizers(document, tmp_path / "tokenizer.json", _texts(random.Random(seed + 1), 40))
 
     check()
 
@@ -246,7 +233,7 @@ def test_vocabulary_lacking_bytes_utf8_never_uses_encodes_every_text(tmp_path: P
         warnings.simplefilter("error", MissingBytesWarning)  # nothing to warn about: no str needs them
         model = conversion.hf.load(path)
     assert missing_bytes(model) == unused
-    _compare(document, path, _texts(random.Random(4), scaled(400, 50)))
+    assert_loads_like_tokenizers(document, path, _texts(random.Random(4), scaled(400, 50)))
 
 
 def test_vocabulary_lacking_bytes_text_uses_drops_them_as_tokenizers(tmp_path: Path) -> None:
@@ -257,7 +244,7 @@ def test_vocabulary_lacking_bytes_text_uses_drops_them_as_tokenizers(tmp_path: P
     with pytest.warns(MissingBytesWarning, match="0x0B, 0x80, 0xF1"):
         model = conversion.hf.load(path)
     texts = _texts(random.Random(6), scaled(400, 50)) + ["\U00040000", "a\U00040000b", "\x0b\x0b", "\u0400"]
-    _compare(document, path, texts)
+    assert_loads_like_tokenizers(document, path, texts)
     theirs = Tokenizer.from_file(str(path))
     # U+41041 is F1 81 81 81: three ids for four bytes, as in tokenizers.
     assert theirs.encode("\U00041041").ids == model.encode("\U00041041")
@@ -312,7 +299,7 @@ FAMILIES: dict[str, tuple[Any, Any, bytes]] = {
 def test_real_families_load_and_encode_as_tokenizers(family: str, tmp_path: Path) -> None:
     normalizer, pre_tokenizer, drop = FAMILIES[family]
     document = _trained(normalizer, pre_tokenizer, 11, drop=drop, vocab_size=800)
-    _compare(document, tmp_path / "tokenizer.json", _texts(random.Random(12), scaled(300, 40)))
+    assert_loads_like_tokenizers(document, tmp_path / "tokenizer.json", _texts(random.Random(12), scaled(300, 40)))
 
 
 def test_falcon_steps_after_byte_level_are_refused_by_name(tmp_path: Path) -> None:
@@ -425,7 +412,7 @@ def test_ignore_merges_and_unreachable_tokens_encode_as_tokenizers(size: int, tm
         for piece in rng.sample(pieces, min(extra, len(pieces))):
             model["vocab"][piece] = next_id
             next_id += 1
-        _compare(document, tmp_path / "tokenizer.json", texts)
+        assert_loads_like_tokenizers(document, tmp_path / "tokenizer.json", texts)
 
     check()
 

@@ -18,11 +18,11 @@ import functools
 import io
 import json
 import random
-import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conversion_support import assert_loads_like_tokenizers
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from suite import scaled
@@ -30,7 +30,7 @@ from textgen import EMOJI_BASES, HANGUL, PEOPLE, SKIN_TONES, ZWJ, documents
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 import conversion.hf
-from hf_bpe.errors import MissingBytesWarning, TokenizerFileError
+from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import normalized_text
 from hf_bpe.patterns import Normalize, Split
 
@@ -165,20 +165,6 @@ def _trained(normalizer: Any, seed: int) -> dict:
     return json.loads(tokenizer.to_str())
 
 
-def _compare(document: dict, path: Path, texts: list[str]) -> None:
-    path.write_text(json.dumps(document), encoding="utf-8")
-    theirs = Tokenizer.from_file(str(path))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MissingBytesWarning)
-        model = conversion.hf.load(path)
-    for text in texts:
-        encoding = theirs.encode(text, add_special_tokens=False)
-        ids, starts = model.encode_with_offsets(text, allowed_special="all")
-        assert ids == encoding.ids, (text, document["normalizer"]["type"])
-        assert starts == [start for start, _ in encoding.offsets], (text, ids)
-        assert model.decode(ids) == theirs.decode(ids, skip_special_tokens=False), text
-
-
 @pytest.mark.parametrize("size", [pytest.param(scaled(8, 2), id="ci"),
                                   pytest.param(scaled(100, 10), id="full", marks=pytest.mark.slow)])
 def test_generated_configurations_encode_as_tokenizers(size: int, tmp_path: Path) -> None:
@@ -186,7 +172,7 @@ def test_generated_configurations_encode_as_tokenizers(size: int, tmp_path: Path
               suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
     @given(normalizer=_normalizer(), seed=st.integers(0, 2**16))
     def check(normalizer: Any, seed: int) -> None:
-        _compare(_trained(_with_charsmaps(normalizer), seed), tmp_path / "tokenizer.json", _texts(random.Random(seed + 1), 60))
+        assert_loads_like_tokenizers(_trained(_with_charsmaps(normalizer), seed), tmp_path / "tokenizer.json", _texts(random.Random(seed + 1), 60))
 
     check()
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import random
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -224,3 +226,24 @@ def corpus_lines(limit: int | None) -> list[str]:
         if path.is_file() and "COPYING" not in path.name:
             lines.extend(path.read_text(encoding="utf-8").split("\n")[:limit])
     return lines
+
+
+def assert_loads_like_tokenizers(document: dict[str, Any], path: Path, texts: Sequence[str]) -> None:
+    """Writes ``document`` (a ``tokenizer.json``) to ``path``; hf_bpe's load of it gives `tokenizers`' ids,
+    token starts and decoded text on each of ``texts``, added tokens allowed."""
+    from tokenizers import Tokenizer
+
+    import conversion.hf
+    from hf_bpe.errors import MissingBytesWarning
+
+    path.write_text(json.dumps(document), encoding="utf-8")
+    theirs = Tokenizer.from_file(str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingBytesWarning)
+        model = conversion.hf.load(path)
+    for text in texts:
+        encoding = theirs.encode(text, add_special_tokens=False)
+        ids, starts = model.encode_with_offsets(text, allowed_special="all")
+        assert ids == encoding.ids, (text, document["normalizer"], document["pre_tokenizer"])
+        assert starts == [start for start, _ in encoding.offsets], (text, ids)
+        assert model.decode(ids) == theirs.decode(ids, skip_special_tokens=False), text
