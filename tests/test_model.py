@@ -18,7 +18,7 @@ import pytest
 import textgen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from suite import require_shared, scaled
+from suite import forked_child_result, require_shared, scaled
 
 import conversion.gpt2
 import hf_bpe
@@ -486,19 +486,10 @@ def _encode_batch_in_child(queue) -> None:  # runs in a forked process
 def test_encode_batch_works_in_a_forked_child_after_the_parent_used_threads() -> None:
     """A process forked after the parent ran a batch (a datasets.map(num_proc=...) worker) must
     not wait for the parent's threads, which do not exist in the child."""
-    import multiprocessing
-
     BPE(BYTES, "gpt2").encode_batch(["warm up the parent's pool"] * 8)
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_encode_batch_in_child, args=(queue,))
-    child.start()
-    child.join(timeout=60)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("encode_batch hung in a forked child")
+    got = forked_child_result(_encode_batch_in_child, what="encode_batch")
     model = BPE(VOCABS["dense"], "gpt2")
-    assert queue.get(timeout=5) == [model.encode_ordinary(text) for text in FORK_TEXTS]
+    assert got == [model.encode_ordinary(text) for text in FORK_TEXTS]
 
 
 def _build_in_child(queue, ranks) -> None:  # runs in a forked process
@@ -509,19 +500,10 @@ def test_a_model_builds_in_a_forked_child_after_the_parent_built_one() -> None:
     """Building a model finds the tokens' splits on a thread pool; a child forked after the parent
     built one (a datasets.map(num_proc=...) worker loading a tokenizer) must not wait for the
     parent's threads (on rayon's global pool, whose threads a forked child does not have, it would hang)."""
-    import multiprocessing
-
     ranks = hf_bpe.get_encoding("gpt2").mergeable_ranks  # enough tokens to be split among threads
     BPE(ranks, "gpt2")
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_build_in_child, args=(queue, ranks))
-    child.start()
-    child.join(timeout=60)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("building a model hung in a forked child")
-    assert queue.get(timeout=5) == BPE(ranks, "gpt2").encode_ordinary(FORK_TEXTS[2])
+    got = forked_child_result(_build_in_child, ranks, what="building a model")
+    assert got == BPE(ranks, "gpt2").encode_ordinary(FORK_TEXTS[2])
 
 
 def _merges_model_in_child(queue, vocab, merges) -> None:  # runs in a forked process
@@ -534,22 +516,13 @@ def _merges_model_in_child(queue, vocab, merges) -> None:  # runs in a forked pr
 def test_a_merges_list_model_builds_in_a_forked_child_after_the_parent_built_one() -> None:
     """Building a merges-list model merges every token's bytes to decide its rule; a child forked after the
     parent built one must not wait for threads it does not have (nothing on rayon's global pool)."""
-    import multiprocessing
-
     import hf_bpe._rules
 
     gpt2 = hf_bpe.get_encoding("gpt2")
     vocab, merges = gpt2.mergeable_ranks, gpt2.merges
     assert hf_bpe._rules.rank_rule_difference(BPE.from_merges(vocab, merges, "gpt2")) is None
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_merges_model_in_child, args=(queue, vocab, merges))
-    child.start()
-    child.join(timeout=120)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("building a merges-list model hung in a forked child")
-    assert queue.get(timeout=5) == (None, gpt2.encode_ordinary(FORK_TEXTS[2]))
+    got = forked_child_result(_merges_model_in_child, vocab, merges, what="building a merges-list model", timeout=120)
+    assert got == (None, gpt2.encode_ordinary(FORK_TEXTS[2]))
 
 
 def test_large_batches_return_ordinary_lists_sharing_ints() -> None:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import pytest
 import textgen
-from suite import require_shared, scaled
+from suite import forked_child_result, require_shared, scaled
 
 import hf_bpe
 import hf_bpe.tiktoken
@@ -173,21 +173,11 @@ def _encode_in_child(queue, text) -> None:  # runs in a forked process
 
 def test_a_forked_child_encodes_in_parts_after_the_parent_did() -> None:
     """The parts run on the process's own pool: a child forked after the parent used it builds its own."""
-    import multiprocessing
-
     model = hf_bpe.get_encoding("gpt2")
     text = FILLER * 500
     with parallel(8):
         expected = model.encode_ordinary(text)
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_encode_in_child, args=(queue, text))
-    child.start()
-    child.join(timeout=60)
-    if child.is_alive():
-        child.kill()
-        pytest.fail("encoding in parts hung in a forked child")
-    assert queue.get(timeout=5) == expected
+    assert forked_child_result(_encode_in_child, text, what="encoding in parts") == expected
 
 
 @pytest.mark.slow

@@ -11,7 +11,9 @@ the shared reference data, and peak-memory probes. Test modules import these fro
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,3 +72,19 @@ def require_shared(*parts: str) -> Path:
         pytest.skip(f"reference data {path} is absent (it lives next to the repository, in ../shared/data, "
                     f"which a fresh clone does not have)")
     return path
+
+
+def forked_child_result(target: Callable[..., None], *args: Any, what: str, timeout: float = 60) -> Any:
+    """What ``target(queue, *args)`` puts on its queue when run in a forked child process; the test
+    fails, naming ``what``, when the child is still running after ``timeout`` seconds (a hang)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=target, args=(queue, *args))
+    child.start()
+    child.join(timeout=timeout)
+    if child.is_alive():
+        child.kill()
+        pytest.fail(f"{what} hung in a forked child")
+    return queue.get(timeout=5)
