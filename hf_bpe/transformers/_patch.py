@@ -159,6 +159,7 @@ class Answer:
         # to tokenizers too
         self.offsets = self.byte_level and not normalizers_of(model.pattern) and not dropped and not trims_offsets
         self._tables: Tables | None = None
+        self._special_texts = {token_id: content for content, token_id in model.special_tokens.items()}
 
     @classmethod
     def build(cls, original: Tokenizer, source: str) -> Answer:
@@ -236,8 +237,7 @@ class Answer:
         if self._tables is None:
             self._tables = Tables(self.model)
         ids, starts = self.model.encode_with_offsets(text, allowed_special="all")
-        added = {token_id: content for content, token_id in self.model.special_tokens.items()}
-        return spans_of(text, ids, starts, self._tables, added, prefix_space=False)
+        return spans_of(text, ids, starts, self._tables, self._special_texts, prefix_space=False)
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool) -> str | None:
         """The text of ``ids`` as `tokenizers` decodes it, or None where hf_bpe does not answer."""
