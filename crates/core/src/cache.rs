@@ -14,6 +14,16 @@
 //! per slot) lets a lookup skip the slots when no tag matches: only a matching tag's slot is read
 //! and its key compared, so a tag never decides a hit.
 //!
+//! Size: a cache starts at [`SLOTS`] slots and doubles, up to [`MAX_SLOTS`], when the pieces it
+//! dropped to make room come back: text read again (a corpus in several passes, the same documents
+//! in a service) whose pieces do not fit. Over each [`WINDOW`] lookups it counts the misses of
+//! pieces it had dropped before, and grows when they are more than one lookup in [`GROW_WHEN`]. It
+//! counts on a sample (the pieces of one hash in [`TRACK_ONE_IN`]), remembered in a filter of one
+//! bit per hash of a dropped piece that is cleared whenever an eighth of its bits are set, so at
+//! most one miss in eight counts by chance. A stream of new text drops pieces that do not come back
+//! and leaves the size alone: memory follows how much of the text repeats, not its length. All
+//! caches of a process together grow by at most [`GROWTH_BUDGET`] bytes.
+//!
 //! Threads: a model keeps several caches ([`ShardedCache`]); a call locks one for its whole
 //! duration, chosen by the calling thread, and encodes uncached if every one it tries is busy.
 //! So one cached lookup costs no atomic operation, and threads never wait on each other.
@@ -31,17 +41,26 @@ use crate::Rank;
 
 /// The longest piece (in bytes) the cache holds, and the most ids it may merge to (see `tuning`).
 pub use crate::tuning::{CACHED_IDS as MAX_IDS, CACHED_PIECE_BYTES as KEY_BYTES};
-use crate::tuning::{CACHE_SHARDS as SHARDS, CACHE_SLOTS as SLOTS};
+use crate::tuning::{
+    CACHE_GROWTH_BUDGET as GROWTH_BUDGET, CACHE_GROW_WHEN as GROW_WHEN, CACHE_MAX_SLOTS as MAX_SLOTS,
+    CACHE_SHARDS as SHARDS, CACHE_SLOTS as SLOTS, CACHE_WINDOW as WINDOW,
+};
 
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct Slot {
     /// Key length; 0 marks an empty slot (the empty piece is never looked up).
     key_len: u8,
+    /// The number of ids, with [`TRACKED`] set for a piece whose drop the filter counts.
     n_ids: u8,
     key: [u8; KEY_BYTES],
     ids: [Rank; MAX_IDS],
 }
+
+
+/// The bit of [`Slot::n_ids`] marking a tracked piece (see [`tracked`]).
+const TRACKED: u8 = 0x80;
+const _: () = assert!(MAX_IDS < TRACKED as usize);
 
 const EMPTY: Slot = Slot { key_len: 0, n_ids: 0, key: [0; KEY_BYTES], ids: [0; MAX_IDS] };
 
@@ -52,12 +71,24 @@ pub struct PieceCache {
     /// One bit per set: which of its two slots was used last.
     recent: Box<[u64]>,
     /// Per set, a 16-bit tag for each of its two slots (way 0 in the low half): bits of the
-    /// key's hash above the set's, or 0 for an empty slot (see [`tag_of`]). 128 KB, so it stays
+    /// key's hash above the set's, or 0 for an empty slot (see [`place`]). 128 KB, so it stays
     /// in the core's cache while the slots (4.2 MB) mostly do not: a lookup reads the slot only
     /// when its tag matches, and a piece that is not cached (a third of lookups on held-out text,
     /// each followed by a merge) costs no read of the slots at all.
     tags: Box<[u32]>,
+    /// The filter of dropped pieces: one bit per hash (see [`filter_bit`]), and how many are set.
+    dropped: Box<[u64]>,
+    dropped_set: usize,
+    /// Lookups, and misses of pieces dropped before, in the current window.
+    lookups: usize,
+    returns: usize,
 }
+
+/// Only the pieces of one hash in this many are tracked (dropped and coming back), to keep the
+/// counting off most misses; the returns counted are scaled by it.
+const TRACK_ONE_IN: usize = 8;
+/// Bits in the filter of dropped pieces (32 KB, so it stays in the core's cache).
+const FILTER_BITS: usize = 1 << 18;
 
 #[inline]
 fn hash(piece: &[u8]) -> usize {
@@ -67,26 +98,64 @@ fn hash(piece: &[u8]) -> usize {
     (hasher.finish() >> 20) as usize
 }
 
-/// The set `piece` may sit in, and its tag: the 16 hash bits above the set's, with the lowest set
-/// so that it is never 0 (an empty slot's tag).
+/// Where a piece of hash `hashed` sits in a cache of `sets` sets: its set, and its tag (16 hash bits
+/// above the largest cache's set bits, with the lowest set so that it is never 0, an empty slot's).
 #[inline]
-fn place(piece: &[u8]) -> (usize, u32) {
-    let hashed = hash(piece);
-    (hashed & (SLOTS / 2 - 1), ((hashed >> SET_BITS) as u32 & 0xFFFF) | 1)
+fn place(hashed: usize, sets: usize) -> (usize, u32) {
+    (hashed & (sets - 1), ((hashed >> TAG_SHIFT) as u32 & 0xFFFF) | 1)
 }
 
-/// How many of a hash's low bits choose the set.
-const SET_BITS: u32 = (SLOTS / 2).trailing_zeros();
-// `hash` keeps 44 bits: enough for the set and a 16-bit tag above it.
-const _: () = assert!(SET_BITS + 16 <= 44);
+/// Where the tag's bits start: above the set bits of the largest cache.
+const TAG_SHIFT: u32 = (MAX_SLOTS / 2).trailing_zeros();
+// `hash` keeps 44 bits: enough for the largest cache's set and a 16-bit tag above it.
+const _: () = assert!(TAG_SHIFT + 16 <= 44);
+
+/// A hash's bit in the filter of dropped pieces (mixed again: its low bits also choose the set).
+#[inline]
+fn filter_bit(hashed: usize) -> usize {
+    ((hashed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_BITS.trailing_zeros())) as usize
+}
+
+/// Whether a piece of hash `hashed` is one of those tracked: the top bits of the hash, which neither
+/// the set, nor the tag, nor the filter's bit is taken from.
+#[inline]
+fn tracked(hashed: usize) -> bool {
+    (hashed >> 41) % TRACK_ONE_IN == 0
+}
+const _: () = assert!(TAG_SHIFT + 16 <= 41 && TRACK_ONE_IN == 8);
+
+/// Bytes the caches of the process have grown by, beyond their first [`SLOTS`] slots.
+static GROWN: AtomicUsize = AtomicUsize::new(0);
+
+const SLOT_BYTES: usize = std::mem::size_of::<Slot>();
 
 impl PieceCache {
     fn new() -> Self {
+        Self::with_slots(SLOTS)
+    }
+
+    fn with_slots(slots: usize) -> Self {
         Self {
-            slots: crate::huge::filled(EMPTY, SLOTS),
-            recent: vec![0; SLOTS / 2 / 64].into_boxed_slice(),
-            tags: vec![0; SLOTS / 2].into_boxed_slice(),
+            // Filled after allocating (not allocated zeroed, which writes the pages before they are
+            // advised to be huge ones: see `crate::huge`).
+            slots: crate::huge::filled(EMPTY, slots),
+            recent: vec![0; (slots / 2).div_ceil(64)].into_boxed_slice(),
+            tags: vec![0; slots / 2].into_boxed_slice(),
+            dropped: vec![0; FILTER_BITS / 64].into_boxed_slice(),
+            dropped_set: 0,
+            lookups: 0,
+            returns: 0,
         }
+    }
+
+    #[inline]
+    fn sets(&self) -> usize {
+        self.tags.len()
+    }
+
+    /// How many pieces it can hold.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
     }
 
     /// The cached ids of `piece`, if it is cached.
@@ -95,7 +164,8 @@ impl PieceCache {
         if piece.len() > KEY_BYTES || piece.is_empty() {
             return None;
         }
-        let (set, tag) = place(piece);
+        self.lookups += 1;
+        let (set, tag) = place(hash(piece), self.sets());
         for way in 0..2 {
             if (self.tags[set] >> (16 * way)) & 0xFFFF != tag {
                 continue;
@@ -104,29 +174,91 @@ impl PieceCache {
             if usize::from(slot.key_len) == piece.len() && &slot.key[..piece.len()] == piece {
                 self.mark(set, way);
                 let slot = &self.slots[set * 2 + way];
-                return Some(&slot.ids[..usize::from(slot.n_ids)]);
+                return Some(&slot.ids[..usize::from(slot.n_ids & !TRACKED)]);
             }
         }
         None
     }
 
-    /// Remembers that `piece` merges to `ids` (ignored when either is too long to hold).
+    /// Remembers that `piece` merges to `ids` (ignored when either is too long to hold), after a
+    /// [`PieceCache::get`] of it missed.
     #[inline]
     pub fn insert(&mut self, piece: &[u8], ids: &[Rank]) {
         if piece.len() > KEY_BYTES || piece.is_empty() || ids.len() > MAX_IDS {
             return;
         }
-        let (set, tag) = place(piece);
-        // Replace the slot not used last.
+        let hashed = hash(piece);
+        if tracked(hashed) {
+            let bit = filter_bit(hashed);
+            self.returns += (self.dropped[bit / 64] >> (bit % 64) & 1) as usize;
+        }
+        if let Some(dropped) = self.put(hashed, piece, ids) {
+            self.remember_dropped(dropped);
+        }
+        if self.lookups >= WINDOW {
+            if self.returns * TRACK_ONE_IN * GROW_WHEN > self.lookups {
+                self.grow();
+            }
+            self.lookups = 0;
+            self.returns = 0;
+        }
+    }
+
+    /// Puts `piece` in its set, in the slot not used last; returns the hash of the piece it
+    /// replaced, if that one was tracked.
+    #[inline]
+    fn put(&mut self, hashed: usize, piece: &[u8], ids: &[Rank]) -> Option<usize> {
+        let (set, tag) = place(hashed, self.sets());
         let way = 1 - self.last_used(set);
         let shift = 16 * way;
         self.tags[set] = (self.tags[set] & !(0xFFFF << shift)) | (tag << shift);
         let slot = &mut self.slots[set * 2 + way];
+        // Only a tracked piece's drop is remembered: the others' keys need no hashing again.
+        let replaced = (slot.n_ids & TRACKED != 0).then(|| hash(&slot.key[..usize::from(slot.key_len)]));
         slot.key_len = piece.len() as u8;
         slot.key[..piece.len()].copy_from_slice(piece);
-        slot.n_ids = ids.len() as u8;
+        slot.n_ids = ids.len() as u8 | if tracked(hashed) { TRACKED } else { 0 };
         slot.ids[..ids.len()].copy_from_slice(ids);
         self.mark(set, way);
+        replaced
+    }
+
+    fn remember_dropped(&mut self, hashed: usize) {
+        if self.dropped_set >= FILTER_BITS / 8 {
+            self.dropped.fill(0);
+            self.dropped_set = 0;
+        }
+        let bit = filter_bit(hashed);
+        let word = &mut self.dropped[bit / 64];
+        if *word >> (bit % 64) & 1 == 0 {
+            *word |= 1 << (bit % 64);
+            self.dropped_set += 1;
+        }
+    }
+
+    /// Doubles the slots, keeping every cached piece, when the largest size and the process's
+    /// budget allow.
+    fn grow(&mut self) {
+        let slots = self.capacity() * 2;
+        let more = self.capacity() * SLOT_BYTES;
+        if slots > MAX_SLOTS || GROWN.fetch_add(more, Ordering::Relaxed) + more > GROWTH_BUDGET {
+            if slots <= MAX_SLOTS {
+                GROWN.fetch_sub(more, Ordering::Relaxed);
+            }
+            return;
+        }
+        let mut grown = Self::with_slots(slots);
+        for slot in self.slots.iter().filter(|slot| slot.key_len != 0) {
+            let key = &slot.key[..usize::from(slot.key_len)];
+            grown.put(hash(key), key, &slot.ids[..usize::from(slot.n_ids & !TRACKED)]);
+        }
+        // Pieces dropped before still count as returns.
+        std::mem::swap(&mut grown.dropped, &mut self.dropped);
+        grown.dropped_set = self.dropped_set;
+        // The old cache gives back its share of the budget as it drops; the grown one holds it,
+        // with the `more` added above.
+        GROWN.fetch_add((self.capacity() - SLOTS.min(self.capacity())) * SLOT_BYTES, Ordering::Relaxed);
+        let _ = std::mem::replace(self, grown);
     }
 
     #[inline]
@@ -142,6 +274,12 @@ impl PieceCache {
         } else {
             self.recent[set / 64] &= !bit;
         }
+    }
+}
+
+impl Drop for PieceCache {
+    fn drop(&mut self) {
+        GROWN.fetch_sub((self.capacity() - SLOTS.min(self.capacity())) * SLOT_BYTES, Ordering::Relaxed);
     }
 }
 
@@ -238,6 +376,11 @@ impl fmt::Debug for ShardedCache {
 mod tests {
     use super::*;
 
+    /// Where `piece` sits in a cache of the first size.
+    fn first_place(piece: &[u8]) -> (usize, u32) {
+        place(hash(piece), SLOTS / 2)
+    }
+
     #[test]
     fn holds_what_was_inserted_and_refuses_what_is_too_long() {
         let mut cache = PieceCache::new();
@@ -256,10 +399,10 @@ mod tests {
     fn a_full_set_keeps_the_most_recently_used() {
         let mut cache = PieceCache::new();
         // Find three keys in the same set.
-        let target = place(b"k0").0;
+        let target = first_place(b"k0").0;
         let keys: Vec<Vec<u8>> = (0..)
             .map(|i: u32| format!("k{i}").into_bytes())
-            .filter(|key| place(key).0 == target)
+            .filter(|key| first_place(key).0 == target)
             .take(3)
             .collect();
         cache.insert(&keys[0], &[0]);
@@ -278,16 +421,74 @@ mod tests {
         // then reads the slot, and the key compare refuses it.
         let mut cache = PieceCache::new();
         let first = b"t0".to_vec();
-        let (set, first_tag) = place(&first);
+        let (set, first_tag) = first_place(&first);
         let other = (1..)
             .map(|i: u32| format!("t{i}").into_bytes())
-            .find(|key| place(key).0 == set && place(key).1 != first_tag)
+            .find(|key| first_place(key).0 == set && first_place(key).1 != first_tag)
             .expect("another key of the set");
         cache.insert(&first, &[1]);
         assert_eq!(cache.get(&other), None, "its tag differs: the slot is not read");
-        cache.tags[set] = place(&other).1 * 0x1_0001;
+        cache.tags[set] = first_place(&other).1 * 0x1_0001;
         assert_eq!(cache.get(&other), None, "its tag matches, its key does not");
         assert_eq!(cache.get(&first), None, "a slot whose tag differs is not read");
+    }
+
+
+    /// Encodes `pieces` through `cache` as the model does (a lookup, then an insert on a miss), and
+    /// returns how many missed.
+    fn run(cache: &mut PieceCache, pieces: impl Iterator<Item = Vec<u8>>) -> usize {
+        let mut misses = 0;
+        for piece in pieces {
+            if cache.get(&piece).is_none() {
+                misses += 1;
+                cache.insert(&piece, &[piece.len() as Rank]);
+            }
+        }
+        misses
+    }
+
+    fn piece(number: usize) -> Vec<u8> {
+        format!("piece {number}").into_bytes()
+    }
+
+    #[test]
+    fn text_read_again_that_does_not_fit_grows_the_cache_until_it_fits() {
+        let mut cache = PieceCache::new();
+        let pieces = 3 * SLOTS / 2; // more than it holds at first, fewer than half its largest size
+        let mut misses = Vec::new();
+        for _ in 0..8 {
+            misses.push(run(&mut cache, (0..pieces).map(piece)));
+        }
+        assert!(cache.capacity() >= 4 * SLOTS, "grew to {} slots; misses per pass {misses:?}", cache.capacity());
+        assert!(cache.capacity() <= MAX_SLOTS);
+        // It stops growing once a larger cache would save fewer merges than its rule asks for.
+        assert!(*misses.last().unwrap() * GROW_WHEN < pieces, "misses per pass {misses:?}");
+        assert!(*misses.last().unwrap() * 5 < misses[1], "misses per pass {misses:?}");
+        // Every piece it still holds gives what was inserted for it.
+        for number in 0..pieces {
+            if let Some(ids) = cache.get(&piece(number)) {
+                assert_eq!(ids, [piece(number).len() as Rank]);
+            }
+        }
+    }
+
+    #[test]
+    fn new_text_never_grows_the_cache() {
+        let mut cache = PieceCache::new();
+        let misses = run(&mut cache, (0..40 * SLOTS).map(piece));
+        assert_eq!(misses, 40 * SLOTS);
+        assert_eq!(cache.capacity(), SLOTS);
+    }
+
+    #[test]
+    fn text_that_fits_never_grows_the_cache() {
+        // An eighth as many pieces as slots, read again and again: the few that two-way sets drop
+        // come back, but too few to be worth a larger cache.
+        let mut cache = PieceCache::new();
+        for _ in 0..30 {
+            run(&mut cache, (0..SLOTS / 8).map(piece));
+        }
+        assert_eq!(cache.capacity(), SLOTS);
     }
 
     #[test]
