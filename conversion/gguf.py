@@ -745,6 +745,13 @@ def _split_differences(texts: Sequence[str], ours: Sequence[list[str]], theirs: 
 
 
 def _byte_level_entries(model: BPE, pre: str, user_defined: set[str], *, lossy: bool) -> list[tuple[str, Value]]:
+    dropped = _rules.missing_bytes_difference(model, "after merging")
+    if dropped is not None:
+        message = (f"llama.cpp drops a byte the vocabulary lacks after merging (a symbol no merge joins), which "
+                   f"encodes differently from {model!r}: {dropped}")
+        if not lossy:
+            raise ConversionError(message + "; pass lossy=True to write it anyway")
+        warnings.warn(LossyConversionWarning(message, mismatches=1, probes=1), stacklevel=3)
     ignore_merges = PRE_NAMES[pre].ignore_merges
     difference = _rules.merge_rule_difference(model, ignore_merges)
     if difference is not None:

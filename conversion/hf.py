@@ -196,6 +196,12 @@ def build_tokenizer(
             if not lossy:
                 raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: its merges list {difference}")
             proven.append(f"its merges list {difference}")
+    dropped = _rules.missing_bytes_difference(model, "before merging")
+    if dropped is not None:
+        if not lossy:
+            raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: tokenizers drops a byte the "
+                                  f"vocabulary lacks before merging, and {dropped}")
+        proven.append(f"tokenizers drops a missing byte before merging, and {dropped}")
     bpe = models.BPE(
         vocab=vocab,
         merges=[(token_to_str(left), token_to_str(right)) for left, right in merges],

@@ -25,6 +25,7 @@ from hf_bpe.errors import ConversionError
 from hf_bpe.model import BPE, NEVER_IN_UTF8, MissingBytes, missing_bytes, missing_bytes_rule
 
 __all__ = [
+    "check_has_text_bytes",
     "check_not_sentencepiece",
     "from_spelled_merges",
     "ignore_merges",
@@ -122,6 +123,20 @@ def _may_follow(first: int, second: int) -> bool:
     if first >= 0xC0:  # a lead byte: a continuation byte follows
         return 0x80 <= second < 0xC0
     return True  # a continuation byte: another, or a character starts
+
+
+def check_has_text_bytes(model: BPE, target: str, consequence: str) -> None:
+    """Raise :class:`~hf_bpe.errors.ConversionError` when ``model``'s vocabulary lacks single bytes
+    UTF-8 text uses, which ``target`` cannot drop from text as the model does (``consequence`` says what
+    its library does instead); no lossy mode writes them."""
+    lacking = [byte for byte in missing_bytes(model) if byte not in NEVER_IN_UTF8]
+    if lacking:
+        shown = ", ".join(f"0x{byte:02X}" for byte in lacking[:12]) + (" ..." if len(lacking) > 12 else "")
+        raise ConversionError(
+            f"{target} cannot hold {model!r}: its vocabulary lacks the single bytes {shown}, which UTF-8 text uses "
+            f"and the model drops {missing_bytes_rule(model)}, while {consequence}; keep it as a tokenizer.json "
+            "(conversion.hf.save) or GGUF file (conversion.gguf.save), which drop them as tokenizers and llama.cpp do"
+        )
 
 
 def check_not_sentencepiece(model: BPE, target: str, rule: str) -> None:
