@@ -647,10 +647,11 @@ def save(
     What llama.cpp would tokenize differently is refused with
     :class:`~hf_bpe.errors.ConversionError` naming the reason: a pattern no ``pre`` of llama.cpp runs (or
     that differs from the named ``pre`` on some probe text), a merges list that would not encode as the
-    model does, a SentencePiece normalizer, byte fallback missing, `tokenizers`' Metaspace
-    pre-tokenizer (a SentencePiece-style ``tokenizer.json``: it adds no ``▁`` before a text starting
-    with a space, llama.cpp does). ``lossy=True`` writes the file
-    anyway for a pattern or merges list that differs, with a
+    model does, missing bytes the model drops before merging (`tokenizers`' rule; llama.cpp drops them
+    after) where a listed merge could cross one, a SentencePiece normalizer, byte fallback missing,
+    `tokenizers`' Metaspace pre-tokenizer (a SentencePiece-style ``tokenizer.json``: it adds no ``▁``
+    before a text starting with a space, llama.cpp does). ``lossy=True`` writes the file anyway for a
+    pattern, merges list or missing bytes that differ, with a
     :class:`~hf_bpe.errors.LossyConversionWarning` saying how.
     """
     settings: dict[str, Any] = {}

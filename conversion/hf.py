@@ -127,7 +127,8 @@ def build_tokenizer(
     ``merges`` defaults to the model's own (:attr:`hf_bpe.BPE.merges`: a merges list's, or those
     recovered from the ranks), checked to encode exactly as the model (else
     :class:`~hf_bpe.errors.ConversionError`); a rank model is written with ``ignore_merges``, a merges
-    list with its own setting. ``check`` encodes :func:`probe_texts` with both and raises
+    list with its own setting. A model dropping missing bytes after merging (llama.cpp's rule, from a
+    GGUF file) is refused where a listed merge could cross one: `tokenizers` drops them before. ``check`` encodes :func:`probe_texts` with both and raises
     :class:`ConversionError` on any difference; by default only when the split pattern is not one of
     the named ones (those are proven by the test suite).
 
