@@ -816,9 +816,9 @@ class BPE(_Encoder):
                 document["drop_missing_bytes"] = missing_bytes_rule(self)
         if self._rules:
             document["version"] = _RULES_FORMAT_VERSION
+            document["special_token_rules"] = {text: sorted(names) for text, names in special_token_rules(self).items()}
         if document.get("drop_missing_bytes") == "after merging":  # readers of versions 1 and 2 would drop before
             document["version"] = _AFTER_MERGING_FORMAT_VERSION
-            document["special_token_rules"] = {text: sorted(names) for text, names in special_token_rules(self).items()}
         return document
 
     @classmethod

@@ -325,6 +325,12 @@ def test_every_writer_keeps_the_rule_for_missing_bytes_or_refuses_it(tmp_path: P
         assert loaded == model and hf_bpe.model.missing_bytes_rule(loaded) == hf_bpe.model.missing_bytes_rule(model)
         assert json.loads((tmp_path / "model.json").read_text())["version"] == (3 if model is after else 1)
     assert after != before
+    vocab = {**after.mergeable_ranks}
+    ruled = hf_bpe.model.with_special_token_rules(
+        hf_bpe.BPE.from_merges(vocab, after.merges, "gpt2", {"<s>": 300}, drop_missing_bytes="after merging"),
+        {"<s>": ["lstrip"]})
+    loaded = hf_bpe.BPE.load(ruled.save(tmp_path / "ruled.json"))  # version 3 holds the rules too
+    assert loaded == ruled and hf_bpe.model.special_token_rules(loaded) == {"<s>": {"lstrip"}}
 
 
 # ----------------------------------------------------------------------------------- corrupt files
