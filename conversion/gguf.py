@@ -12,11 +12,15 @@ vocabulary tests (``ggml-vocab-*.gguf`` with their ``.inp``/``.out``). :func:`lo
   including the types it gives by name: ``<|endoftext|>``, ``<|im_end|>``... are control) become
   special tokens, except those merging can make: llama.cpp maps every merged symbol to the token of
   that text, whatever its type, so they stay ordinary tokens. Other tokens not spelled in the
-  alphabet never result from merging and are left out (ids without a token). Bytes without a token
-  are dropped from text by llama.cpp: a user-defined token spelled as that byte becomes its token
-  (DeepSeek's ``õ``...); other bytes UTF-8 never uses (``C0``, ``C1``, ``F5``-``FF``) get placeholder
-  ids after the last one; a vocabulary lacking others is refused unless ``lossy=True`` (which gives
-  them placeholders too, where llama.cpp drops them).
+  alphabet never result from merging and are left out (ids without a token). A byte without a
+  token stays a symbol that no merge joins and is then dropped by llama.cpp: a user-defined token
+  spelled as that byte becomes its token (DeepSeek's ``õ``...); when the others are only bytes UTF-8
+  never uses (``C0``, ``C1``, ``F5``-``FF``) they get placeholder ids after the last one (no text
+  reaches them); a vocabulary lacking bytes UTF-8 text uses (Falcon lacks control bytes and ``F2``,
+  StarCoder and Refact ``F1``) loads with a :class:`~hf_bpe.errors.MissingBytesWarning` naming them
+  and drops them as llama.cpp does, after merging (``BPE.from_merges(..., drop_missing_bytes="after
+  merging")``: a piece encodes as its runs of present bytes, each merged alone), where
+  `tokenizers` would drop them before merging.
 - ``tokenizer.ggml.model = "llama"``: SentencePiece BPE (the ``"sentencepiece"`` kind): pieces with
   ``scores`` and ``token_type``, ``<0xXX>`` byte fallback, ``add_space_prefix`` as the dummy prefix,
   no normalizer, as llama.cpp's SPM tokenizer runs them.
@@ -24,9 +28,9 @@ vocabulary tests (``ggml-vocab-*.gguf`` with their ``.inp``/``.out``). :func:`lo
   reproduce are refused with :class:`~hf_bpe.errors.ConversionError` naming them; a file that is not
   GGUF, is truncated or holds malformed metadata with :class:`~hf_bpe.errors.TokenizerFileError`.
 
-Where llama.cpp's rule would differ from the model's (a merge whose result is no token, a control or
-byte piece llama.cpp's SentencePiece merging forms, missing byte pieces...), :func:`read` refuses
-naming the merge, piece or bytes. llama.cpp cuts user-defined tokens out of the text before
+Where llama.cpp's rule would differ from the model's (a merge whose result is no token or that joins
+a byte without one, a control or byte piece llama.cpp's SentencePiece merging forms, missing byte
+pieces...), :func:`read` refuses naming the merge, piece or bytes. llama.cpp cuts user-defined tokens out of the text before
 tokenizing and, for a SentencePiece vocabulary, puts a dummy prefix (``▁``) after each, which
 SentencePiece does not: the model's own ``encode_ordinary`` equals llama.cpp wherever no user-defined
 token occurs, :meth:`GGUFVocab.encode` everywhere. When two special tokens of equal length overlap in
@@ -55,7 +59,13 @@ from conversion._gguf_file import ARRAY, BOOL, FLOAT32, INT32, STRING, UINT32, V
 from conversion._llama_pre import PRE_NAMES, PreTokenizer
 from hf_bpe import _rules, patterns
 from hf_bpe._byte_level import BYTE_TO_UNICODE, token_to_str, try_str_to_token
-from hf_bpe.errors import ConversionError, InvalidVocabularyError, LossyConversionWarning, TokenizerFileError
+from hf_bpe.errors import (
+    ConversionError,
+    InvalidVocabularyError,
+    LossyConversionWarning,
+    MissingBytesWarning,
+    TokenizerFileError,
+)
 from hf_bpe.model import BPE
 from hf_bpe.sentencepiece_bpe import (
     BYTE,
@@ -206,7 +216,7 @@ class GGUFVocab:
         return fragments
 
 
-def load(path: str | os.PathLike[str], *, name: str | None = None, lossy: bool = False) -> BPE:
+def load(path: str | os.PathLike[str], *, name: str | None = None) -> BPE:
     """The model of the GGUF file ``path`` (:func:`read`'s :attr:`GGUFVocab.model`).
 
     >>> import os, tempfile, hf_bpe
@@ -215,23 +225,21 @@ def load(path: str | os.PathLike[str], *, name: str | None = None, lossy: bool =
     >>> load(path).encode("hello world"), load(path).kind
     ([104, 101, 108, 108, 111, 257, 114, 108, 100], 'merges')
     """
-    return read(path, name=name, lossy=lossy).model
+    return read(path, name=name).model
 
 
-def read(path: str | os.PathLike[str], *, name: str | None = None, lossy: bool = False) -> GGUFVocab:
-    """The tokenizer of the GGUF file ``path`` (see the module's description); ``lossy=True`` loads a
-    byte-level vocabulary that lacks single-byte tokens llama.cpp would drop."""
+def read(path: str | os.PathLike[str], *, name: str | None = None) -> GGUFVocab:
+    """The tokenizer of the GGUF file ``path`` (see the module's description)."""
     metadata = _gguf_file.read_metadata(path)
-    return _Reading(path, metadata, name, lossy).vocab()
+    return _Reading(path, metadata, name).vocab()
 
 
 class _Reading:
     """One file's metadata turned into a :class:`GGUFVocab`, step by step as llama.cpp loads it."""
 
-    def __init__(self, path: str | os.PathLike[str], metadata: dict[str, Value], name: str | None, lossy: bool):
+    def __init__(self, path: str | os.PathLike[str], metadata: dict[str, Value], name: str | None):
         self.path = path
         self.metadata = metadata
-        self.lossy = lossy
         self.name = name or self.text("general.name") or Path(path).name.split(".")[0]
 
     def fail(self, problem: str) -> TokenizerFileError:
@@ -437,20 +445,28 @@ class _Reading:
                 vocab[spelled] = index
         missing = [byte for byte in range(256) if bytes([byte]) not in vocab]
         lost = [byte for byte in missing if byte not in _NOT_UTF8]
-        if lost and not self.lossy:
-            raise self.refuse(
-                f"the vocabulary has no token for the bytes {_hex(lost)}: llama.cpp keeps such a byte as a symbol no "
-                "merge joins and then drops it from the ids (tokenizers drops it before merging, which merges "
-                "differently), which hf_bpe's models do not do. Pass lossy=True to give them placeholder ids")
-        next_id = len(tokens)
-        for byte in missing:
-            vocab[bytes([byte])] = next_id
-            spelled_ids[BYTE_TO_UNICODE[byte]] = next_id
-            next_id += 1
+        if lost:
+            warnings.warn(
+                f"{os.fspath(self.path)}: the vocabulary lacks the byte symbols {_hex(lost)}, which UTF-8 text uses; "
+                "as llama.cpp does, hf_bpe keeps such a byte as a symbol no merge joins and drops it after merging "
+                "(so those ids decode to different text), and refuses raw bytes that need one",
+                MissingBytesWarning, stacklevel=4)
+        else:
+            next_id = len(tokens)
+            for byte in missing:  # bytes UTF-8 never uses: placeholders no text reaches
+                vocab[bytes([byte])] = next_id
+                spelled_ids[BYTE_TO_UNICODE[byte]] = next_id
+                next_id += 1
+        absent = {BYTE_TO_UNICODE[byte]: byte for byte in lost}
         merges = []
         for number, (left, right) in enumerate(listed):
             if left not in formed or right not in formed:
                 continue  # no text forms its parts: it never applies
+            joined = [absent[part] for part in (left, right) if part in absent]
+            if joined:
+                raise self.refuse(
+                    f"merge {number} ({left!r} {right!r}) joins the byte 0x{joined[0]:02X}, which the vocabulary has no "
+                    "token for; llama.cpp merges such a byte's symbol, hf_bpe's models cannot")
             if left + right not in spelled_ids:
                 raise self.refuse(
                     f"merge {number} ({left!r} {right!r}) makes {left + right!r}, which is no token; llama.cpp would "
@@ -459,7 +475,8 @@ class _Reading:
         by_id = {index: token for token, index in vocab.items()}
         pairs = [(by_id[spelled_ids[left]], by_id[spelled_ids[right]]) for left, right in merges]
         try:
-            return BPE.from_merges(vocab, pairs, pre.steps, specials, ignore_merges=pre.ignore_merges, name=self.name)
+            return BPE.from_merges(vocab, pairs, pre.steps, specials, ignore_merges=pre.ignore_merges,
+                                   drop_missing_bytes="after merging" if lost else False, name=self.name)
         except InvalidVocabularyError as error:
             raise self.fail(str(error)) from None
 
@@ -630,10 +647,11 @@ def save(
     What llama.cpp would tokenize differently is refused with
     :class:`~hf_bpe.errors.ConversionError` naming the reason: a pattern no ``pre`` of llama.cpp runs (or
     that differs from the named ``pre`` on some probe text), a merges list that would not encode as the
-    model does, a SentencePiece normalizer, byte fallback missing, `tokenizers`' Metaspace
-    pre-tokenizer (a SentencePiece-style ``tokenizer.json``: it adds no ``▁`` before a text starting
-    with a space, llama.cpp does). ``lossy=True`` writes the file
-    anyway for a pattern or merges list that differs, with a
+    model does, missing bytes the model drops before merging (`tokenizers`' rule; llama.cpp drops them
+    after) where a listed merge could cross one, a SentencePiece normalizer, byte fallback missing,
+    `tokenizers`' Metaspace pre-tokenizer (a SentencePiece-style ``tokenizer.json``: it adds no ``▁``
+    before a text starting with a space, llama.cpp does). ``lossy=True`` writes the file anyway for a
+    pattern, merges list or missing bytes that differ, with a
     :class:`~hf_bpe.errors.LossyConversionWarning` saying how.
     """
     settings: dict[str, Any] = {}
@@ -728,6 +746,13 @@ def _split_differences(texts: Sequence[str], ours: Sequence[list[str]], theirs: 
 
 
 def _byte_level_entries(model: BPE, pre: str, user_defined: set[str], *, lossy: bool) -> list[tuple[str, Value]]:
+    dropped = _rules.missing_bytes_difference(model, "after merging")
+    if dropped is not None:
+        message = (f"llama.cpp drops a byte the vocabulary lacks after merging (a symbol no merge joins), which "
+                   f"encodes differently from {model!r}: {dropped}")
+        if not lossy:
+            raise ConversionError(message + "; pass lossy=True to write it anyway")
+        warnings.warn(LossyConversionWarning(message, mismatches=1, probes=1), stacklevel=3)
     ignore_merges = PRE_NAMES[pre].ignore_merges
     difference = _rules.merge_rule_difference(model, ignore_merges)
     if difference is not None:

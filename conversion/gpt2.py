@@ -198,6 +198,8 @@ def save(model: BPE, directory: str | os.PathLike[str], *, lossy: bool = False) 
     model = as_model(model)
     _rules.check_not_sentencepiece(model, "GPT-2 files", "GPT-2 merges bytes by a list")
     _rules.check_no_special_token_rules(model, "GPT-2 files", lossy=lossy)
+    _rules.check_has_text_bytes(model, "GPT-2 files", "GPT2Tokenizer gives such a byte's symbol the unknown "
+                                "token's id (or none)")
     if patterns.resolve(model.pattern) != patterns.GPT2 and not lossy:
         raise ConversionError(
             f"GPT-2 files cannot hold the split pattern of {model!r} ({model.pattern!r}): they carry none and "

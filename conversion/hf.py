@@ -127,7 +127,8 @@ def build_tokenizer(
     ``merges`` defaults to the model's own (:attr:`hf_bpe.BPE.merges`: a merges list's, or those
     recovered from the ranks), checked to encode exactly as the model (else
     :class:`~hf_bpe.errors.ConversionError`); a rank model is written with ``ignore_merges``, a merges
-    list with its own setting. ``check`` encodes :func:`probe_texts` with both and raises
+    list with its own setting. A model dropping missing bytes after merging (llama.cpp's rule, from a
+    GGUF file) is refused where a listed merge could cross one: `tokenizers` drops them before. ``check`` encodes :func:`probe_texts` with both and raises
     :class:`ConversionError` on any difference; by default only when the split pattern is not one of
     the named ones (those are proven by the test suite).
 
@@ -196,6 +197,12 @@ def build_tokenizer(
             if not lossy:
                 raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: its merges list {difference}")
             proven.append(f"its merges list {difference}")
+    dropped = _rules.missing_bytes_difference(model, "before merging")
+    if dropped is not None:
+        if not lossy:
+            raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: tokenizers drops a byte the "
+                                  f"vocabulary lacks before merging, and {dropped}")
+        proven.append(f"tokenizers drops a missing byte before merging, and {dropped}")
     bpe = models.BPE(
         vocab=vocab,
         merges=[(token_to_str(left), token_to_str(right)) for left, right in merges],

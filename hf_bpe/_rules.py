@@ -22,14 +22,16 @@ from typing import Any
 
 from hf_bpe import patterns
 from hf_bpe.errors import ConversionError
-from hf_bpe.model import BPE
+from hf_bpe.model import BPE, NEVER_IN_UTF8, MissingBytes, missing_bytes, missing_bytes_rule
 
 __all__ = [
+    "check_has_text_bytes",
     "check_not_sentencepiece",
     "from_spelled_merges",
     "ignore_merges",
     "merge_pieces",
     "merge_rule_difference",
+    "missing_bytes_difference",
     "rank_rule_difference",
 ]
 
@@ -76,6 +78,65 @@ def merge_rule_difference(model: BPE, ignore_merges: bool) -> str | None:
     if model.kind == "sentencepiece":
         return "a SentencePiece model merges characters by piece score, not bytes by a list"
     return model._core.merge_rule_difference(bool(ignore_merges))  # the model layer's own core
+
+
+def missing_bytes_difference(model: BPE, rule: MissingBytes) -> str | None:
+    """How dropping the single bytes ``model``'s vocabulary lacks by ``rule`` (``"before merging"``,
+    as `tokenizers` does, or ``"after merging"``, as llama.cpp does) would encode some text differently
+    from ``model``, or ``None`` when it provably does not: the model lacks no byte UTF-8 text uses,
+    drops them by ``rule`` already, or no listed merge joins a symbol ending in a byte that can come
+    right before a missing one with a symbol starting with a byte that can come right after one (then
+    no merge crosses a missing byte either way, and both rules merge each run of present bytes alone).
+
+    >>> import hf_bpe
+    >>> vocab = {bytes([b]): b for b in range(256) if b != ord("q")} | {b"ab": 256}
+    >>> model = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b")], "gpt2", drop_missing_bytes=True)
+    >>> missing_bytes_difference(model, "after merging")
+    "it lacks the byte 0x71, which UTF-8 text uses, and drops it before merging: the merge b'a' + b'b' ..."
+    >>> missing_bytes_difference(model, "before merging") is None
+    True
+    """
+    lacking = [byte for byte in missing_bytes(model) if byte not in NEVER_IN_UTF8]
+    own = missing_bytes_rule(model)
+    if not lacking or own == rule:
+        return None
+    absent = set(missing_bytes(model))
+    before = {byte for byte in range(256) if byte not in absent and any(_may_follow(byte, gap) for gap in lacking)}
+    after = {byte for byte in range(256) if byte not in absent and any(_may_follow(gap, byte) for gap in lacking)}
+    for left, right in model.merges:
+        if left and right and left[-1] in before and right[0] in after:
+            shown = ", ".join(f"0x{byte:02X}" for byte in lacking[:12]) + (" ..." if len(lacking) > 12 else "")
+            return (f"it lacks the byte{'s' if len(lacking) > 1 else ''} {shown}, which UTF-8 text uses, and drops "
+                    f"{'them' if len(lacking) > 1 else 'it'} {own}: the merge {left!r} + {right!r} joins what such a "
+                    f"byte may stand between when it is dropped before merging, never when it is dropped after "
+                    f"(a symbol no merge joins)")
+    return None
+
+
+def _may_follow(first: int, second: int) -> bool:
+    """Whether the byte ``second`` may come right after ``first`` in UTF-8 text (a superset: lead bytes'
+    narrower ranges of second bytes are ignored)."""
+    if first in NEVER_IN_UTF8 or second in NEVER_IN_UTF8:
+        return False
+    if first < 0x80:  # a character ends: another starts
+        return second < 0x80 or second >= 0xC0
+    if first >= 0xC0:  # a lead byte: a continuation byte follows
+        return 0x80 <= second < 0xC0
+    return True  # a continuation byte: another, or a character starts
+
+
+def check_has_text_bytes(model: BPE, target: str, consequence: str) -> None:
+    """Raise :class:`~hf_bpe.errors.ConversionError` when ``model``'s vocabulary lacks single bytes
+    UTF-8 text uses, which ``target`` cannot drop from text as the model does (``consequence`` says what
+    its library does instead); no lossy mode writes them."""
+    lacking = [byte for byte in missing_bytes(model) if byte not in NEVER_IN_UTF8]
+    if lacking:
+        shown = ", ".join(f"0x{byte:02X}" for byte in lacking[:12]) + (" ..." if len(lacking) > 12 else "")
+        raise ConversionError(
+            f"{target} cannot hold {model!r}: its vocabulary lacks the single bytes {shown}, which UTF-8 text uses "
+            f"and the model drops {missing_bytes_rule(model)}, while {consequence}; keep it as a tokenizer.json "
+            "(conversion.hf.save) or GGUF file (conversion.gguf.save), which drop them as tokenizers and llama.cpp do"
+        )
 
 
 def check_not_sentencepiece(model: BPE, target: str, rule: str) -> None:

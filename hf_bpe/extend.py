@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal, overload
 
 from hf_bpe._corpus import Corpus, Paths
-from hf_bpe.model import BPE, as_model
+from hf_bpe.model import BPE, as_model, missing_bytes_rule
 from hf_bpe.sentencepiece_bpe import NORMAL, Piece
 from hf_bpe.train import _check_num_threads, _progress, count_pieces
 from hf_bpe.train_sentencepiece import continue_learning, with_vocab_size
@@ -125,7 +125,8 @@ def extend(
                 listed.append(pair)
         extended = BPE.from_merges({**ranks, **new_ids}, listed, model.pattern, specials,
                                    ignore_merges=bool(model._core.ignore_merges),
-                                   drop_missing_bytes=bool(model._core.missing_bytes), name=name)
+                                   drop_missing_bytes=missing_bytes_rule(model) if model._core.missing_bytes else False,
+                                   name=name)
     else:
         extended = BPE({**ranks, **new_ids}, model.pattern, specials, name=name)
     if move_special_tokens:

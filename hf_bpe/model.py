@@ -50,6 +50,13 @@ MODEL_FORMAT = "hf_bpe"
 MODEL_FORMAT_VERSION = 1
 _RULES_FORMAT_VERSION = 2
 """The version of model files holding special-token rules (readers of version 1 refuse them)."""
+_AFTER_MERGING_FORMAT_VERSION = 3
+"""The version of model files dropping missing bytes after merging (readers of versions 1 and 2 refuse
+them: they would drop them before)."""
+MissingBytes = Literal["before merging", "after merging"]
+"""When a merges-list model drops the single bytes its vocabulary lacks from text (see
+:meth:`BPE.from_merges`): before merging (`tokenizers`) or after (llama.cpp)."""
+MISSING_BYTES_RULES: tuple[MissingBytes, ...] = ("before merging", "after merging")
 
 SPECIAL_TOKEN_RULES = {"lstrip": 1, "rstrip": 2, "single_word": 4, "normalized": 8}
 """`tokenizers`' added-token flags a special token may carry (:func:`with_special_token_rules`),
@@ -370,7 +377,7 @@ class BPE(_Encoder):
         special_tokens: Mapping[str, int] | None = None,
         *,
         ignore_merges: bool = False,
-        drop_missing_bytes: bool = False,
+        drop_missing_bytes: bool | MissingBytes = False,
         name: str | None = None,
     ) -> BPE:
         """A model that merges only the listed pairs, in list order (GPT-2's files, HF's BPE).
@@ -382,10 +389,20 @@ class BPE(_Encoder):
         ``vocab`` needs every single byte that UTF-8 text uses as a token (those no UTF-8 text holds,
         0xC0, 0xC1 and 0xF5-0xFF, may be absent: every ``str`` still encodes exactly, and raw bytes
         needing one are refused); lacking others raises
-        :class:`~hf_bpe.errors.InvalidVocabularyError`, unless ``drop_missing_bytes``, which encodes as
-        `tokenizers` does such a vocabulary: a missing byte is dropped from the text.
+        :class:`~hf_bpe.errors.InvalidVocabularyError`, unless ``drop_missing_bytes``, which drops a
+        missing byte from the text: ``True`` or ``"before merging"`` as `tokenizers` does (the piece
+        merges as if the byte were not there), ``"after merging"`` as llama.cpp does (the byte stays a
+        symbol no merge joins, so merges never cross it, and then gives no id: a piece encodes as its
+        runs of present bytes, each merged alone). Offsets (:meth:`encode_with_offsets`) after merging:
+        each id starts at the first byte of its own bytes in the text.
 
         >>> import hf_bpe
+        >>> vocab = {bytes([b]): b for b in range(256) if b != ord("q")} | {b"ab": 256}
+        >>> before = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b")], "gpt2", drop_missing_bytes=True)
+        >>> after = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b")], "gpt2", drop_missing_bytes="after merging")
+        >>> before.encode("aqb"), after.encode("aqb")
+        ([256], [97, 98])
+
         >>> vocab = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"bc": 257}
         >>> enc = hf_bpe.BPE.from_merges(vocab, [(b"a", b"b")], "gpt2")
         >>> enc.encode("abc bc"), enc.kind
@@ -403,6 +420,9 @@ class BPE(_Encoder):
                 raise InvalidVocabularyError(
                     f"merge {number} ({pair!r}) must be a pair of tokens of the vocabulary"
                 ) from None
+        if drop_missing_bytes not in (False, True, *MISSING_BYTES_RULES):
+            raise ValueError(f"drop_missing_bytes must be a bool or one of {MISSING_BYTES_RULES}, got "
+                             f"{drop_missing_bytes!r:.80}")
         lacking = bytes(byte for byte in range(256) if bytes([byte]) not in vocab and byte not in NEVER_IN_UTF8)
         if lacking and not drop_missing_bytes:
             raise InvalidVocabularyError(
@@ -415,7 +435,8 @@ class BPE(_Encoder):
         specials = dict(special_tokens or {})
         model = cls.__new__(cls)
         split = patterns.to_core(patterns.resolve(pattern))
-        core = _core.CoreBPE.from_merges(vocab, merge_ids, split, specials, bool(ignore_merges))
+        core = _core.CoreBPE.from_merges(vocab, merge_ids, split, specials, bool(ignore_merges),
+                                         drop_missing_bytes == "after merging")
         model._setup(core, specials, name)
         return model
 
@@ -792,10 +813,12 @@ class BPE(_Encoder):
             document["merges"] = [[_b64(left), _b64(right)] for left, right in self.merges]
             document["ignore_merges"] = self._core.ignore_merges
             if any(byte not in NEVER_IN_UTF8 for byte in self._core.missing_bytes):
-                document["drop_missing_bytes"] = True
+                document["drop_missing_bytes"] = missing_bytes_rule(self)
         if self._rules:
             document["version"] = _RULES_FORMAT_VERSION
             document["special_token_rules"] = {text: sorted(names) for text, names in special_token_rules(self).items()}
+        if document.get("drop_missing_bytes") == "after merging":  # readers of versions 1 and 2 would drop before
+            document["version"] = _AFTER_MERGING_FORMAT_VERSION
         return document
 
     @classmethod
@@ -827,7 +850,7 @@ class BPE(_Encoder):
             model = cls.from_merges(
                 ranks, merges, _pattern_of(document["pattern"]), document["special_tokens"],
                 ignore_merges=bool(document["ignore_merges"]),
-                drop_missing_bytes=bool(document.get("drop_missing_bytes", False)), name=name,
+                drop_missing_bytes=_missing_bytes_setting(document.get("drop_missing_bytes", False)), name=name,
             )
         elif kind == "ranks":
             model = cls(ranks, _pattern_of(document["pattern"]), document["special_tokens"], name=name)
@@ -842,9 +865,9 @@ class BPE(_Encoder):
         document = read_json(path)
         if not isinstance(document, dict) or document.get("format") != MODEL_FORMAT:
             raise TokenizerFileError(path, f"not an hf_bpe model file (no \"format\": \"{MODEL_FORMAT}\")")
-        if document.get("version") not in (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION):
+        if document.get("version") not in (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION, _AFTER_MERGING_FORMAT_VERSION):
             raise TokenizerFileError(
-                path, f"model file version {document.get('version')!r} is not supported (expected 1 or 2)"
+                path, f"model file version {document.get('version')!r} is not supported (expected 1, 2 or 3)"
             )
         try:
             return cls._from_document(document)
@@ -866,7 +889,9 @@ class BPE(_Encoder):
         return (
             self.pattern == other.pattern
             and self.mergeable_ranks == other.mergeable_ranks
-            and (self.kind == "ranks" or (self._core.ignore_merges == other._core.ignore_merges and self.merges == other.merges))
+            and (self.kind == "ranks" or (self._core.ignore_merges == other._core.ignore_merges
+                                          and self._core.dropped_after_merging == other._core.dropped_after_merging
+                                          and self.merges == other.merges))
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -995,14 +1020,33 @@ def with_special_token_rules(model: BPE, rules: Mapping[str, Iterable[str]]) -> 
 
 
 def missing_bytes(model: BPE) -> bytes:
-    """The single bytes ``model``'s vocabulary lacks (only models read from a ``tokenizer.json`` may
-    lack some: `tokenizers` drops such a byte from a piece before merging it).
+    """The single bytes ``model``'s vocabulary lacks (only merges-list models, such as those read from
+    a ``tokenizer.json`` or a GGUF file, may lack some: see :func:`missing_bytes_rule`).
 
     >>> import hf_bpe
     >>> missing_bytes(hf_bpe.get_encoding("gpt2"))
     b''
     """
     return bytes(model._core.missing_bytes)
+
+
+def missing_bytes_rule(model: BPE) -> MissingBytes:
+    """When ``model`` drops the single bytes its vocabulary lacks (:func:`missing_bytes`) from text:
+    ``"before merging"`` (`tokenizers`, the rule of every model that lacks none) or ``"after merging"``
+    (llama.cpp; see :meth:`BPE.from_merges`).
+
+    >>> import hf_bpe
+    >>> missing_bytes_rule(hf_bpe.get_encoding("gpt2"))
+    'before merging'
+    """
+    return "after merging" if model._core.dropped_after_merging else "before merging"
+
+
+def _missing_bytes_setting(value: Any) -> bool | MissingBytes:
+    """A model file's ``drop_missing_bytes``: a bool or one of :data:`MISSING_BYTES_RULES`."""
+    if isinstance(value, bool) or value in MISSING_BYTES_RULES:
+        return value  # type: ignore[no-any-return]
+    raise ValueError(f"drop_missing_bytes must be a bool or one of {MISSING_BYTES_RULES}, got {value!r:.80}")
 
 
 def id_type_for(dtype: str, largest_id: int) -> str:

@@ -15,6 +15,7 @@ import os
 import random
 import shutil
 import struct
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from hf_bpe import _rules, patterns
 from hf_bpe._known_rank_files import LLAMA3, LLAMA4, QWEN
 from hf_bpe._sources import SourceError, detect_format
 from hf_bpe.cli import main
-from hf_bpe.errors import ConversionError, LossyConversionWarning, TokenizerFileError
+from hf_bpe.errors import ConversionError, LossyConversionWarning, MissingBytesWarning, TokenizerFileError
 from hf_bpe.patterns import pieces
 
 VOCAB_FILES = ("aquila", "baichuan", "bert-bge", "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gemma-4",
@@ -43,28 +44,60 @@ VOCAB_FILES = ("aquila", "baichuan", "bert-bge", "command-r", "deepseek-coder", 
 REFUSED_MODELS = {"bert-bge": "bert", "nomic-bert-moe": "t5", "gemma-4": "gemma4"}
 """Files whose ``tokenizer.ggml.model`` is no BPE hf_bpe runs, by the model they name."""
 
-LACKING_BYTES = ("falcon", "refact", "starcoder")
-"""Files refused by default because their vocabulary lacks byte tokens llama.cpp drops from text."""
+LACKING_BYTES = {"falcon": bytes([0x03, 0x04, 0x05, 0x0B, 0x11, 0x13, 0x14, 0x15, 0x16, 0x17, 0x19, 0x1C, 0x1D, 0x1E,
+                                    0xF2]),
+                 "refact": b"\xf1", "starcoder": b"\xf1"}
+"""Files whose vocabulary lacks single-byte tokens for bytes UTF-8 text uses, which llama.cpp drops after
+merging (a symbol no merge joins), with those bytes."""
 
-LOADED = tuple(name for name in VOCAB_FILES if name not in REFUSED_MODELS and name not in LACKING_BYTES)
+LOADED = tuple(name for name in VOCAB_FILES if name not in REFUSED_MODELS)
 
 def vocab_path(folder: Path, name: str) -> Path:
     return folder / f"ggml-vocab-{name}.gguf"
 
 
 @functools.cache
-def _read(path: Path, lossy: bool = False) -> conversion.gguf.GGUFVocab:
-    return conversion.gguf.read(path, lossy=lossy)
+def _read(path: Path) -> conversion.gguf.GGUFVocab:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingBytesWarning)  # test_vocabularies_lacking_bytes_... checks it
+        return conversion.gguf.read(path)
 
 
 def read_vocab(folder: Path, name: str) -> conversion.gguf.GGUFVocab:
-    """The file's vocabulary, read once per test run (the falcon file with ``lossy``)."""
-    return _read(vocab_path(folder, name), name in LACKING_BYTES)
+    """The file's vocabulary, read once per test run."""
+    return _read(vocab_path(folder, name))
 
 
 def texts_for(count: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     return [generated_text(rng) for _ in range(count)]
+
+
+def _char_holding(byte: int, rng: random.Random) -> str:
+    """A random character whose UTF-8 holds ``byte`` (one UTF-8 text uses)."""
+    if byte < 0x80:
+        return chr(byte)
+    if byte < 0xC0:  # a continuation byte: the second byte of U+0080..U+00FF
+        return chr(0x80 + (byte & 0x3F))
+    if byte < 0xE0:
+        return chr(((byte & 0x1F) << 6) | rng.randrange(0x40))
+    if byte < 0xF0:
+        code_point = ((byte & 0x0F) << 12) | rng.randrange(0x1000)
+        return chr(code_point) if code_point >= 0x800 and not 0xD800 <= code_point < 0xE000 else chr(0x800)
+    return chr(max(0x10000, ((byte & 0x07) << 18) | rng.randrange(0x40000)))
+
+
+def _with_missing_bytes(text: str, missing: bytes, seed: int) -> str:
+    """``text`` with characters holding the ``missing`` bytes put in at random places, alone, in runs and
+    between letters, digits, spaces and punctuation (where merges would join their neighbours)."""
+    rng = random.Random(seed)
+    parts = []
+    for chunk in [text[start:start + 7] for start in range(0, len(text), 7)]:
+        parts.append(chunk)
+        if rng.random() < 0.4:
+            holding = "".join(_char_holding(rng.choice(missing), rng) for _ in range(rng.choice((1, 1, 2, 3))))
+            parts.append(rng.choice(("", " ", "a", "é", "1", "!", "\n")) + holding + rng.choice(("", "b", " x", "é", ".")))
+    return "".join(parts)
 
 
 # ------------------------------------------------------------------------- llama.cpp's own tests
@@ -81,9 +114,6 @@ def test_llama_cpp_vocabulary_tests_pass_or_the_file_is_refused_naming_its_model
         model = REFUSED_MODELS[name]
         assert f"tokenizer.ggml.model is {model!r}, {conversion.gguf.REFUSED_MODELS[model]}" in str(refused.value)
         return
-    if name in LACKING_BYTES:
-        with pytest.raises(ConversionError, match=r"no token for the bytes 0x.*lossy=True"):
-            conversion.gguf.read(path)
     vocab = read_vocab(llama_cpp_vocab_files, name)
     cases = oracles.llama_cpp_vocab_cases(path)
     wrong = [(text, expected, vocab.encode(text)) for text, expected in cases if vocab.encode(text) != expected]
@@ -93,6 +123,43 @@ def test_llama_cpp_vocabulary_tests_pass_or_the_file_is_refused_naming_its_model
             if vocab.model.kind == "sentencepiece":
                 text = text.replace("\u2581", "_")  # SentencePiece decodes its ▁ as a space
             assert vocab.model.decode(vocab.encode(text)) == text
+
+
+@pytest.mark.parametrize("name", sorted(LACKING_BYTES))
+def test_vocabularies_lacking_bytes_drop_them_after_merging_as_llama_cpp_does(
+    llama_cpp_vocab_files: Path, tmp_path: Path, name: str
+) -> None:
+    """Falcon lacks control bytes and F2, StarCoder and Refact F1: llama.cpp keeps such a byte as a symbol
+    no merge joins and drops it after merging. The file loads with a warning naming the bytes; raw bytes
+    needing one are refused naming it; each id starts where its bytes do. llama.cpp itself, when at hand,
+    gives the ids of generated text holding the bytes."""
+    path = vocab_path(llama_cpp_vocab_files, name)
+    missing = LACKING_BYTES[name]
+    shown = ", ".join(f"0x{byte:02X}" for byte in missing[:12])
+    with pytest.warns(MissingBytesWarning, match=f"lacks the byte symbols {shown}.*drops it after merging"):
+        vocab = conversion.gguf.read(path)
+    model = vocab.model
+    assert hf_bpe.model.missing_bytes_rule(model) == "after merging"
+    assert {byte for byte in hf_bpe.model.missing_bytes(model) if byte not in hf_bpe.model.NEVER_IN_UTF8} == set(missing)
+    text = _with_missing_bytes(" ".join(texts_for(scaled(60, 10), seed=3)), missing, seed=4)
+    ids, offsets = model.encode_with_offsets(text)
+    assert ids == model.encode_ordinary(text)
+    data = text.encode("utf-8")
+    char_at = [index for index, char in enumerate(text) for _ in char.encode("utf-8")]  # byte -> character
+    at = 0
+    for token, offset in zip(ids, offsets):  # each id's bytes come next, past the missing ones, where it starts
+        while data[at] in missing:
+            at += 1
+        token_bytes = model.decode_single_token_bytes(token)
+        assert (data[at:at + len(token_bytes)], char_at[at]) == (token_bytes, offset)
+        at += len(token_bytes)
+    assert all(byte in missing for byte in data[at:])
+    holding = _char_holding(missing[0], random.Random(0)).encode("utf-8")
+    with pytest.raises(ValueError, match=f"the byte 0x{missing[0]:02X}, which the vocabulary lacks.*llama.cpp"):
+        model._core.encode_single_piece(b"a" + holding, True)  # raw bytes (tiktoken's encode_bytes)
+    if LLAMA_CPP is not None:
+        original = shutil.copy(path, tmp_path / "original.gguf")
+        assert LLAMA_CPP(Path(original), text) == vocab.encode(text)
 
 
 @pytest.mark.parametrize("name", [name for name in LOADED if name not in ("aquila", "baichuan", "gpt-neox")])
@@ -131,15 +198,19 @@ def test_llama_cpp_settings_are_read(llama_cpp_vocab_files: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [*LOADED, *LACKING_BYTES])
+@pytest.mark.parametrize("name", LOADED)
 def test_save_round_trips_every_vocabulary(llama_cpp_vocab_files: Path, tmp_path: Path, name: str) -> None:
     vocab = read_vocab(llama_cpp_vocab_files, name)
-    saved = conversion.gguf.read(conversion.gguf.save(vocab, tmp_path / f"{name}.gguf"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingBytesWarning)  # as when the original was read
+        saved = conversion.gguf.read(conversion.gguf.save(vocab, tmp_path / f"{name}.gguf"))
     settings = ("tokenizer_model", "pre", "bos_id", "eos_id", "unknown_id", "padding_id", "add_bos", "add_eos",
                 "user_defined")
     assert [getattr(saved, key) for key in settings] == [getattr(vocab, key) for key in settings] or (
         vocab.pre is None and saved.pre == "default")  # llama.cpp reads a missing pre as "default"
-    texts = [*texts_for(scaled(200, 20)), *(text for text, _ in oracles.llama_cpp_vocab_cases(vocab_path(llama_cpp_vocab_files, name)))]
+    texts = [*texts_for(scaled(200, 20)), *(text for text, _ in oracles.llama_cpp_vocab_cases(vocab_path(llama_cpp_vocab_files, name))),
+             *(_with_missing_bytes(text, LACKING_BYTES[name], seed) for seed, text in enumerate(texts_for(20, 1))
+               if name in LACKING_BYTES)]
     for text in texts:
         assert saved.encode(text) == vocab.encode(text), text
         assert saved.encode(text, add_special=True, parse_special=True) == \
@@ -194,6 +265,72 @@ def test_save_refuses_what_llama_cpp_cannot_run(tmp_path: Path) -> None:
     with pytest.raises(ConversionError, match="Metaspace pre-tokenizer \\(prepend_scheme 'first'\\), which a GGUF"):
         conversion.gguf.save(hf_bpe.BPE.from_sentencepiece(metaspace), tmp_path / "metaspace.gguf")
     assert not (tmp_path / "metaspace.gguf").exists()
+
+
+def _lacking_f1(rule: str, crossing: bool = True) -> hf_bpe.BPE:
+    """A vocabulary without the byte F1; with ``crossing``, a merge (``80`` + ``80``) that can join
+    the bytes on either side of it (``⁀`` ends in 80, ``U+40000`` is F1 80 80 80)."""
+    vocab = {bytes([byte]): byte for byte in range(256) if byte != 0xF1} | {b"ab": 256, b"\x80\x80": 257}
+    merges = [(b"a", b"b"), (b"\x80", b"\x80")] if crossing else [(b"a", b"b")]
+    return hf_bpe.BPE.from_merges(vocab, merges, "gpt2", drop_missing_bytes=rule)  # type: ignore[arg-type]
+
+
+MISSING_F1_TEXTS = ["\u2040\U00040000", "ab\U00040000ab", " \U00047fff\u2040\U00040080!", "\U00040000" * 3,
+                    "x \u2040\U00041040\u2040 y"]
+
+
+def test_every_writer_keeps_the_rule_for_missing_bytes_or_refuses_it(tmp_path: Path) -> None:
+    """GGUF files hold dropping after merging (llama.cpp), tokenizer.json files dropping before (tokenizers),
+    each the other rule only where no listed merge can cross a missing byte; tiktoken and GPT-2 files
+    neither; model files both. llama.cpp and tokenizers, when at hand, are the oracles."""
+    from tokenizers import Tokenizer
+
+    import conversion.gpt2
+    import conversion.hf
+    import conversion.tiktoken
+
+    after, before = _lacking_f1("after merging"), _lacking_f1("before merging")
+    assert after.encode_ordinary("\u2040\U00040000") != before.encode_ordinary("\u2040\U00040000")
+    path = conversion.gguf.save(after, tmp_path / "after.gguf")
+    with pytest.warns(MissingBytesWarning, match="0xF1"):
+        read = conversion.gguf.read(path)
+    assert hf_bpe.model.missing_bytes_rule(read.model) == "after merging"
+    for text in MISSING_F1_TEXTS:
+        assert read.encode(text) == after.encode_ordinary(text), text
+        if LLAMA_CPP is not None:
+            assert LLAMA_CPP(path, text) == after.encode_ordinary(text), text
+    with pytest.raises(ConversionError, match=r"drops it before merging: the merge b'\\x80' \+ b'\\x80'"):
+        conversion.gguf.save(before, tmp_path / "before.gguf")
+    with pytest.warns(LossyConversionWarning, match="0xF1"):
+        conversion.gguf.save(before, tmp_path / "before.gguf", lossy=True)
+    with pytest.raises(ConversionError, match="tokenizers drops a byte the vocabulary lacks before merging"):
+        conversion.hf.save(after, tmp_path / "after.json")
+    for rule in ("before merging", "after merging"):  # no merge crosses F1: both files hold either rule
+        exact = _lacking_f1(rule, crossing=False)
+        tokenizer = Tokenizer.from_file(str(conversion.hf.save(exact, tmp_path / "exact.json")))
+        gguf_path = conversion.gguf.save(exact, tmp_path / "exact.gguf")
+        with pytest.warns(MissingBytesWarning):
+            gguf = conversion.gguf.read(gguf_path)
+        for text in MISSING_F1_TEXTS:
+            assert tokenizer.encode(text, add_special_tokens=False).ids == exact.encode_ordinary(text), text
+            assert gguf.encode(text) == exact.encode_ordinary(text), text
+            if LLAMA_CPP is not None:
+                assert LLAMA_CPP(gguf_path, text) == exact.encode_ordinary(text), text
+    for model in (after, before):
+        with pytest.raises(ConversionError, match="tiktoken file cannot hold .* lacks the single bytes 0xF1"):
+            conversion.tiktoken.save(model, tmp_path / "x.tiktoken", lossy=True)
+        with pytest.raises(ConversionError, match="GPT-2 files cannot hold .* lacks the single bytes 0xF1"):
+            conversion.gpt2.save(model, tmp_path / "gpt2", lossy=True)
+        loaded = hf_bpe.BPE.load(model.save(tmp_path / "model.json"))
+        assert loaded == model and hf_bpe.model.missing_bytes_rule(loaded) == hf_bpe.model.missing_bytes_rule(model)
+        assert json.loads((tmp_path / "model.json").read_text())["version"] == (3 if model is after else 1)
+    assert after != before
+    vocab = {**after.mergeable_ranks}
+    ruled = hf_bpe.model.with_special_token_rules(
+        hf_bpe.BPE.from_merges(vocab, after.merges, "gpt2", {"<s>": 300}, drop_missing_bytes="after merging"),
+        {"<s>": ["lstrip"]})
+    loaded = hf_bpe.BPE.load(ruled.save(tmp_path / "ruled.json"))  # version 3 holds the rules too
+    assert loaded == ruled and hf_bpe.model.special_token_rules(loaded) == {"<s>": {"lstrip"}}
 
 
 # ----------------------------------------------------------------------------------- corrupt files
@@ -397,15 +534,15 @@ def _document(seed: int) -> str:
 
 @pytest.mark.slow
 @needs_llama_cpp
-@pytest.mark.parametrize("name", [*LOADED, *LACKING_BYTES])
+@pytest.mark.parametrize("name", LOADED)
 def test_llama_cpp_tokenizes_generated_text_and_our_saved_files_as_we_do(
     llama_cpp_vocab_files: Path, tmp_path: Path, name: str
 ) -> None:
     assert LLAMA_CPP is not None
     vocab = read_vocab(llama_cpp_vocab_files, name)
     text = _document(VOCAB_FILES.index(name))
-    if name in LACKING_BYTES:  # llama.cpp drops the bytes the vocabulary lacks, hf_bpe gives them placeholders
-        text = "".join(char for char in text if max(vocab.model.encode_ordinary(char)) < vocab.token_count)
+    if name in LACKING_BYTES:  # with the bytes the vocabulary lacks, which llama.cpp drops after merging
+        text = _with_missing_bytes(text, LACKING_BYTES[name], VOCAB_FILES.index(name))
     original = shutil.copy(vocab_path(llama_cpp_vocab_files, name), tmp_path / "original.gguf")
     assert LLAMA_CPP(Path(original), text) == vocab.encode(text)
     saved = conversion.gguf.save(vocab, tmp_path / "saved.gguf")

@@ -214,12 +214,15 @@ struct ByteLevel {
     /// The single bytes the vocabulary lacks (merges-list models only: `tokenizers` drops such a
     /// byte from a piece before merging it), when one of them can occur in UTF-8 text.
     dropped_bytes: Option<Box<[bool; 256]>>,
+    /// Drop the bytes of `dropped_bytes` after merging rather than before (llama.cpp): each stays a
+    /// symbol that no merge joins, a barrier the merges of its piece do not cross, and gives no id.
+    dropped_after_merging: bool,
     /// Whether the vocabulary lacks any single byte.
     any_missing: bool,
 }
 
 /// The symbol a byte the vocabulary lacks starts as: no merge joins it, and encoding text drops it
-/// before merging (see [`ByteLevel::dropped_bytes`]).
+/// before merging, or after (see [`ByteLevel::dropped_bytes`]).
 const MISSING_BYTE: Rank = Rank::MAX - 1;
 
 /// Bytes that never occur in UTF-8 text.
@@ -473,6 +476,7 @@ impl Model {
             empty_matches,
             normalizer: None,
             dropped_bytes: None,
+            dropped_after_merging: false,
             any_missing: false,
         });
         Self::assemble(encoder, specials, rule)
@@ -554,6 +558,7 @@ impl Model {
             empty_matches: false,
             normalizer: None,
             dropped_bytes,
+            dropped_after_merging: false,
             any_missing: missing.contains(&true),
         });
         Self::assemble(encoder, specials, rule)
@@ -806,7 +811,11 @@ impl Model {
             }
             let before = out.len();
             if let Some(dropped) = dropped_bytes.as_deref().filter(|dropped| piece.iter().any(|&byte| dropped[byte as usize])) {
-                self.encode_dropping(byte_level, piece, dropped, base + start, out, starts.as_deref_mut());
+                if byte_level.dropped_after_merging {
+                    self.encode_barriers(byte_level, piece, base + start, out, starts.as_deref_mut());
+                } else {
+                    self.encode_dropping(byte_level, piece, dropped, base + start, out, starts.as_deref_mut());
+                }
                 return true;
             }
             self.encode_piece(merges, *whole_piece, piece, cache.as_deref_mut(), out);
@@ -869,6 +878,58 @@ impl Model {
             }
             debug_assert_eq!(at, bytes.len());
         }
+    }
+
+    /// A piece holding bytes the vocabulary lacks, as llama.cpp encodes it: the piece itself when it
+    /// is a token (with `ignore_merges`), else the merge loop on all its bytes, where a missing byte
+    /// is a symbol no merge joins, which then gives no id. Each id starts where its bytes do.
+    fn encode_barriers(
+        &self,
+        byte_level: &ByteLevel,
+        piece: &[u8],
+        start: usize,
+        out: &mut Vec<Rank>,
+        mut starts: Option<&mut Vec<usize>>,
+    ) {
+        if let Some(id) = byte_level.ignore_merges.then(|| self.token_id(piece)).flatten() {
+            out.push(id);
+            if let Some(starts) = starts {
+                starts.push(start);
+            }
+            return;
+        }
+        let mut symbols = Vec::with_capacity(piece.len());
+        byte_level.merges.encode_piece(piece, &mut symbols);
+        let mut offset = start;
+        for id in symbols {
+            if id == MISSING_BYTE {
+                offset += 1;
+                continue;
+            }
+            out.push(id);
+            if let Some(starts) = starts.as_deref_mut() {
+                starts.push(offset);
+            }
+            offset += self.tokens.get(id).map_or(0, <[u8]>::len);
+        }
+        debug_assert_eq!(offset, start + piece.len());
+    }
+
+    /// Whether the single bytes the vocabulary lacks are dropped after merging (llama.cpp: each is a
+    /// symbol no merge joins, then gives no id) rather than before (`tokenizers`, the default).
+    pub fn set_dropped_after_merging(&mut self, after: bool) {
+        if let Rule::ByteLevel(byte_level) = &mut self.rule {
+            if byte_level.merge_list.is_some() {
+                byte_level.dropped_after_merging = after;
+                self.cache.clear();
+            }
+        }
+    }
+
+    /// Whether this merges-list model drops the bytes its vocabulary lacks after merging (see
+    /// [`Model::set_dropped_after_merging`]).
+    pub fn dropped_after_merging(&self) -> bool {
+        self.byte_level().is_some_and(|byte_level| byte_level.dropped_after_merging)
     }
 
     /// Sets `tokenizers`' normalizer steps (none: no normalizer) of a byte-level model: each stretch
@@ -1273,6 +1334,7 @@ impl Model {
             byte_level.whole_piece = true;
             byte_level.ignore_merges = true;
             byte_level.dropped_bytes = None;
+            byte_level.dropped_after_merging = false;
             byte_level.empty_matches = false; // rank_rule_difference refuses an empty token the pattern may match
             self.cache = ShardedCache::new();
         }
@@ -1760,5 +1822,88 @@ mod tests {
         let nullable = Model::from_merges(vocab, vec![(97, 98)], r"b|a*", vec![], true).unwrap();
         assert!(matches!(nullable.rank_rule_difference(), Some(RuleDifference::EmptyMatches { .. })));
         assert_eq!(ids(&nullable, "bab"), vec![98, 97, 98]);
+    }
+
+    /// llama.cpp's rule for bytes the vocabulary lacks, written plainly: each byte of a piece is a
+    /// symbol, the listed pair of adjacent symbols with the lowest line merges (leftmost first) until
+    /// none does, then each symbol gives its token, a missing byte nothing. With `ignore_merges` a
+    /// piece that is a token is that token.
+    fn reference_after_merging(
+        vocab: &[(Vec<u8>, Rank)],
+        merges: &[(&[u8], &[u8])],
+        ignore_merges: bool,
+        piece: &[u8],
+    ) -> Vec<(Rank, usize)> {
+        let id_of = |bytes: &[u8]| vocab.iter().find(|(token, _)| token[..] == *bytes).map(|&(_, id)| id);
+        if let Some(id) = ignore_merges.then(|| id_of(piece)).flatten() {
+            return vec![(id, 0)];
+        }
+        let mut symbols: Vec<(Vec<u8>, usize)> = piece.iter().enumerate().map(|(at, &byte)| (vec![byte], at)).collect();
+        loop {
+            let best = (0..symbols.len().saturating_sub(1))
+                .filter_map(|at| {
+                    let line = merges.iter().position(|&(left, right)| {
+                        left == &symbols[at].0[..] && right == &symbols[at + 1].0[..]
+                    })?;
+                    Some((line, at))
+                })
+                .min();
+            let Some((_, at)) = best else { break };
+            let (right, _) = symbols.remove(at + 1);
+            symbols[at].0.extend(right);
+        }
+        symbols.iter().filter_map(|(bytes, start)| Some((id_of(bytes)?, *start))).collect()
+    }
+
+    #[test]
+    fn missing_bytes_dropped_after_merging_are_barriers_as_in_a_plain_loop() {
+        // No token for 'c' nor for 0xF1 (the lead byte of U+40000..U+7FFFF); "xc" is a token merging
+        // never makes (the whole-piece rule takes it).
+        let mut vocab: Vec<(Vec<u8>, Rank)> =
+            (0..=255u8).filter(|&byte| byte != b'c' && byte != 0xF1).map(|byte| (vec![byte], Rank::from(byte))).collect();
+        let extra: [&[u8]; 6] = [b"ab", b"ba", b"aba", b"\x80\x80", b" a", b"xc"];
+        for (offset, token) in extra.iter().enumerate() {
+            vocab.push((token.to_vec(), 256 + offset as Rank));
+        }
+        let merges: [(&[u8], &[u8]); 5] =
+            [(b"a", b"b"), (b"b", b"a"), (b"ab", b"a"), (b"\x80", b"\x80"), (b" ", b"a")];
+        let id_of = |bytes: &[u8]| vocab.iter().find(|(token, _)| token[..] == *bytes).unwrap().1;
+        let merge_ids: Vec<(Rank, Rank)> = merges.iter().map(|&(left, right)| (id_of(left), id_of(right))).collect();
+        let alphabet = ["a", "b", "c", "x", " ", "\u{40000}", "\u{40080}", "ab", "\u{80}"];
+        let mut next = crate::test_rng::numbers(0x5eed);
+        for ignore_merges in [false, true] {
+            let mut model = Model::from_merges(vocab.clone(), merge_ids.clone(), GPT2, vec![], ignore_merges).unwrap();
+            model.set_dropped_after_merging(true);
+            assert!(model.dropped_after_merging());
+            for round in 0..400 {
+                // Long texts too, whose pieces take the merge loop for long pieces.
+                let length = if round % 10 == 0 { 120 } else { (next() % 12) as usize };
+                let text: String =
+                    (0..length).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect();
+                let mut expected = Vec::new();
+                for piece in model.pieces(&text).unwrap().unwrap() {
+                    let start = piece.as_ptr() as usize - text.as_ptr() as usize;
+                    for (id, at) in reference_after_merging(&vocab, &merges, ignore_merges, piece.as_bytes()) {
+                        expected.push((id, start + at));
+                    }
+                }
+                let (mut ids, mut starts) = (Vec::new(), Vec::new());
+                model.encode_ordinary_with_offsets(&text, 0, &mut ids, Some(&mut starts)).unwrap();
+                let got: Vec<(Rank, usize)> = ids.into_iter().zip(starts).collect();
+                assert_eq!(got, expected, "{text:?} (ignore_merges {ignore_merges})");
+            }
+        }
+        // Dropped before merging instead (tokenizers), "aca" merges as "aa" would; after, 'c' parts them.
+        let before = Model::from_merges(vocab.clone(), merge_ids.clone(), GPT2, vec![], false).unwrap();
+        let mut after = before.clone();
+        after.set_dropped_after_merging(true);
+        let (mut before_ids, mut after_ids) = (Vec::new(), Vec::new());
+        before.encode_ordinary("abcab", &mut before_ids).unwrap();
+        after.encode_ordinary("abcab", &mut after_ids).unwrap();
+        assert_eq!((before_ids, after_ids), (vec![id_of(b"ab"), id_of(b"ab")], vec![id_of(b"ab"), id_of(b"ab")]));
+        let (mut before_ids, mut after_ids) = (Vec::new(), Vec::new());
+        before.encode_ordinary("abca", &mut before_ids).unwrap();
+        after.encode_ordinary("abca", &mut after_ids).unwrap();
+        assert_eq!((before_ids, after_ids), (vec![id_of(b"aba")], vec![id_of(b"ab"), Rank::from(b'a')]));
     }
 }

@@ -524,7 +524,8 @@ impl CoreBPE {
         match self.model.missing_byte_in(bytes) {
             Some(byte) => Err(PyValueError::new_err(format!(
                 "these bytes hold the byte 0x{byte:02X}, which the vocabulary lacks (it has no token b'\\x{byte:02x}'); \
-                 tokenizers drops such bytes from text, but raw bytes that need it cannot be encoded"
+                 {} drops such bytes from text, but raw bytes that need it cannot be encoded",
+                if self.model.dropped_after_merging() { "llama.cpp" } else { "tokenizers" }
             ))),
             None => Ok(()),
         }
@@ -658,14 +659,18 @@ impl CoreBPE {
     }
 
     /// A merges-list model (GPT-2 files, HF `tokenizer.json`): `vocab` maps token bytes to ids,
-    /// `merges` lists pairs of ids in priority order.
+    /// `merges` lists pairs of ids in priority order. Single bytes the vocabulary lacks are dropped
+    /// from text before merging (`tokenizers`), or after merging with `dropped_after_merging`
+    /// (llama.cpp: each is a symbol no merge joins).
     #[staticmethod]
+    #[pyo3(signature = (vocab, merges, split, special_tokens, ignore_merges, dropped_after_merging=false))]
     fn from_merges(
         vocab: &Bound<'_, PyDict>,
         merges: &Bound<'_, PyAny>,
         split: &Bound<'_, PyAny>,
         special_tokens: &Bound<'_, PyDict>,
         ignore_merges: bool,
+        dropped_after_merging: bool,
     ) -> PyResult<Self> {
         let py = vocab.py();
         guarded(py, || {
@@ -678,6 +683,7 @@ impl CoreBPE {
                 .detach(|| Model::from_merges(vocab, merges, split, specials, ignore_merges))
                 .map_err(|error| build_error(py, error))?;
             model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
+            model.set_dropped_after_merging(dropped_after_merging);
             Ok(Self::with_model(model))
         })
     }
@@ -1131,10 +1137,17 @@ impl CoreBPE {
         })
     }
 
-    /// The single bytes the vocabulary lacks (merges-list models from `tokenizer.json` files).
+    /// The single bytes the vocabulary lacks (merges-list models from `tokenizer.json` and GGUF files).
     #[getter]
     fn missing_bytes(&self) -> Vec<u8> {
         self.model.missing_bytes()
+    }
+
+    /// Whether the bytes the vocabulary lacks are dropped after merging (llama.cpp) rather than
+    /// before (`tokenizers`).
+    #[getter]
+    fn dropped_after_merging(&self) -> bool {
+        self.model.dropped_after_merging()
     }
 
     /// What splits text: `"scanner llama3 (Oniguruma)"` (a hand-written scanner, proven identical
