@@ -34,7 +34,7 @@ pub const CACHED_IDS: usize = 8;
 /// hits: each doubling saved some 5% of the encoding time on held-out multilingual text with o200k
 /// (callgrind, warmed on 6 MB, measured on the next 3 MB).
 pub(crate) const CACHE_SLOTS: usize = 1 << 16;
-/// The most slots a piece cache grows to (a power of two): 33.6 MB, and 2 MB of tags. It grows only
+/// The most slots a piece cache grows to (a power of two): 33.6 MB, and 1 MB of tags. It grows only
 /// while pieces it dropped come back (see the cache module); on text seen before that does not fit
 /// its first size, the largest size encoded the shared corpora with o200k 1.33x faster than the
 /// first (`compare_builds.py --seen`, 7.6 MB: 121,000 pieces of up to 30 bytes that are no token).
