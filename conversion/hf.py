@@ -694,10 +694,12 @@ def _token_id_in(document: dict[str, Any], token: str) -> int | None:
     model = model if isinstance(model, dict) else {}
     vocab: dict[str, Any] = model["vocab"] if isinstance(model.get("vocab"), dict) else {}
     earlier: dict[str, int] = {}
+    largest = None  # of the ids in earlier (a running maximum: files hold thousands of added tokens)
     for entry in document.get("added_tokens") or []:
         content = entry.get("content") if isinstance(entry, dict) else None
         if isinstance(content, str) and content not in earlier:
-            earlier[content] = _added_token_id(content, model, earlier, len(vocab))
+            earlier[content] = found = _added_token_id(content, model, largest, len(vocab))
+            largest = found if isinstance(found, int) and (largest is None or found > largest) else largest
     found = earlier.get(token, vocab.get(token))
     return found if isinstance(found, int) and not isinstance(found, bool) else None
 
@@ -793,6 +795,7 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     rules: dict[str, set[str]] = {}
     vocab_size = len(model["vocab"]) if isinstance(model.get("vocab"), dict) else 0
     file_ids: dict[int, str] = {}  # the ids the file gives its added tokens: refused when corrupt, else unused
+    largest_added: int | None = None  # of the ids in specials (a running maximum: files hold thousands)
     for entry in document.get("added_tokens") or []:
         content, token_id = entry["content"], entry["id"]
         if content in specials:
@@ -802,7 +805,9 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         if token_id in file_ids:
             raise refuse(f"added tokens {file_ids[token_id]!r} and {content!r} both have id {token_id} in the file")
         file_ids[token_id] = content
-        token_id = _added_token_id(content, model, specials, vocab_size)
+        token_id = _added_token_id(content, model, largest_added, vocab_size)
+        if isinstance(token_id, int) and (largest_added is None or token_id > largest_added):
+            largest_added = token_id
         normalized = entry.get("normalized", not entry.get("special", False))
         if normalized and any(step.kind != "prefix_space" for step in normalizers):
             raise refuse(
@@ -938,17 +943,17 @@ def _reduced(document: dict[str, Any], added_ids: dict[str, int], merges: int = 
                 padding=None)
 
 
-def _added_token_id(content: str, model: dict[str, Any], earlier: dict[str, int], vocab_size: int) -> Any:
+def _added_token_id(content: str, model: dict[str, Any], largest: int | None, vocab_size: int) -> Any:
     """The id `tokenizers` gives an added token, whatever the file's ``"id"`` says: its id in the vocabulary
-    if it is there, else the next after the vocabulary's size or after the added tokens before it.
+    if it is there, else the next after the vocabulary's size or after the added tokens before it
+    (``largest``: the largest id of those, None when there are none).
 
-    >>> _added_token_id("<x>", {"vocab": {"a": 0, "b": 10}}, {}, 2), _added_token_id("<y>", {"vocab": {}}, {"<x>": 7}, 2)
+    >>> _added_token_id("<x>", {"vocab": {"a": 0, "b": 10}}, None, 2), _added_token_id("<y>", {"vocab": {}}, 7, 2)
     (2, 8)
     """
     in_vocab = model["vocab"].get(content) if isinstance(model.get("vocab"), dict) else None
     if in_vocab is not None:
         return in_vocab
-    largest = max(earlier.values(), default=None)
     if largest is None:
         return vocab_size
     return largest + 1 if largest >= vocab_size or vocab_size == 0 else vocab_size
