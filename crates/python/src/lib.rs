@@ -674,8 +674,9 @@ impl CoreBPE {
             let specials = specials_of(special_tokens)?;
             let merges = merge_ids_of(merges)?;
             let (normalizers, split) = model_split_of(split)?;
+            let pool = thread_pool(None)?;
             let mut model = py
-                .detach(|| Model::from_merges(vocab, merges, split, specials, ignore_merges))
+                .detach(|| pool.install(|| Model::from_merges(vocab, merges, split, specials, ignore_merges)))
                 .map_err(|error| build_error(py, error))?;
             model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
             Ok(Self::with_model(model))
@@ -710,8 +711,10 @@ impl CoreBPE {
             };
             let (normalizers, split) = model_split_of(split)?;
             let build = if rank_rule { Model::from_merges_as_ranks } else { Model::from_merges };
+            // On this process's pool, where the core builds independent tables side by side.
+            let pool = thread_pool(None)?;
             let mut model = py
-                .detach(|| build(tokens, merge_ids, split, specials, ignore_merges))
+                .detach(|| pool.install(|| build(tokens, merge_ids, split, specials, ignore_merges)))
                 .map_err(|error| build_error(py, error))?;
             model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
             Ok(Some(Self::with_model(model)))
