@@ -536,6 +536,20 @@ impl Model {
             }
         }
         let dropped_bytes = (0..=255u8).any(|byte| missing[byte as usize] && !never_in_utf8(byte)).then(|| Box::new(missing));
+        // The token each line spells (hash lookups of joined bytes: on the current pool's threads
+        // when called on one), then the table in line order.
+        let spelled = |joined: &mut Vec<u8>, &(left, right): &(Rank, Rank)| {
+            joined.clear();
+            joined.extend_from_slice(bytes_of[&left]);
+            joined.extend_from_slice(bytes_of[&right]);
+            encoder.get(&joined[..]).copied()
+        };
+        let merged_ids: Vec<Option<Rank>> = if rayon::current_thread_index().is_some() {
+            merges.par_iter().with_min_len(4096).map_init(Vec::new, spelled).collect()
+        } else {
+            let mut joined = Vec::new();
+            merges.iter().map(|merge| spelled(&mut joined, merge)).collect()
+        };
         let mut table = MergeTable::builder_recording_joins(ids);
         table.reserve(last_line.len());
         let mut merge_list = Vec::with_capacity(last_line.len());
@@ -543,8 +557,7 @@ impl Model {
             if last_line[&(left, right)] != line || bytes_of[&left].is_empty() || bytes_of[&right].is_empty() {
                 continue;
             }
-            let merged = [bytes_of[&left], bytes_of[&right]].concat();
-            let Some(&merged) = encoder.get(&merged[..]) else {
+            let Some(merged) = merged_ids[line] else {
                 return Err(BuildError::MergeMakesUnknownToken {
                     line,
                     left: bytes_of[&left].to_vec(),
