@@ -439,7 +439,11 @@ def _too_large(what: str, limit: int) -> str:
 def read_text(path: str | os.PathLike[str], *, limit: int | None = None) -> str:
     """A tokenizer file's text (see :func:`read_file`); text that is not UTF-8 raises
     :class:`~hf_bpe.errors.TokenizerFileError` saying where."""
-    data = read_file(path, limit=limit)
+    return text_of(read_file(path, limit=limit), path)
+
+
+def text_of(data: bytes, path: str | os.PathLike[str]) -> str:
+    """The text of a tokenizer file's bytes (see :func:`read_text`); ``path`` names it in the error."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -451,7 +455,11 @@ def read_text(path: str | os.PathLike[str], *, limit: int | None = None) -> str:
 def read_json(path: str | os.PathLike[str], *, limit: int | None = None) -> Any:
     """A tokenizer file's JSON (see :func:`read_text`); JSON that does not parse raises
     :class:`~hf_bpe.errors.TokenizerFileError`."""
-    text = read_text(path, limit=limit)
+    return json_of(read_text(path, limit=limit), path)
+
+
+def json_of(text: str, path: str | os.PathLike[str]) -> Any:
+    """The JSON of a tokenizer file's text (see :func:`read_json`); ``path`` names it in the error."""
     # Without the cyclic garbage collector while parsing: the parse makes hundreds of thousands of
     # lists (a tokenizer.json's merges), none of them garbage, over which it would run again and
     # again (about 8% of the parse of a 250,000-token file).
