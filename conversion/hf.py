@@ -35,8 +35,9 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import threading
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -50,9 +51,11 @@ from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were de
     SPLIT_PROBE_EDGES,
     checked_pattern,
     describe,
+    first_passing,
     is_byte_level,
     pre_tokenizer_difference,
     probe_texts,
+    split_candidates,
     split_probe_texts,
     split_steps,
     translate_pattern,
@@ -818,15 +821,76 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         # normalizer step (checked with the whole pipeline below).
         normalizers += (patterns.Normalize("prefix_space"),)
         pre_tokenizer = dict(lone[0], add_prefix_space=False)
-    split = confirmed_split if confirmed_split is not None else \
-        checked_pattern(pre_tokenizer, refuse, named=not normalizers)
-    pattern = split
-    if normalizers:
-        pattern = (*normalizers, *patterns.split_steps_of(pattern))
-    decoder = document.get("decoder")
-    if not is_byte_level(decoder):
-        raise refuse(f"the decoder {describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
+    candidates = [confirmed_split] if confirmed_split is not None else \
+        split_candidates(pre_tokenizer, refuse, named=not normalizers)
 
+    def checked_split() -> patterns.Pattern:
+        return confirmed_split if confirmed_split is not None else first_passing(candidates, pre_tokenizer, refuse)
+
+    def settings() -> tuple[dict[str, int], dict[str, set[str]]]:
+        decoder = document.get("decoder")
+        if not is_byte_level(decoder):
+            raise refuse(f"the decoder {describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
+        return _added_tokens(document, spelled_model, normalizers, refuse)
+
+    def built(split: patterns.Pattern) -> BPE:
+        pattern = (*normalizers, *patterns.split_steps_of(split)) if normalizers else split
+        return _built(model, spelled_model, pattern, split, specials, name or Path(path).parent.name or "tokenizer",
+                      refuse)
+
+    if spelled_model is None or confirmed_split is not None or not candidates:
+        split = checked_split()
+        specials, rules = settings()
+        loaded = built(split)
+    else:
+        try:
+            specials, rules = settings()
+        except Exception as error:  # noqa: BLE001 - raised below, after the split's own refusal if any
+            problem: Exception | None = error
+        else:
+            problem = None
+        if problem is not None:
+            checked_split()  # the split is checked first: its refusal comes before these
+            raise problem
+        # The split probe (a tenth of a second or more) runs while the core builds the model with the first
+        # candidate split, which the probe confirms but for rare files.
+        building = _InBackground(lambda: built(candidates[0]))
+        try:
+            split = checked_split()
+        finally:
+            building.join()
+        loaded = building.result() if split is candidates[0] else built(split)
+    absent = missing_bytes(loaded)
+    if absent and model.get("unk_token") is not None:
+        raise refuse(
+            f"the vocabulary lacks the byte symbols {_show_bytes(absent)} and model.unk_token is set: tokenizers "
+            "emits the unknown token for such bytes, which hf_bpe's byte-level models do not"
+        )
+    if rules:
+        loaded = with_special_token_rules(loaded, rules)
+    if checked and (normalizers or rules):
+        reduced = _ReducedPair(document, path, lossy, split, specials, spelled_model)
+        if normalizers:
+            _check_normalizer(loaded, document, refuse)
+            _check_pipeline(reduced, refuse)
+        if rules:  # plain added tokens are matched leftmost-longest, as tokenizers does
+            _check_added_tokens(reduced, sorted(loaded.special_tokens), refuse)
+    in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
+    if in_text:
+        warnings.warn(
+            f"{path}: the vocabulary lacks the byte symbols {_show_bytes(in_text)}, which UTF-8 text uses; as "
+            "tokenizers does, hf_bpe drops such a byte from the text it encodes (so those ids decode to different "
+            "text), and refuses raw bytes that need one",
+            MissingBytesWarning, stacklevel=4,
+        )
+    return loaded
+
+
+def _added_tokens(document: dict[str, Any], spelled_model: Any, normalizers: tuple[patterns.Normalize, ...],
+                  refuse: Any) -> tuple[dict[str, int], dict[str, set[str]]]:
+    """The file's added tokens as special tokens (text -> the id `tokenizers` gives them) and their rules
+    (see :func:`_load`, whose ``spelled_model`` holds the vocabulary when the document's model lacks it)."""
+    model = document["model"]
     specials: dict[str, int] = {}
     rules: dict[str, set[str]] = {}
     vocab: dict[str, Any] = model["vocab"] if spelled_model is None and isinstance(model.get("vocab"), dict) else {}
@@ -865,10 +929,13 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         specials[content] = token_id
         rules[content] = {flag for flag in ("lstrip", "rstrip", "single_word") if entry.get(flag)} | \
             ({"normalized"} if normalized else set())
-    rules = _added_token_rules(rules, refuse)
+    return specials, _added_token_rules(rules, refuse)
 
+
+def _built(model: dict[str, Any], spelled_model: Any, pattern: Any, split: patterns.Pattern, specials: dict[str, int],
+           name: str, refuse: Any) -> BPE:
+    """The model of the file's vocabulary and merges (see :func:`_load`)."""
     ignore_merges = bool(model.get("ignore_merges", False))
-    name = name or Path(path).parent.name or "tokenizer"
     try:
         # The core reads a regular file at once (a second or more in Python for 100,000s of tokens); anything
         # it leaves (None) is read below, which says what is wrong.
@@ -876,40 +943,43 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             loaded = _rules.from_tokenizer_json(spelled_model, pattern, specials, ignore_merges=ignore_merges, name=name)
             if loaded is None:
                 raise _Irregular(split)
-        else:
-            loaded = _rules.from_spelled_merges(model["vocab"], model["merges"], pattern, specials,
-                                                ignore_merges=ignore_merges, name=name) \
-                if isinstance(model.get("vocab"), dict) and isinstance(model.get("merges"), list) else None
-        if loaded is None:
-            loaded = _read_merges(model, pattern, specials, ignore_merges, name, refuse)
+            return loaded
+        loaded = _rules.from_spelled_merges(model["vocab"], model["merges"], pattern, specials,
+                                            ignore_merges=ignore_merges, name=name) \
+            if isinstance(model.get("vocab"), dict) and isinstance(model.get("merges"), list) else None
+        return loaded if loaded is not None else _read_merges(model, pattern, specials, ignore_merges, name, refuse)
     except InvalidVocabularyError as error:
         raise refuse(str(error)) from None
     except ValueError as error:  # the split pattern
         raise refuse(f"the split pattern cannot be used: {error}") from None
-    absent = missing_bytes(loaded)
-    if absent and model.get("unk_token") is not None:
-        raise refuse(
-            f"the vocabulary lacks the byte symbols {_show_bytes(absent)} and model.unk_token is set: tokenizers "
-            "emits the unknown token for such bytes, which hf_bpe's byte-level models do not"
-        )
-    if rules:
-        loaded = with_special_token_rules(loaded, rules)
-    if checked and (normalizers or rules):
-        reduced = _ReducedPair(document, path, lossy, split, specials, spelled_model)
-        if normalizers:
-            _check_normalizer(loaded, document, refuse)
-            _check_pipeline(reduced, refuse)
-        if rules:  # plain added tokens are matched leftmost-longest, as tokenizers does
-            _check_added_tokens(reduced, sorted(loaded.special_tokens), refuse)
-    in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
-    if in_text:
-        warnings.warn(
-            f"{path}: the vocabulary lacks the byte symbols {_show_bytes(in_text)}, which UTF-8 text uses; as "
-            "tokenizers does, hf_bpe drops such a byte from the text it encodes (so those ids decode to different "
-            "text), and refuses raw bytes that need one",
-            MissingBytesWarning, stacklevel=4,
-        )
-    return loaded
+
+
+class _InBackground:
+    """A call run on another thread (the core builds without the GIL); :meth:`join` waits for it,
+    :meth:`result` then returns its value or raises its exception."""
+
+    def __init__(self, work: Callable[[], BPE]) -> None:
+        self._value: BPE | None = None
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                self._value = work()
+            except BaseException as error:  # noqa: BLE001 - handed to the caller, which raises it
+                self._error = error
+
+        self._thread = threading.Thread(target=run, name="hf_bpe-load", daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> BPE:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
 
 
 def _read_merges(model: dict[str, Any], pattern: Any, specials: dict[str, int], ignore_merges: bool, name: str,

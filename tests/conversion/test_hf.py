@@ -441,9 +441,18 @@ def test_load_refuses_a_split_it_would_cut_differently(monkeypatch: pytest.Monke
                                                  r"into \[.*\] here but into \[.*\] by tokenizers; the first "
                                                  r"difference is at character \d+, at U\+"):
         hf_load.load(path)
+    # The split is refused before what is read after it (the model is built while the split is checked).
+    document = minimal_document()
+    document["added_tokens"] = [{"id": 300, "content": "<s>", "special": True}] * 2
+    twice = with_pre_tokenizer(document, splits_then_byte_level(patterns.Split("[[:punct:]]+|[^[:punct:]]+")),
+                               tmp_path / "twice" / "tokenizer.json")
+    with pytest.raises(TokenizerFileError, match=r"hf_bpe cannot load this pre-tokenizer .* exactly"):
+        hf_load.load(twice)
     exact = patterns.Split("[[:punct:]]+|[^[:punct:]]+")
     monkeypatch.setattr(hf_pretokenizers, "_split_rules", lambda pre_tokenizer, refuse: [fancy, exact])
     assert hf_load.load(path).pattern == exact
+    with pytest.raises(TokenizerFileError, match="added token '<s>' appears twice"):
+        hf_load.load(twice)
 
 
 def test_a_split_that_backtracks_catastrophically_on_short_text_is_refused_at_load(tmp_path: Path) -> None:
