@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -207,7 +208,6 @@ pub struct SpelledVocab<'a> {
     /// Every entry: its id, `None` for a token spelled outside the alphabet or an added token.
     ids: FxHashMap<&'a str, Option<Rank>>,
     special_ids: FxHashMap<&'a str, Rank>,
-    joined: String,
 }
 
 impl<'a> SpelledVocab<'a> {
@@ -221,9 +221,16 @@ impl<'a> SpelledVocab<'a> {
     ) -> Option<(Self, Vec<(Vec<u8>, Rank)>)> {
         let special_ids: FxHashMap<&str, Rank> = specials.iter().map(|(text, id)| (text.as_str(), *id)).collect();
         let special_id_set: rustc_hash::FxHashSet<Rank> = specials.iter().map(|(_, id)| *id).collect();
+        let entries: Vec<(&'a str, Rank)> = entries.collect();
+        // Each entry's bytes (on the current pool's threads when called on one); added tokens' unused.
+        let mut unspelled: Vec<Option<Vec<u8>>> = if rayon::current_thread_index().is_some() {
+            entries.par_iter().with_min_len(4096).map(|(spelled, _)| unspell(spelled)).collect()
+        } else {
+            entries.iter().map(|(spelled, _)| unspell(spelled)).collect()
+        };
         let mut ids = FxHashMap::with_capacity_and_hasher(entries.len(), Default::default());
         let mut tokens = Vec::with_capacity(entries.len());
-        for (spelled, id) in entries {
+        for (&(spelled, id), token) in entries.iter().zip(&mut unspelled) {
             let token_id = if special_id_set.contains(&id) {
                 if special_ids.get(spelled) != Some(&id) {
                     return None;
@@ -232,7 +239,7 @@ impl<'a> SpelledVocab<'a> {
             } else if special_ids.contains_key(spelled) {
                 return None;
             } else {
-                unspell(spelled).map(|token| {
+                token.take().map(|token| {
                     tokens.push((token, id));
                     id
                 })
@@ -241,23 +248,23 @@ impl<'a> SpelledVocab<'a> {
                 return None; // an entry twice
             }
         }
-        Some((Self { ids, special_ids, joined: String::new() }, tokens))
+        Some((Self { ids, special_ids }, tokens))
     }
 
     /// The ids a merge joins: `Some(None)` for a merge left out (naming an added token or a token
     /// spelled outside the alphabet), `None` when a part is not in the vocabulary or the joined
-    /// token is not a token of the alphabet.
-    pub fn merge(&mut self, left: &str, right: &str) -> Option<Option<(Rank, Rank)>> {
+    /// token is not a token of the alphabet. `joined` is a buffer for the joined token.
+    pub fn merge(&self, joined: &mut String, left: &str, right: &str) -> Option<Option<(Rank, Rank)>> {
         if self.special_ids.contains_key(left) || self.special_ids.contains_key(right) {
             return Some(None);
         }
         let (Some(left_id), Some(right_id)) = (*self.ids.get(left)?, *self.ids.get(right)?) else {
             return Some(None);
         };
-        self.joined.clear();
-        self.joined.push_str(left);
-        self.joined.push_str(right);
-        match self.ids.get(self.joined.as_str()) {
+        joined.clear();
+        joined.push_str(left);
+        joined.push_str(right);
+        match self.ids.get(joined.as_str()) {
             Some(Some(_)) => Some(Some((left_id, right_id))),
             _ => None,
         }
@@ -269,13 +276,19 @@ impl TokenizerJson {
     /// `None` for anything irregular.
     #[allow(clippy::type_complexity)]
     pub fn tokens_and_merges(&self, specials: &[(String, Rank)]) -> Option<(Vec<(Vec<u8>, Rank)>, Vec<(Rank, Rank)>)> {
-        let (mut vocab, tokens) =
+        let (vocab, tokens) =
             SpelledVocab::new(self.vocab.iter().map(|(spelled, id)| (spelled.as_str(), *id)), specials)?;
-        let mut merges = Vec::with_capacity(self.merges.len());
-        for merge in &self.merges {
-            if let Some(pair) = vocab.merge(&merge.left, &merge.right)? {
-                merges.push(pair);
-            }
+        // The lines' lookups are independent: on the current pool's threads when called on one.
+        let look_up = |joined: &mut String, merge: &SpelledMerge| vocab.merge(joined, &merge.left, &merge.right);
+        let pairs: Vec<Option<Option<(Rank, Rank)>>> = if rayon::current_thread_index().is_some() {
+            self.merges.par_iter().with_min_len(4096).map_init(String::new, look_up).collect()
+        } else {
+            let mut joined = String::new();
+            self.merges.iter().map(|merge| look_up(&mut joined, merge)).collect()
+        };
+        let mut merges = Vec::with_capacity(pairs.len());
+        for pair in pairs {
+            merges.extend(pair?);
         }
         Some((tokens, merges))
     }

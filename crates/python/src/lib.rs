@@ -428,10 +428,11 @@ fn spelled_vocab_and_merges(
         let Ok(spelled) = spelled.to_str() else { return Ok(None) };
         texts.push((spelled, *id));
     }
-    let Some((mut spelled_vocab, tokens)) = SpelledVocab::new(texts.into_iter(), specials) else {
+    let Some((spelled_vocab, tokens)) = SpelledVocab::new(texts.into_iter(), specials) else {
         return Ok(None);
     };
     let mut merge_ids = Vec::with_capacity(merges.len());
+    let mut joined = String::new();
     let mut pair_parts: [Option<Bound<'_, PyString>>; 2] = [None, None];
     for merge in merges.iter() {
         let line;
@@ -454,7 +455,7 @@ fn spelled_vocab_and_merges(
         } else {
             return Ok(None);
         };
-        match spelled_vocab.merge(left, right) {
+        match spelled_vocab.merge(&mut joined, left, right) {
             Some(Some(pair)) => merge_ids.push(pair),
             Some(None) => {}
             None => return Ok(None),
