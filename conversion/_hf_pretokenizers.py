@@ -42,9 +42,11 @@ __all__ = [
     "SPLIT_PROBE_EDGES",
     "checked_pattern",
     "describe",
+    "first_passing",
     "is_byte_level",
     "pre_tokenizer_difference",
     "probe_texts",
+    "split_candidates",
     "split_probe_texts",
     "split_steps",
     "translate_pattern",
@@ -254,6 +256,12 @@ def checked_pattern(pre_tokenizer: Any, refuse: Any, *, named: bool = True) -> p
     the same pieces as `tokenizers` running that pre-tokenizer: a named pattern the file spells
     (faster) when it passes (unless ``named`` is false), else the file's own Split steps on
     Oniguruma; refused when neither does."""
+    return first_passing(split_candidates(pre_tokenizer, refuse, named=named), pre_tokenizer, refuse)
+
+
+def split_candidates(pre_tokenizer: Any, refuse: Any, *, named: bool = True) -> list[patterns.Pattern]:
+    """The split patterns :func:`checked_pattern` tries for the file's pre-tokenizer, in order, before any is
+    checked; refused at once when one cannot be used or `tokenizers` cannot read the pre-tokenizer."""
     candidates = _split_rules(pre_tokenizer, refuse)
     if not named:
         candidates = [pattern for pattern in candidates if not isinstance(pattern, str)]
@@ -267,6 +275,12 @@ def checked_pattern(pre_tokenizer: Any, refuse: Any, *, named: bool = True) -> p
         _TheirSplitter(pre_tokenizer)
     except Exception as error:  # noqa: BLE001 - whatever tokenizers raises, the file is refused with it
         raise refuse(f"tokenizers cannot read the pre-tokenizer: {error}") from None
+    return list(candidates)
+
+
+def first_passing(candidates: list[patterns.Pattern], pre_tokenizer: Any, refuse: Any) -> patterns.Pattern:
+    """The first of ``candidates`` (:func:`split_candidates`) that cuts :func:`split_probe_texts` as
+    `tokenizers` runs ``pre_tokenizer``; refused when none does."""
     difference = None
     for pattern in candidates:
         try:

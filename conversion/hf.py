@@ -35,8 +35,9 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import threading
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -50,16 +51,18 @@ from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were de
     SPLIT_PROBE_EDGES,
     checked_pattern,
     describe,
+    first_passing,
     is_byte_level,
     pre_tokenizer_difference,
     probe_texts,
+    split_candidates,
     split_probe_texts,
     split_steps,
     translate_pattern,
 )
 from hf_bpe import _rules, patterns
 from hf_bpe._byte_level import BYTE_TO_UNICODE, str_to_token, token_to_str, try_str_to_token
-from hf_bpe._io import atomic_write, read_json
+from hf_bpe._io import atomic_write, json_of, read_file, text_of
 from hf_bpe.errors import (
     ConversionError,
     InvalidVocabularyError,
@@ -560,7 +563,38 @@ def load(tokenizer_json: str | os.PathLike[str] | Tokenizer, *, name: str | None
     >>> conversion.hf.load(path).encode("abc")
     [256, 66]
     """
-    document, path = _document(tokenizer_json, source)
+    if isinstance(tokenizer_json, Tokenizer):
+        document, path = _document(tokenizer_json, source)
+        return _load_document(document, path, name=name, lossy=lossy)
+    path = source if source is not None else tokenizer_json
+    data = read_file(tokenizer_json)
+    # The core reads the vocabulary and merges of a regular file (most of its bytes: a second or more as
+    # Python objects for 100,000s of tokens), and hands back the rest of the document; anything irregular
+    # is read again here whole, which says what is wrong.
+    parts = _rules.read_tokenizer_json(data)
+    confirmed_split = None
+    if parts is not None:
+        rest, spelled_model = parts
+        try:
+            return _load_document(json_of(rest, tokenizer_json), path, name=name, lossy=lossy, spelled_model=spelled_model)
+        except _Irregular as irregular:
+            confirmed_split = irregular.split
+    document = json_of(text_of(data, tokenizer_json), tokenizer_json)
+    return _load_document(document, path, name=name, lossy=lossy, confirmed_split=confirmed_split)
+
+
+class _Irregular(Exception):
+    """The vocabulary or merges of a file the core read (:func:`hf_bpe._rules.read_tokenizer_json`) need
+    the whole document's reading; ``split`` is the split pattern already checked, if any."""
+
+    def __init__(self, split: patterns.Pattern | None) -> None:
+        super().__init__("irregular vocabulary or merges")
+        self.split = split
+
+
+def _load_document(document: Any, path: str | os.PathLike[str], *, name: str | None, lossy: bool,
+                   spelled_model: Any = None, confirmed_split: patterns.Pattern | None = None) -> BPE:
+    """:func:`load` of a parsed document (see :func:`_load`), refused when it is not a tokenizer.json."""
     if not isinstance(document, dict):
         raise TokenizerFileError(
             path,
@@ -568,7 +602,7 @@ def load(tokenizer_json: str | os.PathLike[str] | Tokenizer, *, name: str | None
             'object with a "model" (as tokenizers\' Tokenizer.save writes it)',
         )
     try:
-        return _load(document, path, name=name, lossy=lossy)
+        return _load(document, path, name=name, lossy=lossy, spelled_model=spelled_model, confirmed_split=confirmed_split)
     except KeyError as error:
         raise TokenizerFileError(path, f"not a tokenizer.json: missing or malformed {error}") from None
     except (TypeError, AttributeError):
@@ -583,7 +617,8 @@ def _document(tokenizer_json: str | os.PathLike[str] | Tokenizer,
     """The JSON of a ``tokenizer.json`` file or of a live ``tokenizers.Tokenizer``, and what names it."""
     if isinstance(tokenizer_json, Tokenizer):
         return json.loads(tokenizer_json.to_str()), source if source is not None else "tokenizers.Tokenizer"
-    return read_json(tokenizer_json), source if source is not None else tokenizer_json
+    return json_of(text_of(read_file(tokenizer_json), tokenizer_json), tokenizer_json), \
+        source if source is not None else tokenizer_json
 
 
 def special_token_settings(tokenizer_json: str | os.PathLike[str] | Tokenizer, *,
@@ -701,10 +736,12 @@ def _token_id_in(document: dict[str, Any], token: str) -> int | None:
     model = model if isinstance(model, dict) else {}
     vocab: dict[str, Any] = model["vocab"] if isinstance(model.get("vocab"), dict) else {}
     earlier: dict[str, int] = {}
+    largest = None  # of the ids in earlier (a running maximum: files hold thousands of added tokens)
     for entry in document.get("added_tokens") or []:
         content = entry.get("content") if isinstance(entry, dict) else None
         if isinstance(content, str) and content not in earlier:
-            earlier[content] = _added_token_id(content, model, earlier, len(vocab))
+            earlier[content] = found = _added_token_id(content, vocab.get(content), largest, len(vocab))
+            largest = found if isinstance(found, int) and (largest is None or found > largest) else largest
     found = earlier.get(token, vocab.get(token))
     return found if isinstance(found, int) and not isinstance(found, bool) else None
 
@@ -763,10 +800,12 @@ def hf_alphabet() -> set[int]:
 
 
 def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str | None, lossy: bool,
-          checked: bool = True, confirmed_split: patterns.Pattern | None = None) -> BPE:
+          checked: bool = True, confirmed_split: patterns.Pattern | None = None, spelled_model: Any = None) -> BPE:
     """The model of ``document``; ``checked=False`` leaves out the checks of the normalizer and the whole
     pipeline, and ``confirmed_split`` is the split :func:`checked_pattern` already confirmed for its
-    pre-tokenizer (:func:`_check_pipeline` loads a reduced copy of a file it is checking)."""
+    pre-tokenizer (:func:`_check_pipeline` loads a reduced copy of a file it is checking). With
+    ``spelled_model`` (:func:`hf_bpe._rules.read_tokenizer_json`), the document's model lacks its vocabulary and
+    merges, which ``spelled_model`` holds; raises :class:`_Irregular` where they need the whole document's reading."""
     def refuse(problem: str) -> TokenizerFileError:
         return TokenizerFileError(path, problem)
 
@@ -774,6 +813,8 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     if model.get("type") != "BPE":
         raise refuse(f"the model is {model.get('type')!r}; hf_bpe reads BPE models only")
     if _hf_sentencepiece_read.is_sentencepiece_style(document):
+        if spelled_model is not None:
+            raise _Irregular(None)
         return _hf_sentencepiece_read.load(document, path, refuse, name=name, lossy=lossy)
     normalizers = normalizer_steps(document.get("normalizer"), refuse)
     for option in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
@@ -787,19 +828,87 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         # normalizer step (checked with the whole pipeline below).
         normalizers += (patterns.Normalize("prefix_space"),)
         pre_tokenizer = dict(lone[0], add_prefix_space=False)
-    split = confirmed_split if confirmed_split is not None else \
-        checked_pattern(pre_tokenizer, refuse, named=not normalizers)
-    pattern = split
-    if normalizers:
-        pattern = (*normalizers, *patterns.split_steps_of(pattern))
-    decoder = document.get("decoder")
-    if not is_byte_level(decoder):
-        raise refuse(f"the decoder {describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
+    candidates = [confirmed_split] if confirmed_split is not None else \
+        split_candidates(pre_tokenizer, refuse, named=not normalizers)
 
+    def checked_split() -> patterns.Pattern:
+        return confirmed_split if confirmed_split is not None else first_passing(candidates, pre_tokenizer, refuse)
+
+    def settings() -> tuple[dict[str, int], dict[str, set[str]]]:
+        decoder = document.get("decoder")
+        if not is_byte_level(decoder):
+            raise refuse(f"the decoder {describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
+        return _added_tokens(document, spelled_model, normalizers, refuse)
+
+    def built(split: patterns.Pattern) -> BPE:
+        pattern = (*normalizers, *patterns.split_steps_of(split)) if normalizers else split
+        return _built(model, spelled_model, pattern, split, specials, name or Path(path).parent.name or "tokenizer",
+                      refuse)
+
+    if spelled_model is None or confirmed_split is not None or not candidates:
+        split = checked_split()
+        specials, rules = settings()
+        loaded = built(split)
+    else:
+        try:
+            specials, rules = settings()
+        except Exception as error:  # noqa: BLE001 - raised below, after the split's own refusal if any
+            problem: Exception | None = error
+        else:
+            problem = None
+        if problem is not None:
+            checked_split()  # the split is checked first: its refusal comes before these
+            raise problem
+        # The split probe (a tenth of a second or more) runs while the core builds the model with the first
+        # candidate split, which the probe confirms but for rare files.
+        building = _InBackground(lambda: built(candidates[0]))
+        try:
+            split = checked_split()
+        finally:
+            building.join()
+        loaded = building.result() if split is candidates[0] else built(split)
+    absent = missing_bytes(loaded)
+    if absent and model.get("unk_token") is not None:
+        raise refuse(
+            f"the vocabulary lacks the byte symbols {_show_bytes(absent)} and model.unk_token is set: tokenizers "
+            "emits the unknown token for such bytes, which hf_bpe's byte-level models do not"
+        )
+    if rules:
+        loaded = with_special_token_rules(loaded, rules)
+    if checked and (normalizers or rules):
+        reduced = _ReducedPair(document, path, lossy, split, specials, spelled_model)
+        if normalizers:
+            _check_normalizer(loaded, document, refuse)
+            _check_pipeline(reduced, refuse)
+        if rules:  # plain added tokens are matched leftmost-longest, as tokenizers does
+            _check_added_tokens(reduced, sorted(loaded.special_tokens), refuse)
+    in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
+    if in_text:
+        warnings.warn(
+            f"{path}: the vocabulary lacks the byte symbols {_show_bytes(in_text)}, which UTF-8 text uses; as "
+            "tokenizers does, hf_bpe drops such a byte from the text it encodes (so those ids decode to different "
+            "text), and refuses raw bytes that need one",
+            MissingBytesWarning, stacklevel=4,
+        )
+    return loaded
+
+
+def _added_tokens(document: dict[str, Any], spelled_model: Any, normalizers: tuple[patterns.Normalize, ...],
+                  refuse: Any) -> tuple[dict[str, int], dict[str, set[str]]]:
+    """The file's added tokens as special tokens (text -> the id `tokenizers` gives them) and their rules
+    (see :func:`_load`, whose ``spelled_model`` holds the vocabulary when the document's model lacks it)."""
+    model = document["model"]
     specials: dict[str, int] = {}
     rules: dict[str, set[str]] = {}
-    vocab_size = len(model["vocab"]) if isinstance(model.get("vocab"), dict) else 0
+    vocab: dict[str, Any] = model["vocab"] if spelled_model is None and isinstance(model.get("vocab"), dict) else {}
+    vocab_size = len(spelled_model) if spelled_model is not None else len(vocab)
+    if spelled_model is not None:  # the vocabulary's ids of the added tokens, looked up at once
+        added = document.get("added_tokens")
+        contents = [entry["content"] for entry in added if isinstance(entry, dict) and isinstance(entry.get("content"), str)] \
+            if isinstance(added, list) else []
+        vocab = {content: token_id for content, token_id in zip(contents, spelled_model.ids_of(contents)) if token_id is not None}
     file_ids: dict[int, str] = {}  # the ids the file gives its added tokens: refused when corrupt, else unused
+    largest_added: int | None = None  # of the ids in specials (a running maximum: files hold thousands)
     for entry in document.get("added_tokens") or []:
         content, token_id = entry["content"], entry["id"]
         if content in specials:
@@ -809,7 +918,9 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         if token_id in file_ids:
             raise refuse(f"added tokens {file_ids[token_id]!r} and {content!r} both have id {token_id} in the file")
         file_ids[token_id] = content
-        token_id = _added_token_id(content, model, specials, vocab_size)
+        token_id = _added_token_id(content, vocab.get(content), largest_added, vocab_size)
+        if isinstance(token_id, int) and (largest_added is None or token_id > largest_added):
+            largest_added = token_id
         normalized = entry.get("normalized", not entry.get("special", False))
         if normalized and any(step.kind != "prefix_space" for step in normalizers):
             raise refuse(
@@ -825,46 +936,57 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         specials[content] = token_id
         rules[content] = {flag for flag in ("lstrip", "rstrip", "single_word") if entry.get(flag)} | \
             ({"normalized"} if normalized else set())
-    rules = _added_token_rules(rules, refuse)
+    return specials, _added_token_rules(rules, refuse)
 
+
+def _built(model: dict[str, Any], spelled_model: Any, pattern: Any, split: patterns.Pattern, specials: dict[str, int],
+           name: str, refuse: Any) -> BPE:
+    """The model of the file's vocabulary and merges (see :func:`_load`)."""
     ignore_merges = bool(model.get("ignore_merges", False))
-    name = name or Path(path).parent.name or "tokenizer"
     try:
         # The core reads a regular file at once (a second or more in Python for 100,000s of tokens); anything
         # it leaves (None) is read below, which says what is wrong.
+        if spelled_model is not None:
+            loaded = _rules.from_tokenizer_json(spelled_model, pattern, specials, ignore_merges=ignore_merges, name=name)
+            if loaded is None:
+                raise _Irregular(split)
+            return loaded
         loaded = _rules.from_spelled_merges(model["vocab"], model["merges"], pattern, specials,
                                             ignore_merges=ignore_merges, name=name) \
             if isinstance(model.get("vocab"), dict) and isinstance(model.get("merges"), list) else None
-        if loaded is None:
-            loaded = _read_merges(model, pattern, specials, ignore_merges, name, refuse)
+        return loaded if loaded is not None else _read_merges(model, pattern, specials, ignore_merges, name, refuse)
     except InvalidVocabularyError as error:
         raise refuse(str(error)) from None
     except ValueError as error:  # the split pattern
         raise refuse(f"the split pattern cannot be used: {error}") from None
-    absent = missing_bytes(loaded)
-    if absent and model.get("unk_token") is not None:
-        raise refuse(
-            f"the vocabulary lacks the byte symbols {_show_bytes(absent)} and model.unk_token is set: tokenizers "
-            "emits the unknown token for such bytes, which hf_bpe's byte-level models do not"
-        )
-    if rules:
-        loaded = with_special_token_rules(loaded, rules)
-    if checked and (normalizers or rules):
-        reduced = _ReducedPair(document, path, lossy, split, specials)
-        if normalizers:
-            _check_normalizer(loaded, document, refuse)
-            _check_pipeline(reduced, refuse)
-        if rules:  # plain added tokens are matched leftmost-longest, as tokenizers does
-            _check_added_tokens(reduced, sorted(loaded.special_tokens), refuse)
-    in_text = bytes(byte for byte in absent if byte not in NEVER_IN_UTF8)
-    if in_text:
-        warnings.warn(
-            f"{path}: the vocabulary lacks the byte symbols {_show_bytes(in_text)}, which UTF-8 text uses; as "
-            "tokenizers does, hf_bpe drops such a byte from the text it encodes (so those ids decode to different "
-            "text), and refuses raw bytes that need one",
-            MissingBytesWarning, stacklevel=3,
-        )
-    return loaded
+
+
+class _InBackground:
+    """A call run on another thread (the core builds without the GIL); :meth:`join` waits for it,
+    :meth:`result` then returns its value or raises its exception."""
+
+    def __init__(self, work: Callable[[], BPE]) -> None:
+        self._value: BPE | None = None
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                self._value = work()
+            except BaseException as error:  # noqa: BLE001 - handed to the caller, which raises it
+                self._error = error
+
+        self._thread = threading.Thread(target=run, name="hf_bpe-load", daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> BPE:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
 
 
 def _read_merges(model: dict[str, Any], pattern: Any, specials: dict[str, int], ignore_merges: bool, name: str,
@@ -925,12 +1047,18 @@ PIPELINE_CHECK_MERGES = 3000
 """How many of a file's merges the pipeline check keeps (see :func:`_check_pipeline`)."""
 
 
-def _reduced(document: dict[str, Any], added_ids: dict[str, int], merges: int = PIPELINE_CHECK_MERGES) -> dict[str, Any]:
+def _reduced(document: dict[str, Any], added_ids: dict[str, int], merges: int = PIPELINE_CHECK_MERGES,
+             spelled_model: Any = None) -> dict[str, Any]:
     """``document`` with its model cut to its first ``merges`` merges, the tokens they use and form, every
     token of one character (the byte symbols) and the added tokens' entries: the same steps around a
     small model. Ids stay as they are: ``added_ids`` are the ids the whole file gives its added tokens
-    (:func:`_added_token_id`), which the reduced vocabulary pins, as tokenizers would number them after it."""
+    (:func:`_added_token_id`), which the reduced vocabulary pins, as tokenizers would number them after it.
+    With ``spelled_model`` (see :func:`_load`), the core cuts the vocabulary and merges it holds, as here."""
     model = document["model"]
+    if spelled_model is not None:
+        kept, kept_merges = spelled_model.reduced(added_ids, merges)
+        return dict(document, model=dict(model, vocab=kept, merges=kept_merges), post_processor=None,
+                    truncation=None, padding=None)
     vocab, listed = model["vocab"], model.get("merges") or []
     kept = {spelled: token_id for spelled, token_id in vocab.items() if len(spelled) == 1}
     kept.update(added_ids)
@@ -945,17 +1073,16 @@ def _reduced(document: dict[str, Any], added_ids: dict[str, int], merges: int = 
                 padding=None)
 
 
-def _added_token_id(content: str, model: dict[str, Any], earlier: dict[str, int], vocab_size: int) -> Any:
+def _added_token_id(content: str, in_vocab: Any, largest: int | None, vocab_size: int) -> Any:
     """The id `tokenizers` gives an added token, whatever the file's ``"id"`` says: its id in the vocabulary
-    if it is there, else the next after the vocabulary's size or after the added tokens before it.
+    (``in_vocab``, None when it is not there) if it is there, else the next after the vocabulary's size or
+    after the added tokens before it (``largest``: the largest id of those, None when there are none).
 
-    >>> _added_token_id("<x>", {"vocab": {"a": 0, "b": 10}}, {}, 2), _added_token_id("<y>", {"vocab": {}}, {"<x>": 7}, 2)
-    (2, 8)
+    >>> _added_token_id("<x>", None, None, 2), _added_token_id("<y>", None, 7, 2), _added_token_id("a", 0, 7, 2)
+    (2, 8, 0)
     """
-    in_vocab = model["vocab"].get(content) if isinstance(model.get("vocab"), dict) else None
     if in_vocab is not None:
         return in_vocab
-    largest = max(earlier.values(), default=None)
     if largest is None:
         return vocab_size
     return largest + 1 if largest >= vocab_size or vocab_size == 0 else vocab_size
@@ -1016,8 +1143,8 @@ class _ReducedPair:
     suite."""
 
     def __init__(self, document: dict[str, Any], path: str | os.PathLike[str], lossy: bool,
-                 split: patterns.Pattern, added_ids: dict[str, int]) -> None:
-        reduced = _reduced(document, added_ids)
+                 split: patterns.Pattern, added_ids: dict[str, int], spelled_model: Any = None) -> None:
+        reduced = _reduced(document, added_ids, spelled_model=spelled_model)
         self.theirs = Tokenizer.from_str(json.dumps(reduced))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MissingBytesWarning)  # the whole file's warning is given once

@@ -16,6 +16,7 @@ __all__ = [
     "SentencePieceWordCounter",
     "SpecialPolicy",
     "TextStream",
+    "TokenizerJsonModel",
     "_panic_for_tests",
     "_parallel_counts",
     "_set_parallel_for_tests",
@@ -23,6 +24,7 @@ __all__ = [
     "check_utf8_files",
     "learn_parity_merges",
     "learn_superword_merges",
+    "read_tokenizer_json",
     "recognized_split",
 ]
 
@@ -65,6 +67,14 @@ class CoreBPE:
     def from_spelled_merges(
         vocab: dict[str, Any],
         merges: list[Any],
+        split: _ModelSplitArgument,
+        special_tokens: dict[str, int],
+        ignore_merges: bool,
+        rank_rule: bool,
+    ) -> CoreBPE | None: ...
+    @staticmethod
+    def from_tokenizer_json(
+        model: TokenizerJsonModel,
         split: _ModelSplitArgument,
         special_tokens: dict[str, int],
         ignore_merges: bool,
@@ -293,6 +303,13 @@ class SentencePieceWordCounter:
         progress: _Progress | None = None,
     ) -> list[tuple[str, float]]: ...
 
+@final
+class TokenizerJsonModel:
+    def __len__(self) -> int: ...
+    def ids_of(self, tokens: list[str]) -> list[int | None]: ...
+    def reduced(self, added_ids: dict[str, int], merges: int) -> tuple[dict[str, int], list[str | list[str]]]: ...
+
+def read_tokenizer_json(data: bytes) -> tuple[str, TokenizerJsonModel] | None: ...
 def check_utf8_files(paths: Sequence[StrPath]) -> int: ...
 def can_chunk(split: _SplitRuleArgument) -> bool: ...
 def _panic_for_tests(site: str) -> None: ...

@@ -28,11 +28,13 @@ __all__ = [
     "check_has_text_bytes",
     "check_not_sentencepiece",
     "from_spelled_merges",
+    "from_tokenizer_json",
     "ignore_merges",
     "merge_pieces",
     "merge_rule_difference",
     "missing_bytes_difference",
     "rank_rule_difference",
+    "read_tokenizer_json",
 ]
 
 
@@ -70,6 +72,46 @@ def from_spelled_merges(
     ('merges', [2, 3])
     """
     return BPE._from_spelled_merges(vocab, merges, pattern, special_tokens, ignore_merges=ignore_merges, name=name)
+
+
+def read_tokenizer_json(data: bytes) -> tuple[str, Any] | None:
+    """A byte-level ``tokenizer.json``'s bytes read in two parts by the core: the document without
+    ``model.vocab`` and ``model.merges`` as JSON text, and those two read (for
+    :func:`from_tokenizer_json`; ``len`` of it is the vocabulary's size, ``ids_of(tokens)`` the ids
+    the vocabulary gives tokens, ``reduced(added_ids, merges)`` the vocabulary and merges of a
+    reduced copy). ``None`` when the file is not regular: not UTF-8 or JSON, no single ``model``
+    holding one ``vocab`` and one ``merges``, an id that is not an integer from 0 to 2**31 - 1, a
+    merge that is neither ``"left right"`` nor ``[left, right]``; the caller's own reading then says
+    what is wrong.
+
+    >>> rest, spelled = read_tokenizer_json(b'{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, '
+    ...                                     b'"merges": ["a b"]}, "decoder": null}')
+    >>> rest, len(spelled), spelled.ids_of(["ab", "c"])
+    ('{"model":{"type":"BPE"},"decoder":null}', 3, [2, None])
+    >>> read_tokenizer_json(b'{"model": {"vocab": {"a": 1.5}, "merges": []}}') is None
+    True
+    """
+    return BPE._read_tokenizer_json(data)
+
+
+def from_tokenizer_json(
+    spelled: Any,
+    pattern: str | patterns.Split | Sequence[patterns.Step],
+    special_tokens: dict[str, int],
+    *,
+    ignore_merges: bool,
+    name: str | None,
+) -> BPE | None:
+    """:func:`from_spelled_merges` of the vocabulary and merges :func:`read_tokenizer_json` read:
+    the same model, or ``None`` for the same irregular files (and for a token written twice in
+    ``model.vocab``).
+
+    >>> _, spelled = read_tokenizer_json(b'{"model": {"vocab": {"a": 0, "b": 1, "ab": 2, "<s>": 3}, "merges": [["a", "b"]]}}')
+    >>> model = from_tokenizer_json(spelled, "gpt2", {"<s>": 3}, ignore_merges=False, name="x")
+    >>> model.kind, model.encode("ab<s>", allowed_special="all")
+    ('merges', [2, 3])
+    """
+    return BPE._from_tokenizer_json(spelled, pattern, special_tokens, ignore_merges=ignore_merges, name=name)
 
 
 def merge_rule_difference(model: BPE, ignore_merges: bool) -> str | None:

@@ -463,6 +463,31 @@ class BPE(_Encoder):
         model._setup(core, specials, name)
         return model
 
+    @staticmethod
+    def _read_tokenizer_json(data: bytes) -> tuple[str, Any] | None:
+        """See :func:`hf_bpe._rules.read_tokenizer_json`."""
+        return _core.read_tokenizer_json(data)  # type: ignore[no-any-return]
+
+    @classmethod
+    def _from_tokenizer_json(
+        cls,
+        spelled: Any,
+        pattern: str | patterns.Split | Sequence[patterns.Step],
+        special_tokens: Mapping[str, int],
+        *,
+        ignore_merges: bool,
+        name: str | None,
+    ) -> BPE | None:
+        """See :func:`hf_bpe._rules.from_tokenizer_json`."""
+        split = patterns.to_core(patterns.resolve(pattern))
+        specials = dict(special_tokens)
+        core = _core.CoreBPE.from_tokenizer_json(spelled, split, specials, bool(ignore_merges), True)
+        if core is None:
+            return None
+        model = cls.__new__(cls)
+        model._setup(core, specials, name)
+        return model
+
     @classmethod
     def from_vocab(
         cls,

@@ -180,6 +180,9 @@ def minimal_document() -> dict:
         (lambda doc: doc["model"].update(merges=[["a", "zz"]]), "merge 0 .* names 'zz', which the vocab lacks"),
         (lambda doc: doc["model"].update(merges=[["a", "c"]]), "makes 'ac', which the vocab lacks"),
         (lambda doc: doc.pop("model"), "not a tokenizer.json: missing or malformed 'model'"),
+        (lambda doc: doc["model"]["vocab"].update(ab=256.0), "vocab entry 'ab' has the id 256.0, not an integer"),
+        (lambda doc: doc["model"].update(merges=["ab"]), r"merge 0 is 'ab'; expected \"left right\" or \[left, right\]"),
+        (lambda doc: doc["model"].update(merges=[["a", "b", "c"]]), r"merge 0 is \['a', 'b', 'c'\]"),
     ],
 )
 def test_unsupported_or_corrupt_files_name_file_and_problem(tmp_path: Path, change, problem: str) -> None:
@@ -190,6 +193,19 @@ def test_unsupported_or_corrupt_files_name_file_and_problem(tmp_path: Path, chan
     with pytest.raises(TokenizerFileError, match=problem) as raised:
         hf_load.load(path)
     assert str(path) in str(raised.value)
+
+
+def test_a_token_written_twice_in_the_vocabulary_loads_as_tokenizers_reads_it(tmp_path: Path) -> None:
+    """JSON objects keep a repeated key's last value: the core leaves such a file to the whole document's
+    reading, which reads it as tokenizers does."""
+    text = json.dumps(minimal_document())
+    path = tmp_path / "tokenizer.json"
+    path.write_text(text.replace('"ab": 256', '"ab": 300, "ab": 256'), encoding="utf-8")
+    assert '"ab": 300, "ab": 256' in path.read_text("utf-8")
+    theirs = Tokenizer.from_file(str(path))
+    ours = hf_load.load(path)
+    assert ours.encode("abab c", allowed_special="all") == theirs.encode("abab c", add_special_tokens=False).ids == \
+        [256, 256, 32, 99]
 
 
 def test_bad_json_is_reported(tmp_path: Path) -> None:
@@ -425,9 +441,18 @@ def test_load_refuses_a_split_it_would_cut_differently(monkeypatch: pytest.Monke
                                                  r"into \[.*\] here but into \[.*\] by tokenizers; the first "
                                                  r"difference is at character \d+, at U\+"):
         hf_load.load(path)
+    # The split is refused before what is read after it (the model is built while the split is checked).
+    document = minimal_document()
+    document["added_tokens"] = [{"id": 300, "content": "<s>", "special": True}] * 2
+    twice = with_pre_tokenizer(document, splits_then_byte_level(patterns.Split("[[:punct:]]+|[^[:punct:]]+")),
+                               tmp_path / "twice" / "tokenizer.json")
+    with pytest.raises(TokenizerFileError, match=r"hf_bpe cannot load this pre-tokenizer .* exactly"):
+        hf_load.load(twice)
     exact = patterns.Split("[[:punct:]]+|[^[:punct:]]+")
     monkeypatch.setattr(hf_pretokenizers, "_split_rules", lambda pre_tokenizer, refuse: [fancy, exact])
     assert hf_load.load(path).pattern == exact
+    with pytest.raises(TokenizerFileError, match="added token '<s>' appears twice"):
+        hf_load.load(twice)
 
 
 def test_a_split_that_backtracks_catastrophically_on_short_text_is_refused_at_load(tmp_path: Path) -> None:
@@ -498,28 +523,37 @@ def _generated_document(rng: random.Random, hf_trained: Path) -> dict:
 
 def test_the_cores_reading_equals_the_entry_by_entry_reading(hf_trained: Path, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """The core reads regular files at once; the Python reading (taken when the core leaves a file) must make
-    the same model of every file both read."""
+    """The core reads regular files at once, from the file's text (``from_tokenizer_json``) or, for a file
+    it leaves, from Python's parsed document (``from_spelled_merges``); the Python reading (taken when both
+    leave a file) must make the same model of every file all three read."""
     import hf_bpe._rules
 
     rng = random.Random(5)
     texts = list(varied_texts(scaled(300, 60), seed=3))
     read_by_core = []
-    core_reading = hf_bpe._rules.from_spelled_merges
+    file_reading, document_reading = hf_bpe._rules.from_tokenizer_json, hf_bpe._rules.from_spelled_merges
     for number in range(scaled(12, 4)):
         path = tmp_path / f"generated-{number}" / "tokenizer.json"
         path.parent.mkdir()
         path.write_text(json.dumps(_generated_document(rng, hf_trained)), "utf-8")
         with monkeypatch.context() as patch:
-            patch.setattr(hf_bpe._rules, "from_spelled_merges",
-                          lambda *args, **kwargs: read_by_core.append(core_reading(*args, **kwargs)) or read_by_core[-1])
+            patch.setattr(hf_bpe._rules, "from_tokenizer_json",
+                          lambda *args, **kwargs: read_by_core.append(file_reading(*args, **kwargs)) or read_by_core[-1])
             fast = hf_load.load(path)
-        assert read_by_core[-1] is not None, f"{path}: the core left a regular file"
+        assert read_by_core[-1] is not None, f"{path}: the core left a regular file's text"
         with monkeypatch.context() as patch:
+            patch.setattr(hf_bpe._rules, "from_tokenizer_json", lambda *args, **kwargs: None)
+            patch.setattr(hf_bpe._rules, "from_spelled_merges",
+                          lambda *args, **kwargs: read_by_core.append(document_reading(*args, **kwargs)) or read_by_core[-1])
+            from_document = hf_load.load(path)
+        assert read_by_core[-1] is not None, f"{path}: the core left a regular file's document"
+        with monkeypatch.context() as patch:
+            patch.setattr(hf_bpe._rules, "from_tokenizer_json", lambda *args, **kwargs: None)
             patch.setattr(hf_bpe._rules, "from_spelled_merges", lambda *args, **kwargs: None)
             slow = hf_load.load(path)
-        assert (fast.kind, fast.mergeable_ranks, fast.merges, fast.special_tokens) == \
-            (slow.kind, slow.mergeable_ranks, slow.merges, slow.special_tokens), path
+        for read in (fast, from_document):
+            assert (read.kind, read.mergeable_ranks, read.merges, read.special_tokens) == \
+                (slow.kind, slow.mergeable_ranks, slow.merges, slow.special_tokens), path
         theirs = Tokenizer.from_file(str(path))
         assert_same(f"{path.parent.name}: encode vs tokenizers", texts,
                     [fast.encode(text, allowed_special="all") for text in texts],

@@ -3,7 +3,7 @@
 //! Stages, each in its own module: `normalize` (SentencePiece's normalizer), `pretokenize` (split
 //! pattern, or `onig_split`: `tokenizers`' Split pre-tokenizers on Oniguruma), `merge` (byte-pair merging of one piece; its pair table in `pairs`), `special` (special-token matching),
 //! `char_merge` (SentencePiece's BPE: merging from characters, on the same merge loop), `model` (the model: vocabulary,
-//! encode, decode), `stream` (encoding text that arrives in parts), `parallel` (one long text on several threads); `tuning` holds every tuning constant,
+//! encode, decode), `stream` (encoding text that arrives in parts), `parallel` (one long text on several threads), `tokenizer_json` (reading a `tokenizer.json`'s vocabulary and merges); `tuning` holds every tuning constant,
 //! each with what it trades.
 //! Nothing here knows about Python; the bindings live in the `hf_bpe_python` crate.
 
@@ -29,6 +29,7 @@ pub mod special;
 pub mod stream;
 #[cfg(test)]
 mod test_rng;
+pub mod tokenizer_json;
 pub mod train;
 pub mod tuning;
 

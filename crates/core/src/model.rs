@@ -131,6 +131,17 @@ pub fn show_bytes(bytes: &[u8]) -> String {
     shown
 }
 
+/// `a` and `b`, on two threads of the current rayon pool when called on one (as [`Model::from_ranks`]
+/// and the Python layer's builds are), else one after the other on the calling thread: rayon's global
+/// pool, which a thread outside any pool would use, does not survive a fork.
+fn join_in_pool<A: Send, B: Send>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B + Send) -> (A, B) {
+    if rayon::current_thread_index().is_some() {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
+    }
+}
+
 /// The most ids a table indexed by id may cover for `count` tokens: four slots per token, and at
 /// least 65,536 (vocabularies with holes, such as reserved ranges, stay dense).
 pub fn dense_bound(count: usize) -> usize {
@@ -529,6 +540,20 @@ impl Model {
             }
         }
         let dropped_bytes = (0..=255u8).any(|byte| missing[byte as usize] && !never_in_utf8(byte)).then(|| Box::new(missing));
+        // The token each line spells (hash lookups of joined bytes: on the current pool's threads
+        // when called on one), then the table in line order.
+        let spelled = |joined: &mut Vec<u8>, &(left, right): &(Rank, Rank)| {
+            joined.clear();
+            joined.extend_from_slice(bytes_of[&left]);
+            joined.extend_from_slice(bytes_of[&right]);
+            encoder.get(&joined[..]).copied()
+        };
+        let merged_ids: Vec<Option<Rank>> = if rayon::current_thread_index().is_some() {
+            merges.par_iter().with_min_len(4096).map_init(Vec::new, spelled).collect()
+        } else {
+            let mut joined = Vec::new();
+            merges.iter().map(|merge| spelled(&mut joined, merge)).collect()
+        };
         let mut table = MergeTable::builder_recording_joins(ids);
         table.reserve(last_line.len());
         let mut merge_list = Vec::with_capacity(last_line.len());
@@ -536,8 +561,7 @@ impl Model {
             if last_line[&(left, right)] != line || bytes_of[&left].is_empty() || bytes_of[&right].is_empty() {
                 continue;
             }
-            let merged = [bytes_of[&left], bytes_of[&right]].concat();
-            let Some(&merged) = encoder.get(&merged[..]) else {
+            let Some(merged) = merged_ids[line] else {
                 return Err(BuildError::MergeMakesUnknownToken {
                     line,
                     left: bytes_of[&left].to_vec(),
@@ -633,20 +657,36 @@ impl Model {
         let token_of_id: FxHashMap<Rank, &[u8]> = encoder.iter().map(|(token, &id)| (id, &token[..])).collect();
         check_specials(&specials, |id| token_of_id.get(&id).map(|token| token.to_vec()))?;
         let max_id = encoder.values().copied().chain(specials.iter().map(|(_, id)| *id)).max();
-        let tokens = TokenTable::new(
-            encoder
-                .iter()
-                .map(|(token, &rank)| (rank, token.clone()))
-                .chain(specials.iter().map(|(special, id)| (*id, special.as_bytes().into()))),
-            encoder.len() + specials.len(),
-            max_id,
-        );
-        let short = ShortTokens::new(encoder.iter().map(|(token, &id)| (&token[..], id)));
+        // Four tables read from the encoder alone, built side by side on the current pool.
         let mut rule = rule;
-        if let Rule::ByteLevel(ByteLevel { merges, .. }) = &mut rule {
-            merges.premerge_chars(|id| token_of_id.get(&id).copied());
-        }
-        let long = long_tokens(&encoder);
+        let ((tokens, long), (short, ())) = join_in_pool(
+            || {
+                join_in_pool(
+                    || {
+                        TokenTable::new(
+                            encoder
+                                .iter()
+                                .map(|(token, &rank)| (rank, token.clone()))
+                                .chain(specials.iter().map(|(special, id)| (*id, special.as_bytes().into()))),
+                            encoder.len() + specials.len(),
+                            max_id,
+                        )
+                    },
+                    || long_tokens(&encoder),
+                )
+            },
+            || {
+                join_in_pool(
+                    || ShortTokens::new(encoder.iter().map(|(token, &id)| (&token[..], id))),
+                    || {
+                        if let Rule::ByteLevel(ByteLevel { merges, .. }) = &mut rule {
+                            merges.premerge_chars(|id| token_of_id.get(&id).copied());
+                        }
+                    },
+                )
+            },
+        );
+        drop(token_of_id);
         Ok(Self { encoder, short, long, tokens, specials, max_id, rule, cache: ShardedCache::new() })
     }
 
@@ -1288,17 +1328,19 @@ impl Model {
     /// differs. (5) An empty token needs a pattern that never matches the empty string, or the rank
     /// rule emits it where the merges list emits nothing. Rank models compare with themselves: `None`.
     pub fn rank_rule_difference(&self) -> Option<RuleDifference> {
-        let ByteLevel { merge_list, ignore_merges, splitter, .. } = self.byte_level()?;
+        let ByteLevel { merge_list, ignore_merges, splitter, merges, .. } = self.byte_level()?;
         let (listed, ignore_merges) = (merge_list.as_deref()?, *ignore_merges);
         if self.encoder.contains_key(&[][..]) && splitter.may_match_empty() {
             return Some(RuleDifference::EmptyMatches { pattern: splitter.pattern().unwrap_or_default().to_owned() });
         }
-        let mut line_of_token: FxHashMap<Rank, usize> = FxHashMap::default();
+        let mut line_of_token: FxHashMap<Rank, usize> =
+            FxHashMap::with_capacity_and_hasher(listed.len(), Default::default());
         let mut previous: Option<(usize, Rank)> = None;
         for (line, &(left, right)) in listed.iter().enumerate() {
-            let token = [self.bytes_of(left), self.bytes_of(right)].concat();
-            let id = self.encoder[&token[..]];
+            // Each listed pair is in the merge table, with the token it spells.
+            let id = merges.get(left, right).expect("a listed merge is in the table").merged;
             if let Some(first_line) = line_of_token.insert(id, line) {
+                let token = self.bytes_of(id);
                 return Some(RuleDifference::TokenMergedTwice { token, first_line, second_line: line });
             }
             if let Some((earlier_line, earlier)) = previous {
@@ -1307,14 +1349,16 @@ impl Model {
                         earlier_line,
                         earlier: self.bytes_of(earlier),
                         later_line: line,
-                        later: token,
+                        later: self.bytes_of(id),
                     });
                 }
             }
             previous = Some((line, id));
         }
-        // The first token (by id) that differs (on the calling thread, as first_not_self_merging).
-        self.ranks().into_iter().filter(|(token, _)| token.len() >= 2).find_map(|(token, id)| {
+        drop(line_of_token);
+        // The first token (by id) that differs: on the current pool's threads when called on one,
+        // else on the calling thread (as first_not_self_merging).
+        let differs = |&(token, id): &(&[u8], Rank)| {
             let parts = self.merge_only(token);
             match parts[..] {
                 [only] if only == id => None,
@@ -1329,7 +1373,13 @@ impl Model {
                     parts: parts.iter().map(|&part| self.bytes_of(part)).collect(),
                 }),
             }
-        })
+        };
+        let tokens: Vec<(&[u8], Rank)> = self.ranks().into_iter().filter(|(token, _)| token.len() >= 2).collect();
+        if rayon::current_thread_index().is_some() {
+            tokens.par_iter().with_min_len(1024).find_map_first(differs)
+        } else {
+            tokens.iter().find_map(differs)
+        }
     }
 
     /// Turns this merges-list model into the rank model it equals, when

@@ -7,11 +7,13 @@ mod arrow;
 mod guard;
 mod ints;
 mod parity;
+mod tokenizer_json;
 mod train;
 mod train_sentencepiece;
 
 use hf_bpe_core::hf_normalize::NormalizeStep;
 use hf_bpe_core::model::MAX_ID;
+use hf_bpe_core::tokenizer_json::SpelledVocab;
 use hf_bpe_core::char_merge::{DecodeState, Metaspace, Piece, PieceKind, SentencePieceSpec};
 use hf_bpe_core::{
     Behavior, BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, SplitRule, SplitStep, StreamError,
@@ -412,8 +414,6 @@ fn spelled_vocab_and_merges(
     merges: &Bound<'_, PyList>,
     specials: &[(String, Rank)],
 ) -> PyResult<Option<(Vec<(Vec<u8>, Rank)>, Vec<(Rank, Rank)>)>> {
-    let special_id: FxHashMap<&str, Rank> = specials.iter().map(|(text, id)| (text.as_str(), *id)).collect();
-    let special_ids: rustc_hash::FxHashSet<Rank> = specials.iter().map(|(_, id)| *id).collect();
     // The keys, kept alive while their text is borrowed below.
     let mut entries: Vec<(Bound<'_, PyString>, Rank)> = Vec::with_capacity(vocab.len());
     for (spelled, id) in vocab.iter() {
@@ -423,33 +423,14 @@ fn spelled_vocab_and_merges(
         let Some(id) = id.extract::<i64>().ok().and_then(id_below_limit) else { return Ok(None) };
         entries.push((spelled, id));
     }
-    // Every key (token id or None when spelled outside the alphabet or an added token).
-    let mut spelled_ids: FxHashMap<&str, Option<Rank>> =
-        FxHashMap::with_capacity_and_hasher(entries.len(), Default::default());
-    let mut tokens = Vec::with_capacity(entries.len());
+    let mut texts = Vec::with_capacity(entries.len());
     for (spelled, id) in &entries {
         let Ok(spelled) = spelled.to_str() else { return Ok(None) };
-        let id = *id;
-        if special_ids.contains(&id) {
-            if special_id.get(spelled) != Some(&id) {
-                return Ok(None);
-            }
-            spelled_ids.insert(spelled, None);
-            continue;
-        }
-        if special_id.contains_key(spelled) {
-            return Ok(None);
-        }
-        match hf_bpe_core::byte_level::unspell(spelled) {
-            Some(token) => {
-                tokens.push((token, id));
-                spelled_ids.insert(spelled, Some(id));
-            }
-            None => {
-                spelled_ids.insert(spelled, None);
-            }
-        }
+        texts.push((spelled, *id));
     }
+    let Some((spelled_vocab, tokens)) = SpelledVocab::new(texts.into_iter(), specials) else {
+        return Ok(None);
+    };
     let mut merge_ids = Vec::with_capacity(merges.len());
     let mut joined = String::new();
     let mut pair_parts: [Option<Bound<'_, PyString>>; 2] = [None, None];
@@ -474,22 +455,11 @@ fn spelled_vocab_and_merges(
         } else {
             return Ok(None);
         };
-        if special_id.contains_key(left) || special_id.contains_key(right) {
-            continue;
+        match spelled_vocab.merge(&mut joined, left, right) {
+            Some(Some(pair)) => merge_ids.push(pair),
+            Some(None) => {}
+            None => return Ok(None),
         }
-        let (Some(&left_id), Some(&right_id)) = (spelled_ids.get(left), spelled_ids.get(right)) else {
-            return Ok(None); // a part the vocabulary lacks
-        };
-        let (Some(left_id), Some(right_id)) = (left_id, right_id) else {
-            continue; // a token outside the alphabet: never formed, so never merged
-        };
-        joined.clear();
-        joined.push_str(left);
-        joined.push_str(right);
-        if !matches!(spelled_ids.get(joined.as_str()), Some(Some(_))) {
-            return Ok(None);
-        }
-        merge_ids.push((left_id, right_id));
     }
     Ok(Some((tokens, merge_ids)))
 }
@@ -679,8 +649,9 @@ impl CoreBPE {
             let specials = specials_of(special_tokens)?;
             let merges = merge_ids_of(merges)?;
             let (normalizers, split) = model_split_of(split)?;
+            let pool = thread_pool(None)?;
             let mut model = py
-                .detach(|| Model::from_merges(vocab, merges, split, specials, ignore_merges))
+                .detach(|| pool.install(|| Model::from_merges(vocab, merges, split, specials, ignore_merges)))
                 .map_err(|error| build_error(py, error))?;
             model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
             model.set_dropped_after_merging(dropped_after_merging);
@@ -716,9 +687,43 @@ impl CoreBPE {
             };
             let (normalizers, split) = model_split_of(split)?;
             let build = if rank_rule { Model::from_merges_as_ranks } else { Model::from_merges };
+            // On this process's pool, where the core builds independent tables side by side.
+            let pool = thread_pool(None)?;
             let mut model = py
-                .detach(|| build(tokens, merge_ids, split, specials, ignore_merges))
+                .detach(|| pool.install(|| build(tokens, merge_ids, split, specials, ignore_merges)))
                 .map_err(|error| build_error(py, error))?;
+            model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
+            Ok(Some(Self::with_model(model)))
+        })
+    }
+
+    /// A merges-list model of a byte-level `tokenizer.json` whose vocabulary and merges the core
+    /// read (`read_tokenizer_json`), as [`CoreBPE::from_spelled_merges`] builds one from Python's
+    /// dict and list (same `None` for anything irregular, same `rank_rule`), all without the GIL.
+    #[staticmethod]
+    fn from_tokenizer_json(
+        model: &Bound<'_, tokenizer_json::TokenizerJsonModel>,
+        split: &Bound<'_, PyAny>,
+        special_tokens: &Bound<'_, PyDict>,
+        ignore_merges: bool,
+        rank_rule: bool,
+    ) -> PyResult<Option<Self>> {
+        let py = model.py();
+        let file = &model.get().file;
+        guarded(py, || {
+            check_build_memory(file.vocab.len() + special_tokens.len() + file.merges.len());
+            let specials = specials_of(special_tokens)?;
+            let (normalizers, split) = model_split_of(split)?;
+            let build = if rank_rule { Model::from_merges_as_ranks } else { Model::from_merges };
+            let pool = thread_pool(None)?;
+            let built = py.detach(|| {
+                pool.install(|| {
+                    let (tokens, merge_ids) = file.tokens_and_merges(&specials)?;
+                    Some(build(tokens, merge_ids, split, specials, ignore_merges))
+                })
+            });
+            let Some(built) = built else { return Ok(None) };
+            let mut model = built.map_err(|error| build_error(py, error))?;
             model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
             Ok(Some(Self::with_model(model)))
         })
@@ -1511,5 +1516,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     train::register(module)?;
     parity::register(module)?;
     train_sentencepiece::register(module)?;
+    tokenizer_json::register(module)?;
     Ok(())
 }
