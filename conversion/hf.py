@@ -893,6 +893,15 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
     return loaded
 
 
+def _is_text(value: str) -> bool:
+    """Whether ``value`` is text UTF-8 can spell (JSON can escape lone surrogates, which are not)."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _added_tokens(document: dict[str, Any], spelled_model: Any, normalizers: tuple[patterns.Normalize, ...],
                   refuse: Any) -> tuple[dict[str, int], dict[str, set[str]]]:
     """The file's added tokens as special tokens (text -> the id `tokenizers` gives them) and their rules
@@ -904,8 +913,9 @@ def _added_tokens(document: dict[str, Any], spelled_model: Any, normalizers: tup
     vocab_size = len(spelled_model) if spelled_model is not None else len(vocab)
     if spelled_model is not None:  # the vocabulary's ids of the added tokens, looked up at once
         added = document.get("added_tokens")
-        contents = [entry["content"] for entry in added if isinstance(entry, dict) and isinstance(entry.get("content"), str)] \
-            if isinstance(added, list) else []
+        # (a lone surrogate is no text and no token: left for the checks below to refuse by name)
+        contents = [entry["content"] for entry in added if isinstance(entry, dict) and isinstance(entry.get("content"), str)
+                    and _is_text(entry["content"])] if isinstance(added, list) else []
         vocab = {content: token_id for content, token_id in zip(contents, spelled_model.ids_of(contents)) if token_id is not None}
     file_ids: dict[int, str] = {}  # the ids the file gives its added tokens: refused when corrupt, else unused
     largest_added: int | None = None  # of the ids in specials (a running maximum: files hold thousands)

@@ -824,3 +824,48 @@ def test_unreadable_files_name_the_file_and_line(tmp_path: Path) -> None:
     vocab.write_text('["not", "an", "object"]')
     with pytest.raises(TokenizerFileError, match="vocab.json: expected a JSON object"):
         conversion.gpt2.load(vocab, merges)
+
+
+PIECE_CACHE_MEMORY = """
+import random, sys
+import hf_bpe
+enc = hf_bpe.get_encoding("cl100k_base")
+def anonymous_kb():
+    for line in open("/proc/self/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1])
+# 300,000 different words of 12-20 letters: pieces no cache of the first size holds, none a token
+chance = random.Random(3)
+letters = "bcdfghjklmnpqrstvwxz"
+words = [" " + "".join(chance.choice(letters) for _ in range(chance.randint(12, 20))) for _ in range(300_000)]
+docs = ["".join(words[start:start + 500]) for start in range(0, len(words), 500)]
+ids = [enc.encode_ordinary(doc) for doc in docs]
+before = anonymous_kb()
+for _ in range(3):
+    for doc, expected in zip(docs, ids):
+        assert enc.encode_ordinary(doc) == expected
+print(anonymous_kb() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads RssAnon from /proc/self/status (Linux)")
+@pytest.mark.parametrize("budget", [None, "0"])
+def test_piece_caches_grow_on_text_read_again_within_their_bound(budget: str | None) -> None:
+    """Text read again whose pieces do not fit grows the thread's piece cache, up to 35 MB
+    (docs/limits.md), and no further however often it is read; `HF_BPE_CACHE_GROWTH_MB=0` keeps it at
+    its first size."""
+    import os
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key != "HF_BPE_CACHE_GROWTH_MB"}
+    if budget is not None:
+        env["HF_BPE_CACHE_GROWTH_MB"] = budget
+    result = subprocess.run([sys.executable, "-c", PIECE_CACHE_MEMORY], capture_output=True, text=True,
+                            check=True, env=env, timeout=600)
+    grown_mb = int(result.stdout.split()[-1]) / 1024
+    if budget is None:
+        # 4.3 MB grown to 35 MB, plus what the allocator keeps of the sizes it outgrew (measured: 41 MB)
+        assert 8 < grown_mb < 48, grown_mb
+    else:
+        assert grown_mb < 2, grown_mb

@@ -84,17 +84,26 @@ SAVER = textwrap.dedent("""
     save(MODELS[1])
     save(MODELS[0])
     print((time.monotonic() - start) / 2, flush=True)  # how long a save takes here, to spread the kills
-    for number, delay in enumerate(sys.stdin):
+    for number, factor in enumerate(sys.stdin):
+        done, told = os.pipe()
+        forked = time.monotonic()
         child = os.fork()
         if child == 0:
             try:
+                os.close(done)
                 while True:
                     save(MODELS[(number + 1) % 2])  # first the model the folder does not hold
+                    os.write(told, b".")
                     number += 1
             finally:
                 os._exit(1)
-        time.sleep(float(delay))
+        os.close(told)
+        # The kill lands a random share of a save's time after the first save here is done, measured
+        # on this save: a busy machine slows the saves and the delays alike.
+        os.read(done, 1)
+        time.sleep(float(factor) * (time.monotonic() - forked))
         os.kill(child, signal.SIGKILL)
+        os.close(done)
         os.waitpid(child, 0)
         print("killed", flush=True)
 """)
@@ -115,7 +124,7 @@ def loaded_gpt2_files(folder: Path) -> hf_bpe.BPE:
 @pytest.mark.parametrize("kind", ["folder", "gpt2"])
 def test_kill_9_during_saves_leaves_a_complete_folder(tmp_path: Path, kind: str) -> None:
     """20 processes saving in a loop over an existing folder, each killed (SIGKILL) at a random
-    moment: after each kill, the folder loads and all its files come from one save. (The processes
+    moment after its first save: after each kill, the folder loads and all its files come from one save. (The processes
     are forked by one helper process, so that transformers is imported once.)"""
     folder = tmp_path / "tok"
     save(FIRST, folder) if kind == "folder" else conversion.gpt2.save(FIRST, folder)
@@ -129,7 +138,7 @@ def test_kill_9_during_saves_leaves_a_complete_folder(tmp_path: Path, kind: str)
     mid_save = 0
     try:
         for _ in range(20):
-            helper.stdin.write(f"{chance.uniform(0.0, 2.5 * duration)}\n")  # the delay before the kill
+            helper.stdin.write(f"{chance.uniform(0.0, 2.5)}\n")  # the delay after a first save, in saves
             helper.stdin.flush()
             assert helper.stdout.readline() == "killed\n"
             mid_save += bool(leftovers(folder))

@@ -22,7 +22,8 @@
 //! bit per hash of a dropped piece that is cleared whenever an eighth of its bits are set, so at
 //! most one miss in eight counts by chance. A stream of new text drops pieces that do not come back
 //! and leaves the size alone: memory follows how much of the text repeats, not its length. All
-//! caches of a process together grow by at most [`GROWTH_BUDGET`] bytes.
+//! caches of a process together grow by at most [`GROWTH_BUDGET`] bytes (`HF_BPE_CACHE_GROWTH_MB`
+//! in the environment sets another bound; 0 keeps them at their first size).
 //!
 //! Threads: a model keeps several caches ([`ShardedCache`]); a call locks one for its whole
 //! duration, chosen by the calling thread, and encodes uncached if every one it tries is busy.
@@ -128,6 +129,15 @@ const _: () = assert!(TAG_SHIFT + 16 <= 41 && TRACK_ONE_IN == 8);
 static GROWN: AtomicUsize = AtomicUsize::new(0);
 
 const SLOT_BYTES: usize = std::mem::size_of::<Slot>();
+
+/// The bytes all caches of the process may grow by: [`GROWTH_BUDGET`], or `HF_BPE_CACHE_GROWTH_MB`
+/// megabytes when the environment sets it (read at each growth; 0 keeps every cache at its first size).
+fn growth_budget() -> usize {
+    std::env::var("HF_BPE_CACHE_GROWTH_MB")
+        .ok()
+        .and_then(|value| value.trim().parse::<usize>().ok())
+        .map_or(GROWTH_BUDGET, |megabytes| megabytes.saturating_mul(1 << 20))
+}
 
 impl PieceCache {
     fn new() -> Self {
@@ -254,7 +264,7 @@ impl PieceCache {
     fn grow(&mut self) {
         let slots = self.capacity() * 2;
         let more = self.capacity() * SLOT_BYTES;
-        if slots > MAX_SLOTS || GROWN.fetch_add(more, Ordering::Relaxed) + more > GROWTH_BUDGET {
+        if slots > MAX_SLOTS || GROWN.fetch_add(more, Ordering::Relaxed) + more > growth_budget() {
             if slots <= MAX_SLOTS {
                 GROWN.fetch_sub(more, Ordering::Relaxed);
             }
