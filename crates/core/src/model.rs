@@ -830,7 +830,13 @@ impl Model {
         let mut step = |found: Option<(usize, usize)>| -> bool {
             let oldest = match found {
                 Some((start, end)) => {
-                    self.prefetch(&bytes[start..end], *whole_piece, cache.as_deref());
+                    let piece = &bytes[start..end];
+                    if *whole_piece {
+                        self.prefetch_token(piece);
+                    }
+                    if let Some(cache) = cache.as_deref() {
+                        cache.prefetch(piece);
+                    }
                     ahead.push(start, end)
                 }
                 None => ahead.pop(),
@@ -1080,26 +1086,10 @@ impl Model {
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
-        // As in `encode_split`: pieces encoded `AHEAD` behind the scanner, their memory prefetched.
-        let mut ahead = Ahead::default();
-        let mut step = |found: Option<(usize, usize)>| -> bool {
-            let oldest = match found {
-                Some((start, end)) => {
-                    self.prefetch(&bytes[start..end], *whole_piece, cache.as_deref());
-                    ahead.push(start, end)
-                }
-                None => ahead.pop(),
-            };
-            let Some((start, end)) = oldest else { return false };
+        Some(scanner.for_each_piece_until(text, stop, |start, end| {
             memory::reserve(out, end - start, "the ids", text.len(), "bytes of text");
             self.encode_piece(merges, *whole_piece, &bytes[start..end], cache.as_deref_mut(), out);
-            true
-        };
-        let end = scanner.for_each_piece_until(text, stop, |start, end| {
-            step(Some((start, end)));
-        });
-        while step(None) {}
-        Some(end)
+        }))
     }
 
     /// Encodes text, emitting the special tokens `allowed` finds as their ids and everything else
@@ -1170,15 +1160,11 @@ impl Model {
         self.cache.clear();
     }
 
-    /// Asks the memory for what encoding `piece` will read first: its whole-token slot (when the
-    /// rule looks pieces up whole) and its set in the piece cache.
+    /// Asks the memory for what [`Model::token_id`] of `bytes` will read first.
     #[inline(always)]
-    fn prefetch(&self, piece: &[u8], whole_piece: bool, cache: Option<&PieceCache>) {
-        if whole_piece && piece.len() <= SHORT {
-            self.short.prefetch(piece);
-        }
-        if let Some(cache) = cache {
-            cache.prefetch(piece);
+    fn prefetch_token(&self, bytes: &[u8]) {
+        if bytes.len() <= SHORT {
+            self.short.prefetch(bytes);
         }
     }
 
