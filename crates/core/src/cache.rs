@@ -121,7 +121,7 @@ fn filter_bit(hashed: usize) -> usize {
 /// the set, nor the tag, nor the filter's bit is taken from.
 #[inline]
 fn tracked(hashed: usize) -> bool {
-    (hashed >> 41).is_multiple_of(TRACK_ONE_IN)
+    (hashed >> 41) % TRACK_ONE_IN == 0
 }
 const _: () = assert!(TAG_SHIFT + 16 <= 41 && TRACK_ONE_IN == 8);
 
@@ -188,19 +188,6 @@ impl PieceCache {
             }
         }
         None
-    }
-
-    /// Asks the memory for the set of the cache where `piece` would sit (both its slots), without
-    /// waiting for it.
-    #[inline]
-    pub fn prefetch(&self, piece: &[u8]) {
-        if piece.len() > KEY_BYTES || piece.is_empty() {
-            return;
-        }
-        let (set, _) = place(hash(piece), self.sets());
-        crate::huge::prefetch(&self.tags[set]);
-        crate::huge::prefetch(&self.slots[set * 2]);
-        crate::huge::prefetch(&self.slots[set * 2 + 1]);
     }
 
     /// Remembers that `piece` merges to `ids` (ignored when either is too long to hold), after a

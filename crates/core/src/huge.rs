@@ -91,19 +91,6 @@ pub fn filled<T: Clone>(value: T, len: usize) -> allocator_api2::boxed::Box<[T],
     items.into_boxed_slice()
 }
 
-/// Asks the memory for the cache line holding `item`, without waiting for it (a hint: nothing on
-/// targets without the instruction).
-#[inline(always)]
-pub fn prefetch<T>(item: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch only hints the cache; it reads nothing and cannot fault.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((item as *const T).cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = item;
-}
-
 /// A zeroed block of `size` bytes in [`HugePages`] memory that is never freed, for objects that
 /// must outlive anything that could still point at them (the Python bindings' shared ints); `None`
 /// when the system has no memory for it.

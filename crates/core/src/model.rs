@@ -26,7 +26,7 @@ use crate::pretokenize::{SplitError, SplitRule, Splitter};
 use crate::char_merge::{DecodeState, SentencePiece, SentencePieceSpec};
 use crate::short_tokens::{ShortTokens, SHORT};
 use crate::special::SpecialMatcher;
-use crate::tuning::{DENSE_ID_LIMIT, LONG_TOKEN, PREFETCH_AHEAD as AHEAD};
+use crate::tuning::{DENSE_ID_LIMIT, LONG_TOKEN};
 use crate::Rank;
 
 /// The largest id a token may have.
@@ -821,27 +821,7 @@ impl Model {
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
-        // Pieces are encoded `AHEAD` pieces after the scanner finds them, the memory they will
-        // read (their whole-token slot, their set of the piece cache) asked for when they are
-        // found: the lookups then find it in the core's cache instead of each waiting in turn.
-        let mut ahead = Ahead::default();
-        // Takes a piece found (or, with `None`, none: the end of the text), and encodes the oldest
-        // piece held if there is one to encode; says whether it encoded one.
-        let mut step = |found: Option<(usize, usize)>| -> bool {
-            let oldest = match found {
-                Some((start, end)) => {
-                    let piece = &bytes[start..end];
-                    if *whole_piece {
-                        self.prefetch_token(piece);
-                    }
-                    if let Some(cache) = cache.as_deref() {
-                        cache.prefetch(piece);
-                    }
-                    ahead.push(start, end)
-                }
-                None => ahead.pop(),
-            };
-            let Some((start, end)) = oldest else { return false };
+        splitter.for_each_match(text, *empty_matches, |start, end| {
             let piece = &bytes[start..end];
             // A piece gives at most one id per byte (an empty piece may be a token): room for them
             // is checked, so that a text too large for memory stops with `OutOfMemory`.
@@ -856,7 +836,7 @@ impl Model {
                 } else {
                     self.encode_dropping(byte_level, piece, dropped, base + start, out, starts.as_deref_mut());
                 }
-                return true;
+                return;
             }
             self.encode_piece(merges, *whole_piece, piece, cache.as_deref_mut(), out);
             if let Some(starts) = starts.as_deref_mut() {
@@ -866,13 +846,7 @@ impl Model {
                     offset += self.tokens.get(id).map_or(0, <[u8]>::len);
                 }
             }
-            true
-        };
-        splitter.for_each_match(text, *empty_matches, |start, end| {
-            step(Some((start, end)));
-        })?;
-        while step(None) {}
-        Ok(())
+        })
     }
 
     /// A piece holding bytes the vocabulary lacks, as `tokenizers` encodes it: the piece itself when
@@ -1160,14 +1134,6 @@ impl Model {
         self.cache.clear();
     }
 
-    /// Asks the memory for what [`Model::token_id`] of `bytes` will read first.
-    #[inline(always)]
-    fn prefetch_token(&self, bytes: &[u8]) {
-        if bytes.len() <= SHORT {
-            self.short.prefetch(bytes);
-        }
-    }
-
     /// The id of a mergeable token given its bytes.
     #[inline]
     pub fn token_id(&self, bytes: &[u8]) -> Option<Rank> {
@@ -1433,42 +1399,6 @@ impl Model {
             .collect();
         all.sort_unstable_by_key(|&(_, rank)| rank);
         all
-    }
-}
-
-/// The pieces found but not yet encoded, in order.
-#[derive(Default)]
-struct Ahead {
-    pieces: [(usize, usize); AHEAD],
-    /// Where the oldest sits, and how many there are.
-    first: usize,
-    len: usize,
-}
-
-impl Ahead {
-    /// Holds a piece found; gives back the oldest when `AHEAD` are held.
-    #[inline(always)]
-    fn push(&mut self, start: usize, end: usize) -> Option<(usize, usize)> {
-        if self.len < AHEAD {
-            self.pieces[(self.first + self.len) % AHEAD] = (start, end);
-            self.len += 1;
-            return None;
-        }
-        let oldest = std::mem::replace(&mut self.pieces[self.first], (start, end));
-        self.first = (self.first + 1) % AHEAD;
-        Some(oldest)
-    }
-
-    /// Gives back the oldest piece held, if any.
-    #[inline]
-    fn pop(&mut self) -> Option<(usize, usize)> {
-        if self.len == 0 {
-            return None;
-        }
-        let oldest = self.pieces[self.first];
-        self.first = (self.first + 1) % AHEAD;
-        self.len -= 1;
-        Some(oldest)
     }
 }
 

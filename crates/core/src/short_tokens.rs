@@ -4,11 +4,10 @@
 //! whole. In a map keyed by byte strings that lookup hashes the piece, then follows the slot's
 //! pointer to compare the key's bytes: two cache misses in a table of 200,000 tokens. Here a token
 //! of at most [`SHORT`] bytes is packed, with its length, into two words that sit in the slot
-//! itself beside its id, so a lookup reads one slot and compares two integers.
-//!
-//! The table is open-addressed (linear probing, at most three eighths full) so that a piece's first
-//! slot is known from its bytes alone: [`ShortTokens::prefetch`] asks the memory for it some pieces
-//! before the lookup, and the lookup finds it in the core's cache.
+//! itself, so a lookup reads one slot and compares two integers.
+
+use hashbrown::HashMap;
+use rustc_hash::FxBuildHasher;
 
 use crate::huge::HugePages;
 use crate::Rank;
@@ -51,79 +50,28 @@ fn pack(bytes: &[u8]) -> Packed {
     Packed(low, high | ((len as u64) << 56))
 }
 
-/// One slot: a packed token and its id ([`EMPTY_ID`] for an empty slot).
-#[derive(Clone, Copy, Debug)]
-#[repr(C)]
-struct Slot {
-    low: u64,
-    high: u64,
-    id: Rank,
-}
-
-/// The id of an empty slot: above every token id (see `crate::model::MAX_ID`).
-const EMPTY_ID: Rank = Rank::MAX;
-const EMPTY: Slot = Slot { low: 0, high: 0, id: EMPTY_ID };
-
 /// Mergeable tokens of at most [`SHORT`] bytes -> id.
 #[derive(Clone, Debug)]
 pub struct ShortTokens {
-    /// On huge pages (see [`crate::huge`]): looked up at random. A power of two of them.
-    slots: allocator_api2::boxed::Box<[Slot], HugePages>,
-    /// How many bits of the hash choose the first slot.
-    bits: u32,
-}
-
-#[inline]
-fn hash(key: Packed, bits: u32) -> usize {
-    let mixed = (key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key.1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
-    (mixed >> (64 - bits)) as usize
+    /// On huge pages (see [`crate::huge`]): looked up at random.
+    ids: HashMap<Packed, Rank, FxBuildHasher, HugePages>,
 }
 
 impl ShortTokens {
-    /// The short ones of `tokens` (ids at most `crate::model::MAX_ID`).
+    /// The short ones of `tokens`.
     pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], Rank)>) -> Self {
+        // Sized once: growing a map on huge pages zeroes a fresh 2 MB page at each doubling.
         let short: Vec<(Packed, Rank)> =
             tokens.filter(|(bytes, _)| bytes.len() <= SHORT).map(|(bytes, id)| (pack(bytes), id)).collect();
-        // At most three eighths full: a lookup of a token reads 1.3 slots on average, of a piece
-        // that is none 1.8, nearly always on one cache line.
-        let bits = ((short.len() * 8 / 3).max(16)).next_power_of_two().trailing_zeros();
-        let mut slots = crate::huge::filled(EMPTY, 1 << bits);
-        let mask = slots.len() - 1;
-        for (key, id) in short {
-            debug_assert!(id != EMPTY_ID);
-            let mut at = hash(key, bits);
-            while slots[at].id != EMPTY_ID {
-                at = (at + 1) & mask;
-            }
-            slots[at] = Slot { low: key.0, high: key.1, id };
-        }
-        Self { slots, bits }
+        let mut ids = HashMap::with_capacity_and_hasher_in(short.len(), FxBuildHasher, HugePages);
+        ids.extend(short);
+        Self { ids }
     }
 
     /// The id of `bytes`, which must be at most [`SHORT`] long.
     #[inline]
     pub fn get(&self, bytes: &[u8]) -> Option<Rank> {
-        let key = pack(bytes);
-        let mask = self.slots.len() - 1;
-        let mut at = hash(key, self.bits);
-        loop {
-            let slot = &self.slots[at];
-            if slot.low == key.0 && slot.high == key.1 && slot.id != EMPTY_ID {
-                return Some(slot.id);
-            }
-            if slot.id == EMPTY_ID {
-                return None;
-            }
-            at = (at + 1) & mask;
-        }
-    }
-
-    /// Asks the memory for the slot where the lookup of `bytes` (at most [`SHORT`] long) starts,
-    /// without waiting for it.
-    #[inline]
-    pub fn prefetch(&self, bytes: &[u8]) {
-        let at = hash(pack(bytes), self.bits);
-        crate::huge::prefetch(&self.slots[at]);
+        self.ids.get(&pack(bytes)).copied()
     }
 }
 
@@ -159,6 +107,6 @@ mod tests {
         assert_eq!(short.get(b"hello world!"), Some(2));
         assert_eq!(short.get(b"hello world"), None);
         assert_eq!(short.get(b""), None);
-        assert_eq!(short.slots.iter().filter(|slot| slot.id != EMPTY_ID).count(), 3, "the long token is not kept");
+        assert_eq!(short.ids.len(), 3, "the long token is not kept");
     }
 }

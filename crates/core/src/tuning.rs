@@ -52,13 +52,6 @@ pub(crate) const CACHE_GROWTH_BUDGET: usize = 128 << 20;
 /// first use, so unused ones cost nothing).
 pub(crate) const CACHE_SHARDS: usize = 16;
 
-/// How many pieces encoding runs behind the scanner, the memory each will read (its whole-token
-/// slot, its set of the piece cache) asked for when it is found. Trades the pieces held against the
-/// time the memory has to answer: against no prefetch, 8 encoded o200k 1.18x faster on text seen
-/// before and 1.04x on held-out text (cl100k 1.07x and 0.99x; `compare_builds.py`, 6 MB, calling
-/// thread's CPU time); 16 was 2-3% slower than 8.
-pub(crate) const PREFETCH_AHEAD: usize = 8;
-
 /// Ids up to this bound are stored densely (a table indexed by id); a sparser vocabulary uses a hash
 /// map. Trades up to 16 M entries of memory for a lookup without hashing.
 pub(crate) const DENSE_ID_LIMIT: usize = 1 << 24;
