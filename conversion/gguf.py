@@ -721,10 +721,18 @@ def _pre_for(model: BPE, pre: str | None, *, lossy: bool) -> str:
     count, name, example = best
     message = (f"no llama.cpp pre-tokenizer splits as the pattern {patterns.describe(pattern)[:200]} does: the "
                f"closest, {name!r}, cuts {count} probe text(s) differently, {example}")
-    if not lossy:
-        raise ConversionError(message + "; pass lossy=True (pre=NAME to choose another) to write it anyway")
-    warnings.warn(LossyConversionWarning(message, mismatches=count, probes=len(probes)), stacklevel=3)
+    _refuse_unless_lossy(message, lossy=lossy, how="pass lossy=True (pre=NAME to choose another)", mismatches=count,
+                         probes=len(probes))
     return name
+
+
+def _refuse_unless_lossy(message: str, *, lossy: bool, how: str = "pass lossy=True", mismatches: int = 1,
+                         probes: int = 1) -> None:
+    """Refuses what llama.cpp would encode differently, naming ``how`` to write it anyway; with
+    ``lossy``, warns instead (at the caller of :func:`save`)."""
+    if not lossy:
+        raise ConversionError(f"{message}; {how} to write it anyway")
+    warnings.warn(LossyConversionWarning(message, mismatches=mismatches, probes=probes), stacklevel=4)
 
 
 def _probe_texts() -> tuple[str, ...]:
@@ -748,19 +756,13 @@ def _split_differences(texts: Sequence[str], ours: Sequence[list[str]], theirs: 
 def _byte_level_entries(model: BPE, pre: str, user_defined: set[str], *, lossy: bool) -> list[tuple[str, Value]]:
     dropped = _rules.missing_bytes_difference(model, "after merging")
     if dropped is not None:
-        message = (f"llama.cpp drops a byte the vocabulary lacks after merging (a symbol no merge joins), which "
-                   f"encodes differently from {model!r}: {dropped}")
-        if not lossy:
-            raise ConversionError(message + "; pass lossy=True to write it anyway")
-        warnings.warn(LossyConversionWarning(message, mismatches=1, probes=1), stacklevel=3)
+        _refuse_unless_lossy(f"llama.cpp drops a byte the vocabulary lacks after merging (a symbol no merge joins), "
+                             f"which encodes differently from {model!r}: {dropped}", lossy=lossy)
     ignore_merges = PRE_NAMES[pre].ignore_merges
     difference = _rules.merge_rule_difference(model, ignore_merges)
     if difference is not None:
-        message = (f"llama.cpp applies the merges list{' with ignore_merges' if ignore_merges else ''} (pre {pre!r}), "
-                   f"which encodes differently from {model!r}: {difference}")
-        if not lossy:
-            raise ConversionError(message + "; pass lossy=True to write it anyway")
-        warnings.warn(LossyConversionWarning(message, mismatches=1, probes=1), stacklevel=3)
+        _refuse_unless_lossy(f"llama.cpp applies the merges list{' with ignore_merges' if ignore_merges else ''} "
+                             f"(pre {pre!r}), which encodes differently from {model!r}: {difference}", lossy=lossy)
     by_id: dict[int, tuple[str, int]] = {}
     for token, token_id in model.mergeable_ranks.items():
         spelled = token_to_str(token)

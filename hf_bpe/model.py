@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, Literal
@@ -452,16 +452,10 @@ class BPE(_Encoder):
         name: str | None,
     ) -> BPE | None:
         """See :func:`hf_bpe._rules.from_spelled_merges`."""
-        split = patterns.to_core(patterns.resolve(pattern))
-        specials = dict(special_tokens)
-        core = _core.CoreBPE.from_spelled_merges(dict(vocab) if not isinstance(vocab, dict) else vocab,
-                                                 merges if isinstance(merges, list) else list(merges), split,
-                                                 specials, bool(ignore_merges), True)
-        if core is None:
-            return None
-        model = cls.__new__(cls)
-        model._setup(core, specials, name)
-        return model
+        vocab = dict(vocab) if not isinstance(vocab, dict) else vocab
+        merges = merges if isinstance(merges, list) else list(merges)
+        return cls._from_spelled(lambda split, specials: _core.CoreBPE.from_spelled_merges(
+            vocab, merges, split, specials, bool(ignore_merges), True), pattern, special_tokens, name)
 
     @staticmethod
     def _read_tokenizer_json(data: bytes) -> tuple[str, Any] | None:
@@ -479,9 +473,21 @@ class BPE(_Encoder):
         name: str | None,
     ) -> BPE | None:
         """See :func:`hf_bpe._rules.from_tokenizer_json`."""
-        split = patterns.to_core(patterns.resolve(pattern))
+        return cls._from_spelled(lambda split, specials: _core.CoreBPE.from_tokenizer_json(
+            spelled, split, specials, bool(ignore_merges), True), pattern, special_tokens, name)
+
+    @classmethod
+    def _from_spelled(
+        cls,
+        build: Callable[[Any, dict[str, int]], Any],
+        pattern: str | patterns.Split | Sequence[patterns.Step],
+        special_tokens: Mapping[str, int],
+        name: str | None,
+    ) -> BPE | None:
+        """The model the core's ``build(split, specials)`` makes of a vocabulary spelled in GPT-2's
+        alphabet, or ``None`` when it gives none (an irregular file)."""
         specials = dict(special_tokens)
-        core = _core.CoreBPE.from_tokenizer_json(spelled, split, specials, bool(ignore_merges), True)
+        core = build(patterns.to_core(patterns.resolve(pattern)), specials)
         if core is None:
             return None
         model = cls.__new__(cls)

@@ -50,7 +50,7 @@ pub fn read(text: &str) -> Option<TokenizerJson> {
         return None;
     };
     let Vocab(vocab) = serde_json::from_str(vocab.get()).ok()?;
-    let Merges(merges) = serde_json::from_str(merges.get()).ok()?;
+    let merges: Vec<SpelledMerge> = serde_json::from_str(merges.get()).ok()?;
     let mut rest = String::with_capacity(4096);
     rest.push('{');
     for (index, (key, value)) in top.iter().enumerate() {
@@ -153,9 +153,6 @@ impl<'de> Deserialize<'de> for Vocab {
     }
 }
 
-/// `model.merges`.
-struct Merges(Vec<SpelledMerge>);
-
 impl<'de> Deserialize<'de> for SpelledMerge {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct MergeVisitor;
@@ -178,26 +175,6 @@ impl<'de> Deserialize<'de> for SpelledMerge {
             }
         }
         deserializer.deserialize_any(MergeVisitor)
-    }
-}
-
-impl<'de> Deserialize<'de> for Merges {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MergesVisitor;
-        impl<'de> Visitor<'de> for MergesVisitor {
-            type Value = Merges;
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("an array of merges")
-            }
-            fn visit_seq<S: SeqAccess<'de>>(self, mut lines: S) -> Result<Merges, S::Error> {
-                let mut merges = Vec::with_capacity(lines.size_hint().unwrap_or(0));
-                while let Some(merge) = lines.next_element()? {
-                    merges.push(merge);
-                }
-                Ok(Merges(merges))
-            }
-        }
-        deserializer.deserialize_seq(MergesVisitor)
     }
 }
 
