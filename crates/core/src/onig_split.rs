@@ -25,7 +25,7 @@ use onig::{MatchParam, Regex, Region, SearchOptions};
 
 use crate::cpu_time::CpuInstant;
 use crate::memory;
-use crate::pretokenize::{Budget, SplitError, CHECK_EVERY, MAX_PATTERN_BYTES};
+use crate::pretokenize::{Budget, SplitError, MAX_PATTERN_BYTES};
 
 /// What a Split step does with the matches of its regex (`tokenizers`' `SplitDelimiterBehavior`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -104,6 +104,9 @@ pub(crate) struct CompiledSteps {
 
 /// The retry limit of the first try of each search; each further try allows up to ten times more.
 const FIRST_SEARCH_RETRY_LIMIT: u64 = 100_000;
+/// The budget is checked after every this many searches (reading the thread's CPU clock is a system
+/// call; between two checks each search stays within its first try's limit or is timed itself).
+const SEARCHES_PER_CHECK: usize = 64;
 
 impl CompiledSteps {
     pub(crate) fn new(steps: &[SplitStep]) -> Result<Self, SplitError> {
@@ -187,7 +190,7 @@ pub(crate) fn find_matches(
     let mut searches = 0usize;
     while from <= text.len() {
         searches += 1;
-        if searches.is_multiple_of(CHECK_EVERY) {
+        if searches.is_multiple_of(SEARCHES_PER_CHECK) {
             budget.check(pattern, Duration::ZERO)?;
         }
         let Some((start, end)) = search(regex, pattern, text, from, &mut region, budget)? else {
@@ -223,8 +226,11 @@ fn search(
     budget: &Budget,
 ) -> Result<Option<(usize, usize)>, SplitError> {
     let mut limit = FIRST_SEARCH_RETRY_LIMIT;
+    // The first try is not timed: nearly every search ends within it, and reading the thread's CPU
+    // clock is a system call that cost as much as the search itself. A try that runs out starts
+    // the clock for the next, whose pace then bounds the tries after it.
+    let mut started: Option<CpuInstant> = None;
     loop {
-        let started = CpuInstant::now();
         let param = MatchParam::default();
         // SAFETY: `param` owns a live `OnigMatchParam`; this sets one of its fields.
         unsafe {
@@ -239,14 +245,19 @@ fn search(
             Ok(Some(_)) => return Ok(region.pos(0)),
             Err(error) if error.code() == onig_sys::ONIGERR_RETRY_LIMIT_IN_SEARCH_OVER => {
                 // Try again with up to ten times the retries, but no more than the rest of the
-                // budget affords at this attempt's pace: the last attempt ends near the budget.
+                // budget affords at the last timed try's pace: the last try ends near the budget.
                 let remaining = budget.remaining(pattern)?;
-                let pace = limit as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                let affordable = (pace * remaining.as_secs_f64()) as u64;
-                if affordable <= limit {
-                    return Err(budget.too_slow(pattern));
+                if let Some(started) = started {
+                    let pace = limit as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                    let affordable = (pace * remaining.as_secs_f64()) as u64;
+                    if affordable <= limit {
+                        return Err(budget.too_slow(pattern));
+                    }
+                    limit = affordable.min(limit.saturating_mul(10));
+                } else {
+                    limit = limit.saturating_mul(10);
                 }
-                limit = affordable.min(limit.saturating_mul(10));
+                started = Some(CpuInstant::now());
             }
             Err(error) => {
                 return Err(SplitError::Engine {
