@@ -40,7 +40,7 @@ pub const SPLIT_SECONDS_PER_MB: f64 = 10.0;
 /// The backtracking limits a match is tried with, in turn; the last is fancy-regex's default.
 const BACKTRACK_LIMITS: [usize; 5] = [100, 1_000, 10_000, 100_000, 1_000_000];
 /// The budget is checked after every this many matches.
-pub(crate) const CHECK_EVERY: usize = 8;
+pub(crate) const CHECK_EVERY: usize = 64;
 /// The longest split pattern accepted, in bytes (real ones are under 1 KB). Compiling takes about
 /// 400 bytes of memory per byte of pattern: a 10 MB pattern took 2 GB.
 pub const MAX_PATTERN_BYTES: usize = 1 << 16;
