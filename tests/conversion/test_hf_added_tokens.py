@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from suite import scaled
+from suite import FULL_SIZE, scaled
 from textgen import fragment
 from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers, trainers
 
@@ -99,7 +99,7 @@ _NORMALIZERS = [None, {"type": "NFKC"}, {"type": "Sequence", "normalizers": [{"t
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(15, 3), id="ci"),
-                                  pytest.param(scaled(400, 20), id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(400, 20), id="full", marks=FULL_SIZE)])
 def test_generated_flag_combinations_encode_as_tokenizers(trained: dict[str, Any], size: int,
                                                           tmp_path: Path) -> None:
     @settings(max_examples=size, deadline=None, derandomize=True, database=None,

@@ -24,7 +24,7 @@ import pytest
 from conversion_support import assert_loads_like_tokenizers
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from suite import scaled
+from suite import FULL_SIZE, scaled
 from textgen import documents
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
@@ -209,7 +209,7 @@ def _trained(normalizer: Any, pre_tokenizer: Any, seed: int, *, drop: bytes = b"
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(30, 3), id="ci"),
-                                  pytest.param(scaled(300, 10), id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(300, 10), id="full", marks=FULL_SIZE)])
 def test_generated_configurations_encode_as_tokenizers(size: int, tmp_path: Path) -> None:
     @settings(max_examples=size, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
@@ -391,7 +391,7 @@ def test_other_normalizers_are_refused_by_name(normalizer: Any, name: str, tmp_p
 # ---------------------------------------------------------------------------------- ignore_merges
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(10, 3), id="ci"),
-                                  pytest.param(scaled(100, 10), id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(100, 10), id="full", marks=FULL_SIZE)])
 def test_ignore_merges_and_unreachable_tokens_encode_as_tokenizers(size: int, tmp_path: Path) -> None:
     """Vocabularies holding words no merge forms (some merges dropped, pieces of the text added whole),
     with and without ``ignore_merges`` (Llama 3 sets it: a piece that is a token is emitted whole)."""

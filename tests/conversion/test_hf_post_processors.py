@@ -22,7 +22,7 @@ import pytest
 import transformers
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from suite import scaled
+from suite import FULL_SIZE, scaled
 from textgen import WHITESPACE, fragment
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
@@ -132,7 +132,7 @@ def _assert_same(ours: Any, theirs: Tokenizer, text: str, pair: str | None, what
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(20, 5), id="ci"),
-                                  pytest.param(scaled(250, 20), id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(250, 20), id="full", marks=FULL_SIZE)])
 def test_generated_post_processors_give_tokenizers_encodings_or_are_refused(
         trained: Tokenizer, size: int, tmp_path: Path) -> None:
     ids = {token: trained.token_to_id(token) for token in ("<s>", "</s>")}

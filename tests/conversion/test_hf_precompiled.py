@@ -25,7 +25,7 @@ import pytest
 from conversion_support import assert_loads_like_tokenizers
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from suite import scaled
+from suite import FULL_SIZE, scaled
 from textgen import EMOJI_BASES, HANGUL, PEOPLE, SKIN_TONES, ZWJ, documents
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
@@ -166,7 +166,7 @@ def _trained(normalizer: Any, seed: int) -> dict:
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(8, 2), id="ci"),
-                                  pytest.param(scaled(100, 10), id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(100, 10), id="full", marks=FULL_SIZE)])
 def test_generated_configurations_encode_as_tokenizers(size: int, tmp_path: Path) -> None:
     @settings(max_examples=size, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])

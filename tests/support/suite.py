@@ -20,6 +20,11 @@ import pytest
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 """Reference data written by others (``../shared/data`` from the repository root); may be absent."""
 
+FULL_SIZE = pytest.mark.full_size
+"""Marks the full-size twin of a check the suite also runs at a reduced size (also ``slow``): it runs when
+``HF_BPE_TEST_SCALE`` is set (``HF_BPE_TEST_SCALE=1 python -m pytest -m slow``) and is skipped, saying
+so, otherwise, which keeps the default run short on 2 cores (``tests/conftest.py``)."""
+
 PARITY_ENCODINGS = ("gpt2", "cl100k_base", "o200k_base")
 
 

@@ -26,7 +26,7 @@ import pytest
 import transformers
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from suite import scaled
+from suite import FULL_SIZE, scaled
 from textgen import WHITESPACE, fragment
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
@@ -116,7 +116,7 @@ def assert_same(ours: Any, theirs: Any, texts: list[str], what: str) -> None:
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(30, 15), id="ci"),
-                                  pytest.param(scaled(1500, 100), id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(1500, 100), id="full", marks=FULL_SIZE)])
 @pytest.mark.parametrize("prefix_space", [False, True])
 def test_a_roberta_like_file_encodes_as_tokenizers_backend(trained: str, prefix_space: bool, size: int,
                                                            tmp_path: Path) -> None:
@@ -150,7 +150,7 @@ def _flags(draw: Any) -> list[AddedToken]:
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(8, 4), id="ci"),
-                                  pytest.param(scaled(300, 20), id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(300, 20), id="full", marks=FULL_SIZE)])
 def test_generated_flag_combinations_encode_as_tokenizers_backend(trained: str, size: int, tmp_path: Path) -> None:
     @settings(max_examples=size, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
