@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from conversion_support import mistral_file, training_corpus, varied_texts
 from suite import scaled
-from textgen import WHITESPACE, fragment
+from textgen import LATIN, WHITESPACE, WORDS, fragment, random_letters
 from transformers.tokenization_utils_base import AddedToken
 
 import conversion.hf
@@ -191,3 +191,46 @@ def test_added_tokens_are_ids_after_the_pieces_and_normalized_ones_match_as_norm
     assert tokenizer("a <x>", return_offsets_mapping=True)["offset_mapping"][-1] == (1, 5)
     assert x not in tokenizer.encode("a<x>")
     assert tokenizer.encode("a<y>b") == [*tokenizer.encode("a"), y, *tokenizer.encode("b")]
+
+
+def test_train_new_from_iterator_retrains_a_sentencepiece_model_with_its_own_settings(
+    models: dict[str, hf_bpe.BPE], tmp_path: Path
+) -> None:
+    """The new model has the pieces ``SentencePieceTrainer`` learns on the same text with the options
+    the model was made with (normalizer, byte fallback, special pieces, the .model file's training
+    options), plus the new special tokens as control pieces; it keeps a tokenizer.json's Metaspace
+    rule, and its saved folder encodes as `tokenizers` does."""
+    spm = pytest.importorskip("sentencepiece")
+    from hf_bpe.transformers._training import sentencepiece_options
+
+    rng = random.Random(43)  # few characters: Mistral's coverage keeps nearly all of them
+    corpus = [" ".join(rng.choice([rng.choice(WORDS), random_letters(rng, LATIN, rng.randint(2, 7))])
+                       + rng.choice(["", "", ",", ".", "'s", " 42"]) for _ in range(rng.randint(1, 15)))
+              for _ in range(scaled(3_000, 1_000))]
+    texts = [*varied_texts(scaled(200, 60), 44), "a <tool> b"]
+    for name in ("mistral", "llama-metaspace"):
+        model = models[name]
+        tokenizer = BPETokenizer.from_model(model)
+        new = tokenizer.train_new_from_iterator(iter(corpus), 1_200, new_special_tokens=["<tool>"], num_threads=1)
+        assert new.model.kind == "sentencepiece" and new.model.sentencepiece is not None
+        spec = model.sentencepiece
+        assert spec is not None
+        options = sentencepiece_options(spec)
+        options["control_symbols"] = [*options["control_symbols"], "<tool>"]
+        written = tmp_path / f"{name}.model"
+        with written.open("wb") as sink:
+            spm.SentencePieceTrainer.train(sentence_iterator=iter(corpus), model_writer=sink, model_type="bpe",
+                                           vocab_size=1_200, num_threads=1, minloglevel=2, **options)
+        processor = spm.SentencePieceProcessor(model_file=os.fspath(written))
+        assert [piece.text for piece in new.model.sentencepiece.pieces] == \
+            [processor.id_to_piece(index) for index in range(processor.get_piece_size())]
+        assert new.model.sentencepiece.metaspace == spec.metaspace
+        assert new.convert_tokens_to_ids("<tool>") == processor.piece_to_id("<tool>")
+        assert (new.bos_token, new.eos_token, new.add_bos_token) == (tokenizer.bos_token, tokenizer.eos_token,
+                                                                     tokenizer.add_bos_token)
+        if spec.metaspace is None:  # SentencePiece's own rule for the dummy prefix
+            assert new(texts, split_special_tokens=True)["input_ids"] == \
+                [[processor.bos_id(), *ids] for ids in processor.encode(texts)]
+        new.save_pretrained(os.fspath(tmp_path / name))
+        file = tokenizers.Tokenizer.from_file(os.fspath(tmp_path / name / "tokenizer.json"))
+        assert new(texts)["input_ids"] == [encoding.ids for encoding in file.encode_batch(texts)]
