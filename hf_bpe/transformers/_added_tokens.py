@@ -18,6 +18,7 @@ from hf_bpe.transformers._sentencepiece import (
     relabeled,
     ruled_policy,
     spans_in_text,
+    without_normalizer,
 )
 
 __all__ = ["AddedTokens"]
@@ -88,8 +89,9 @@ class AddedTokens:
                     "which hf_bpe does not reproduce for them: add them with normalized=False"
                 )
             else:
-                self.sentencepiece = (SentencePieceTwoPhase(model, self.pieces, decoder),
-                                      SentencePieceTwoPhase(model, self.pieces, without_specials))
+                plain = without_normalizer(spec)
+                self.sentencepiece = (SentencePieceTwoPhase(model, plain, self.pieces, decoder),
+                                      SentencePieceTwoPhase(model, plain, self.pieces, without_specials))
             return
         if not self.plain or spec is not None:
             ruled = _ruled_encoder(model, decoder)

@@ -27,7 +27,8 @@ from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe.model import BPE, SPECIAL_TOKEN_RULES
 from hf_bpe.sentencepiece_bpe import BYTE, USER_DEFINED, SentencePieceSpec
 
-__all__ = ["Pieces", "SentencePieceTwoPhase", "normalize", "relabeled", "ruled_policy", "spans_in_text"]
+__all__ = ["Pieces", "SentencePieceTwoPhase", "normalize", "relabeled", "ruled_policy", "spans_in_text",
+           "without_normalizer"]
 
 SPACE = "\u2581"
 
@@ -124,14 +125,16 @@ WHITESPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000"
 """The characters `tokenizers` strips around added tokens (Rust's ``char::is_whitespace``)."""
 
 
-def _added_span(text: str, token: AddedToken, start: int) -> Span:
+def _added_span(text: str, token: AddedToken, start: int, next_start: int | None) -> Span:
     """An added token's span: from ``start`` (the whitespace it strips before it included), its text,
-    and the whitespace it strips after it."""
+    and the whitespace it strips after it, up to the next token (``next_start``, which may have
+    taken that whitespace with ``lstrip``)."""
     content = start
     while token.lstrip and not text.startswith(token.content, content):
         content += 1
     end = content + len(token.content)
-    while token.rstrip and end < len(text) and text[end] in WHITESPACE:
+    limit = len(text) if next_start is None else next_start
+    while token.rstrip and end < limit and text[end] in WHITESPACE:
         end += 1
     return start, end
 
@@ -158,7 +161,7 @@ def spans_in_text(pieces: Pieces, text: str, ids: Sequence[int], starts: Sequenc
         token_id = ids[index]
         if token_id in cut or token_id in cut_pieces:
             token = cut[token_id][1] if token_id in cut else AddedToken(spec.pieces[token_id].text)
-            span = _added_span(text, token, starts[index])
+            span = _added_span(text, token, starts[index], starts[index + 1] if index + 1 < len(ids) else None)
             spans.append(span)
             done = span[1]
             index += 1
@@ -179,13 +182,12 @@ class SentencePieceTwoPhase:
     core, then each stretch normalized here, and the other tokens, as normalized, cut out of it by
     the core again, with the model (without its dummy prefix: the stretch has it) between."""
 
-    def __init__(self, model: BPE, pieces: Pieces, decoder: Mapping[int, AddedToken]) -> None:
+    def __init__(self, model: BPE, plain: BPE, pieces: Pieces, decoder: Mapping[int, AddedToken]) -> None:
+        """``plain``: the model without its normalizer's steps (:func:`without_normalizer`)."""
         spec = pieces.spec
         self.pieces = pieces
         self.raw = relabeled(model, {token_id: token for token_id, token in decoder.items() if not token.normalized})
         self.first = AddedTokensEncoder(model._core, ruled_policy(model, self.raw), 0)
-        plain = BPE.from_sentencepiece(dataclasses.replace(spec, add_dummy_prefix=False,
-                                                           remove_extra_whitespaces=False))
         spelled: dict[int, AddedToken] = {}
         for token_id, token in decoder.items():
             content = normalize(spec, token.content)[0] if token.normalized else ""
@@ -215,7 +217,8 @@ class SentencePieceTwoPhase:
             if stop == len(first_ids):
                 break
             token_id, token = self.raw[first_ids[stop]]
-            span = _added_span(text, token, first_starts[stop])
+            span = _added_span(text, token, first_starts[stop],
+                               first_starts[stop + 1] if stop + 1 < len(first_ids) else None)
             ids.append(token_id)
             spans.append(span)
             done = span[1]
@@ -236,12 +239,18 @@ class SentencePieceTwoPhase:
             if stop == len(ids):
                 break
             token_id, token = self.normalized[ids[stop]]
-            start, stop_at = _added_span(normalized, token, starts[stop])
+            start, stop_at = _added_span(normalized, token, starts[stop],
+                                         starts[stop + 1] if stop + 1 < len(ids) else None)
             spans.append((origin[start], origin[stop_at - 1] + 1))
             ids[stop] = token_id
             done = stop_at
             index = stop + 1
         return ids, spans
+
+
+def without_normalizer(spec: SentencePieceSpec) -> BPE:
+    """The model of ``spec`` for text normalized already: no dummy prefix, no whitespace removed."""
+    return BPE.from_sentencepiece(dataclasses.replace(spec, add_dummy_prefix=False, remove_extra_whitespaces=False))
 
 
 def ruled_policy(model: BPE, tokens: Mapping[int, AddedToken] | Mapping[int, tuple[int, AddedToken]]) -> object:
