@@ -152,14 +152,15 @@ def build_tokenizer(
     """
     model = as_model(model)
     if model.kind == "sentencepiece":
-        if added_tokens or merges is not None:
+        if merges is not None:
             raise ConversionError(
-                f"added_tokens and merges are not taken for SentencePiece models ({model!r}): the file holds the "
-                "model's own pieces, merges and special pieces"
+                f"merges are not taken for SentencePiece models ({model!r}): the file holds the model's own merges"
             )
         post = _PostSettings(bos_token, eos_token, add_bos_token, add_eos_token, pair_template, trim_offsets,
                              trim_keeps_prefix_space)
-        return _sentencepiece_tokenizer(model, post, check, lossy)
+        tokenizer = _sentencepiece_tokenizer(model, post, check, lossy)
+        _add_to_sentencepiece_file(model, tokenizer, added_tokens or {})
+        return tokenizer
     largest = max([model.n_vocab - 1, *(int(token_id) for token_id in added_tokens or {})])
     if largest >= MAX_DENSE_IDS:
         raise ConversionError(
@@ -321,6 +322,36 @@ def _sentencepiece_tokenizer(model: BPE, post: _PostSettings, check: bool | None
             "pass lossy=True to write the file anyway"
         )
     return tokenizer
+
+
+def _add_to_sentencepiece_file(model: BPE, tokenizer: Tokenizer, added_tokens: Mapping[int, AddedToken | str]) -> None:
+    """Add ``added_tokens`` (id -> token) to the `tokenizers` file of a SentencePiece model: tokens
+    spelled as one of its pieces keep the piece's id, the others take the ids after the last piece,
+    in order, as `tokenizers` numbers them (so they must be consecutive)."""
+    spec = model.sentencepiece
+    assert spec is not None
+    written = {entry.content for entry in tokenizer.get_added_tokens_decoder().values()}
+    for token_id, token in sorted(added_tokens.items()):
+        if isinstance(token, str):
+            token = AddedToken(token, special=False, normalized=True)
+        if token.content in written and token_id < len(spec.pieces) and spec.pieces[token_id].text == token.content:
+            continue  # a control, unknown or user-defined piece, written with the model
+        added = AddedToken(token.content, single_word=token.single_word, lstrip=token.lstrip, rstrip=token.rstrip,
+                           normalized=token.normalized, special=token.special)
+        expected = tokenizer.token_to_id(token.content)
+        if expected is None:
+            expected = tokenizer.get_vocab_size(with_added_tokens=True)
+        if expected != token_id:
+            raise ConversionError(
+                f"added token {token.content!r} has id {token_id}, but tokenizer.json would give it id {expected}: "
+                f"tokenizers numbers the tokens added to the {len(spec.pieces)} pieces of {model!r} one after the "
+                "other, and spells each text once; renumber the added tokens without gaps"
+            )
+        if token.special:
+            tokenizer.add_special_tokens([added])
+        else:
+            tokenizer.add_tokens([added])
+        written.add(token.content)
 
 
 def _warn_lossy(model: BPE, lost: Sequence[str], wrong: Sequence[tuple[str, str]], probes: int,

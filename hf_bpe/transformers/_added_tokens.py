@@ -8,7 +8,18 @@ from collections.abc import Mapping
 from transformers.tokenization_utils_base import AddedToken
 
 from hf_bpe._added_tokens import AddedTokensEncoder, added_tokens_encoder
-from hf_bpe.model import BPE, SPECIAL_TOKEN_RULES, with_special_token_rules
+from hf_bpe.model import BPE
+from hf_bpe.patterns import normalizers_of
+from hf_bpe.sentencepiece_bpe import CONTROL, UNKNOWN, USER_DEFINED
+from hf_bpe.transformers._sentencepiece import (
+    Pieces,
+    SentencePieceTwoPhase,
+    normalize,
+    relabeled,
+    ruled_policy,
+    spans_in_text,
+    without_normalizer,
+)
 
 __all__ = ["AddedTokens"]
 
@@ -22,10 +33,11 @@ class AddedTokens:
     :meth:`two_phase` does the two passes.
 
     Tokens that strip whitespace or match single words (``lstrip``, ``rstrip``, ``single_word``) are
-    matched by the core with these rules, and its own two passes for ``normalized``, when every added
-    token is one of the model's special tokens with its id (a ``tokenizer.json``'s added tokens:
-    RoBERTa's ``<mask>``). Otherwise :attr:`in_core` is false and the caller refuses, naming
-    :attr:`ruled`.
+    matched by the core with these rules, and its own two passes for ``normalized``. A SentencePiece
+    model whose ``tokenizer.json`` normalizes text (the dummy prefix, spaces as ``▁``) has its tokens
+    with ``normalized=True`` looked for in the normalized text, as normalized
+    (:class:`~hf_bpe.transformers._sentencepiece.SentencePieceTwoPhase`). What the core cannot match
+    as `tokenizers` does leaves :attr:`in_core` false, and the caller refuses (:meth:`check_in_core`).
     """
 
     def __init__(self, model: BPE, decoder: Mapping[int, AddedToken]) -> None:
@@ -38,28 +50,67 @@ class AddedTokens:
         self.plain = not self.ruled
         self.in_core = True
         """Whether the core matches the added tokens as `tokenizers` does (always when :attr:`plain`)."""
+        self.refusal = ""
         self.special_ids = frozenset(token_id for token_id, token in decoder.items() if token.special)
         self.outside_model = {
             token_id: token.content.encode("utf-8")
             for token_id, token in decoder.items()
             if not _in_model(model, token_id)
         }
+        """The added tokens that decode to their text rather than as the model's: those beyond its
+        tokens; for a SentencePiece model, every token not spelled as the piece of its id, as its
+        ``tokenizer.json`` spells it (a token with ``normalized=True``: normalized)."""
+        spec = model.sentencepiece
+        if spec is not None:
+            own = {index for index, piece in enumerate(spec.pieces) if piece.type in (CONTROL, UNKNOWN, USER_DEFINED)}
+            self.outside_model = {
+                token_id: (normalize(spec, token.content)[0] if token.normalized and spec.metaspace is None
+                           else token.content).encode("utf-8")
+                for token_id, token in decoder.items()
+                if not (token_id in own and spec.pieces[token_id].text == token.content)
+            }
         self.first_phase: re.Pattern[str] | None = None
-        self._specials = model.special_tokens if model.kind != "sentencepiece" else {}
-        if not self.plain:
+        self._model = model
+        self._relabeled: list[tuple[AddedTokensEncoder, dict[int, tuple[int, AddedToken]]] | None] = [None, None]
+        self.pieces = Pieces(spec) if spec is not None else None
+        self.sentencepiece: tuple[SentencePieceTwoPhase, SentencePieceTwoPhase] | None = None
+        """With and without the special tokens, where the tokens with ``normalized=True`` are looked
+        for in normalized text."""
+        without_specials = {token_id: token for token_id, token in decoder.items() if not token.special}
+        if self.pieces is not None and spec is not None and spec.metaspace is None and any(
+            token.normalized for token in decoder.values()
+        ):
+            if spec.metaspace_split or spec.charsmap:
+                self.in_core = False
+                self.refusal = (
+                    f"added tokens {sorted(token.content for token in decoder.values() if token.normalized)[:5]} have "
+                    f"normalized=True, which tokenizers matches in the normalized text; {model!r} normalizes "
+                    f"{'with a character map' if spec.charsmap else 'and splits words at the ▁ (Metaspace split)'}, "
+                    "which hf_bpe does not reproduce for them: add them with normalized=False"
+                )
+            else:
+                plain = without_normalizer(spec)
+                self.sentencepiece = (SentencePieceTwoPhase(model, plain, self.pieces, decoder),
+                                      SentencePieceTwoPhase(model, plain, self.pieces, without_specials))
+            return
+        if not self.plain or spec is not None:
             ruled = _ruled_encoder(model, decoder)
             self.in_core = ruled is not None
-            if ruled is not None:
-                without_specials = _ruled_encoder(
-                    model, {token_id: token for token_id, token in decoder.items() if not token.special}
+            if ruled is None:
+                self.refusal = (
+                    f"added tokens {self.ruled[:5]} strip whitespace or match single words (lstrip, rstrip, "
+                    f"single_word) and some have normalized=True, which tokenizers matches in the normalized text; "
+                    f"{model!r} normalizes text beyond ByteLevel's prefix space, which hf_bpe does not reproduce for "
+                    "them: add them with normalized=False"
                 )
-                assert without_specials is not None  # a part of the model's special tokens
-                self.encoder, self.encoder_without_specials = ruled, without_specials
+            else:
+                without = _ruled_encoder(model, without_specials)
+                assert without is not None  # a part of the tokens above
+                self.encoder, self.encoder_without_specials = ruled, without
                 return
         self.encoder = added_tokens_encoder(model, tokens)
         self.encoder_without_specials = added_tokens_encoder(
-            model,
-            [(token.content, token_id) for token_id, token in decoder.items() if not token.special]
+            model, [(token.content, token_id) for token_id, token in without_specials.items()]
         )
         raw = [token.content for token in decoder.values() if not token.normalized]
         normalized = [token.content for token in decoder.values() if token.normalized]
@@ -76,23 +127,46 @@ class AddedTokens:
             )
 
     def check_in_core(self) -> None:
-        """Raise ``NotImplementedError`` naming the tokens unless :attr:`in_core`: transformers' own
+        """Raise ``NotImplementedError`` saying why unless :attr:`in_core`: transformers' own
         matching of such tokens (``PythonBackend.tokenize``) differs from `tokenizers`' (what
         ``TokenizersBackend`` does with the saved folder), so it is not used."""
-        if self.in_core:
-            return
-        outside = sorted(token.content for token_id, token in self.decoder.items()
-                         if self._specials.get(token.content) != token_id)
-        raise NotImplementedError(
-            f"added tokens {self.ruled[:5]} strip whitespace or match single words (lstrip, rstrip, single_word) and "
-            f"added tokens {outside[:5]} are not special tokens of the model: BPETokenizer matches such rules exactly "
-            "(in the core, as tokenizers does) only among a byte-level model's own special tokens; add the tokens to "
-            "the tokenizer.json with tokenizers and load it with hf_bpe.load, or add them without these flags to a "
-            "model whose tokens have none"
-        )
+        if not self.in_core:
+            raise NotImplementedError(self.refusal)
 
-    def two_phase(self, text: str) -> tuple[list[int], list[int]]:
+    def in_python(self, split_special_tokens: bool) -> bool:
+        """Whether :meth:`two_phase` finds the tokens (Python drives the core) rather than one of the
+        core's encoders alone."""
+        return self.sentencepiece is not None or (self.first_phase is not None and not split_special_tokens)
+
+    def sentencepiece_spans(self, text: str, split_special_tokens: bool) -> tuple[list[int], list[tuple[int, int]]]:
+        """A SentencePiece model's ids of ``text`` and the characters each covers, as `tokenizers`
+        gives them (see :mod:`hf_bpe.transformers._sentencepiece`)."""
+        pieces = self.pieces
+        assert pieces is not None
+        if pieces.spec.charsmap:
+            raise NotImplementedError(
+                f"return_offsets_mapping=True is not available for {self._model!r}: its normalizer "
+                f"{pieces.spec.normalizer_name!r} (a precompiled character map) has no exact tokenizer.json to "
+                "take the offsets from"
+            )
+        self.check_in_core()
+        if self.sentencepiece is not None:
+            return self.sentencepiece[split_special_tokens].encode(text)
+        found = self._relabeled[split_special_tokens]
+        if found is None:  # the added tokens under ids no piece has
+            cut = relabeled(self._model, {token_id: token for token_id, token in self.decoder.items()
+                                          if not (split_special_tokens and token.special)})
+            found = self._relabeled[split_special_tokens] = (
+                AddedTokensEncoder(self._model._core, ruled_policy(self._model, cut), 0), cut)
+        encoder, cut = found
+        ids, starts = encoder.encode_with_offsets(text)
+        return spans_in_text(pieces, text, ids, starts, cut)
+
+    def two_phase(self, text: str, split_special_tokens: bool = False) -> tuple[list[int], list[int]]:
         """Ids and character starts: raw tokens first, then normalized ones in the gaps."""
+        if self.sentencepiece is not None:
+            found, spans = self.sentencepiece[split_special_tokens].encode(text)
+            return found, [start for start, _ in spans]
         assert self.first_phase is not None
         ids: list[int] = []
         starts: list[int] = []
@@ -112,17 +186,13 @@ class AddedTokens:
 
 def _ruled_encoder(model: BPE, decoder: Mapping[int, AddedToken]) -> AddedTokensEncoder | None:
     """The core's encoder that cuts out the tokens of ``decoder`` with their flags as `tokenizers`'
-    rules (:func:`hf_bpe.model.with_special_token_rules`), or None unless each is one of the model's
-    special tokens with its id (the core applies rules to those only)."""
-    specials = model.special_tokens
-    if model.kind == "sentencepiece" or any(specials.get(token.content) != token_id
-                                            for token_id, token in decoder.items()):
+    rules (see :func:`hf_bpe.model.with_special_token_rules`; ``normalized`` as a second pass), or
+    None where a token with ``normalized=True`` would have to be matched in text that a byte-level
+    model's normalizer changes."""
+    changing = [step.kind for step in normalizers_of(model.pattern) if step.kind != "prefix_space"]
+    if model.kind != "sentencepiece" and changing and any(token.normalized for token in decoder.values()):
         return None
-    ruled = with_special_token_rules(model, {
-        token.content: [rule for rule in SPECIAL_TOKEN_RULES if getattr(token, rule)] for token in decoder.values()
-    })
-    policy = ruled._new_policy(frozenset(token.content for token in decoder.values()), frozenset())
-    return AddedTokensEncoder(model._core, policy, model.n_vocab - 1)
+    return AddedTokensEncoder(model._core, ruled_policy(model, decoder), max([model.n_vocab - 1, *decoder]))
 
 
 def _in_model(model: BPE, token_id: int) -> bool:

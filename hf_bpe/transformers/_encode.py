@@ -17,6 +17,7 @@ from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe._byte_level import token_to_str
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
 from hf_bpe.patterns import normalizers_of
+from hf_bpe.sentencepiece_bpe import NORMAL
 from hf_bpe.transformers._added_tokens import AddedTokens
 
 
@@ -58,16 +59,16 @@ class CoreEncoding(PreTrainedTokenizer):
         """The model's encoder that cuts out the added tokens, or None where they must be cut out
         in Python first (``AddedTokens.two_phase``)."""
         added = self._added_tokens()
-        if split_special_tokens:
-            return added.encoder_without_specials
-        return added.encoder if added.first_phase is None else None
+        if added.in_python(split_special_tokens):
+            return None
+        return added.encoder_without_specials if split_special_tokens else added.encoder
 
     def _encode_texts(self, texts: list[str], split_special_tokens: bool) -> list[list[int]]:
         """Ids of each text, added tokens cut out first, all in the core (threads for batches)."""
         encoder = self._core_encoder(split_special_tokens)
         if encoder is None:
             added = self._added_tokens()
-            return [added.two_phase(text)[0] for text in texts]
+            return [added.two_phase(text, split_special_tokens)[0] for text in texts]
         if len(texts) == 1:
             return [encoder.encode(texts[0])]
         return encoder.encode_batch(texts)
@@ -110,8 +111,8 @@ class CoreEncoding(PreTrainedTokenizer):
     def _encode_with_starts(self, text: str, split_special_tokens: bool) -> tuple[list[int], list[int]]:
         """Ids of ``text`` and the character where each starts, as `tokenizers` gives them."""
         added = self._added_tokens()
-        if added.first_phase is not None and not split_special_tokens:
-            return added.two_phase(text)
+        if added.in_python(split_special_tokens):
+            return added.two_phase(text, split_special_tokens)
         encoder = added.encoder_without_specials if split_special_tokens else added.encoder
         return encoder.encode_with_offsets(text)  # type: ignore[no-any-return]
 
@@ -121,11 +122,9 @@ class CoreEncoding(PreTrainedTokenizer):
         ``add_prefix_space`` puts before a stretch of text covers the stretch's first character. Not
         for models whose normalizer changes text otherwise: there a span ends where `tokenizers`'
         alignment of the normalized text says, which the tokens' starts do not tell."""
-        if self._model.kind == "sentencepiece":
-            raise NotImplementedError(
-                f"return_offsets_mapping=True is not available for SentencePiece models ({self._model!r}): the "
-                "offsets of byte pieces and of the dummy prefix's \u2581 would differ from tokenizers'"
-            )
+        if self._model.kind == "sentencepiece":  # the alignment of its tokenizer.json's normalizer
+            ids, spans = self._added_tokens().sentencepiece_spans(text, split_special_tokens)
+            return Encoded(ids, spans)
         steps = [step.kind for step in normalizers_of(self._model.pattern)]
         changing = [kind for kind in steps if kind != "prefix_space"]
         if changing:
@@ -287,8 +286,12 @@ class Tables:
         lengths = [0] * model.n_vocab
         starts_with_space = bytearray(model.n_vocab)
         spec = model.sentencepiece
+        self.sentencepiece_lead = 0
+        """A normal piece without ``▁`` (a SentencePiece model's; else 0)."""
         if spec is not None:  # a SentencePiece model's tokens are its pieces, as in its tokenizer.json
             spelled[: len(spec.pieces)] = [piece.text for piece in spec.pieces]
+            self.sentencepiece_lead = next((index for index, piece in enumerate(spec.pieces)
+                                            if piece.type == NORMAL and piece.text and "\u2581" not in piece.text), 0)
         else:
             for token, rank in model.mergeable_ranks.items():
                 spelled[rank] = token_to_str(token)

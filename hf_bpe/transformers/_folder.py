@@ -15,7 +15,7 @@ from transformers.tokenization_utils_base import AddedToken
 
 import conversion.hf
 from hf_bpe._io import atomic_write, read_file, replacing_folder
-from hf_bpe.errors import ConversionError, TokenizerFileError
+from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE, MODEL_FILE
 
 REMOTE_CODE_FILE = "tokenization_hf_bpe.py"
@@ -187,15 +187,6 @@ class FolderFormat(PreTrainedTokenizer):
         prefix = f"{filename_prefix}-" if filename_prefix else ""
         model_files = self.save_vocabulary(str(directory), filename_prefix)
         added_tokens = self._added_tokens_decoder
-        if self._model.kind == "sentencepiece":
-            own = set(self._model.special_tokens.values())
-            extra = sorted(str(token) for token_id, token in added_tokens.items() if token_id not in own)
-            if extra:
-                raise ConversionError(
-                    f"added tokens {extra[:5]} of a SentencePiece model cannot be saved yet: its tokenizer.json holds "
-                    "the model's own pieces only; add them as pieces of the model (or to a byte-level model)"
-                )
-            added_tokens = {}
         tokenizer_json = conversion.hf.save(
             self._model,
             directory / f"{prefix}tokenizer.json",

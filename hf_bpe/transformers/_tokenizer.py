@@ -20,7 +20,7 @@ from hf_bpe._io import check_file, read_json
 from hf_bpe._rwlock import ReadWriteLock, reading
 from hf_bpe.errors import InvalidVocabularyError
 from hf_bpe.model import BPE, MAX_DENSE_IDS, MODEL_FILE, IdType, Nulls, as_model
-from hf_bpe.sentencepiece_bpe import CONTROL
+from hf_bpe.sentencepiece_bpe import CONTROL, NORMAL, SentencePieceSpec
 from hf_bpe.transformers._added_tokens import AddedTokens
 from hf_bpe.transformers._encode import Tables
 from hf_bpe.transformers._folder import (
@@ -519,16 +519,27 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         if not outside or not any(token_id in outside for token_id in ids):
             text_bytes = decode_bytes(ids)
         else:
+            spec = self._model.sentencepiece
             parts: list[bytes] = []
             run: list[int] = []
-            for token_id in ids:
-                if token_id in outside:
-                    parts.append(decode_bytes(run))
-                    parts.append(outside[token_id])
+            started = False  # whether the pieces so far spell more than the ▁ a text's decoder drops
+            for token_id in [*ids, None]:
+                if token_id is None or token_id in outside:
+                    if spec is None:
+                        parts.append(decode_bytes(run))
+                    else:
+                        parts.append(self._decode_run(run, first=not started))
+                        started = started or _spells_text(spec, run)
+                    if token_id is not None:
+                        literal = outside[token_id]
+                        if spec is not None:  # its tokenizer.json's decoder: ▁ is a space, a text's first goes
+                            spelled = literal.strip("\u2581".encode()) if spec.remove_extra_whitespaces else literal
+                            literal = _sentencepiece_literal(spec, literal, first=not started)
+                            started = started or bool(spelled)
+                        parts.append(literal)
                     run = []
                 else:
                     run.append(token_id)
-            parts.append(decode_bytes(run))
             text_bytes = b"".join(parts)
         text = text_bytes.decode("utf-8", errors="replace")
         if clean_up_tokenization_spaces is None:
@@ -540,6 +551,16 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
         ):
             text = self.clean_up_tokenization(text)
         return text
+
+    def _decode_run(self, ids: list[int], first: bool) -> bytes:
+        """The bytes of a run of a SentencePiece model's pieces between added tokens: as the model
+        decodes them where nothing comes before (``first``), else without dropping a leading ``▁``
+        (the decoder of its ``tokenizer.json`` drops only the text's first). A piece without ``▁``
+        put in front keeps the model's decoder from seeing the start of a text."""
+        if first or not ids:
+            return self._model.decode_bytes(ids)
+        lead = self._get_tables().sentencepiece_lead
+        return self._model.decode_bytes([lead, *ids])[len(self._model.decode_bytes([lead])):]
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -558,6 +579,31 @@ class BPETokenizer(EncodingPipeline, Retraining, FolderFormat):
 # takes the class for another module's, so its examples are listed here to keep them run.
 BPETokenizer.__module__ = "hf_bpe.transformers"
 __test__ = {"BPETokenizer": BPETokenizer}
+
+
+def _sentencepiece_literal(spec: SentencePieceSpec, text: bytes, *, first: bool) -> bytes:
+    """An added token's text as the decoder of a SentencePiece model's ``tokenizer.json`` gives it:
+    ``▁`` as a space, the text's first ``▁`` dropped (every leading one with
+    ``remove_extra_whitespaces``) where nothing comes before it."""
+    space = "\u2581".encode()
+    if first and (spec.add_dummy_prefix or spec.remove_extra_whitespaces):
+        if spec.remove_extra_whitespaces:
+            while text.startswith(space):
+                text = text[len(space):]
+        elif text.startswith(space):
+            text = text[len(space):]
+    return text.replace(space, b" ")
+
+
+def _spells_text(spec: SentencePieceSpec, ids: list[int]) -> bool:
+    """Whether the pieces ``ids`` spell more than the ``▁`` that the decoder of the model's
+    ``tokenizer.json`` drops at the start of a text (control pieces spell nothing)."""
+    space_only = spec.remove_extra_whitespaces
+    for token_id in ids:
+        piece = spec.pieces[token_id]
+        if piece.type != CONTROL and (not space_only or piece.type != NORMAL or piece.text.strip("\u2581")):
+            return True
+    return False
 
 
 def _special_text(model: BPE, key: str, token_id: int) -> str:

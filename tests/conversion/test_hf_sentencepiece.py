@@ -33,6 +33,7 @@ from conversion_support import (
     varied_texts,
 )
 from suite import require_shared, scale_factor, scaled
+from tokenizers import AddedToken
 
 import conversion.hf
 import conversion.sentencepiece
@@ -431,10 +432,14 @@ def test_decoding_corner_cases_are_refused() -> None:
         conversion.hf.build_tokenizer(surface)
 
 
-def test_added_tokens_and_merges_are_not_taken_for_sentencepiece_models() -> None:
+def test_added_tokens_follow_the_pieces_and_merges_are_not_taken_for_sentencepiece_models() -> None:
     model = conversion.sentencepiece.load(mistral_file("tokenizer.model.v1"))
-    with pytest.raises(ConversionError, match="not taken for SentencePiece models"):
-        conversion.hf.build_tokenizer(model, added_tokens={32000: "<extra>"})
+    written = conversion.hf.build_tokenizer(model, added_tokens={32000: "<extra>", 32001: AddedToken("<y>", special=True)})
+    assert (written.token_to_id("<extra>"), written.token_to_id("<y>")) == (32000, 32001)
+    with pytest.raises(ConversionError, match="tokenizer.json would give it id 32000"):
+        conversion.hf.build_tokenizer(model, added_tokens={32001: "<gap>"})
+    with pytest.raises(ConversionError, match="merges are not taken for SentencePiece models"):
+        conversion.hf.build_tokenizer(model, merges=[])
 
 
 def test_bos_and_eos_are_added_by_the_post_processor(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ into a ``BPETokenizer`` with ``from_model`` and with ``hf-bpe convert --to folde
 around the tokens (whitespace of every kind before and after them, at either end, tokens side by
 side): ``input_ids``, ``attention_mask``, the special-tokens mask, ``offset_mapping`` and ``decode``
 equal, also for the folder the tokenizer writes, read by transformers in a process without hf_bpe.
-Tokens added later with such flags, which the core cannot match with the model's, are refused by name.
+Tokens added later with such flags are matched alike, beside the model's own.
 
 Sizes follow ``HF_BPE_TEST_SCALE``; the full-size run is marked ``slow``.
 """
@@ -246,23 +246,47 @@ def test_flags_given_to_the_model_s_own_special_tokens_are_its_rules(tmp_path: P
     assert ours("b  <mask>  a")["input_ids"] == [98, 257, 97]
 
 
-def test_tokens_added_later_beside_rules_are_refused_by_name(trained: str, tmp_path: Path) -> None:
-    """The core applies rules to the model's special tokens only, and transformers' own matching of
-    them (``PythonBackend``) differs from `tokenizers`': encoding refuses, naming the tokens; adding and
-    saving them works (the folder is exact in ``TokenizersBackend``)."""
+LATER = [AddedToken("<new>"), AddedToken("<x>", lstrip=True), AddedToken("<y>", rstrip=True, single_word=True, special=True),
+         AddedToken("<z>", lstrip=True, rstrip=True, normalized=False), AddedToken("x<", single_word=True, normalized=False),
+         AddedToken("<new>a", normalized=True)]
+"""Tokens added after loading, beside the model's own with rules: every flag, overlapping one another."""
+
+
+@pytest.mark.parametrize("size", [pytest.param(scaled(40, 20), id="ci"),
+                                  pytest.param(scaled(1000, 100), id="full", marks=pytest.mark.slow)])
+def test_tokens_added_later_with_rules_encode_as_tokenizers_backend_on_the_saved_folder(
+    trained: str, size: int, tmp_path: Path
+) -> None:
+    """Tokens added with ``lstrip``, ``rstrip``, ``single_word`` and ``normalized`` to a model whose own
+    special token has rules (RoBERTa's ``<mask>``), and to one without special tokens, are matched as
+    `tokenizers` matches them: ``TokenizersBackend`` on the saved folder, in this process and in one
+    without hf_bpe, gives the same ids, masks, offsets and decoded texts."""
     roberta = ours_of(roberta_like(trained, tmp_path / "source", prefix_space=True))
-    roberta.add_tokens(["<new>"])
-    with pytest.raises(NotImplementedError, match=r"added tokens \['<mask>'\] strip .* added tokens \['<new>'\] are not"):
-        roberta("a <new> <mask>")
-    with pytest.raises(NotImplementedError, match="'<new>'"):
-        roberta.tokenize("a")
-    roberta.save_pretrained(tmp_path / "saved")
-    saved = json.loads((tmp_path / "saved" / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]
-    assert [entry["content"] for entry in saved if entry["lstrip"]] == ["<mask>"]
-    assert "<new>" in [entry["content"] for entry in saved]
-    plain = BPETokenizer.from_model(BPE({bytes([b]): b for b in range(256)}, "gpt2"))
-    plain.add_tokens([AddedToken("<x>", lstrip=True)])
-    with pytest.raises(NotImplementedError, match=r"added tokens \['<x>'\] strip whitespace"):
-        plain(["a <x>"])
-    with pytest.raises(NotImplementedError, match=r"added tokens \['<x>'\] strip whitespace"):
-        plain.encode_arrow(pa.array(["a <x>"]))
+    plain = BPETokenizer.from_model(BPE({bytes([b]): b for b in range(256)} | {b"<n": 256}, "gpt2"), pad_token="<pad>")
+    cases = []
+    for name, ours in (("roberta", roberta), ("plain", plain)):
+        ours.add_tokens(LATER)
+        folder = tmp_path / name
+        ours.save_pretrained(folder)
+        saved = {entry["content"]: entry for entry in
+                 json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]}
+        assert saved["<z>"]["lstrip"] and saved["<z>"]["rstrip"] and saved["<y>"]["single_word"]
+        backend = transformers.TokenizersBackend.from_pretrained(str(folder))
+        texts = texts_around(random.Random(size), [token.content for token in LATER] + ["<mask>", "<s>"], size)
+        assert_same(ours, backend, texts, name)
+        assert ours.encode_arrow(pa.array(texts)).to_pylist() == backend(texts)["input_ids"]
+        assert [ours.convert_tokens_to_ids(ours.tokenize(text)) for text in texts] == \
+            [backend(text, add_special_tokens=False)["input_ids"] for text in texts]
+        cases.append((ours, str(folder), texts))
+    (tmp_path / "cases.json").write_text(json.dumps([[folder, texts] for _, folder, texts in cases]), encoding="utf-8")
+    (tmp_path / "probe.py").write_text(PROBE, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(tmp_path / "probe.py"), str(tmp_path / "cases.json")],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for (ours, _, texts), result in zip(cases, json.loads(done.stdout.split("RESULT ", 1)[1])):
+        assert result["class"] == "TokenizersBackend"
+        encoded = ours(texts, return_offsets_mapping=True, return_special_tokens_mask=True)
+        assert encoded["input_ids"] == result["input_ids"]
+        assert [[list(span) for span in row] for row in encoded["offset_mapping"]] == result["offset_mapping"]
+        assert [ours.decode(ids) for ids in encoded["input_ids"]] == result["decoded"]

@@ -566,14 +566,16 @@ def test_many_added_and_special_tokens_cost_linear_time_and_match_as_tokenizers_
     assert tokenizer(texts)["input_ids"] == [e.ids for e in reference.encode_batch(texts)]
 
 
-def test_added_tokens_that_strip_spaces_are_refused_beyond_the_model_s_special_tokens() -> None:
-    """transformers' own matching of such tokens (PythonBackend) differs from tokenizers'; the core
-    matches them only among the model's special tokens (tests/transformers/test_added_tokens.py)."""
+def test_added_tokens_that_strip_spaces_are_matched_beyond_the_model_s_special_tokens() -> None:
+    """A token added with lstrip is matched as tokenizers matches it (the whitespace before it is its
+    own) in every path; tests/transformers/test_added_tokens.py compares with TokenizersBackend."""
     tokenizer = tokenizer_for("gpt2")
     tokenizer.add_tokens([transformers.AddedToken("<mask>", lstrip=True, special=True, normalized=False)])
-    for call in (tokenizer, tokenizer.tokenize, tokenizer.encode):
-        with pytest.raises(NotImplementedError, match=r"added tokens \['<mask>'\] strip whitespace .*lstrip"):
-            call("hello <mask> world")
+    mask = tokenizer.convert_tokens_to_ids("<mask>")
+    expected = [*encoding("gpt2").encode("hello"), mask, *encoding("gpt2").encode(" world")]
+    assert tokenizer("hello  <mask> world")["input_ids"] == expected
+    assert tokenizer.encode("hello  <mask> world") == expected
+    assert tokenizer.convert_tokens_to_ids(tokenizer.tokenize("hello  <mask> world")) == expected
 
 
 def test_split_special_tokens_encodes_special_text_as_text() -> None:

@@ -227,12 +227,6 @@ class TestSentencePieceConformance(BPETokenizerConformance, unittest.TestCase):
         cls.integration_expected_token_ids = ids
         cls.integration_expected_decoded_text = processor.decode(ids)
 
-    @unittest.skip("saves tokens added beyond the model's pieces, which BPETokenizer refuses for SentencePiece models")
-    def test_save_and_load_tokenizer(self) -> None: ...
-
-    @unittest.skip("saves tokens added beyond the model's pieces, which BPETokenizer refuses for SentencePiece models")
-    def test_added_tokens_serialization(self) -> None: ...
-
 
 def test_the_installed_transformers_is_a_release_the_pipeline_was_checked_against() -> None:
     """hf_bpe/transformers/_pipeline.py implements transformers' private ``_encode_plus``: on a major it

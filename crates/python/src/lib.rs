@@ -799,17 +799,25 @@ impl CoreBPE {
 
     /// A policy that cuts out arbitrary `(text, id)` tokens (e.g. tokens added by a tokenizer at
     /// run time, or a second name of a special token) and encodes them as those ids; the texts in
-    /// `disallowed` raise (none by default). Longest match wins.
-    #[pyo3(signature = (tokens, disallowed=Vec::new()))]
+    /// `disallowed` raise (none by default). Longest match wins. `rules`, when given, holds each
+    /// token's `tokenizers` rules (`special::LSTRIP`, ...), in the order of `tokens`.
+    #[pyo3(signature = (tokens, disallowed=Vec::new(), rules=None))]
     fn added_tokens_policy(
         &self,
         py: Python<'_>,
         tokens: Vec<(String, Rank)>,
         disallowed: Vec<String>,
+        rules: Option<Vec<u8>>,
     ) -> PyResult<SpecialPolicy> {
         guarded(py, || {
+            if rules.as_ref().is_some_and(|rules| rules.len() != tokens.len()) {
+                return Err(PyValueError::new_err("rules must hold one entry per token"));
+            }
+            let rule = |index: usize| rules.as_ref().map_or(0, |rules| rules[index]);
             Ok(SpecialPolicy {
-                allowed: SpecialMatcher::new(tokens.iter().map(|(text, id)| (text.as_str(), *id))),
+                allowed: SpecialMatcher::with_rules(
+                    tokens.iter().enumerate().map(|(index, (text, id))| (text.as_str(), *id, rule(index))),
+                ),
                 disallowed: SpecialMatcher::new(disallowed.iter().map(|text| (text.as_str(), 0))),
             })
         })
