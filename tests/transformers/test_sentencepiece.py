@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from conversion_support import mistral_file, training_corpus, varied_texts
-from suite import scaled
+from suite import FULL_SIZE, scaled
 from textgen import LATIN, WHITESPACE, WORDS, fragment, random_letters
 from transformers.tokenization_utils_base import AddedToken
 
@@ -136,7 +136,7 @@ def assert_like_backend(tokenizer: BPETokenizer, folder: Path, texts: list[str],
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(400, 150), id="ci"),
-                                  pytest.param(3_000, id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(3_000, 1_000), id="full", marks=FULL_SIZE)])
 def test_offsets_and_added_tokens_are_those_of_tokenizers_backend_on_the_saved_folder(
     models: dict[str, hf_bpe.BPE], size: int, tmp_path: Path
 ) -> None:
