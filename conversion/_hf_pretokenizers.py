@@ -339,6 +339,8 @@ def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
     steps = _flat_steps(pre_tokenizer)
     levels = [index for index, step in enumerate(steps) if is_byte_level(step)]
     if not levels:
+        for step in steps:
+            _splits_of(step, refuse)  # an unsupported step is named first
         raise refuse(f"the pre-tokenizer {describe(pre_tokenizer)} is not supported; byte-level BPE needs a ByteLevel "
                      "step")
     if len(levels) > 1:
@@ -353,13 +355,12 @@ def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
             raise refuse(f"the ByteLevel pre-tokenizer has {flag} = {flags[flag]!r:.40}; expected true or false")
     before = [split for step in steps[:at] for split in _splits_of(step, refuse)]
     after = [split for step in steps[at + 1:] for split in _splits_of(step, refuse)]
-    if after or flags["add_prefix_space"]:
+    if after or flags["add_prefix_space"] or not (before or flags["use_regex"]):
+        # (ByteLevel alone without its regex: each stretch of text between added tokens is one piece)
         return [patterns.resolve([*before, patterns.ByteLevel(**flags), *after])]
     splits = before
     if flags["use_regex"]:
         splits.append(_BYTE_LEVEL_STEP)
-    if not splits:
-        raise refuse("ByteLevel without its regex and without a Split step: nothing splits the text")
     exact = patterns.resolve(splits)
     if len(splits) == 1:
         split = splits[0]

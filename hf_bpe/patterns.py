@@ -244,6 +244,19 @@ def normalizers_of(pattern: Pattern | None) -> tuple[Normalize, ...]:
     return tuple(step for step in pattern if isinstance(step, Normalize))
 
 
+def dropping_after_byte_level(pattern: Pattern | None) -> Split | None:
+    """The first Split after a :class:`ByteLevel` step that drops text (behavior ``"removed"``), which
+    may drop bytes inside a character; ``None`` when there is none.
+
+    >>> dropping_after_byte_level((ByteLevel(), Split("a"), Split("b", "removed")))
+    Split('b', 'removed')
+    """
+    if byte_level_of(pattern) is None or not isinstance(pattern, tuple):
+        return None
+    after = pattern[pattern.index(byte_level_of(pattern)) + 1:]  # type: ignore[arg-type]
+    return next((step for step in after if isinstance(step, Split) and step.behavior == "removed"), None)
+
+
 def resolve(pattern: str | Split | Sequence[Step]) -> Pattern:
     """Return the regex for a pattern name, ``pattern`` itself when it is a regex or a :class:`Split`,
     and a tuple for a sequence of Splits (one Split alone for a sequence of one).
@@ -265,9 +278,10 @@ def resolve(pattern: str | Split | Sequence[Step]) -> Pattern:
         byte_levels = sum(isinstance(step, ByteLevel) for step in steps)
         if steps and len(steps) + len(normalizers) == len(pattern) and tuple(pattern) == normalizers + steps \
                 and byte_levels <= 1:
+            splits = tuple(step for step in steps if isinstance(step, Split))
             if normalizers or byte_levels:
                 return normalizers + steps
-            return steps[0] if len(steps) == 1 else steps
+            return splits[0] if len(splits) == 1 else splits
     raise TypeError(
         f"pattern must be a regex string, one of {sorted(NAMED)}, a patterns.Split or a sequence of them "
         f"(patterns.Normalize steps first, at most one patterns.ByteLevel among the Splits), got {pattern!r:.80}"

@@ -16,7 +16,7 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Padd
 from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe._byte_level import token_to_str
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
-from hf_bpe.patterns import byte_level_of, normalizers_of
+from hf_bpe.patterns import byte_level_of, dropping_after_byte_level, normalizers_of
 from hf_bpe.transformers._added_tokens import AddedTokens
 
 
@@ -132,6 +132,13 @@ class CoreEncoding(PreTrainedTokenizer):
             raise NotImplementedError(
                 f"return_offsets_mapping=True is not available for a model that normalizes text ({', '.join(changing)}): "
                 "the ends of the spans would differ from tokenizers'; the starts are model.encode_with_offsets's"
+            )
+        dropping = dropping_after_byte_level(self._model.pattern)
+        if dropping is not None:
+            raise NotImplementedError(
+                f"return_offsets_mapping=True is not available for a model whose {dropping!r} after ByteLevel drops "
+                "text: it may drop bytes inside a character, and the span of a token starting after them would "
+                "differ from tokenizers'; the starts are model.encode_with_offsets's"
             )
         ids, starts = self._encode_with_starts(text, split_special_tokens)
         added = self._added_tokens_decoder
