@@ -588,3 +588,25 @@ def test_transformers_offsets_are_tokenizers_or_refused_where_normalizers_move_e
 
 def _pre_tokenizer_of_gpt2() -> dict:
     return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+
+
+def test_writers_that_cannot_run_a_byte_level_step_refuse_it_by_name(tmp_path: Path) -> None:
+    """tiktoken, tekken, GPT-2 and GGUF files cannot hold Falcon's pre-tokenizer: each writer refuses,
+    naming the step; ``tokenizer.json`` and the model file hold it."""
+    import conversion.gguf
+    import conversion.gpt2
+    import conversion.tiktoken
+    from hf_bpe import BPE
+    from hf_bpe.errors import ConversionError
+
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(_trained(None, FALCON, 13, vocab_size=300)), encoding="utf-8")
+    model = conversion.hf.load(path)
+    ranks = BPE(model.mergeable_ranks, model.pattern)
+    for write in (lambda: conversion.tiktoken.save(ranks, tmp_path / "x.tiktoken"),
+                  lambda: conversion.tiktoken.save_tekken(ranks, tmp_path / "tekken.json"),
+                  lambda: conversion.gpt2.save(model, tmp_path / "gpt2"),
+                  lambda: conversion.gguf.save(model, tmp_path / "x.gguf")):
+        with pytest.raises(ConversionError, match="ByteLevel"):
+            write()
+    assert BPE.load(model.save(tmp_path / "model.json")) == model
