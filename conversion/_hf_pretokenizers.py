@@ -179,15 +179,18 @@ def _class_end(pattern: str, start: int) -> int:
     return len(pattern)
 
 
-def split_steps(pattern: patterns.Pattern) -> list[pre_tokenizers.Split]:
-    """`tokenizers`' Split pre-tokenizers for a pattern: a tiktoken regex translated for Oniguruma
-    (its matches kept, the rest dropped), or the model's own Split steps as they are."""
+def split_steps(pattern: patterns.Pattern) -> list[pre_tokenizers.PreTokenizer]:
+    """`tokenizers`' pre-tokenizers for a pattern: a Split on a tiktoken regex translated for
+    Oniguruma (its matches kept, the rest dropped), or the model's own Split steps as they are, with
+    its :class:`hf_bpe.patterns.ByteLevel` step among them as a ``ByteLevel`` (normalizers left out)."""
     if isinstance(pattern, str):
         return [pre_tokenizers.Split(Regex(translate_pattern(pattern)), behavior="removed", invert=True)]
+    steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
     return [
         pre_tokenizers.Split(step.pattern if step.literal else Regex(step.pattern), behavior=step.behavior,
-                             invert=step.invert)
-        for step in patterns.split_steps_of(pattern)
+                             invert=step.invert) if isinstance(step, patterns.Split) else
+        pre_tokenizers.ByteLevel(add_prefix_space=step.add_prefix_space, trim_offsets=False, use_regex=step.use_regex)
+        for step in steps if not isinstance(step, patterns.Normalize)
     ]
 
 
@@ -247,7 +250,8 @@ _PATTERN_BYTES_LIMIT = 1 << 16
 def _may_be_too_long(pattern: patterns.Pattern) -> bool:
     """Whether a regex of ``pattern`` is over :data:`_PATTERN_BYTES_LIMIT` (then our core refuses it)."""
     steps = (pattern,) if isinstance(pattern, (str, patterns.Split)) else pattern
-    regexes = [step if isinstance(step, str) else step.pattern for step in steps]
+    regexes = [step if isinstance(step, str) else step.pattern for step in steps
+               if isinstance(step, (str, patterns.Split))]
     return any(len(regex.encode("utf-8")) > _PATTERN_BYTES_LIMIT for regex in regexes)
 
 
@@ -330,28 +334,33 @@ def _split_rules(pre_tokenizer: Any, refuse: Any) -> list[patterns.Pattern]:
     """Our split patterns for a byte-level pre-tokenizer, to try in turn: a named pattern first when
     the file spells one, else a family scanner's rule when the file's split means the same (its
     scanner is faster), then the file's Split steps as they are (which run on a scanner too when they
-    spell a family's regex exactly)."""
+    spell a family's regex exactly). A ``ByteLevel`` followed by steps, or putting its space after
+    steps, is a :class:`hf_bpe.patterns.ByteLevel` step among the Splits."""
     steps = _flat_steps(pre_tokenizer)
-    if not steps or not is_byte_level(steps[-1]):
-        later = next((index for index, step in enumerate(steps) if is_byte_level(step)), None)
-        if later is not None:
-            raise refuse(
-                f"the pre-tokenizer step {describe(steps[later + 1])} after ByteLevel is not supported (it splits the "
-                "byte-level spelling of the text, not the text)"
-            )
-        raise refuse(f"the pre-tokenizer {describe(pre_tokenizer)} is not supported; byte-level BPE ends in ByteLevel")
-    byte_level = steps[-1]
-    if byte_level.get("add_prefix_space"):
-        raise refuse(
-            f"ByteLevel's add_prefix_space after the pre-tokenizer step {describe(steps[0])} is not supported: "
-            "tokenizers then puts a space before each piece those steps cut, which hf_bpe's split steps cannot do "
-            "(ByteLevel with add_prefix_space alone, before each stretch of text between added tokens, is read)"
-        )
-    splits = [split for step in steps[:-1] for split in _splits_of(step, refuse)]
-    if byte_level.get("use_regex", True):
+    levels = [index for index, step in enumerate(steps) if is_byte_level(step)]
+    if not levels:
+        for step in steps:
+            _splits_of(step, refuse)  # an unsupported step is named first
+        raise refuse(f"the pre-tokenizer {describe(pre_tokenizer)} is not supported; byte-level BPE needs a ByteLevel "
+                     "step")
+    if len(levels) > 1:
+        raise refuse("a second ByteLevel pre-tokenizer step is not supported: it would spell the byte-level spelling "
+                     "of the text again, in a vocabulary of no real tokenizer")
+    at = levels[0]
+    byte_level = steps[at]
+    flags = {}
+    for flag, default in (("add_prefix_space", False), ("use_regex", True)):
+        flags[flag] = byte_level.get(flag, default)
+        if not isinstance(flags[flag], bool):
+            raise refuse(f"the ByteLevel pre-tokenizer has {flag} = {flags[flag]!r:.40}; expected true or false")
+    before = [split for step in steps[:at] for split in _splits_of(step, refuse)]
+    after = [split for step in steps[at + 1:] for split in _splits_of(step, refuse)]
+    if after or flags["add_prefix_space"] or not (before or flags["use_regex"]):
+        # (ByteLevel alone without its regex: each stretch of text between added tokens is one piece)
+        return [patterns.resolve([*before, patterns.ByteLevel(**flags), *after])]
+    splits = before
+    if flags["use_regex"]:
         splits.append(_BYTE_LEVEL_STEP)
-    if not splits:
-        raise refuse("ByteLevel without its regex and without a Split step: nothing splits the text")
     exact = patterns.resolve(splits)
     if len(splits) == 1:
         split = splits[0]
@@ -383,7 +392,8 @@ def _splits_of(step: Any, refuse: Any) -> list[patterns.Split]:
     does in `tokenizers`: Split itself; ``Digits``, ``Punctuation`` and ``WhitespaceSplit`` as Splits
     ``Whitespace`` on `tokenizers`' own character tables
     (:mod:`conversion._hf_tables`);
-    ``CharDelimiterSplit`` on its character. Other pre-tokenizers are refused by name."""
+    ``CharDelimiterSplit`` on its character. Other pre-tokenizers are refused by name. (Steps after
+    ``ByteLevel`` take the same reading: they run on its spelling, as in `tokenizers`.)"""
     kind = step.get("type") if isinstance(step, dict) else None
     if kind == "Split":
         return [_split_step(step, refuse)]
@@ -409,7 +419,7 @@ def _splits_of(step: Any, refuse: Any) -> list[patterns.Split]:
         return [patterns.Split(delimiter, "removed", literal=True)]
     raise refuse(
         f"the pre-tokenizer step {describe(step)} is not supported (hf_bpe runs Split, Digits, Punctuation, "
-        "Whitespace, WhitespaceSplit and CharDelimiterSplit steps followed by ByteLevel)"
+        "Whitespace, WhitespaceSplit and CharDelimiterSplit steps, before or after one ByteLevel)"
     )
 
 
@@ -499,15 +509,16 @@ PROBE_SECONDS = 5.0
 
 class _TheirSplitter:
     """`tokenizers`' own pre-tokenizer built from a file's JSON, exactly as ``Tokenizer.from_file``
-    builds it. A final ``ByteLevel`` without regex only maps bytes to its alphabet and splits
-    nothing, so it is left out (its mapping is the same on both sides); with its regex it stays, and
-    our pieces are compared in its alphabet."""
+    builds it. A final ``ByteLevel`` without regex and prefix space only maps bytes to its alphabet
+    and splits nothing, so it is left out (its mapping is the same on both sides); else it stays, and
+    our pieces are compared in its alphabet (as bytes: a piece may end inside a character)."""
 
     def __init__(self, pre_tokenizer: Any) -> None:
         steps = pre_tokenizer.get("pretokenizers") if isinstance(pre_tokenizer, dict) and \
             pre_tokenizer.get("type") == "Sequence" else None
         self.spelled = True
-        if steps and is_byte_level(steps[-1]) and not steps[-1].get("use_regex", True) and len(steps) > 1:
+        if steps and is_byte_level(steps[-1]) and not steps[-1].get("use_regex", True) and len(steps) > 1 \
+                and not steps[-1].get("add_prefix_space", False):
             pre_tokenizer = {"type": "Sequence", "pretokenizers": steps[:-1]}
             self.spelled = False
         document = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
@@ -529,7 +540,8 @@ class _TheirSplitter:
         # string operations instead of one per piece); translate theirs back only when they differ.
         separator = next((char for char in _SEPARATORS if char not in text), None)
         if isinstance(ours, list) and separator is not None and \
-                token_to_str(separator.join(ours).encode("utf-8")) == token_to_str(separator.encode()).join(pieces):
+                token_to_str(separator.join(ours).encode("utf-8", "surrogateescape")) == \
+                token_to_str(separator.encode()).join(pieces):
             return ours
         return [_unspell(piece) for piece in pieces]
 
@@ -608,5 +620,6 @@ def _edges(text: str, pieces: list[str]) -> set[int]:
 
 
 def _unspell(piece: str) -> str:
-    """A piece in the byte-level alphabet back as text (invalid UTF-8 shown with replacement)."""
-    return str_to_token(piece).decode("utf-8", errors="replace")
+    """A piece in the byte-level alphabet back as text, as :func:`hf_bpe.patterns.pieces` gives it
+    (bytes that are not whole characters as ``surrogateescape`` holds them)."""
+    return str_to_token(piece).decode("utf-8", errors="surrogateescape")

@@ -721,6 +721,9 @@ def _pre_for(model: BPE, pre: str | None, *, lossy: bool) -> str:
     count, name, example = best
     message = (f"no llama.cpp pre-tokenizer splits as the pattern {patterns.describe(pattern)[:200]} does: the "
                f"closest, {name!r}, cuts {count} probe text(s) differently, {example}")
+    if patterns.byte_level_of(pattern) is not None:
+        message += (" (the pattern's ByteLevel step splits the byte-level spelling of pieces, or puts a space before "
+                    "each; llama.cpp's pre-tokenizers split the text)")
     _refuse_unless_lossy(message, lossy=lossy, how="pass lossy=True (pre=NAME to choose another)", mismatches=count,
                          probes=len(probes))
     return name

@@ -215,12 +215,14 @@ def build_tokenizer(
         ignore_merges=ignore_merges,
     )
     tokenizer = Tokenizer(bpe)
+    pre_tokenizer: pre_tokenizers.PreTokenizer
     steps = patterns.normalizers_of(model.pattern)
-    if steps and steps[-1].kind == "prefix_space" and \
+    if patterns.byte_level_of(model.pattern) is not None:
+        pre_tokenizer = pre_tokenizers.Sequence(split_steps(model.pattern))  # ByteLevel among the Splits
+    elif steps and steps[-1].kind == "prefix_space" and \
             patterns.split_steps_of(model.pattern) == (patterns.Split(BYTE_LEVEL_REGEX, "isolated"),):
         # What a lone ByteLevel with add_prefix_space loads as: written back as it was, offsets and all.
-        pre_tokenizer: pre_tokenizers.PreTokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True,
-                                                                              trim_offsets=False, use_regex=True)
+        pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=True)
         steps = steps[:-1]
     else:
         pre_tokenizer = pre_tokenizers.Sequence([
@@ -872,7 +874,7 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         return _added_tokens(document, spelled_model, normalizers, refuse)
 
     def built(split: patterns.Pattern) -> BPE:
-        pattern = (*normalizers, *patterns.split_steps_of(split)) if normalizers else split
+        pattern = (*normalizers, *((split,) if isinstance(split, patterns.Split) else split)) if normalizers else split
         return _built(model, spelled_model, pattern, split, specials, name or Path(path).parent.name or "tokenizer",
                       refuse)
 

@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal, Self, TypeAlias, final
 
 from _typeshed import StrPath, SupportsItems
 
-from hf_bpe.patterns import Split
+from hf_bpe.patterns import ByteLevel, Split
 
 __all__ = [
     "CoreBPE",
@@ -29,17 +29,18 @@ __all__ = [
 ]
 
 # A split rule as `hf_bpe.patterns.to_core` gives it and the core gives it back: a regex, or
-# `(pattern, literal, behavior, invert)` per Split step.
-_SplitRule: TypeAlias = str | list[tuple[str, bool, str, bool]]
+# `(pattern, literal, behavior, invert)` per Split step, with at most one
+# `("byte_level", add_prefix_space, use_regex)` among them (`hf_bpe.patterns.ByteLevel`).
+_SplitRule: TypeAlias = str | list[tuple[str, bool, str, bool] | tuple[str, bool, bool]]
 # What the core accepts as one: the regex, or any sequence of such steps.
-_SplitRuleArgument: TypeAlias = str | Sequence[tuple[str, bool, str, bool]]
+_SplitRuleArgument: TypeAlias = str | Sequence[tuple[str, bool, str, bool] | tuple[str, bool, bool]]
 # A normalizer step as `hf_bpe.patterns.to_core` gives `hf_bpe.patterns.Normalize`:
 # `(kind, pattern, content, literal, left, right)`.
 _NormalizeStep: TypeAlias = tuple[str, str, str, bool, bool, bool]
 # What a model's split accepts: a split rule, or a list of normalizer steps then split steps.
-_ModelSplitArgument: TypeAlias = str | Sequence[tuple[str, bool, str, bool] | _NormalizeStep]
+_ModelSplitArgument: TypeAlias = str | Sequence[tuple[str, bool, str, bool] | tuple[str, bool, bool] | _NormalizeStep]
 # A split pattern without normalizer steps, as piece counts hold it.
-_CountPattern: TypeAlias = str | Split | tuple[Split, ...]
+_CountPattern: TypeAlias = str | Split | tuple[Split | ByteLevel, ...]
 # Called now and then, from the calling thread, with the work done since the last call.
 _Progress: TypeAlias = Callable[[int], object]
 
@@ -193,7 +194,7 @@ class PieceCounts:
         cls,
         counts: SupportsItems[str | bytes, int] | None = None,
         *,
-        pattern: str | Split | Sequence[Split] | None = None,
+        pattern: str | Split | Sequence[Split | ByteLevel] | None = None,
         special_tokens: Sequence[str] = ...,
     ) -> Self: ...
     @property

@@ -53,6 +53,9 @@ _RULES_FORMAT_VERSION = 2
 _AFTER_MERGING_FORMAT_VERSION = 3
 """The version of model files dropping missing bytes after merging (readers of versions 1 and 2 refuse
 them: they would drop them before)."""
+_BYTE_LEVEL_STEP_FORMAT_VERSION = 4
+"""The version of model files whose pattern holds a ByteLevel step (readers of versions 1 to 3 refuse
+them: they do not know the step)."""
 MissingBytes = Literal["before merging", "after merging"]
 """When a merges-list model drops the single bytes its vocabulary lacks from text (see
 :meth:`BPE.from_merges`): before merging (`tokenizers`) or after (llama.cpp)."""
@@ -850,6 +853,8 @@ class BPE(_Encoder):
             document["special_token_rules"] = {text: sorted(names) for text, names in special_token_rules(self).items()}
         if document.get("drop_missing_bytes") == "after merging":  # readers of versions 1 and 2 would drop before
             document["version"] = _AFTER_MERGING_FORMAT_VERSION
+        if patterns.byte_level_of(self.pattern) is not None:  # readers of versions 1 to 3 do not know the step
+            document["version"] = _BYTE_LEVEL_STEP_FORMAT_VERSION
         return document
 
     @classmethod
@@ -896,9 +901,10 @@ class BPE(_Encoder):
         document = read_json(path)
         if not isinstance(document, dict) or document.get("format") != MODEL_FORMAT:
             raise TokenizerFileError(path, f"not an hf_bpe model file (no \"format\": \"{MODEL_FORMAT}\")")
-        if document.get("version") not in (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION, _AFTER_MERGING_FORMAT_VERSION):
+        if document.get("version") not in (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION, _AFTER_MERGING_FORMAT_VERSION,
+                                           _BYTE_LEVEL_STEP_FORMAT_VERSION):
             raise TokenizerFileError(
-                path, f"model file version {document.get('version')!r} is not supported (expected 1, 2 or 3)"
+                path, f"model file version {document.get('version')!r} is not supported (expected 1, 2, 3 or 4)"
             )
         try:
             return cls._from_document(document)
@@ -1136,14 +1142,21 @@ def _piece(index: int, entry: list[Any]) -> Piece:
 
 
 def _pattern_document(pattern: patterns.Pattern) -> str | list[dict[str, Any]]:
-    """A pattern as the model file holds it: the regex, or one object per Split (and Normalize) step."""
+    """A pattern as the model file holds it: the regex, or one object per Split (and Normalize and
+    ByteLevel) step."""
     if isinstance(pattern, str):
         return pattern
     steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
-    return [{"split": step.pattern, "behavior": step.behavior, "invert": step.invert, "literal": step.literal}
-            if isinstance(step, patterns.Split) else
-            {"normalize": step.kind, "pattern": step.pattern, "content": step.content, "literal": step.literal,
-             "left": step.left, "right": step.right} for step in steps]
+    return [_step_document(step) for step in steps]
+
+
+def _step_document(step: patterns.Step) -> dict[str, Any]:
+    if isinstance(step, patterns.Split):
+        return {"split": step.pattern, "behavior": step.behavior, "invert": step.invert, "literal": step.literal}
+    if isinstance(step, patterns.ByteLevel):
+        return {"byte_level": True, "add_prefix_space": step.add_prefix_space, "use_regex": step.use_regex}
+    return {"normalize": step.kind, "pattern": step.pattern, "content": step.content, "literal": step.literal,
+            "left": step.left, "right": step.right}
 
 
 def _pattern_of(value: Any) -> patterns.Pattern:
@@ -1157,6 +1170,10 @@ def _pattern_of(value: Any) -> patterns.Pattern:
         if isinstance(step, dict) and set(step) == {"normalize", "pattern", "content", "literal", "left", "right"}:
             steps.append(patterns.Normalize(step["normalize"], step["pattern"], step["content"], step["literal"],
                                             step["left"], step["right"]))
+            continue
+        if isinstance(step, dict) and set(step) == {"byte_level", "add_prefix_space", "use_regex"} \
+                and step["byte_level"] is True:
+            steps.append(patterns.ByteLevel(step["add_prefix_space"], step["use_regex"]))
             continue
         if not isinstance(step, dict) or set(step) != {"split", "behavior", "invert", "literal"}:
             raise ValueError(f"pattern[{index}] must be {{split, behavior, invert, literal}}, got {step!r:.80}")

@@ -9,7 +9,9 @@ A pattern is one of:
   ``invert``), run with Oniguruma exactly as in `tokenizers`; or a tuple of them, applied in turn
   (each re-splits every piece of the one before), as a ``tokenizer.json`` Sequence does. Such a tuple
   may start with :class:`Normalize` steps: `tokenizers`' normalizers, which rewrite each stretch of
-  ordinary text before it is split (offsets still point into the original text).
+  ordinary text before it is split (offsets still point into the original text), and may hold one
+  :class:`ByteLevel`: `tokenizers`' ``ByteLevel`` pre-tokenizer among the Splits (the Splits after it
+  cut each piece's byte-level spelling).
 
 >>> from hf_bpe import patterns
 >>> patterns.resolve("cl100k") == patterns.CL100K
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from hf_bpe.model import BPE
 
 __all__ = [
-    "BEHAVIORS", "CL100K", "GPT2", "NAMED", "O200K", "Pattern", "Split", "describe", "from_core",
+    "BEHAVIORS", "CL100K", "GPT2", "NAMED", "O200K", "ByteLevel", "Pattern", "Split", "describe", "from_core",
     "name_of", "pieces", "resolve", "to_core"
 ]
 
@@ -119,6 +121,38 @@ class Split:
         return f"Split({self.pattern!r}, {self.behavior!r}{extra})"
 
 
+@dataclass(frozen=True)
+class ByteLevel:
+    r"""`tokenizers`' ``ByteLevel`` pre-tokenizer as a step among :class:`Split` steps, run as a
+    ``tokenizer.json`` Sequence runs it: on each piece of the Splits before it, it puts a space before
+    the piece when it does not start with one (``add_prefix_space``), cuts it with its regex (GPT-2's
+    split, ``use_regex``) and spells its bytes in GPT-2's byte alphabet, one character per byte; the
+    Splits after it cut that spelling, not the text, so they see ``"²"`` (the spelling of byte 0xB2, a
+    byte of many characters) as a digit, and a piece may end inside a character.
+
+    >>> import hf_bpe
+    >>> ranks = {bytes([b]): b for b in range(256)}
+    >>> pieces(hf_bpe.BPE(ranks, (Split(r"\d"), ByteLevel(add_prefix_space=True))), "ab1 c")
+    [' ab', ' 1', ' c']
+    >>> [piece.encode("utf-8", "surrogateescape") for piece in
+    ...  pieces(hf_bpe.BPE(ranks, (ByteLevel(use_regex=False), Split(r"\p{N}"))), "aò1")]
+    [b'a\xc3', b'\xb2', b'1']
+    """
+
+    add_prefix_space: bool = False
+    use_regex: bool = True
+
+    def __post_init__(self) -> None:
+        for flag in ("add_prefix_space", "use_regex"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"ByteLevel {flag} must be a bool, got {getattr(self, flag)!r:.40}")
+
+    def __repr__(self) -> str:
+        flags = [f"{flag}={getattr(self, flag)}" for flag, default in (("add_prefix_space", False), ("use_regex", True))
+                 if getattr(self, flag) != default]
+        return f"ByteLevel({', '.join(flags)})"
+
+
 NORMALIZERS = ("nfc", "nfd", "nfkc", "nfkd", "lowercase", "strip", "replace", "prepend", "prefix_space",
                "precompiled")
 """The kinds of :class:`Normalize` step."""
@@ -167,22 +201,36 @@ class Normalize:
         return f"Normalize({', '.join(fields)})"
 
 
-Step = Split | Normalize
+Step = Split | Normalize | ByteLevel
 Pattern = str | Split | tuple[Step, ...]
 """A resolved split pattern: a tiktoken regex, one :class:`Split`, or several applied in turn
-(:class:`Normalize` steps first)."""
+(:class:`Normalize` steps first, at most one :class:`ByteLevel` among the Splits)."""
 
 
 def split_steps_of(pattern: Pattern) -> tuple[Split, ...]:
-    """The :class:`Split` steps of a pattern of Split steps (its normalizers left out).
+    """The :class:`Split` steps of a pattern of Split steps (its normalizers left out); refused
+    (``ValueError``) for one holding a :class:`ByteLevel`, whose Splits do not cut text alone.
 
     >>> split_steps_of((Normalize("nfc"), Split("a")))
     (Split('a', 'isolated'),)
     """
     if isinstance(pattern, str):
         raise TypeError("a regex pattern has no Split steps")
+    if byte_level_of(pattern) is not None:
+        raise ValueError(f"the split {describe(pattern)} holds a ByteLevel step: its Splits alone do not split as it does")
     steps = (pattern,) if isinstance(pattern, Split) else pattern
     return tuple(step for step in steps if isinstance(step, Split))
+
+
+def byte_level_of(pattern: Pattern | None) -> ByteLevel | None:
+    """The :class:`ByteLevel` step of a pattern, or ``None``.
+
+    >>> byte_level_of((Split("a"), ByteLevel(add_prefix_space=True)))
+    ByteLevel(add_prefix_space=True)
+    """
+    if not isinstance(pattern, tuple):
+        return None
+    return next((step for step in pattern if isinstance(step, ByteLevel)), None)
 
 
 def normalizers_of(pattern: Pattern | None) -> tuple[Normalize, ...]:
@@ -194,6 +242,19 @@ def normalizers_of(pattern: Pattern | None) -> tuple[Normalize, ...]:
     if not isinstance(pattern, tuple):
         return ()
     return tuple(step for step in pattern if isinstance(step, Normalize))
+
+
+def dropping_after_byte_level(pattern: Pattern | None) -> Split | None:
+    """The first Split after a :class:`ByteLevel` step that drops text (behavior ``"removed"``), which
+    may drop bytes inside a character; ``None`` when there is none.
+
+    >>> dropping_after_byte_level((ByteLevel(), Split("a"), Split("b", "removed")))
+    Split('b', 'removed')
+    """
+    if byte_level_of(pattern) is None or not isinstance(pattern, tuple):
+        return None
+    after = pattern[pattern.index(byte_level_of(pattern)) + 1:]  # type: ignore[arg-type]
+    return next((step for step in after if isinstance(step, Split) and step.behavior == "removed"), None)
 
 
 def resolve(pattern: str | Split | Sequence[Step]) -> Pattern:
@@ -213,34 +274,45 @@ def resolve(pattern: str | Split | Sequence[Step]) -> Pattern:
         return pattern
     if isinstance(pattern, Sequence) and not isinstance(pattern, (bytes, bytearray)):
         normalizers = tuple(step for step in pattern if isinstance(step, Normalize))
-        steps = tuple(step for step in pattern if isinstance(step, Split))
-        if steps and len(steps) + len(normalizers) == len(pattern) and tuple(pattern) == normalizers + steps:
-            if normalizers:
+        steps = tuple(step for step in pattern if isinstance(step, (Split, ByteLevel)))
+        byte_levels = sum(isinstance(step, ByteLevel) for step in steps)
+        if steps and len(steps) + len(normalizers) == len(pattern) and tuple(pattern) == normalizers + steps \
+                and byte_levels <= 1:
+            splits = tuple(step for step in steps if isinstance(step, Split))
+            if normalizers or byte_levels:
                 return normalizers + steps
-            return steps[0] if len(steps) == 1 else steps
+            return splits[0] if len(splits) == 1 else splits
     raise TypeError(
         f"pattern must be a regex string, one of {sorted(NAMED)}, a patterns.Split or a sequence of them "
-        f"(patterns.Normalize steps first), got {pattern!r:.80}"
+        f"(patterns.Normalize steps first, at most one patterns.ByteLevel among the Splits), got {pattern!r:.80}"
     )
 
 
 def to_core(pattern: Pattern) -> str | list[tuple[Any, ...]]:
     """A resolved pattern as the Rust core takes it: the regex, or ``(pattern, literal, behavior,
-    invert)`` per Split step after ``(kind, pattern, content, literal, left, right)`` per Normalize
-    step."""
+    invert)`` per Split step and ``("byte_level", add_prefix_space, use_regex)`` for a ByteLevel step,
+    after ``(kind, pattern, content, literal, left, right)`` per Normalize step."""
     if isinstance(pattern, str):
         return pattern
     steps = (pattern,) if isinstance(pattern, Split) else pattern
-    return [(step.pattern, step.literal, step.behavior, step.invert) if isinstance(step, Split) else
-            (step.kind, step.pattern, step.content, step.literal, step.left, step.right) for step in steps]
+    return [_step_to_core(step) for step in steps]
+
+
+def _step_to_core(step: Step) -> tuple[Any, ...]:
+    if isinstance(step, Split):
+        return (step.pattern, step.literal, step.behavior, step.invert)
+    if isinstance(step, ByteLevel):
+        return ("byte_level", step.add_prefix_space, step.use_regex)
+    return (step.kind, step.pattern, step.content, step.literal, step.left, step.right)
 
 
 def from_core(value: Any) -> Pattern:
     """The inverse of :func:`to_core`."""
     if isinstance(value, str):
         return value
-    steps: tuple[Step, ...] = tuple(Split(item[0], item[2], item[3], item[1]) if len(item) == 4 else Normalize(*item)
-                                    for item in value)
+    steps: tuple[Step, ...] = tuple(
+        Split(item[0], item[2], item[3], item[1]) if len(item) == 4 else ByteLevel(item[1], item[2]) if len(item) == 3
+        else Normalize(*item) for item in value)
     if len(steps) == 1 and isinstance(steps[0], Split):
         return steps[0]
     return steps
@@ -271,7 +343,9 @@ def describe(pattern: Pattern | None) -> str:
 def pieces(model: BPE, text: str) -> list[str]:
     """The pieces ``model``'s split pattern cuts ``text`` into, in order, as ``encode_ordinary``
     merges them (special tokens are not looked for); like `tokenizers`' ``pre_tokenize_str``
-    without offsets. SentencePiece models split nothing and raise ``ValueError``.
+    without offsets. A piece that is not whole characters (a Split after a :class:`ByteLevel` step
+    may cut one) holds its bytes as ``surrogateescape`` does. SentencePiece models split nothing and
+    raise ``ValueError``.
 
     >>> import hf_bpe
     >>> pieces(hf_bpe.get_encoding("gpt2"), "Hello world's  end")

@@ -336,7 +336,7 @@ def _train_minbpe(
             for part in cut.split(document) if cut is not None else (document,):
                 for piece in patterns.pieces(splitter, part):
                     seen[0] += 1
-                    yield piece.encode("utf-8")
+                    yield piece.encode("utf-8", "surrogateescape")  # a piece may end inside a character
 
     with _progress(show_progress, total=num_merges, unit=" merges", desc="Merging") as bar:
         tokens = _train_minbpe.learn_merges(pieces(), num_merges, bar.update if bar is not None else None)

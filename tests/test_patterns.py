@@ -285,3 +285,65 @@ def test_pieces_of_a_sentencepiece_model_are_refused() -> None:
     spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁", -1, NORMAL)))
     with pytest.raises(ValueError, match="SentencePiece model: it has no split pattern"):
         patterns.pieces(BPE.from_sentencepiece(spec), "a b")
+
+
+# ------------------------------------------------------------------------------ the ByteLevel step
+
+def their_byte_level_sequence(steps: tuple[Any, ...]) -> Any:
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.ByteLevel(add_prefix_space=step.add_prefix_space, use_regex=step.use_regex,
+                                 trim_offsets=False) if isinstance(step, patterns.ByteLevel) else their_splitter(step)
+        for step in steps])
+
+
+BYTE_LEVEL_SEQUENCES = [
+    (patterns.ByteLevel(use_regex=False), Split(r"\p{N}")),
+    (Split(r"[[:punct:]]+", "contiguous"), patterns.ByteLevel(), Split(r"\p{N}+", "contiguous"),
+     Split("[0-9][0-9][0-9]")),
+    (Split(r"\d"), patterns.ByteLevel(add_prefix_space=True)),
+    (Split(r"\s+", "removed"), patterns.ByteLevel(add_prefix_space=True, use_regex=False), Split("\u0120")),
+    (patterns.ByteLevel(add_prefix_space=True), Split(r"[\x{100}-\x{143}]+", "removed"), Split(".{1,2}")),
+    (Split(r"\w+", "merged_with_next"), patterns.ByteLevel(), Split(r"[\x{80}-\x{FF}]", "merged_with_previous")),
+]
+
+
+@pytest.mark.parametrize("steps", BYTE_LEVEL_SEQUENCES, ids=repr)
+def test_byte_level_steps_cut_as_tokenizers_on_every_code_point_class(steps: tuple[Any, ...]) -> None:
+    """Pieces in the byte-level alphabet, a space before each piece where ByteLevel adds one, pieces
+    ending inside characters where steps after ByteLevel cut its spelling; counting counts them."""
+    from hf_bpe._byte_level import str_to_token, token_to_str
+
+    model = BPE(BYTES, steps)
+    theirs = their_byte_level_sequence(steps)
+    texts = [*oniguruma_patterns.EDGE_TEXT, *conversion.hf.SPLIT_PROBE_EDGES, "a\u00f2\u00b2 1234 \u00e9",
+             *oniguruma_patterns.texts(random.Random(6), scaled(300, 60))]
+    for text in texts:
+        ours = [token_to_str(piece.encode("utf-8", "surrogateescape")) for piece in patterns.pieces(model, text)]
+        assert ours == their_pieces(theirs, text), (steps, text)
+    counts = count_pieces(texts, pattern=steps, show_progress=False)
+    expected = Counter(str_to_token(piece) for text in texts for piece, _ in theirs.pre_tokenize_str(text))
+    assert counts.to_dict() == dict(expected)
+
+
+def test_models_keep_their_byte_level_step_through_save_pickle_and_equality(tmp_path: Path) -> None:
+    import json
+
+    steps = (Split(r"\d"), patterns.ByteLevel(add_prefix_space=True, use_regex=False), Split(r"\p{N}"))
+    model = BPE(BYTES | {b" a": 256}, steps, {"<|end|>": 257})
+    assert model.pattern == steps
+    path = model.save(tmp_path / "model.json")
+    # readers of versions 1 to 3 refuse the file rather than misread it
+    assert json.loads(path.read_text(encoding="utf-8"))["version"] == 4
+    assert BPE.load(path) == model and pickle.loads(pickle.dumps(model)) == model
+    text = "a1\u00f2<|end|>"
+    assert BPE.load(path).encode(text, allowed_special="all") == model.encode(text, allowed_special="all")
+    assert json.loads(BPE(BYTES, steps[0]).save(tmp_path / "plain.json").read_text(encoding="utf-8"))["version"] == 1
+
+
+def test_byte_level_step_is_validated() -> None:
+    with pytest.raises(TypeError, match="ByteLevel use_regex must be a bool"):
+        patterns.ByteLevel(use_regex=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="at most one patterns.ByteLevel among the Splits"):
+        BPE(BYTES, [patterns.ByteLevel(), Split("a"), patterns.ByteLevel()])
+    with pytest.raises(ValueError, match="holds a ByteLevel step"):
+        patterns.split_steps_of((patterns.ByteLevel(), Split("a")))

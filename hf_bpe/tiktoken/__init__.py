@@ -186,7 +186,7 @@ class Encoding(_Encoder):
         head = data[:valid].decode("utf-8")
         tokens = self.encode_ordinary(head)
         pieces = self._split(head) or []
-        last = len(self._encode_piece(pieces[-1].encode("utf-8"))) if pieces else 0
+        last = len(self._encode_piece(pieces[-1].encode("utf-8", "surrogateescape"))) if pieces else 0
         last = self._with_trailing_whitespace(tokens, last)
         unstable = data[valid:]
         if tokens and last > 0:

@@ -16,7 +16,7 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Padd
 from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe._byte_level import token_to_str
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
-from hf_bpe.patterns import normalizers_of
+from hf_bpe.patterns import byte_level_of, dropping_after_byte_level, normalizers_of
 from hf_bpe.sentencepiece_bpe import NORMAL
 from hf_bpe.transformers._added_tokens import AddedTokens
 
@@ -132,11 +132,20 @@ class CoreEncoding(PreTrainedTokenizer):
                 f"return_offsets_mapping=True is not available for a model that normalizes text ({', '.join(changing)}): "
                 "the ends of the spans would differ from tokenizers'; the starts are model.encode_with_offsets's"
             )
+        dropping = dropping_after_byte_level(self._model.pattern)
+        if dropping is not None:
+            raise NotImplementedError(
+                f"return_offsets_mapping=True is not available for a model whose {dropping!r} after ByteLevel drops "
+                "text: it may drop bytes inside a character, and the span of a token starting after them would "
+                "differ from tokenizers'; the starts are model.encode_with_offsets's"
+            )
         ids, starts = self._encode_with_starts(text, split_special_tokens)
         added = self._added_tokens_decoder
         stripping = frozenset(token_id for token_id, token in added.items() if token.lstrip or token.rstrip)
         contents = {token_id: token.content for token_id, token in added.items()}
-        spans = spans_of(text, ids, starts, self._get_tables(), contents, prefix_space=bool(steps),
+        byte_level = byte_level_of(self._model.pattern)
+        prefix_space = bool(steps) or byte_level is not None and byte_level.add_prefix_space
+        spans = spans_of(text, ids, starts, self._get_tables(), contents, prefix_space=prefix_space,
                          stripping=stripping)
         texts = [text[start:end] if token_id in stripping else None for token_id, (start, end) in zip(ids, spans)]
         return Encoded(ids, spans, texts if stripping else None)

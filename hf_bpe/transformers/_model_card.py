@@ -75,12 +75,13 @@ def render(tokenizer: BPETokenizer, *, histogram: str | None = None, audit: str 
 
 
 def _splits(pattern: patterns.Split | tuple[patterns.Step, ...]) -> str:
-    """Normalizer and Split steps, one per line: the normalizer, or the Oniguruma regex (or plain
-    string), behavior and invert."""
+    """Normalizer, Split and ByteLevel steps, one per line: the normalizer, the Oniguruma regex (or
+    plain string), behavior and invert, or the ByteLevel step."""
     steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
     return "\n".join(
         f"{step.pattern}    ({'string' if step.literal else 'regex'}; {step.behavior}{'; inverted' if step.invert else ''})"
-        if isinstance(step, patterns.Split) else f"normalizer {step!r}"
+        if isinstance(step, patterns.Split) else repr(step) if isinstance(step, patterns.ByteLevel)
+        else f"normalizer {step!r}"
         for step in steps
     )
 

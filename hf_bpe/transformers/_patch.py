@@ -46,7 +46,7 @@ import conversion.hf
 from hf_bpe._decode_stream import DecodeStream
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE, NEVER_IN_UTF8, missing_bytes
-from hf_bpe.patterns import normalizers_of
+from hf_bpe.patterns import byte_level_of, dropping_after_byte_level, normalizers_of
 from hf_bpe.transformers._encode import Tables, spans_of
 
 __all__ = ["Backend", "patch_transformers", "unpatch_transformers"]
@@ -157,7 +157,9 @@ class Answer:
         dropped = [byte for byte in missing_bytes(model) if byte not in NEVER_IN_UTF8]
         # offsets trimmed by the post-processor (ByteLevel's or RobertaProcessing's trim_offsets) are left
         # to tokenizers too
-        self.offsets = self.byte_level and not normalizers_of(model.pattern) and not dropped and not trims_offsets
+        # so are those of a split dropping bytes inside characters
+        self.offsets = self.byte_level and not normalizers_of(model.pattern) and not dropped and not trims_offsets \
+            and dropping_after_byte_level(model.pattern) is None
         self._tables: Tables | None = None
         self._special_texts = {token_id: content for content, token_id in model.special_tokens.items()}
 
@@ -237,7 +239,9 @@ class Answer:
         if self._tables is None:
             self._tables = Tables(self.model)
         ids, starts = self.model.encode_with_offsets(text, allowed_special="all")
-        return spans_of(text, ids, starts, self._tables, self._special_texts, prefix_space=False)
+        byte_level = byte_level_of(self.model.pattern)
+        return spans_of(text, ids, starts, self._tables, self._special_texts,
+                        prefix_space=byte_level is not None and byte_level.add_prefix_space)
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool) -> str | None:
         """The text of ``ids`` as `tokenizers` decodes it, or None where hf_bpe does not answer."""

@@ -168,9 +168,9 @@ def minimal_document() -> dict:
          "model.continuing_subword_prefix = '##' is not supported"),
         (lambda doc: doc["model"].update(end_of_word_suffix="</w>"), "model.end_of_word_suffix = '</w>' is not supported"),
         (lambda doc: doc.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
-            {"type": "Digits", "individual_digits": True},
-            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}]}),
-         "ByteLevel's add_prefix_space after the pre-tokenizer step 'Digits' is not supported"),
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+            {"type": "Digits", "individual_digits": True}, {"type": "ByteLevel", "use_regex": False}]}),
+         "a second ByteLevel pre-tokenizer step is not supported"),
         (lambda doc: doc.update(decoder={"type": "Sequence", "decoders": [{"type": "ByteLevel"}, {"type": "Strip",
                                                                                                   "content": " ", "start": 1, "stop": 0}]}),
          "the decoder 'Sequence' is not supported"),

@@ -7,7 +7,11 @@
   :func:`conversion.hf.load` and compared with ``tokenizers.Tokenizer`` on generated text of every
   code point class: ids, start offsets and decoded text.
 - The normalizer and pre-tokenizer fragments of real families (Qwen 2, MPT, Command-R, Claude v1,
-  DeepSeek, StarCoder, Refact) over a generated vocabulary; Falcon's is refused by name.
+  DeepSeek, StarCoder, Refact, Falcon) over a generated vocabulary.
+- ``ByteLevel`` in every position of a Sequence, with and without ``add_prefix_space`` and
+  ``use_regex``, steps after it splitting its byte-level spelling: ids, whole offsets, decoded text
+  and the file ``save`` writes back; Falcon's pre-tokenizer over llama.cpp's Falcon vocabulary
+  against llama.cpp's expected ids (skipped without the ``llama-cpp-python`` sdist).
 
 Sizes follow ``HF_BPE_TEST_SCALE``; the full-size runs are marked ``slow``.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -302,14 +307,143 @@ def test_real_families_load_and_encode_as_tokenizers(family: str, tmp_path: Path
     assert_loads_like_tokenizers(document, tmp_path / "tokenizer.json", _texts(random.Random(12), scaled(300, 40)))
 
 
-def test_falcon_steps_after_byte_level_are_refused_by_name(tmp_path: Path) -> None:
-    pre_tokenizer = {"type": "Sequence", "pretokenizers": [
-        {"type": "Punctuation", "behavior": "Contiguous"}, _byte_level(True),
-        {"type": "Digits", "individual_digits": False}, _split("[0-9][0-9][0-9]")]}
-    document = _trained(None, pre_tokenizer, 13)
+FALCON = {"type": "Sequence", "pretokenizers": [
+    {"type": "Punctuation", "behavior": "Contiguous"}, _byte_level(True),
+    {"type": "Digits", "individual_digits": False}, _split("[0-9][0-9][0-9]")]}
+"""Falcon's pre-tokenizer, as its ``tokenizer.json`` spells it: Digits and the Split after ByteLevel
+cut the byte-level spelling (``²``, the spelling of byte 0xB2, is a digit to them)."""
+
+
+def assert_whole_offsets_and_written_file_as_tokenizers(document: dict, path: Path, texts: list[str]) -> None:
+    """``BPETokenizer`` spans (start and end) of the loaded file are `tokenizers`' offsets (or refused,
+    naming the step, where a Split after ByteLevel drops text, maybe bytes inside a character), and the
+    file ``conversion.hf.save`` writes for the model gives `tokenizers`' ids and offsets."""
+    from hf_bpe.patterns import dropping_after_byte_level
+    from hf_bpe.transformers import BPETokenizer
+
+    path.write_text(json.dumps(document), encoding="utf-8")
+    theirs = Tokenizer.from_file(str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingBytesWarning)
+        model = conversion.hf.load(path)
+    written = Tokenizer.from_file(str(conversion.hf.save(model, path.with_name("written.json"))))
+    tokenizer = BPETokenizer.from_model(model)
+    for text, encoding, again in zip(texts, theirs.encode_batch(texts, add_special_tokens=False),
+                                     written.encode_batch(texts, add_special_tokens=False)):
+        assert (again.ids, again.offsets) == (encoding.ids, encoding.offsets), text
+        dropping = dropping_after_byte_level(model.pattern)
+        if dropping is not None:
+            with pytest.raises(NotImplementedError, match=re.escape(f"whose {dropping!r} after ByteLevel drops text")):
+                tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+            continue
+        spans = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        assert [tuple(span) for span in spans] == encoding.offsets, (text, encoding.ids)
+
+
+def test_falcon_pre_tokenizer_encodes_as_tokenizers(tmp_path: Path) -> None:
+    document = _trained(None, FALCON, 13)
+    texts = _texts(random.Random(14), scaled(300, 40)) + ["x\u00b2\u00b3 1234567 \u00f2\u00f2", "a.,!?b 2023"]
+    assert_loads_like_tokenizers(document, tmp_path / "tokenizer.json", texts)
+    assert_whole_offsets_and_written_file_as_tokenizers(document, tmp_path / "tokenizer.json", texts)
+
+
+def test_falcon_pre_tokenizer_over_llama_cpp_falcon_vocabulary_gives_its_expected_ids(
+        llama_cpp_vocab_files: Path, tmp_path: Path) -> None:
+    """A ``tokenizer.json`` rebuilt from llama.cpp's ``ggml-vocab-falcon.gguf`` (its tokens, merges and
+    control tokens, with Falcon's pre-tokenizer) encodes llama.cpp's test texts to the ids its ``.out``
+    file expects (those of Falcon's own tokenizer)."""
+    import oracles
+
+    from conversion import _gguf_file
+
+    path = llama_cpp_vocab_files / "ggml-vocab-falcon.gguf"
+    metadata = _gguf_file.read_metadata(path)
+    tokens = [token.decode() for token in metadata["tokenizer.ggml.tokens"].value]
+    kinds = metadata["tokenizer.ggml.token_type"].value
+    added = [{"id": index, "content": token, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for index, (token, kind) in enumerate(zip(tokens, kinds)) if kind == 3]
+    document = json.loads(Tokenizer(models.BPE()).to_str())
+    document.update(added_tokens=added, pre_tokenizer=FALCON, decoder=_byte_level(True))
+    document["model"].update(vocab={token: index for index, token in enumerate(tokens)},
+                             merges=[merge.decode() for merge in metadata["tokenizer.ggml.merges"].value])
+    cases = oracles.llama_cpp_vocab_cases(path)
+    assert len(cases) > 30
+    target = tmp_path / "tokenizer.json"
+    target.write_text(json.dumps(document), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingBytesWarning)  # the vocabulary lacks some byte symbols
+        model = conversion.hf.load(target)
+    assert [(text, model.encode(text)) for text, _ in cases] == cases
+    assert_loads_like_tokenizers(document, target, [text for text, _ in cases])
+
+
+# ------------------------------------------------------------------- ByteLevel anywhere in a Sequence
+
+_SPELLING_REGEXES = [r"[0-9][0-9][0-9]", r"\p{N}", r"\x{120}", r"[\x{100}-\x{143}]+", r"[\x{80}-\x{FF}]", r"\p{L}+",
+                     r"Ġ?\w+", r".{1,3}", r"\X"]
+"""Regexes for Split steps after ByteLevel: digits, the spelling of the space (U+0120), the spellings
+of unprintable bytes (U+0100-U+0143) and of high bytes, and regexes that cut characters apart."""
+
+
+@st.composite
+def _around_byte_level(draw: Any) -> Any:
+    def step(regexes: list[str]) -> Any:
+        kind = draw(st.sampled_from(["Split", "Split", "Digits", "Punctuation", "Whitespace", "WhitespaceSplit",
+                                     "CharDelimiterSplit"]))
+        if kind == "Split":
+            return {"type": "Split", "pattern": {"Regex": draw(st.sampled_from(regexes))},
+                    "behavior": draw(st.sampled_from(_BEHAVIORS)), "invert": draw(st.booleans())}
+        if kind == "Digits":
+            return {"type": "Digits", "individual_digits": draw(st.booleans())}
+        if kind == "Punctuation":
+            return {"type": "Punctuation", "behavior": draw(st.sampled_from(_BEHAVIORS))}
+        if kind == "CharDelimiterSplit":
+            return {"type": "CharDelimiterSplit", "delimiter": draw(st.sampled_from([" ", "a", "\u0120", "\u00c3"]))}
+        return {"type": kind}
+
+    before = [step(_REGEXES) for _ in range(draw(st.integers(0, 2)))]
+    after = [step(_SPELLING_REGEXES) for _ in range(draw(st.integers(0, 2)))]
+    byte_level = dict(_byte_level(draw(st.booleans())), add_prefix_space=draw(st.booleans()))
+    return {"type": "Sequence", "pretokenizers": [*before, byte_level, *after]}
+
+
+@pytest.mark.parametrize("size", [pytest.param(scaled(20, 3), id="ci"),
+                                  pytest.param(scaled(200, 10), id="full", marks=pytest.mark.slow)])
+def test_byte_level_anywhere_in_a_sequence_encodes_as_tokenizers(size: int, tmp_path: Path) -> None:
+    """ByteLevel first, last or between steps, with and without add_prefix_space and use_regex, over
+    vocabularies `tokenizers` trained through that pre-tokenizer: ids, starts, decoded text, whole
+    offsets and the file ``save`` writes back, on text of every code point class."""
+    @settings(max_examples=size, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
+    @given(pre_tokenizer=_around_byte_level(), seed=st.integers(0, 2**16))
+    def check(pre_tokenizer: Any, seed: int) -> None:
+        document = _trained(None, pre_tokenizer, seed, vocab_size=400)
+        texts = _prefix_space_texts(random.Random(seed + 1), 40)
+        assert_loads_like_tokenizers(document, tmp_path / "tokenizer.json", texts)
+        assert_whole_offsets_and_written_file_as_tokenizers(document, tmp_path / "tokenizer.json", texts)
+
+    check()
+
+
+@pytest.mark.parametrize(("pre_tokenizer", "message"), [
+    ({"type": "Sequence", "pretokenizers": [_byte_level(True), {"type": "Digits"}, _byte_level(False)]},
+     "a second ByteLevel pre-tokenizer step is not supported"),
+    ({"type": "Sequence", "pretokenizers": [_byte_level(True), {"type": "UnicodeScripts"}]},
+     "the pre-tokenizer step 'UnicodeScripts' is not supported"),
+    ({"type": "Sequence", "pretokenizers": [{"type": "Digits"}, dict(_byte_level(True), add_prefix_space="yes")]},
+     "the ByteLevel pre-tokenizer has add_prefix_space = 'yes'; expected true or false"),
+    ({"type": "Sequence", "pretokenizers": [{"type": "Digits"}, {"type": "BertPreTokenizer"}]},
+     "the pre-tokenizer step 'BertPreTokenizer' is not supported"),
+    ({"type": "Sequence", "pretokenizers": [{"type": "Digits"}]},
+     "the pre-tokenizer 'Sequence' is not supported; byte-level BPE needs a ByteLevel step"),
+])
+def test_pre_tokenizers_around_byte_level_hf_bpe_cannot_run_are_refused_by_name(pre_tokenizer: Any, message: str,
+                                                                                tmp_path: Path) -> None:
+    document = _trained(None, _byte_level(True), 13, vocab_size=300)
+    document["pre_tokenizer"] = pre_tokenizer
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(document), encoding="utf-8")
-    with pytest.raises(TokenizerFileError, match="step 'Digits' after ByteLevel"):
+    with pytest.raises(TokenizerFileError, match=re.escape(message)):
         conversion.hf.load(path)
 
 
@@ -362,15 +496,18 @@ def test_byte_level_prefix_space_gives_tokenizers_ids_and_offsets(normalizer: An
             assert [tuple(span) for span in spans] == encoding.offsets, text
 
 
-def test_byte_level_prefix_space_after_other_steps_is_refused_by_name(tmp_path: Path) -> None:
-    pre_tokenizer = {"type": "Sequence", "pretokenizers": [
-        _split(r"\p{N}"), dict(_byte_level(False), add_prefix_space=True)]}
-    document = _trained(None, pre_tokenizer, 19, vocab_size=300)
-    path = tmp_path / "tokenizer.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    with pytest.raises(TokenizerFileError, match="ByteLevel's add_prefix_space after the pre-tokenizer step 'Split' "
-                                                 "is not supported: tokenizers then puts a space before each piece"):
-        conversion.hf.load(path)
+@pytest.mark.parametrize("pre_tokenizer", [
+    [{"type": "Digits", "individual_digits": True}, dict(_byte_level(True), add_prefix_space=True)],
+    [_split(r"\p{N}"), dict(_byte_level(False), add_prefix_space=True)],
+    [{"type": "WhitespaceSplit"}, dict(_byte_level(False), add_prefix_space=True)],
+    [dict(_byte_level(False), add_prefix_space=True), _split(r"\x{120}")],
+], ids=["digits", "split without regex", "whitespace split", "space split off after"])
+def test_byte_level_prefix_space_after_other_steps_goes_before_each_of_their_pieces(pre_tokenizer: Any,
+                                                                                     tmp_path: Path) -> None:
+    document = _trained(None, {"type": "Sequence", "pretokenizers": pre_tokenizer}, 19, vocab_size=300)
+    texts = _prefix_space_texts(random.Random(20), scaled(200, 40))
+    assert_loads_like_tokenizers(document, tmp_path / "tokenizer.json", texts)
+    assert_whole_offsets_and_written_file_as_tokenizers(document, tmp_path / "tokenizer.json", texts)
 
 
 @pytest.mark.parametrize(("normalizer", "name"), [
@@ -451,3 +588,25 @@ def test_transformers_offsets_are_tokenizers_or_refused_where_normalizers_move_e
 
 def _pre_tokenizer_of_gpt2() -> dict:
     return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+
+
+def test_writers_that_cannot_run_a_byte_level_step_refuse_it_by_name(tmp_path: Path) -> None:
+    """tiktoken, tekken, GPT-2 and GGUF files cannot hold Falcon's pre-tokenizer: each writer refuses,
+    naming the step; ``tokenizer.json`` and the model file hold it."""
+    import conversion.gguf
+    import conversion.gpt2
+    import conversion.tiktoken
+    from hf_bpe import BPE
+    from hf_bpe.errors import ConversionError
+
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(_trained(None, FALCON, 13, vocab_size=300)), encoding="utf-8")
+    model = conversion.hf.load(path)
+    ranks = BPE(model.mergeable_ranks, model.pattern)
+    for write in (lambda: conversion.tiktoken.save(ranks, tmp_path / "x.tiktoken"),
+                  lambda: conversion.tiktoken.save_tekken(ranks, tmp_path / "tekken.json"),
+                  lambda: conversion.gpt2.save(model, tmp_path / "gpt2"),
+                  lambda: conversion.gguf.save(model, tmp_path / "x.gguf")):
+        with pytest.raises(ConversionError, match="ByteLevel"):
+            write()
+    assert BPE.load(model.save(tmp_path / "model.json")) == model

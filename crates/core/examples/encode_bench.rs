@@ -203,7 +203,7 @@ fn main() {
         let split_seconds = if std::env::var("BENCH_SPLIT").as_deref() == Ok("0") { 0.0 } else { seconds };
         let (split, pieces) = best_seconds(split_seconds, || {
             let mut pieces = 0;
-            splitter.for_each_piece(&text, |_, _| pieces += 1).unwrap();
+            splitter.for_each_piece(&text, |_, _, _| pieces += 1).unwrap();
             pieces
         });
         let mut out = Vec::with_capacity(text.len());

@@ -22,7 +22,7 @@ fn megabytes_per_second(text: &str, mut split: impl FnMut(&str) -> usize) -> (f6
 
 fn count_pieces(splitter: &Splitter, text: &str) -> usize {
     let mut pieces = 0;
-    splitter.for_each_piece(text, |_, _| pieces += 1).expect("the regex splits the corpus");
+    splitter.for_each_piece(text, |_, _, _| pieces += 1).expect("the regex splits the corpus");
     pieces
 }
 

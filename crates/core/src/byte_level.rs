@@ -24,6 +24,27 @@ const BYTE_OF: [i16; 0x144] = {
     table
 };
 
+/// The character each byte is spelled as.
+const SPELLING: [char; 256] = {
+    let mut table = ['\0'; 256];
+    let mut code = 0usize;
+    while code < BYTE_OF.len() {
+        if BYTE_OF[code] >= 0 {
+            table[BYTE_OF[code] as usize] = match char::from_u32(code as u32) {
+                Some(char) => char,
+                None => panic!("the alphabet is below U+0144"),
+            };
+        }
+        code += 1;
+    }
+    table
+};
+
+/// The character `byte` is spelled as (`tokenizers`' `BYTES_CHAR`).
+pub fn spelling(byte: u8) -> char {
+    SPELLING[byte as usize]
+}
+
 /// The byte `char` spells, or `None` for a character outside the alphabet.
 pub fn byte_of(char: char) -> Option<u8> {
     BYTE_OF
@@ -53,5 +74,7 @@ mod tests {
         assert_eq!(byte_of('Ń'), Some(0xAD));
         assert_eq!(byte_of('ń'), None);
         assert_eq!(unspell("âĢĻs"), Some(b"\xe2\x80\x99s".to_vec()));
+        assert!((0..=255u8).all(|byte| byte_of(spelling(byte)) == Some(byte)));
+        assert_eq!((spelling(b' '), spelling(0xB2)), ('Ġ', '²'));
     }
 }

@@ -236,6 +236,12 @@ struct ByteLevel {
 /// before merging, or after (see [`ByteLevel::dropped_bytes`]).
 const MISSING_BYTE: Rank = Rank::MAX - 1;
 
+/// Where in the text the byte `at` of a piece starting at `start` is: with `space` the piece's
+/// first byte is the space `ByteLevel` added, which stands where the piece starts.
+fn text_offset(start: usize, space: bool, at: usize) -> usize {
+    start + at.saturating_sub(usize::from(space))
+}
+
 /// Bytes that never occur in UTF-8 text.
 fn never_in_utf8(byte: u8) -> bool {
     matches!(byte, 0xC0 | 0xC1 | 0xF5..=0xFF)
@@ -715,11 +721,11 @@ impl Model {
         }
     }
 
-    /// The pieces the split rule cuts `text` into (special tokens are not looked for), or `None`
-    /// for SentencePiece models.
-    pub fn pieces<'t>(&self, text: &'t str) -> Option<Result<Vec<&'t str>, SplitError>> {
+    /// The pieces the split rule cuts `text` into (special tokens are not looked for), as bytes
+    /// (see [`Splitter::piece_bytes`]), or `None` for SentencePiece models.
+    pub fn pieces(&self, text: &str) -> Option<Result<Vec<Vec<u8>>, SplitError>> {
         match &self.rule {
-            Rule::ByteLevel(byte_level) => Some(byte_level.splitter.pieces(text)),
+            Rule::ByteLevel(byte_level) => Some(byte_level.splitter.piece_bytes(text)),
             Rule::SentencePiece(_) => None,
         }
     }
@@ -821,8 +827,16 @@ impl Model {
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
-        splitter.for_each_match(text, *empty_matches, |start, end| {
-            let piece = &bytes[start..end];
+        let mut spaced = Vec::new();
+        splitter.for_each_match(text, *empty_matches, |start, end, space| {
+            let piece = if space {
+                spaced.clear();
+                spaced.push(b' ');
+                spaced.extend_from_slice(&bytes[start..end]);
+                &spaced[..]
+            } else {
+                &bytes[start..end]
+            };
             // A piece gives at most one id per byte (an empty piece may be a token): room for them
             // is checked, so that a text too large for memory stops with `OutOfMemory`.
             memory::reserve(out, piece.len() + 1, "the ids", text.len(), "bytes of text");
@@ -831,18 +845,19 @@ impl Model {
             }
             let before = out.len();
             if let Some(dropped) = dropped_bytes.as_deref().filter(|dropped| piece.iter().any(|&byte| dropped[byte as usize])) {
+                let piece_starts = starts.as_deref_mut().map(|starts| (starts, base + start, space));
                 if byte_level.dropped_after_merging {
-                    self.encode_barriers(byte_level, piece, base + start, out, starts.as_deref_mut());
+                    self.encode_barriers(byte_level, piece, out, piece_starts);
                 } else {
-                    self.encode_dropping(byte_level, piece, dropped, base + start, out, starts.as_deref_mut());
+                    self.encode_dropping(byte_level, piece, dropped, out, piece_starts);
                 }
                 return;
             }
             self.encode_piece(merges, *whole_piece, piece, cache.as_deref_mut(), out);
             if let Some(starts) = starts.as_deref_mut() {
-                let mut offset = base + start;
+                let mut offset = 0;
                 for &id in &out[before..] {
-                    starts.push(offset);
+                    starts.push(text_offset(base + start, space, offset));
                     offset += self.tokens.get(id).map_or(0, <[u8]>::len);
                 }
             }
@@ -850,19 +865,20 @@ impl Model {
     }
 
     /// A piece holding bytes the vocabulary lacks, as `tokenizers` encodes it: the piece itself when
-    /// it is a token (with `ignore_merges`), else the merge loop on its other bytes.
+    /// it is a token (with `ignore_merges`), else the merge loop on its other bytes. `starts`: where
+    /// the tokens' starts go, where the piece starts and whether it starts with an added space (see
+    /// [`text_offset`]).
     fn encode_dropping(
         &self,
         byte_level: &ByteLevel,
         piece: &[u8],
         dropped: &[bool; 256],
-        start: usize,
         out: &mut Vec<Rank>,
-        starts: Option<&mut Vec<usize>>,
+        starts: Option<(&mut Vec<usize>, usize, bool)>,
     ) {
         if let Some(id) = byte_level.ignore_merges.then(|| self.token_id(piece)).flatten() {
             out.push(id);
-            if let Some(starts) = starts {
+            if let Some((starts, start, _)) = starts {
                 starts.push(start);
             }
             return;
@@ -870,7 +886,7 @@ impl Model {
         let bytes: Vec<u8> = piece.iter().copied().filter(|&byte| !dropped[byte as usize]).collect();
         let before = out.len();
         byte_level.merges.encode_piece(&bytes, out);
-        if let Some(starts) = starts {
+        if let Some((starts, start, space)) = starts {
             // `tokenizers` places each symbol right after the symbols kept before it, in the piece's
             // byte-level spelling (one character per byte, of one or two UTF-8 bytes), as if the
             // dropped ones were not there; that position maps back to the byte spelled there.
@@ -884,7 +900,7 @@ impl Model {
             let (mut at, mut kept) = (0, 0);
             for &id in &out[before..] {
                 let byte = spelled_starts.partition_point(|&spelled_start| spelled_start <= kept) - 1;
-                starts.push(start + byte);
+                starts.push(text_offset(start, space, byte));
                 for &byte in self.tokens.get(id).unwrap_or_default() {
                     kept += spelled(byte);
                     at += 1;
@@ -896,37 +912,37 @@ impl Model {
 
     /// A piece holding bytes the vocabulary lacks, as llama.cpp encodes it: the piece itself when it
     /// is a token (with `ignore_merges`), else the merge loop on all its bytes, where a missing byte
-    /// is a symbol no merge joins, which then gives no id. Each id starts where its bytes do.
+    /// is a symbol no merge joins, which then gives no id. Each id starts where its bytes do
+    /// (`starts` as for [`Model::encode_dropping`]).
     fn encode_barriers(
         &self,
         byte_level: &ByteLevel,
         piece: &[u8],
-        start: usize,
         out: &mut Vec<Rank>,
-        mut starts: Option<&mut Vec<usize>>,
+        mut starts: Option<(&mut Vec<usize>, usize, bool)>,
     ) {
         if let Some(id) = byte_level.ignore_merges.then(|| self.token_id(piece)).flatten() {
             out.push(id);
-            if let Some(starts) = starts {
+            if let Some((starts, start, _)) = starts {
                 starts.push(start);
             }
             return;
         }
         let mut symbols = Vec::with_capacity(piece.len());
         byte_level.merges.encode_piece(piece, &mut symbols);
-        let mut offset = start;
+        let mut offset = 0;
         for id in symbols {
             if id == MISSING_BYTE {
                 offset += 1;
                 continue;
             }
             out.push(id);
-            if let Some(starts) = starts.as_deref_mut() {
-                starts.push(offset);
+            if let Some((starts, start, space)) = starts.as_mut() {
+                starts.push(text_offset(*start, *space, offset));
             }
             offset += self.tokens.get(id).map_or(0, <[u8]>::len);
         }
-        debug_assert_eq!(offset, start + piece.len());
+        debug_assert_eq!(offset, piece.len());
     }
 
     /// Whether the single bytes the vocabulary lacks are dropped after merging (llama.cpp: each is a
@@ -1039,7 +1055,7 @@ impl Model {
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
         splitter
-            .for_each_piece(text, |start, end| {
+            .for_each_piece(text, |start, end, _| {
                 held.push_back((start, end));
                 if held.len() > unsettled {
                     let (start, end) = held.pop_front().expect("more than one piece held");
@@ -1861,7 +1877,7 @@ mod tests {
                 let text: String =
                     (0..length).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect();
                 let mut expected = Vec::new();
-                for piece in model.pieces(&text).unwrap().unwrap() {
+                for piece in model.byte_level().unwrap().splitter.pieces(&text).unwrap() {
                     let start = piece.as_ptr() as usize - text.as_ptr() as usize;
                     for (id, at) in reference_after_merging(&vocab, &merges, ignore_merges, piece.as_bytes()) {
                         expected.push((id, start + at));

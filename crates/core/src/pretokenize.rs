@@ -20,6 +20,11 @@
 //! early when the next attempt would, at the pace of the last one, overrun the budget. Results do
 //! not change: an attempt that stays within its limit is the same search as with the full limit.
 //! Split steps on Oniguruma share the budget (see [`crate::onig_split`] for their limits).
+//!
+//! With `tokenizers`' `ByteLevel` among Split steps ([`SplitRule::ByteLevel`],
+//! [`crate::byte_level_split`]) a piece may start with a space `ByteLevel` added, and may start or
+//! end inside a character: pieces are given as `(start, end, space)`, the bytes `text[start..end]`
+//! after a space when `space`.
 
 use std::cell::Cell;
 use std::fmt;
@@ -28,6 +33,8 @@ use std::time::Duration;
 
 use fancy_regex::{AstNode, Expr, Regex, RegexBuilder, RegexInput};
 
+pub use crate::byte_level_split::ByteLevelSteps;
+use crate::byte_level_split::CompiledByteLevel;
 use crate::cpu_time::CpuInstant;
 use crate::onig_split::CompiledSteps;
 pub use crate::onig_split::{Behavior, SplitStep};
@@ -96,6 +103,9 @@ pub enum SplitRule {
     /// `tokenizers`' Split pre-tokenizers (Oniguruma), in order: each re-splits every piece of the
     /// one before.
     Steps(Vec<SplitStep>),
+    /// `tokenizers`' `ByteLevel` pre-tokenizer among Split steps, where it does more than an
+    /// isolated Split on its regex: Split steps after it, or its `add_prefix_space` after Split steps.
+    ByteLevel(ByteLevelSteps),
 }
 
 impl SplitRule {
@@ -103,7 +113,7 @@ impl SplitRule {
     pub fn pattern(&self) -> Option<&str> {
         match self {
             SplitRule::Pattern(pattern) => Some(pattern),
-            SplitRule::Steps(_) => None,
+            SplitRule::Steps(_) | SplitRule::ByteLevel(_) => None,
         }
     }
 }
@@ -132,6 +142,12 @@ impl From<&SplitRule> for SplitRule {
     }
 }
 
+impl From<ByteLevelSteps> for SplitRule {
+    fn from(steps: ByteLevelSteps) -> Self {
+        SplitRule::ByteLevel(steps)
+    }
+}
+
 impl From<Vec<SplitStep>> for SplitRule {
     fn from(steps: Vec<SplitStep>) -> Self {
         SplitRule::Steps(steps)
@@ -140,6 +156,10 @@ impl From<Vec<SplitStep>> for SplitRule {
 
 /// Cuts text into pieces by a [`SplitRule`]. Text a split pattern does not match is dropped, as in
 /// tiktoken; Split steps keep, drop or merge it as their behavior says, as in `tokenizers`.
+///
+/// Each piece is given as `(start, end, space)`: the bytes `text[start..end]`, after a space when
+/// `space` (only [`SplitRule::ByteLevel`] adds spaces, and only its pieces may start or end inside a
+/// character).
 #[derive(Clone, Debug)]
 pub struct Splitter {
     rule: SplitRule,
@@ -153,6 +173,8 @@ enum Engine {
     Fancy(Box<Fancy>),
     /// Compiled once, shared by clones (Oniguruma regexes cannot be cloned).
     Oniguruma(Arc<CompiledSteps>),
+    /// Split steps around `ByteLevel`, on Oniguruma.
+    ByteLevel(Arc<CompiledByteLevel>),
 }
 
 /// A split pattern on fancy-regex.
@@ -178,10 +200,11 @@ impl Splitter {
                 let mut splitter = Self::exact_steps(steps)?;
                 splitter.scanner = match &splitter.rule {
                     SplitRule::Steps(steps) => scanner_for_steps(steps),
-                    SplitRule::Pattern(_) => None,
+                    SplitRule::Pattern(_) | SplitRule::ByteLevel(_) => None,
                 };
                 Ok(splitter)
             }
+            SplitRule::ByteLevel(steps) => Self::exact_byte_level(steps),
         }
     }
 
@@ -191,7 +214,13 @@ impl Splitter {
         match rule.into() {
             SplitRule::Pattern(pattern) => Self::regex_only(&pattern),
             SplitRule::Steps(steps) => Self::exact_steps(steps),
+            SplitRule::ByteLevel(steps) => Self::exact_byte_level(steps),
         }
+    }
+
+    fn exact_byte_level(steps: ByteLevelSteps) -> Result<Self, SplitError> {
+        let engine = Engine::ByteLevel(Arc::new(CompiledByteLevel::new(&steps)?));
+        Ok(Self { rule: SplitRule::ByteLevel(steps), scanner: None, engine })
     }
 
     fn exact_steps(steps: Vec<SplitStep>) -> Result<Self, SplitError> {
@@ -200,13 +229,15 @@ impl Splitter {
         Ok(Self { rule: SplitRule::Steps(steps), scanner: None, engine })
     }
 
-    /// What splits text: `"scanner llama3 (Oniguruma)"`, `"fancy-regex"`, `"Oniguruma"`.
+    /// What splits text: `"scanner llama3 (Oniguruma)"`, `"fancy-regex"`, `"Oniguruma"` (Split steps,
+    /// with `ByteLevel` among them or not).
     pub fn engine(&self) -> String {
         match (self.scanner, &self.engine) {
             (Some(scanner), Engine::Fancy(_)) => format!("scanner {} (fancy-regex)", scanner.name()),
             (Some(scanner), Engine::Oniguruma(_)) => format!("scanner {} (Oniguruma)", scanner.name()),
             (None, Engine::Fancy(_)) => "fancy-regex".to_owned(),
-            (None, Engine::Oniguruma(_)) => "Oniguruma".to_owned(),
+            (None, Engine::Oniguruma(_) | Engine::ByteLevel(_)) => "Oniguruma".to_owned(),
+            (Some(_), Engine::ByteLevel(_)) => unreachable!("no scanner splits around ByteLevel"),
         }
     }
 
@@ -236,18 +267,26 @@ impl Splitter {
     pub fn may_match_empty(&self) -> bool {
         match &self.engine {
             Engine::Fancy(fancy) => fancy.may_match_empty,
-            Engine::Oniguruma(_) => false,
+            Engine::Oniguruma(_) | Engine::ByteLevel(_) => false,
         }
     }
 
-    /// Like [`Splitter::for_each_piece`]; with `empty`, also calls `on_piece(at, at)` for each
-    /// empty match that fancy-regex's `find_iter` yields (tiktoken looks each one up as a token).
-    /// The named patterns and Split steps never give an empty match.
-    pub fn for_each_match(&self, text: &str, empty: bool, on_piece: impl FnMut(usize, usize)) -> Result<(), SplitError> {
+    /// Like [`Splitter::for_each_piece`]; with `empty`, also calls `on_piece(at, at, false)` for
+    /// each empty match that fancy-regex's `find_iter` yields (tiktoken looks each one up as a
+    /// token). The named patterns and Split steps never give an empty match.
+    pub fn for_each_match(
+        &self,
+        text: &str,
+        empty: bool,
+        mut on_piece: impl FnMut(usize, usize, bool),
+    ) -> Result<(), SplitError> {
         match &self.engine {
-            Engine::Fancy(fancy) if self.scanner.is_none() => {
-                fancy.for_each_piece(self.pattern().unwrap_or_default(), text, empty, on_piece)
-            }
+            Engine::Fancy(fancy) if self.scanner.is_none() => fancy.for_each_piece(
+                self.pattern().unwrap_or_default(),
+                text,
+                empty,
+                |start, end| on_piece(start, end, false),
+            ),
             _ => self.for_each_piece(text, on_piece),
         }
     }
@@ -275,22 +314,55 @@ impl Splitter {
         self.scanner().map(|_| Scanner::UNSETTLED_PIECES)
     }
 
-    /// Calls `on_piece(start, end)` with the byte range of each piece, in order.
-    pub fn for_each_piece(&self, text: &str, mut on_piece: impl FnMut(usize, usize)) -> Result<(), SplitError> {
+    /// Calls `on_piece(start, end, space)` for each piece, in order: the bytes `text[start..end]`,
+    /// after a space when `space` (see [`Splitter`]).
+    pub fn for_each_piece(&self, text: &str, mut on_piece: impl FnMut(usize, usize, bool)) -> Result<(), SplitError> {
         if let Some(scanner) = self.scanner {
-            scanner.for_each_piece(text, on_piece);
+            scanner.for_each_piece(text, |start, end| on_piece(start, end, false));
             return Ok(());
         }
         match &self.engine {
-            Engine::Fancy(fancy) => fancy.for_each_piece(self.pattern().unwrap_or_default(), text, false, on_piece),
-            Engine::Oniguruma(steps) => steps.for_each_piece(text, &Budget::new(text.len()), &mut on_piece),
+            Engine::Fancy(fancy) => fancy.for_each_piece(self.pattern().unwrap_or_default(), text, false, |start, end| {
+                on_piece(start, end, false)
+            }),
+            Engine::Oniguruma(steps) => {
+                steps.for_each_piece(text, &Budget::new(text.len()), &mut |start, end| on_piece(start, end, false))
+            }
+            Engine::ByteLevel(steps) => steps.for_each_piece(text, &Budget::new(text.len()), &mut on_piece),
         }
     }
 
-    /// The pieces of `text` as string slices (convenient for tests and training).
+    /// The pieces of `text` as string slices (convenient for tests and training); an error for a
+    /// [`SplitRule::ByteLevel`] piece that is not one (see [`Splitter::piece_bytes`]).
     pub fn pieces<'t>(&self, text: &'t str) -> Result<Vec<&'t str>, SplitError> {
         let mut pieces = Vec::new();
-        self.for_each_piece(text, |start, end| pieces.push(&text[start..end]))?;
+        let mut not_text = None;
+        self.for_each_piece(text, |start, end, space| match text.get(start..end) {
+            Some(piece) if !space => pieces.push(piece),
+            _ => not_text = not_text.or(Some(start)),
+        })?;
+        match not_text {
+            None => Ok(pieces),
+            Some(start) => Err(SplitError::Engine {
+                reason: format!(
+                    "the piece at byte {start} is not a slice of the text (it starts with the space ByteLevel adds, \
+                     or a Split step after ByteLevel cuts a character); take the pieces as bytes"
+                ),
+            }),
+        }
+    }
+
+    /// The pieces of `text` as bytes, each after the space `ByteLevel` put before it, if any.
+    pub fn piece_bytes(&self, text: &str) -> Result<Vec<Vec<u8>>, SplitError> {
+        let mut pieces = Vec::new();
+        self.for_each_piece(text, |start, end, space| {
+            let mut piece = Vec::with_capacity(end - start + usize::from(space));
+            if space {
+                piece.push(b' ');
+            }
+            piece.extend_from_slice(&text.as_bytes()[start..end]);
+            pieces.push(piece);
+        })?;
         Ok(pieces)
     }
 }
@@ -513,7 +585,7 @@ mod tests {
             let splitter = Splitter::regex_only(pattern).unwrap();
             for text in texts {
                 let mut found = Vec::new();
-                splitter.for_each_match(text, true, |start, end| found.push(&text[start..end])).unwrap();
+                splitter.for_each_match(text, true, |start, end, _| found.push(&text[start..end])).unwrap();
                 let expected: Vec<&str> =
                     Regex::new(pattern).unwrap().find_iter(text).map(|found| found.unwrap().as_str()).collect();
                 assert_eq!(found, expected, "{pattern:?} on {text:?}");
@@ -544,7 +616,7 @@ mod tests {
             if !nullable {
                 for text in texts {
                     let mut empty = false;
-                    splitter.for_each_match(text, true, |start, end| empty |= start == end).unwrap();
+                    splitter.for_each_match(text, true, |start, end, _| empty |= start == end).unwrap();
                     assert!(!empty, "{pattern:?} matched empty in {text:?}");
                 }
             }

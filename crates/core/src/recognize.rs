@@ -44,6 +44,7 @@ pub fn recognize(rule: &SplitRule) -> Option<(Scanner, SplitRule)> {
     match rule {
         SplitRule::Pattern(pattern) if too_long(pattern) => None,
         SplitRule::Steps(steps) if steps.iter().any(|step| too_long(&step.pattern)) => None,
+        SplitRule::ByteLevel(_) => None,
         SplitRule::Pattern(pattern) => {
             let form = normal_form(pattern, Semantics::FancyRegex)?;
             let scanner = scanner_with_form(&form, Semantics::FancyRegex)?;

@@ -41,7 +41,7 @@ impl Differential {
     /// Panics, showing the first difference, unless the scanner finds the regex's pieces.
     fn check(&self, text: &str, label: &str) -> Agreement {
         let mut expected = Vec::new();
-        if self.regex.for_each_piece(text, |start, end| expected.push((start, end))).is_err() {
+        if self.regex.for_each_piece(text, |start, end, _| expected.push((start, end))).is_err() {
             return Agreement::RegexGaveUp;
         }
         let mut found = Vec::with_capacity(expected.len());

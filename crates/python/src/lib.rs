@@ -16,7 +16,7 @@ use hf_bpe_core::model::MAX_ID;
 use hf_bpe_core::tokenizer_json::SpelledVocab;
 use hf_bpe_core::char_merge::{DecodeState, Metaspace, Piece, PieceKind, SentencePieceSpec};
 use hf_bpe_core::{
-    Behavior, BuildError, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, SplitRule, SplitStep, StreamError,
+    Behavior, BuildError, ByteLevelSteps, EncodeStream, Kind, Model, Rank, SpecialMatcher, SplitError, SplitRule, SplitStep, StreamError,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -52,23 +52,41 @@ fn check_build_memory(tokens: usize) {
 }
 
 /// A split rule from Python: a regex (`str`), or `(pattern, literal, behavior, invert)` per Split
-/// step (what `hf_bpe.patterns.to_core` gives).
+/// step, with at most one `("byte_level", add_prefix_space, use_regex)` among them for `tokenizers`'
+/// `ByteLevel` (what `hf_bpe.patterns.to_core` gives).
 pub(crate) fn split_rule_of(value: &Bound<'_, PyAny>) -> PyResult<SplitRule> {
     if let Ok(pattern) = value.cast::<PyString>() {
         return Ok(SplitRule::Pattern(pattern.to_str()?.to_owned()));
     }
-    let steps: Vec<(String, bool, String, bool)> = value.extract().map_err(|_| {
-        PyTypeError::new_err("a split rule is a regex str or a list of (pattern, literal, behavior, invert)")
-    })?;
-    steps
-        .into_iter()
-        .map(|(pattern, literal, behavior, invert)| {
-            let behavior = Behavior::from_name(&behavior)
-                .ok_or_else(|| PyValueError::new_err(format!("unknown Split behavior {behavior:?}")))?;
-            Ok(SplitStep { pattern, literal, behavior, invert })
-        })
-        .collect::<PyResult<_>>()
-        .map(SplitRule::Steps)
+    let shape = || {
+        PyTypeError::new_err(
+            "a split rule is a regex str or a list of (pattern, literal, behavior, invert), with at most one \
+             (\"byte_level\", add_prefix_space, use_regex) among them",
+        )
+    };
+    let items: Vec<Bound<'_, PyAny>> = value.extract().map_err(|_| shape())?;
+    let mut steps = Vec::with_capacity(items.len());
+    let mut byte_level = None;
+    for item in items {
+        if let Ok((kind, add_prefix_space, use_regex)) = item.extract::<(String, bool, bool)>() {
+            if kind != "byte_level" || byte_level.is_some() {
+                return Err(shape());
+            }
+            byte_level = Some((steps.len(), add_prefix_space, use_regex));
+            continue;
+        }
+        let (pattern, literal, behavior, invert): (String, bool, String, bool) = item.extract().map_err(|_| shape())?;
+        let behavior = Behavior::from_name(&behavior)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown Split behavior {behavior:?}")))?;
+        steps.push(SplitStep { pattern, literal, behavior, invert });
+    }
+    Ok(match byte_level {
+        None => SplitRule::Steps(steps),
+        Some((at, add_prefix_space, use_regex)) => {
+            let after = steps.split_off(at);
+            SplitRule::ByteLevel(ByteLevelSteps { before: steps, add_prefix_space, use_regex, after })
+        }
+    })
 }
 
 /// The split rule of the hand-written scanner that splits as `rule` does by its meaning (another
@@ -135,12 +153,25 @@ fn normalize_step_to_py(step: &NormalizeStep) -> (&'static str, String, String, 
 pub(crate) fn split_rule_to_py<'py>(py: Python<'py>, rule: &SplitRule) -> PyResult<Bound<'py, PyAny>> {
     match rule {
         SplitRule::Pattern(pattern) => Ok(PyString::new(py, pattern).into_any()),
-        SplitRule::Steps(steps) => Ok(PyList::new(
-            py,
-            steps.iter().map(|step| (step.pattern.as_str(), step.literal, step.behavior.name(), step.invert)),
-        )?
-        .into_any()),
+        SplitRule::Steps(steps) => Ok(PyList::new(py, steps.iter().map(|step| split_step_to_py(py, step)))?.into_any()),
+        SplitRule::ByteLevel(ByteLevelSteps { before, add_prefix_space, use_regex, after }) => {
+            let byte_level = ("byte_level", *add_prefix_space, *use_regex).into_pyobject(py)?.into_any();
+            let items = before
+                .iter()
+                .map(|step| split_step_to_py(py, step))
+                .chain(std::iter::once(byte_level))
+                .chain(after.iter().map(|step| split_step_to_py(py, step)));
+            Ok(PyList::new(py, items)?.into_any())
+        }
     }
+}
+
+/// A Split step for Python, as [`split_rule_of`] takes it.
+fn split_step_to_py<'py>(py: Python<'py>, step: &SplitStep) -> Bound<'py, PyAny> {
+    (step.pattern.as_str(), step.literal, step.behavior.name(), step.invert)
+        .into_pyobject(py)
+        .expect("a tuple of str and bool converts")
+        .into_any()
 }
 
 /// Raises one of the exception classes of `hf_bpe.errors`, made from one argument.
@@ -1170,15 +1201,21 @@ impl CoreBPE {
         self.model.split_engine()
     }
 
-    /// The pieces the split rule cuts `text` into; None for SentencePiece models.
-    fn pieces<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'py, PyString>>>> {
+    /// The pieces the split rule cuts `text` into; None for SentencePiece models. A piece that is
+    /// not whole characters (a Split step after `ByteLevel` may cut one) is decoded with
+    /// `surrogateescape`, so that `piece.encode("utf-8", "surrogateescape")` gives its bytes.
+    fn pieces<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'py, PyAny>>>> {
         guarded(py, || {
             let text = text_of(text, "text")?;
             let text = self.model.normalize(&text).map_err(split_error)?;
             let Some(pieces) = self.model.pieces(&text) else {
                 return Ok(None);
             };
-            Ok(Some(pieces.map_err(split_error)?.into_iter().map(|piece| PyString::new(py, piece)).collect()))
+            let piece_to_py = |piece: Vec<u8>| match String::from_utf8(piece) {
+                Ok(piece) => Ok(PyString::new(py, &piece).into_any()),
+                Err(error) => PyBytes::new(py, error.as_bytes()).call_method1("decode", ("utf-8", "surrogateescape")),
+            };
+            Ok(Some(pieces.map_err(split_error)?.into_iter().map(piece_to_py).collect::<PyResult<_>>()?))
         })
     }
 

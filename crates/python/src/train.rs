@@ -146,14 +146,19 @@ fn describe_rule(rule: &SplitRule) -> String {
             p if p.starts_with("[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}") => "o200k".to_owned(),
             p => format!("{p:?}"),
         },
-        SplitRule::Steps(steps) => {
-            let steps: Vec<String> = steps
-                .iter()
-                .map(|step| format!("Split({:?}, {:?}, invert={})", step.pattern, step.behavior.name(), step.invert))
-                .collect();
-            steps.join(" then ")
+        SplitRule::Steps(steps) => steps.iter().map(describe_step).collect::<Vec<_>>().join(" then "),
+        SplitRule::ByteLevel(steps) => {
+            let byte_level =
+                format!("ByteLevel(add_prefix_space={}, use_regex={})", steps.add_prefix_space, steps.use_regex);
+            let before = steps.before.iter().map(describe_step);
+            let after = steps.after.iter().map(describe_step);
+            before.chain(std::iter::once(byte_level)).chain(after).collect::<Vec<_>>().join(" then ")
         }
     }
+}
+
+fn describe_step(step: &hf_bpe_core::SplitStep) -> String {
+    format!("Split({:?}, {:?}, invert={})", step.pattern, step.behavior.name(), step.invert)
 }
 
 /// The split rule for a pattern as Python gives it: a name, a regex or Splits.

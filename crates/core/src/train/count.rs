@@ -236,9 +236,17 @@ impl Counter {
     /// Counts one text (a document or a chunk of one) into `counts`, on this thread.
     pub fn count_text(&self, text: &str, counts: &mut PieceCounts) -> Result<(), SplitError> {
         let bytes = text.as_bytes();
+        let mut spaced = Vec::new();
         let mut count_part = |part: &str| {
-            self.splitter.for_each_piece(part, |start, end| {
-                counts.add(&part.as_bytes()[start..end], 1)
+            self.splitter.for_each_piece(part, |start, end, space| {
+                if space {
+                    spaced.clear();
+                    spaced.push(b' ');
+                    spaced.extend_from_slice(&part.as_bytes()[start..end]);
+                    counts.add(&spaced, 1);
+                } else {
+                    counts.add(&part.as_bytes()[start..end], 1);
+                }
             })
         };
         match &self.specials {
