@@ -408,7 +408,7 @@ def _around_byte_level(draw: Any) -> Any:
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(20, 3), id="ci"),
-                                  pytest.param(scaled(200, 10), id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(200, 10), id="full", marks=FULL_SIZE)])
 def test_byte_level_anywhere_in_a_sequence_encodes_as_tokenizers(size: int, tmp_path: Path) -> None:
     """ByteLevel first, last or between steps, with and without add_prefix_space and use_regex, over
     vocabularies `tokenizers` trained through that pre-tokenizer: ids, starts, decoded text, whole

@@ -253,7 +253,7 @@ LATER = [AddedToken("<new>"), AddedToken("<x>", lstrip=True), AddedToken("<y>", 
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(40, 20), id="ci"),
-                                  pytest.param(scaled(1000, 100), id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(1000, 100), id="full", marks=FULL_SIZE)])
 def test_tokens_added_later_with_rules_encode_as_tokenizers_backend_on_the_saved_folder(
     trained: str, size: int, tmp_path: Path
 ) -> None:
