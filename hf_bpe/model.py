@@ -53,6 +53,11 @@ _RULES_FORMAT_VERSION = 2
 _AFTER_MERGING_FORMAT_VERSION = 3
 """The version of model files dropping missing bytes after merging (readers of versions 1 and 2 refuse
 them: they would drop them before)."""
+_NORMALIZER_STEPS_FORMAT_VERSION = 4
+"""The version of model files of SentencePiece models with `tokenizers`' normalizer steps (readers of
+versions 1 to 3 refuse them: they would normalize as SentencePiece does)."""
+_FORMAT_VERSIONS = (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION, _AFTER_MERGING_FORMAT_VERSION,
+                    _NORMALIZER_STEPS_FORMAT_VERSION)
 MissingBytes = Literal["before merging", "after merging"]
 """When a merges-list model drops the single bytes its vocabulary lacks from text (see
 :meth:`BPE.from_merges`): before merging (`tokenizers`) or after (llama.cpp)."""
@@ -582,15 +587,20 @@ class BPE(_Encoder):
         for index, piece in enumerate(spec.pieces):
             if piece.type not in TYPE_NAMES:
                 raise InvalidVocabularyError(f"piece {index} ({piece.text!r:.80}) has unknown type {piece.type!r:.40}")
+        steps = tuple(spec.tokenizers_normalizer)
+        if not all(isinstance(step, patterns.Normalize) for step in steps):
+            raise TypeError("SentencePieceSpec.tokenizers_normalizer must hold hf_bpe.patterns.Normalize steps")
         metaspace = None
         if spec.metaspace is not None:
-            if spec.metaspace not in ("always", "first", "never") or spec.add_dummy_prefix != (spec.metaspace != "never"):
+            if spec.metaspace not in ("always", "first", "never") or (
+                    not steps and spec.add_dummy_prefix != (spec.metaspace != "never")):
                 raise InvalidVocabularyError(
                     f"metaspace = {spec.metaspace!r:.40} with add_dummy_prefix = {spec.add_dummy_prefix}: expected "
                     "'always' or 'first' with add_dummy_prefix true, or 'never' with it false")
-            metaspace = (spec.metaspace == "first", True, bool(spec.metaspace_split))
+            metaspace = (spec.metaspace != "never", spec.metaspace == "first", True, bool(spec.metaspace_split))
         elif spec.metaspace_split:
-            metaspace = (False, False, True)  # the dummy prefix before every text, then Metaspace's words
+            # Words after a prefix: the dummy prefix's before every text, or the normalizer steps' own.
+            metaspace = (not steps, False, False, True)
         core = _core.CoreBPE.sentencepiece(
             [(piece.text, float(piece.score), int(piece.type)) for piece in spec.pieces],
             spec.byte_fallback,
@@ -600,6 +610,7 @@ class BPE(_Encoder):
             spec.remove_extra_whitespaces,
             spec.escape_whitespaces,
             metaspace,
+            [(step.kind, step.pattern, step.content, step.literal, step.left, step.right) for step in steps],
         )
         specials = {piece.text: index for index, piece in enumerate(spec.pieces) if piece.type in (2, 3)}
         model = cls.__new__(cls)
@@ -835,6 +846,9 @@ class BPE(_Encoder):
             }
             if spec.metaspace is not None or spec.metaspace_split:
                 document["sentencepiece"] |= {"metaspace": spec.metaspace, "metaspace_split": spec.metaspace_split}
+            if spec.tokenizers_normalizer:
+                document["version"] = _NORMALIZER_STEPS_FORMAT_VERSION
+                document["sentencepiece"]["tokenizers_normalizer"] = _pattern_document(spec.tokenizers_normalizer)
             return document
         if self.kind == "merges":
             document["kind"] = "merges"
@@ -868,6 +882,11 @@ class BPE(_Encoder):
             pieces = tuple(_piece(index, entry) for index, entry in enumerate(_entries(fields.pop("pieces"), "pieces", 3)))
             fields["charsmap"] = _unb64(fields["charsmap"])
             fields["trainer_spec"] = _unb64(fields["trainer_spec"])
+            if "tokenizers_normalizer" in fields:
+                steps = _pattern_of(fields["tokenizers_normalizer"])
+                if not isinstance(steps, tuple) or not all(isinstance(step, patterns.Normalize) for step in steps):
+                    raise ValueError("sentencepiece.tokenizers_normalizer must hold normalizer steps only")
+                fields["tokenizers_normalizer"] = steps
             return cls.from_sentencepiece(SentencePieceSpec(pieces=pieces, **fields), name=name)
         entries = _entries(document["ranks"], "ranks", 2)
         ranks = {_unb64(token): rank for token, rank in entries}
@@ -896,9 +915,9 @@ class BPE(_Encoder):
         document = read_json(path)
         if not isinstance(document, dict) or document.get("format") != MODEL_FORMAT:
             raise TokenizerFileError(path, f"not an hf_bpe model file (no \"format\": \"{MODEL_FORMAT}\")")
-        if document.get("version") not in (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION, _AFTER_MERGING_FORMAT_VERSION):
+        if document.get("version") not in _FORMAT_VERSIONS:
             raise TokenizerFileError(
-                path, f"model file version {document.get('version')!r} is not supported (expected 1, 2 or 3)"
+                path, f"model file version {document.get('version')!r} is not supported (expected 1 to 4)"
             )
         try:
             return cls._from_document(document)
