@@ -848,7 +848,8 @@ class BPE(_Encoder):
                 document["sentencepiece"] |= {"metaspace": spec.metaspace, "metaspace_split": spec.metaspace_split}
             if spec.tokenizers_normalizer:
                 document["version"] = _NORMALIZER_STEPS_FORMAT_VERSION
-                document["sentencepiece"]["tokenizers_normalizer"] = _pattern_document(spec.tokenizers_normalizer)
+                document["sentencepiece"]["tokenizers_normalizer"] = [_normalize_document(step)
+                                                                      for step in spec.tokenizers_normalizer]
             return document
         if self.kind == "merges":
             document["kind"] = "merges"
@@ -883,10 +884,11 @@ class BPE(_Encoder):
             fields["charsmap"] = _unb64(fields["charsmap"])
             fields["trainer_spec"] = _unb64(fields["trainer_spec"])
             if "tokenizers_normalizer" in fields:
-                steps = _pattern_of(fields["tokenizers_normalizer"])
-                if not isinstance(steps, tuple) or not all(isinstance(step, patterns.Normalize) for step in steps):
-                    raise ValueError("sentencepiece.tokenizers_normalizer must hold normalizer steps only")
-                fields["tokenizers_normalizer"] = steps
+                steps = fields["tokenizers_normalizer"]
+                if not isinstance(steps, list) or not all(isinstance(step, dict) and _is_normalize(step) for step in steps):
+                    raise ValueError("sentencepiece.tokenizers_normalizer must be a list of normalizer steps "
+                                     "{normalize, pattern, content, literal, left, right}")
+                fields["tokenizers_normalizer"] = tuple(_normalize_of(step) for step in steps)
             return cls.from_sentencepiece(SentencePieceSpec(pieces=pieces, **fields), name=name)
         entries = _entries(document["ranks"], "ranks", 2)
         ranks = {_unb64(token): rank for token, rank in entries}
@@ -1160,9 +1162,22 @@ def _pattern_document(pattern: patterns.Pattern) -> str | list[dict[str, Any]]:
         return pattern
     steps = (pattern,) if isinstance(pattern, patterns.Split) else pattern
     return [{"split": step.pattern, "behavior": step.behavior, "invert": step.invert, "literal": step.literal}
-            if isinstance(step, patterns.Split) else
-            {"normalize": step.kind, "pattern": step.pattern, "content": step.content, "literal": step.literal,
-             "left": step.left, "right": step.right} for step in steps]
+            if isinstance(step, patterns.Split) else _normalize_document(step) for step in steps]
+
+
+def _normalize_document(step: patterns.Normalize) -> dict[str, Any]:
+    return {"normalize": step.kind, "pattern": step.pattern, "content": step.content, "literal": step.literal,
+            "left": step.left, "right": step.right}
+
+
+def _is_normalize(step: dict[str, Any]) -> bool:
+    return set(step) == {"normalize", "pattern", "content", "literal", "left", "right"}
+
+
+def _normalize_of(step: dict[str, Any]) -> patterns.Normalize:
+    """The inverse of :func:`_normalize_document`."""
+    return patterns.Normalize(step["normalize"], step["pattern"], step["content"], step["literal"], step["left"],
+                              step["right"])
 
 
 def _pattern_of(value: Any) -> patterns.Pattern:
@@ -1173,9 +1188,8 @@ def _pattern_of(value: Any) -> patterns.Pattern:
         raise TypeError(f"pattern must be a regex string or a non-empty list of Split steps, got {value!r:.80}")
     steps: list[patterns.Step] = []
     for index, step in enumerate(value):
-        if isinstance(step, dict) and set(step) == {"normalize", "pattern", "content", "literal", "left", "right"}:
-            steps.append(patterns.Normalize(step["normalize"], step["pattern"], step["content"], step["literal"],
-                                            step["left"], step["right"]))
+        if isinstance(step, dict) and _is_normalize(step):
+            steps.append(_normalize_of(step))
             continue
         if not isinstance(step, dict) or set(step) != {"split", "behavior", "invert", "literal"}:
             raise ValueError(f"pattern[{index}] must be {{split, behavior, invert, literal}}, got {step!r:.80}")
