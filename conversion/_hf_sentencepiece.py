@@ -254,16 +254,18 @@ def _alternation(texts: Sequence[str]) -> str:
 _WHITESPACE = [" ", "  ", "   ", " " * 9, " " * 17, "\t", "\n", "\r\n", "\u3000", "\xa0", SPACE, SPACE * 3]
 _MARKS = [chr(code) for code in range(0x300, 0x370)] + ["\u3099", "\u309a", "\u0e31", "\u094d", "\u200d", "\ufe0f"]
 _ODD = ["ｶﾞ", "ﬁ", "①", "Ａ", "Å", "\u0378", "\U0002a6d6", "日本語", "👍🏽", "👩\u200d👩\u200d👧", "\x00", "\ufeff",
-        "\ud7a4",
-        # grapheme clusters a character map rewrites whole (tokenizers) or by its longest rule (SentencePiece)
-        "\u1100\u1161\u11a8", "\u1100\u1161", "ﬁ\u0301", "Ａ\u0308\u0301", "①\u0300", "\u0340\u0301", "ｶ\u3099",
-        "\u2581\u0301", "\u200b", "\x08"]
+        "\ud7a4"]
+_CLUSTERS = ["\u1100\u1161\u11a8", "\u1100\u1161", "ﬁ\u0301", "Ａ\u0308\u0301", "①\u0300", "\u0340\u0301", "ｶ\u3099",
+             "\u2581\u0301", "\u200b", "\x08", "e\u0301\u0302\u0303", "👩\u200d👧", "\r\n", " \u0301"]
+"""Grapheme clusters a character map rewrites whole (`tokenizers`' ``Precompiled``) or by its longest
+rule (SentencePiece), and characters a map removes (at the start of a text they shift its offsets)."""
 
 
 def probe_texts(spec: SentencePieceSpec, count: int = 2000, seed: int = 0) -> list[str]:
     """Short texts made of ``spec``'s own pieces (as text), its user-defined, control, unknown and byte
     pieces spelled out, whitespace runs, combining sequences and characters it lacks, now and then
-    led or trailed by spaces: where SentencePiece and `tokenizers` can part ways.
+    led or trailed by spaces (and, for a model keeping `tokenizers`' normalizer, by grapheme clusters
+    a character map rewrites): where SentencePiece and `tokenizers` can part ways.
 
     >>> from hf_bpe.sentencepiece_bpe import Piece, UNKNOWN
     >>> spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁a", -1)))
@@ -295,6 +297,10 @@ def probe_texts(spec: SentencePieceSpec, count: int = 2000, seed: int = 0) -> li
         if rng.random() < 0.1:
             text += rng.choice(_WHITESPACE)
         texts.append(text)
+    if spec.tokenizers_normalizer:  # before and after some texts, from an rng of their own
+        clusters = random.Random(seed + 1)
+        texts = [clusters.choice(_CLUSTERS) + text if index % 6 == 0 else
+                 text + clusters.choice(_CLUSTERS) if index % 6 == 3 else text for index, text in enumerate(texts)]
     return texts
 
 

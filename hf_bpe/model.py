@@ -818,7 +818,8 @@ class BPE(_Encoder):
         by id; for merges lists also ``"kind": "merges"``, ``merges`` as ``[base64 left, base64
         right]`` pairs in order and ``ignore_merges``; for SentencePiece models ``"kind":
         "sentencepiece"`` and ``sentencepiece`` (pieces as ``[text, score, type]``, the normalizer's
-        settings and base64 character map).
+        settings and base64 character map, and `tokenizers`' normalizer steps where the model keeps
+        them: such files are version 4).
         """
         return atomic_write(path, json.dumps(self._document(), ensure_ascii=False, indent=0))
 

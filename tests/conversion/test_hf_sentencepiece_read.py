@@ -14,7 +14,7 @@ rule, converted by transformers' own ``build_tokenizer_from_spm_proto`` (legacy 
 layouts other converters write (``Precompiled`` with ``Prepend``/``Replace`` in each order, with
 ``Metaspace``, with ``Strip`` and ``Replace`` of space runs); they are checked on text of every code
 point class and on grapheme clusters (combining marks, jamo runs, emoji ZWJ sequences), and written
-back for transformers.
+back for transformers; the converted files also give the offsets `tokenizers` gives.
 """
 
 from __future__ import annotations
@@ -373,7 +373,13 @@ def load_precompiled(rule: str, byte_fallback: bool, layout: str, folder: Path) 
 def test_converted_files_with_precompiled_encode_and_decode_as_tokenizers(rule: str, layout: str, byte_fallback: bool,
                                                                            size: int, tmp_path: Path) -> None:
     model, path = load_precompiled(rule, byte_fallback, layout, tmp_path)
-    assert_same_as_tokenizers(f"{rule} {layout}", model, path, cluster_texts(size, seed=len(rule + layout)))
+    texts = cluster_texts(size, seed=len(rule + layout))
+    assert_same_as_tokenizers(f"{rule} {layout}", model, path, texts)
+    theirs = tokenizers.Tokenizer.from_file(os.fspath(path))
+    assert_same(f"{rule} {layout}: where each token starts", texts,
+                [model.encode_with_offsets(text, allowed_special="all")[1] for text in texts],
+                [[start for start, _ in encoding.offsets]
+                 for encoding in theirs.encode_batch(texts, add_special_tokens=False)])
 
 
 @pytest.mark.parametrize(("layout", "byte_fallback"), [
