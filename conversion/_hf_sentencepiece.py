@@ -9,7 +9,9 @@ The file reproduces ``SentencePieceProcessor`` with `tokenizers`' own parts:
 - **normalizer**: SentencePiece's whitespace handling written as ``Replace`` steps (leading spaces,
   runs of spaces and trailing ``▁`` for ``remove_extra_whitespaces``), ``Prepend("▁")`` for the dummy
   prefix (added to any text that is not empty, as SentencePiece does: ``Metaspace`` would skip it
-  before a space) and ``Replace(" ", "▁")``; no pre-tokenizer, as SentencePiece has no split;
+  before a space) and ``Replace(" ", "▁")``; no pre-tokenizer, as SentencePiece has no split. A model
+  read from a ``tokenizer.json`` with `tokenizers`' own normalizer (its ``tokenizers_normalizer``:
+  ``Precompiled`` and the like) gets that normalizer back, and its ``Metaspace`` if it had one;
 - **added tokens**: control pieces and ``<unk>`` as special tokens matched in the raw text (transformers'
   and our ``allowed_special="all"``: ``encode_special_tokens=True`` leaves them to the model, as
   SentencePiece does), user-defined pieces as normalized, non-special tokens;
@@ -31,6 +33,7 @@ from collections.abc import Sequence
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
+from conversion._hf_normalizers import written_normalizer
 from hf_bpe.errors import ConversionError
 from hf_bpe.model import BPE
 from hf_bpe.sentencepiece_bpe import (
@@ -154,7 +157,12 @@ def tokenizer(model: BPE) -> Tokenizer:
         byte_fallback=spec.byte_fallback,
         ignore_merges=isolate,
     ))
-    if spec.metaspace is not None:
+    if spec.tokenizers_normalizer:  # the normalizer read from a tokenizer.json, written back as it was
+        written.normalizer = written_normalizer(spec.tokenizers_normalizer)
+        if spec.metaspace is not None or spec.metaspace_split:
+            written.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme=spec.metaspace or "never",
+                                                             split=spec.metaspace_split)
+    elif spec.metaspace is not None:
         written.pre_tokenizer = pre_tokenizers.Metaspace(replacement=SPACE, prepend_scheme=spec.metaspace,
                                                          split=spec.metaspace_split)
     else:
@@ -247,12 +255,17 @@ _WHITESPACE = [" ", "  ", "   ", " " * 9, " " * 17, "\t", "\n", "\r\n", "\u3000"
 _MARKS = [chr(code) for code in range(0x300, 0x370)] + ["\u3099", "\u309a", "\u0e31", "\u094d", "\u200d", "\ufe0f"]
 _ODD = ["ｶﾞ", "ﬁ", "①", "Ａ", "Å", "\u0378", "\U0002a6d6", "日本語", "👍🏽", "👩\u200d👩\u200d👧", "\x00", "\ufeff",
         "\ud7a4"]
+_CLUSTERS = ["\u1100\u1161\u11a8", "\u1100\u1161", "ﬁ\u0301", "Ａ\u0308\u0301", "①\u0300", "\u0340\u0301", "ｶ\u3099",
+             "\u2581\u0301", "\u200b", "\x08", "e\u0301\u0302\u0303", "👩\u200d👧", "\r\n", " \u0301"]
+"""Grapheme clusters a character map rewrites whole (`tokenizers`' ``Precompiled``) or by its longest
+rule (SentencePiece), and characters a map removes (at the start of a text they shift its offsets)."""
 
 
 def probe_texts(spec: SentencePieceSpec, count: int = 2000, seed: int = 0) -> list[str]:
     """Short texts made of ``spec``'s own pieces (as text), its user-defined, control, unknown and byte
     pieces spelled out, whitespace runs, combining sequences and characters it lacks, now and then
-    led or trailed by spaces: where SentencePiece and `tokenizers` can part ways.
+    led or trailed by spaces (and, for a model keeping `tokenizers`' normalizer, by grapheme clusters
+    a character map rewrites): where SentencePiece and `tokenizers` can part ways.
 
     >>> from hf_bpe.sentencepiece_bpe import Piece, UNKNOWN
     >>> spec = SentencePieceSpec((Piece("<unk>", 0, UNKNOWN), Piece("▁a", -1)))
@@ -284,6 +297,10 @@ def probe_texts(spec: SentencePieceSpec, count: int = 2000, seed: int = 0) -> li
         if rng.random() < 0.1:
             text += rng.choice(_WHITESPACE)
         texts.append(text)
+    if spec.tokenizers_normalizer:  # before and after some texts, from an rng of their own
+        clusters = random.Random(seed + 1)
+        texts = [clusters.choice(_CLUSTERS) + text if index % 6 == 0 else
+                 text + clusters.choice(_CLUSTERS) if index % 6 == 3 else text for index, text in enumerate(texts)]
     return texts
 
 

@@ -18,13 +18,17 @@ the shorter pieces (so lengths are done in order). The two rules then join the s
 - characters that are not pieces must not be parts of formed pieces (``merge_list``'s conflicts).
 
 Settings read: ``normalizer`` ``Prepend("▁")`` and ``Replace(" ", "▁")`` (a ``Sequence`` of them, or
-none); ``pre_tokenizer`` ``Metaspace`` (``replacement`` ``▁``, every ``prepend_scheme``, ``split``)
+none), as SentencePiece's whitespace handling; any other normalizer `tokenizers` has and hf_bpe runs
+(``Precompiled``, SentencePiece's character map, which `tokenizers` applies per grapheme cluster, not
+as SentencePiece does; ``Replace`` and ``Strip`` of whitespace, NFKC, ...: what converters write for
+``.model`` files with the ``nmt_nfkc`` rule or ``remove_extra_whitespaces``) is kept as the model's
+``tokenizers_normalizer`` and run exactly as `tokenizers` runs it, steps in the file's order;
+``pre_tokenizer`` ``Metaspace`` (``replacement`` ``▁``, every ``prepend_scheme``, ``split``)
 or none; ``model`` ``byte_fallback``, ``fuse_unk``, ``unk_token``, ``ignore_merges`` (where it changes
 nothing; refused naming the pieces where it would); added tokens become control pieces, matched in
 text as `tokenizers` matches them (``allowed_special="all"``), decoded to nothing
-(``decode(ids, skip_special_tokens=True)`` in `tokenizers`). Refused by name: ``Precompiled`` (the
-SentencePiece character map, which `tokenizers` applies per grapheme cluster, not as SentencePiece
-does), other normalizers and pre-tokenizers, ``dropout``, ``continuing_subword_prefix``,
+(``decode(ids, skip_special_tokens=True)`` in `tokenizers`). Refused by name: normalizers hf_bpe does
+not run, other pre-tokenizers, ``dropout``, ``continuing_subword_prefix``,
 ``end_of_word_suffix``, added tokens that are not special or have ``lstrip``/``rstrip``/
 ``single_word``, decoders other than ``Replace``, ``ByteFallback``, ``Fuse``, ``Strip``,
 ``Metaspace`` and ``Sequence`` s of them. Last, ids and decoded text are compared with the real
@@ -42,9 +46,11 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from conversion import _hf_sentencepiece
+from conversion._hf_normalizers import normalizer_steps
 from conversion._hf_pretokenizers import describe, probe_texts, split_probe_texts
 from hf_bpe.errors import InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import BPE
+from hf_bpe.patterns import Normalize
 from hf_bpe.sentencepiece_bpe import (
     BYTE,
     CONTROL,
@@ -121,7 +127,7 @@ def load(document: dict[str, Any], path: str | os.PathLike[str], refuse: Refuse,
         if model.get(option):
             raise refuse(f"model.{option} = {model[option]!r} is not supported (SentencePiece-style BPE has none)")
     byte_fallback = bool(model.get("byte_fallback", False))
-    add_dummy_prefix, metaspace, split = _whitespace(document, refuse)
+    add_dummy_prefix, metaspace, split, steps = _whitespace(document, refuse)
     vocab: dict[str, int] = model["vocab"]
     pieces, specials = _pieces(document, vocab, byte_fallback, refuse, lossy)
     texts = {piece.text: index for index, piece in enumerate(pieces)}
@@ -158,7 +164,7 @@ def load(document: dict[str, Any], path: str | os.PathLike[str], refuse: Refuse,
         unk_surface = unk_token.replace(SPACE, " ")
     spec = SentencePieceSpec(
         pieces=tuple(pieces), byte_fallback=byte_fallback, unk_surface=unk_surface, add_dummy_prefix=add_dummy_prefix,
-        metaspace=metaspace, metaspace_split=split,
+        metaspace=metaspace, metaspace_split=split, tokenizers_normalizer=steps,
     )
     conflicts = merge_list(spec).conflicts
     if conflicts:
@@ -173,9 +179,10 @@ def load(document: dict[str, Any], path: str | os.PathLike[str], refuse: Refuse,
     return loaded
 
 
-def _whitespace(document: dict[str, Any], refuse: Refuse) -> tuple[bool, str | None, bool]:
-    """(add_dummy_prefix, metaspace prepend_scheme or None, split) from the normalizer and the
-    pre-tokenizer."""
+def _whitespace(document: dict[str, Any],
+                refuse: Refuse) -> tuple[bool, str | None, bool, tuple[Normalize, ...]]:
+    """(add_dummy_prefix, metaspace prepend_scheme or None, split, tokenizers_normalizer) from the
+    normalizer and the pre-tokenizer."""
     try:
         normalizer = _steps(document.get("normalizer"), "normalizers")
         pre_tokenizer = _steps(document.get("pre_tokenizer"), "pretokenizers")
@@ -188,26 +195,40 @@ def _whitespace(document: dict[str, Any], refuse: Refuse) -> tuple[bool, str | N
             prepend = True
         elif kind == "Replace" and step.get("pattern") == {"String": " "} and step.get("content") == SPACE:
             escape = True
-        elif kind == "Precompiled":
-            raise refuse(
-                "the normalizer Precompiled (SentencePiece's character map) is not supported: tokenizers applies it "
-                "to each grapheme cluster (a cluster under 6 bytes takes the rule of its shortest matching prefix), "
-                "not as SentencePiece does, and hf_bpe runs SentencePiece's rule; load the .model instead"
-            )
-        else:
-            raise refuse(f"the normalizer step {describe(step)} is not supported in a SentencePiece-style file "
-                         "(hf_bpe reads Prepend('\u2581') and Replace(' ', '\u2581'))")
+        else:  # not SentencePiece's whitespace handling alone: tokenizers' normalizer runs as it is
+            return _with_normalizer(document, pre_tokenizer, refuse)
     if prepend and not escape and not pre_tokenizer:
         raise refuse("the normalizer prepends '\u2581' but leaves spaces as they are and there is no Metaspace; "
                      "hf_bpe reads SentencePiece-style files, where spaces become '\u2581'")
-    if len(pre_tokenizer) > 1 or (pre_tokenizer and pre_tokenizer[0].get("type") != "Metaspace"):
-        raise refuse(f"the pre_tokenizer {describe(document.get('pre_tokenizer'))} is not supported in a "
-                     "SentencePiece-style file (hf_bpe reads Metaspace, or none)")
     if not pre_tokenizer:
         if not escape:
             raise refuse("spaces are not replaced by '\u2581' (no Replace normalizer, no Metaspace): not a "
                          "SentencePiece-style file hf_bpe reads")
-        return prepend, None, False
+        return prepend, None, False, ()
+    scheme, split = _metaspace(document, pre_tokenizer, refuse)
+    if prepend:  # every stretch already starts with ▁: Metaspace adds none
+        return True, None, split, ()
+    return scheme != "never", scheme, split, ()
+
+
+def _with_normalizer(document: dict[str, Any], pre_tokenizer: list[dict[str, Any]],
+                     refuse: Refuse) -> tuple[bool, str | None, bool, tuple[Normalize, ...]]:
+    """:func:`_whitespace` for a normalizer kept as `tokenizers`' steps: Metaspace (or nothing) after
+    it, and decoding drops the text's first ``▁`` where a prefix is written (a ``Prepend("▁")`` step
+    or Metaspace's)."""
+    steps = normalizer_steps(document.get("normalizer"), refuse)
+    prefixed = any(step.kind == "prepend" and step.pattern == SPACE for step in steps)
+    if not pre_tokenizer:
+        return prefixed, None, False, steps
+    scheme, split = _metaspace(document, pre_tokenizer, refuse)
+    return prefixed or scheme != "never", scheme, split, steps
+
+
+def _metaspace(document: dict[str, Any], pre_tokenizer: list[dict[str, Any]], refuse: Refuse) -> tuple[str, bool]:
+    """The ``prepend_scheme`` and ``split`` of the file's Metaspace pre-tokenizer."""
+    if len(pre_tokenizer) > 1 or pre_tokenizer[0].get("type") != "Metaspace":
+        raise refuse(f"the pre_tokenizer {describe(document.get('pre_tokenizer'))} is not supported in a "
+                     "SentencePiece-style file (hf_bpe reads Metaspace, or none)")
     step = pre_tokenizer[0]
     replacement = step.get("replacement", step.get("str_rep"))
     if replacement != SPACE:
@@ -217,10 +238,7 @@ def _whitespace(document: dict[str, Any], refuse: Refuse) -> tuple[bool, str | N
         scheme = "always" if step.get("add_prefix_space", True) else "never"
     if scheme not in ("always", "first", "never"):
         raise refuse(f"the Metaspace pre-tokenizer has prepend_scheme {scheme!r:.20}")
-    split = bool(step.get("split", True))
-    if prepend:  # every stretch already starts with ▁: Metaspace adds none
-        return True, None, split
-    return scheme != "never", scheme, split
+    return scheme, bool(step.get("split", True))
 
 
 def _unused_name(texts: dict[str, int]) -> str:

@@ -804,6 +804,9 @@ def _sentencepiece_entries(model: BPE, ids: dict[str, int | None], *, lossy: boo
     problems = []
     if spec.charsmap or spec.normalizer_name not in ("identity", ""):
         problems.append(f"the normalizer {spec.normalizer_name!r} (llama.cpp's SentencePiece tokenizer normalizes nothing)")
+    if spec.tokenizers_normalizer:
+        problems.append(f"tokenizers' normalizer ({', '.join(step.kind for step in spec.tokenizers_normalizer)}; "
+                        "llama.cpp's SentencePiece tokenizer normalizes nothing)")
     if spec.remove_extra_whitespaces:
         problems.append("remove_extra_whitespaces (llama.cpp keeps every space)")
     if not spec.escape_whitespaces:

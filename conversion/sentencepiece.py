@@ -121,6 +121,13 @@ def save(model: BPE, model_file: str | os.PathLike[str], *, lossy: bool = False)
     """
     model = as_model(model)
     spec = model.sentencepiece
+    if spec is not None and spec.tokenizers_normalizer:
+        raise ConversionError(
+            f"{model!r} normalizes with tokenizers' normalizer ({', '.join(step.kind for step in spec.tokenizers_normalizer)}"
+            "), which a SentencePiece .model cannot say: tokenizers applies a Precompiled character map to each "
+            "grapheme cluster, SentencePiece takes the longest rule at each position, and its other steps are not "
+            "SentencePiece's; save it as tokenizer.json instead"
+        )
     if spec is not None and (spec.metaspace is not None or spec.metaspace_split):
         raise ConversionError(
             f"{model!r} follows tokenizers' Metaspace pre-tokenizer (prepend_scheme {spec.metaspace or 'always'!r}"

@@ -90,7 +90,8 @@ class CoreBPE:
         add_dummy_prefix: bool,
         remove_extra_whitespaces: bool,
         escape_whitespaces: bool,
-        metaspace: tuple[bool, bool, bool] | None = None,
+        metaspace: tuple[bool, bool, bool, bool] | None = None,
+        normalizer: Sequence[tuple[str, str, str, bool, bool, bool]] = ...,
     ) -> CoreBPE: ...
     def special_policy(
         self, allowed: Sequence[str], disallowed: Sequence[str], rules: Sequence[tuple[str, int]] = ...

@@ -54,8 +54,12 @@ _AFTER_MERGING_FORMAT_VERSION = 3
 """The version of model files dropping missing bytes after merging (readers of versions 1 and 2 refuse
 them: they would drop them before)."""
 _BYTE_LEVEL_STEP_FORMAT_VERSION = 4
-"""The version of model files whose pattern holds a ByteLevel step (readers of versions 1 to 3 refuse
-them: they do not know the step)."""
+"""The version of model files whose pattern holds a ByteLevel step, or of SentencePiece models with
+`tokenizers`' normalizer steps (readers of versions 1 to 3 refuse them: they do not know the step, or
+would normalize as SentencePiece does)."""
+_NORMALIZER_STEPS_FORMAT_VERSION = _BYTE_LEVEL_STEP_FORMAT_VERSION
+_FORMAT_VERSIONS = (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION, _AFTER_MERGING_FORMAT_VERSION,
+                    _BYTE_LEVEL_STEP_FORMAT_VERSION)
 MissingBytes = Literal["before merging", "after merging"]
 """When a merges-list model drops the single bytes its vocabulary lacks from text (see
 :meth:`BPE.from_merges`): before merging (`tokenizers`) or after (llama.cpp)."""
@@ -585,15 +589,20 @@ class BPE(_Encoder):
         for index, piece in enumerate(spec.pieces):
             if piece.type not in TYPE_NAMES:
                 raise InvalidVocabularyError(f"piece {index} ({piece.text!r:.80}) has unknown type {piece.type!r:.40}")
+        steps = tuple(spec.tokenizers_normalizer)
+        if not all(isinstance(step, patterns.Normalize) for step in steps):
+            raise TypeError("SentencePieceSpec.tokenizers_normalizer must hold hf_bpe.patterns.Normalize steps")
         metaspace = None
         if spec.metaspace is not None:
-            if spec.metaspace not in ("always", "first", "never") or spec.add_dummy_prefix != (spec.metaspace != "never"):
+            if spec.metaspace not in ("always", "first", "never") or (
+                    not steps and spec.add_dummy_prefix != (spec.metaspace != "never")):
                 raise InvalidVocabularyError(
                     f"metaspace = {spec.metaspace!r:.40} with add_dummy_prefix = {spec.add_dummy_prefix}: expected "
                     "'always' or 'first' with add_dummy_prefix true, or 'never' with it false")
-            metaspace = (spec.metaspace == "first", True, bool(spec.metaspace_split))
+            metaspace = (spec.metaspace != "never", spec.metaspace == "first", True, bool(spec.metaspace_split))
         elif spec.metaspace_split:
-            metaspace = (False, False, True)  # the dummy prefix before every text, then Metaspace's words
+            # Words after a prefix: the dummy prefix's before every text, or the normalizer steps' own.
+            metaspace = (not steps, False, False, True)
         core = _core.CoreBPE.sentencepiece(
             [(piece.text, float(piece.score), int(piece.type)) for piece in spec.pieces],
             spec.byte_fallback,
@@ -603,6 +612,7 @@ class BPE(_Encoder):
             spec.remove_extra_whitespaces,
             spec.escape_whitespaces,
             metaspace,
+            [(step.kind, step.pattern, step.content, step.literal, step.left, step.right) for step in steps],
         )
         specials = {piece.text: index for index, piece in enumerate(spec.pieces) if piece.type in (2, 3)}
         model = cls.__new__(cls)
@@ -810,7 +820,8 @@ class BPE(_Encoder):
         by id; for merges lists also ``"kind": "merges"``, ``merges`` as ``[base64 left, base64
         right]`` pairs in order and ``ignore_merges``; for SentencePiece models ``"kind":
         "sentencepiece"`` and ``sentencepiece`` (pieces as ``[text, score, type]``, the normalizer's
-        settings and base64 character map).
+        settings and base64 character map, and `tokenizers`' normalizer steps where the model keeps
+        them: such files are version 4).
         """
         return atomic_write(path, json.dumps(self._document(), ensure_ascii=False, indent=0))
 
@@ -838,6 +849,10 @@ class BPE(_Encoder):
             }
             if spec.metaspace is not None or spec.metaspace_split:
                 document["sentencepiece"] |= {"metaspace": spec.metaspace, "metaspace_split": spec.metaspace_split}
+            if spec.tokenizers_normalizer:
+                document["version"] = _NORMALIZER_STEPS_FORMAT_VERSION
+                document["sentencepiece"]["tokenizers_normalizer"] = [_normalize_document(step)
+                                                                      for step in spec.tokenizers_normalizer]
             return document
         if self.kind == "merges":
             document["kind"] = "merges"
@@ -873,6 +888,12 @@ class BPE(_Encoder):
             pieces = tuple(_piece(index, entry) for index, entry in enumerate(_entries(fields.pop("pieces"), "pieces", 3)))
             fields["charsmap"] = _unb64(fields["charsmap"])
             fields["trainer_spec"] = _unb64(fields["trainer_spec"])
+            if "tokenizers_normalizer" in fields:
+                steps = fields["tokenizers_normalizer"]
+                if not isinstance(steps, list) or not all(isinstance(step, dict) and _is_normalize(step) for step in steps):
+                    raise ValueError("sentencepiece.tokenizers_normalizer must be a list of normalizer steps "
+                                     "{normalize, pattern, content, literal, left, right}")
+                fields["tokenizers_normalizer"] = tuple(_normalize_of(step) for step in steps)
             return cls.from_sentencepiece(SentencePieceSpec(pieces=pieces, **fields), name=name)
         entries = _entries(document["ranks"], "ranks", 2)
         ranks = {_unb64(token): rank for token, rank in entries}
@@ -901,10 +922,9 @@ class BPE(_Encoder):
         document = read_json(path)
         if not isinstance(document, dict) or document.get("format") != MODEL_FORMAT:
             raise TokenizerFileError(path, f"not an hf_bpe model file (no \"format\": \"{MODEL_FORMAT}\")")
-        if document.get("version") not in (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION, _AFTER_MERGING_FORMAT_VERSION,
-                                           _BYTE_LEVEL_STEP_FORMAT_VERSION):
+        if document.get("version") not in _FORMAT_VERSIONS:
             raise TokenizerFileError(
-                path, f"model file version {document.get('version')!r} is not supported (expected 1, 2, 3 or 4)"
+                path, f"model file version {document.get('version')!r} is not supported (expected 1 to 4)"
             )
         try:
             return cls._from_document(document)
@@ -1155,8 +1175,22 @@ def _step_document(step: patterns.Step) -> dict[str, Any]:
         return {"split": step.pattern, "behavior": step.behavior, "invert": step.invert, "literal": step.literal}
     if isinstance(step, patterns.ByteLevel):
         return {"byte_level": True, "add_prefix_space": step.add_prefix_space, "use_regex": step.use_regex}
+    return _normalize_document(step)
+
+
+def _normalize_document(step: patterns.Normalize) -> dict[str, Any]:
     return {"normalize": step.kind, "pattern": step.pattern, "content": step.content, "literal": step.literal,
             "left": step.left, "right": step.right}
+
+
+def _is_normalize(step: dict[str, Any]) -> bool:
+    return set(step) == {"normalize", "pattern", "content", "literal", "left", "right"}
+
+
+def _normalize_of(step: dict[str, Any]) -> patterns.Normalize:
+    """The inverse of :func:`_normalize_document`."""
+    return patterns.Normalize(step["normalize"], step["pattern"], step["content"], step["literal"], step["left"],
+                              step["right"])
 
 
 def _pattern_of(value: Any) -> patterns.Pattern:
@@ -1167,9 +1201,8 @@ def _pattern_of(value: Any) -> patterns.Pattern:
         raise TypeError(f"pattern must be a regex string or a non-empty list of Split steps, got {value!r:.80}")
     steps: list[patterns.Step] = []
     for index, step in enumerate(value):
-        if isinstance(step, dict) and set(step) == {"normalize", "pattern", "content", "literal", "left", "right"}:
-            steps.append(patterns.Normalize(step["normalize"], step["pattern"], step["content"], step["literal"],
-                                            step["left"], step["right"]))
+        if isinstance(step, dict) and _is_normalize(step):
+            steps.append(_normalize_of(step))
             continue
         if isinstance(step, dict) and set(step) == {"byte_level", "add_prefix_space", "use_regex"} \
                 and step["byte_level"] is True:

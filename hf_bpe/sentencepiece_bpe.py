@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 
+from hf_bpe.patterns import Normalize
+
 __all__ = [
     "BYTE", "CONTROL", "DEFAULT_UNK_SURFACE", "MAX_TIED_RUN", "NORMAL", "TYPE_NAMES", "UNKNOWN", "UNUSED",
     "USER_DEFINED", "MergeConflict", "MergeList", "Piece", "SentencePieceSpec", "merge_list",
@@ -62,6 +64,15 @@ class SentencePieceSpec:
     ``add_dummy_prefix`` is false); ``None``: SentencePiece's dummy prefix, before every text that
     is not empty. ``metaspace_split`` merges each word (from one ``▁`` to the next) alone, as
     Metaspace's ``split`` does (with ``metaspace=None``: a ``Prepend("▁")`` normalizer before it).
+
+    ``tokenizers_normalizer`` is set for models read from a ``tokenizer.json`` whose normalizer
+    SentencePiece's cannot express (a ``Precompiled`` character map, which `tokenizers` applies per
+    grapheme cluster; ``Replace`` or ``Strip`` of whitespace): that normalizer's steps, run as
+    `tokenizers` runs them (see :class:`hf_bpe.patterns.Normalize`) on each stretch of text between
+    special tokens before anything else. ``charsmap`` is then empty and ``remove_extra_whitespaces``
+    false; the steps escape spaces and add the prefix themselves, unless ``metaspace`` is set (then
+    ``Metaspace`` follows them, as in the file); ``add_dummy_prefix`` says whether decoding drops the
+    text's first ``▁``, and with ``metaspace`` ``"never"`` may be true.
     """
 
     pieces: tuple[Piece, ...]
@@ -75,6 +86,7 @@ class SentencePieceSpec:
     trainer_spec: bytes = b""
     metaspace: str | None = None
     metaspace_split: bool = False
+    tokenizers_normalizer: tuple[Normalize, ...] = ()
 
     @property
     def unk_id(self) -> int | None:

@@ -77,7 +77,8 @@ def describe(model: BPE, source_format: str, text: str) -> dict[str, Any]:
         description["ignore_merges"] = _rules.ignore_merges(model)
     spec = model.sentencepiece
     if spec is not None:
-        description["normalizer"] = spec.normalizer_name
+        description["normalizer"] = (spec.normalizer_name if not spec.tokenizers_normalizer else
+                                     "tokenizers: " + ", ".join(step.kind for step in spec.tokenizers_normalizer))
         description["byte_fallback"] = spec.byte_fallback
         description["add_dummy_prefix"] = spec.add_dummy_prefix
     description["sample_text"] = text

@@ -26,7 +26,7 @@ from conversion_support import assert_loads_like_tokenizers
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from suite import FULL_SIZE, scaled
-from textgen import EMOJI_BASES, HANGUL, PEOPLE, SKIN_TONES, ZWJ, documents
+from textgen import cluster_text, documents
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 import conversion.hf
@@ -36,12 +36,6 @@ from hf_bpe.patterns import Normalize, Split
 
 RULES = ["nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf"]
 CODE_POINTS = [code for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
-COMBINING = [chr(code) for code in range(0x300, 0x370)] + ["\u0e31", "\u093c", "\u094d", "\u20e3", "\ufe0f",
-                                                           "\u3099", "\u309a", "\u1ab0", "\U0001d165"]
-JAMO = [chr(code) for code in range(0x1100, 0x1200)] + [chr(code) for code in range(0x3131, 0x318F)]
-FULL_WIDTH = [chr(code) for code in range(0xFF01, 0xFFEF)]
-COMPATIBILITY = ["ﬁ", "①", "㍿", "ｶﾞ", "ﾊﾟ", "Å", "Ω", "ℌ", "㈱", "…", "\u00a0", "\u3000", "\u200b", "\u2028",
-                 "\ufeff", "\x00", "\x0c", "\x08", "\x1e", "™", "\u00ad", "İ", "ß", "ẞ", "ǅ", "Σ", "ﬀ", "\u0340", "\u0f73", "\u2126"]
 
 
 @functools.cache
@@ -83,37 +77,11 @@ def test_normalized_text_is_that_of_tokenizers_at_every_code_point(rule: str) ->
         assert normalized_text(model, text) == theirs.normalize_str(text), hex(codes[start])
 
 
-def _hard_text(rng: random.Random) -> str:
-    """Characters where graphemes and charsmap rules meet: marks on letters and on mapped characters,
-    Hangul syllables and jamo runs, emoji ZWJ sequences, full-width and compatibility forms."""
-    out = [rng.choice(["", "", "\x08", "\x1e\x1e", "\u200b"])]  # removed at the very start: offsets lag there
-    for _ in range(rng.randint(1, 12)):
-        roll = rng.random()
-        if roll < 0.2:
-            out.append(rng.choice("aeAE" + "".join(FULL_WIDTH[:94]) + "".join(COMPATIBILITY))
-                       + "".join(rng.choices(COMBINING, k=rng.randint(1, 3))))
-        elif roll < 0.35:
-            out.append("".join(rng.choice(HANGUL) if rng.random() < 0.5 else rng.choice(JAMO)
-                               for _ in range(rng.randint(1, 4))))
-        elif roll < 0.5:
-            members = [rng.choice(PEOPLE) + (rng.choice(SKIN_TONES) if rng.random() < 0.3 else "")
-                       for _ in range(rng.randint(1, 4))]
-            out.append(ZWJ.join(members) if rng.random() < 0.8 else rng.choice(EMOJI_BASES) + "\ufe0f")
-        elif roll < 0.7:
-            out.append("".join(rng.choices(FULL_WIDTH, k=rng.randint(1, 5))))
-        elif roll < 0.85:
-            out.append("".join(rng.choices(COMPATIBILITY, k=rng.randint(1, 3))))
-        else:
-            out.append(rng.choice(["a", "The", "  ", "\t", "\r\n", "1"]))
-        out.append(rng.choice(["", "", " ", "\n"]))
-    return "".join(out)
-
-
 def _texts(rng: random.Random, count: int) -> list[str]:
     """Generated documents cut short, and hard texts."""
     texts = [document[: rng.randint(1, 200)] for document in documents(rng, 300 * count)][: count // 2]
     while len(texts) < count:
-        texts.append(_hard_text(rng))
+        texts.append(cluster_text(rng))
     return texts
 
 

@@ -7,11 +7,19 @@ layout (legacy ``Prepend`` + ``Replace`` normalizer, or ``Metaspace`` with each 
 ``split``), byte fallback, ``ignore_merges``, decoders. Each must encode as `tokenizers` on text of
 every code point class and decode its ids as `tokenizers` does; the legacy layout also as
 ``SentencePieceProcessor``. What cannot be exact is refused naming the component.
+
+Files whose normalizer holds ``Precompiled`` (SentencePiece's character map, which `tokenizers`
+applies per grapheme cluster) come from ``.model`` files SentencePiece trained with each normalization
+rule, converted by transformers' own ``build_tokenizer_from_spm_proto`` (legacy and not) and in the
+layouts other converters write (``Precompiled`` with ``Prepend``/``Replace`` in each order, with
+``Metaspace``, with ``Strip`` and ``Replace`` of space runs); they are checked on text of every code
+point class and on grapheme clusters (combining marks, jamo runs, emoji ZWJ sequences), and written
+back for transformers; the converted files also give the offsets `tokenizers` gives.
 """
 
 from __future__ import annotations
 
-import base64
+import functools
 import io
 import json
 import os
@@ -21,15 +29,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conversion_support import assert_same, mistral_file, shared, training_corpus, varied_texts
+from conversion_support import assert_same, mistral_file, training_corpus, varied_texts
 from suite import scaled
-from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+from textgen import cluster_text
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 import conversion.hf
 import conversion.sentencepiece
 from conversion._hf_pretokenizers import split_probe_texts
 from hf_bpe import BPE
 from hf_bpe.errors import ConversionError, TokenizerFileError
+from hf_bpe.patterns import Normalize
 
 spm = pytest.importorskip("sentencepiece", reason="sentencepiece is an oracle; pip install -e '.[test]'")
 pytest.importorskip("google.protobuf", reason="reading .model files needs protobuf; pip install protobuf")
@@ -257,7 +267,8 @@ REFUSED = [
     (lambda doc: doc["added_tokens"][1].update(special=False), "is not special"),
     (lambda doc: doc["added_tokens"][1].update(rstrip=True), "has rstrip"),
     (lambda doc: doc["added_tokens"][1].update(normalized=True), "normalized = true"),
-    (lambda doc: doc["normalizer"]["normalizers"].append({"type": "NFKC"}), "the normalizer step 'NFKC' is not supported"),
+    (lambda doc: doc["normalizer"]["normalizers"].append({"type": "StripAccents"}),
+     "the normalizer 'StripAccents' is not supported"),
     (lambda doc: doc.update(pre_tokenizer={"type": "Whitespace"}), "the pre_tokenizer 'Whitespace' is not supported"),
     (lambda doc: doc.update(decoder={"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
                                      "use_regex": True}), "the decoder step 'ByteLevel' is not supported"),
@@ -276,12 +287,155 @@ def test_what_cannot_be_exact_is_refused_naming_the_component(change: Any, probl
         conversion.hf.load(write(document, tmp_path))
 
 
-def test_precompiled_is_refused_by_name(trained: dict[bool, Path], tmp_path: Path) -> None:
-    """SentencePiece's own nmt_nfkc map, as the converters write it."""
-    blob = conversion.sentencepiece.read_proto(shared("sentencepiece", "botchan_en_bpe_1000.model"))
-    document = document_for(trained[True], "legacy")
-    document["normalizer"] = {"type": "Sequence", "normalizers": [
-        {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(blob.normalizer_spec.precompiled_charsmap).decode()},
-        document["normalizer"]]}
-    with pytest.raises(TokenizerFileError, match="the normalizer Precompiled .* is not supported"):
+# -------------------------------------------------------------------------------------- Precompiled
+
+
+RULES = ["nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf"]
+CONVERTER_LAYOUTS = ["converter-legacy", "converter"]
+"""What transformers' ``build_tokenizer_from_spm_proto`` writes for a ``.model`` (its ``legacy``)."""
+PRECOMPILED_LAYOUTS = ["precompiled+legacy", "legacy+precompiled", "precompiled-between", "precompiled+metaspace-always",
+                       "precompiled+metaspace-first-split", "precompiled+metaspace-never-split", "spm-converter"]
+"""``Precompiled`` before, after and between ``Replace`` and ``Prepend``; alone before ``Metaspace``;
+and the layout of transformers' ``SpmConverter`` (``Strip`` and ``Replace`` of space runs)."""
+
+
+@functools.cache
+def normalized_model(rule: str, byte_fallback: bool) -> bytes:
+    """A BPE ``.model`` SentencePiece trains with ``rule`` (spaces collapsed, its default, for the
+    ``nmt`` rules; kept for the others)."""
+    stream = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(training_corpus()), model_writer=stream, model_type="bpe", vocab_size=1_500,
+        character_coverage=0.98, hard_vocab_limit=False, minloglevel=2, num_threads=1,
+        normalization_rule_name=rule, byte_fallback=byte_fallback, remove_extra_whitespaces=rule.startswith("nmt"))
+    return stream.getvalue()
+
+
+def precompiled_document(rule: str, byte_fallback: bool, layout: str, folder: Path) -> dict[str, Any]:
+    """The tokenizer.json of a trained ``.model`` in ``layout``, its control pieces as special tokens."""
+    from transformers.convert_slow_tokenizer import SpmConverter
+    from transformers.tokenization_utils_base import generate_merges
+
+    model_file = folder / f"{rule}-{byte_fallback}.model"
+    model_file.write_bytes(normalized_model(rule, byte_fallback))
+    proto = conversion.sentencepiece.read_proto(model_file)
+    vocab = {piece.piece: index for index, piece in enumerate(proto.pieces)}
+    charsmap = normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap)
+    if layout in CONVERTER_LAYOUTS:
+        tokenizer = SpmConverter.build_tokenizer_from_spm_proto(proto=proto, vocab=vocab,
+                                                                legacy=layout == "converter-legacy")
+    else:
+        tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=generate_merges(vocab), fuse_unk=True,
+                                         unk_token=proto.pieces[proto.trainer_spec.unk_id].piece,
+                                         byte_fallback=byte_fallback))
+        prepend, escape = normalizers.Prepend(SPACE), normalizers.Replace(" ", SPACE)
+        steps = {"precompiled+legacy": [charsmap, prepend, escape], "legacy+precompiled": [prepend, escape, charsmap],
+                 "precompiled-between": [escape, charsmap, prepend],
+                 "spm-converter": [charsmap, normalizers.Strip(left=False, right=True),
+                                   normalizers.Replace(Regex(" {2,}"), SPACE)]}.get(layout, [charsmap])
+        tokenizer.normalizer = normalizers.Sequence(steps)
+        decoding = [decoders.Replace(SPACE, " "), *([decoders.ByteFallback()] if byte_fallback else []), decoders.Fuse()]
+        if "metaspace" in layout:
+            scheme = layout.split("-")[1]
+            tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(SPACE, prepend_scheme=scheme, split=layout.endswith("split"))
+            decoding += [decoders.Strip(" ", 1, 0)] if scheme != "never" else []
+        else:
+            decoding.append(decoders.Strip(" ", 1, 0))
+        tokenizer.decoder = decoders.Sequence(decoding)
+        if layout == "spm-converter":  # as transformers' SpmConverter writes it (no byte fallback there)
+            tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(SPACE, prepend_scheme="always")
+            tokenizer.decoder = decoders.Metaspace(SPACE, prepend_scheme="always")
+    tokenizer.add_special_tokens([AddedToken(piece.piece, special=True, normalized=False)
+                                  for piece in proto.pieces if piece.type in (2, 3)])
+    return json.loads(tokenizer.to_str())
+
+
+def cluster_texts(count: int, seed: int) -> list[str]:
+    """Texts of every code point class, grapheme clusters where tokenizers' rule and SentencePiece's part
+    ways, and both around special tokens."""
+    rng = random.Random(seed)
+    texts = texts_of_every_class(count, seed) + [cluster_text(rng) for _ in range(count)]
+    return texts + [f"{text}</s>{rng.choice(['', ' ', SPACE])}{text[:8]}<s>" for text in texts[-40:]]
+
+
+def load_precompiled(rule: str, byte_fallback: bool, layout: str, folder: Path) -> tuple[BPE, Path]:
+    path = write(precompiled_document(rule, byte_fallback, layout, folder), folder)
+    model = conversion.hf.load(path)
+    assert model.sentencepiece is not None and model.sentencepiece.tokenizers_normalizer
+    return model, path
+
+
+@pytest.mark.parametrize("size", [pytest.param(scaled(300, 60), id="ci"),
+                                  pytest.param(scaled(4_000, 400), id="full", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("byte_fallback", [True, False], ids=["byte-fallback", "unk"])
+@pytest.mark.parametrize("layout", CONVERTER_LAYOUTS)
+@pytest.mark.parametrize("rule", RULES)
+def test_converted_files_with_precompiled_encode_and_decode_as_tokenizers(rule: str, layout: str, byte_fallback: bool,
+                                                                           size: int, tmp_path: Path) -> None:
+    model, path = load_precompiled(rule, byte_fallback, layout, tmp_path)
+    texts = cluster_texts(size, seed=len(rule + layout))
+    assert_same_as_tokenizers(f"{rule} {layout}", model, path, texts)
+    theirs = tokenizers.Tokenizer.from_file(os.fspath(path))
+    assert_same(f"{rule} {layout}: where each token starts", texts,
+                [model.encode_with_offsets(text, allowed_special="all")[1] for text in texts],
+                [[start for start, _ in encoding.offsets]
+                 for encoding in theirs.encode_batch(texts, add_special_tokens=False)])
+
+
+@pytest.mark.parametrize(("layout", "byte_fallback"), [
+    (layout, byte_fallback) for layout in PRECOMPILED_LAYOUTS for byte_fallback in (True, False)
+    if not (layout == "spm-converter" and byte_fallback)  # SpmConverter writes none: its decoder spells byte pieces
+])
+def test_precompiled_in_every_order_encodes_and_decodes_as_tokenizers(layout: str, byte_fallback: bool,
+                                                                      tmp_path: Path) -> None:
+    """Under ``nfkc``, which keeps ``▁`` (``nmt_nfkc`` maps it to a space: ``Precompiled`` after ``Replace``
+    then leaves spaces that decode otherwise than SentencePiece's decoding, and the file is refused)."""
+    model, path = load_precompiled("nfkc", byte_fallback, layout, tmp_path)
+    assert_same_as_tokenizers(layout, model, path, cluster_texts(scaled(300, 60), seed=len(layout)))
+
+
+def test_where_tokenizers_and_sentencepiece_normalize_apart_the_file_is_followed(tmp_path: Path) -> None:
+    """A jamo run (tokenizers maps a cluster of 6 bytes or more character by character: no syllable)
+    and a mark on a full-width letter: the loaded model gives tokenizers' ids, not SentencePiece's."""
+    model, path = load_precompiled("nmt_nfkc", True, "converter-legacy", tmp_path)
+    processor = spm.SentencePieceProcessor(model_proto=normalized_model("nmt_nfkc", True))
+    texts = ["\u1100\u1161\u11a8 \u1100\u1161\u11a8\u1100", "\uff21\u0308\u0301 x", "e\u0301\u0302\u0303\u0304"]
+    theirs = tokenizers.Tokenizer.from_file(os.fspath(path))
+    expected = [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=False)]
+    assert model.encode_batch(texts) == expected
+    assert expected != processor.encode(texts)  # the two rules part ways here
+
+
+def test_a_precompiled_model_is_written_back_saved_and_refused_as_a_model_file(tmp_path: Path) -> None:
+    from transformers import PreTrainedTokenizerFast
+
+    model, _ = load_precompiled("nmt_nfkc", True, "converter-legacy", tmp_path)
+    written = conversion.hf.save(model, tmp_path / "written" / "tokenizer.json")
+    normalizer = json.loads(written.read_text(encoding="utf-8"))["normalizer"]
+    assert normalizer["normalizers"][0]["type"] == "Precompiled"
+    texts = cluster_texts(scaled(300, 60), seed=21)
+    ids = assert_same_as_tokenizers("written back", model, written, texts)
+    fast = PreTrainedTokenizerFast(tokenizer_file=os.fspath(written))
+    assert_same("PreTrainedTokenizerFast", texts, [fast.encode(text, add_special_tokens=False) for text in texts], ids)
+    assert conversion.hf.load(written).encode_batch(texts, allowed_special="all") == ids
+    saved = model.save(tmp_path / "model.json")
+    assert json.loads(saved.read_text(encoding="utf-8"))["version"] == 4  # older readers refuse it
+    assert BPE.load(saved) == model
+    with pytest.raises(ConversionError, match=r"normalizes with tokenizers' normalizer \(precompiled, replace"):
+        conversion.sentencepiece.save(model, tmp_path / "x.model")
+
+
+def test_a_normalizer_hf_bpe_does_not_run_is_refused_by_name(tmp_path: Path) -> None:
+    document = precompiled_document("nmt_nfkc", True, "precompiled+legacy", tmp_path)
+    document["normalizer"]["normalizers"].insert(1, {"type": "BertNormalizer", "clean_text": True,
+                                                     "handle_chinese_chars": True, "strip_accents": None,
+                                                     "lowercase": False})
+    with pytest.raises(TokenizerFileError, match="the normalizer 'BertNormalizer' is not supported"):
         conversion.hf.load(write(document, tmp_path))
+
+
+def test_the_steps_are_kept_in_the_model_in_order(tmp_path: Path) -> None:
+    model, _ = load_precompiled("nfkc", False, "precompiled-between", tmp_path)
+    steps = model.sentencepiece.tokenizers_normalizer if model.sentencepiece else ()
+    assert [step.kind for step in steps] == ["replace", "precompiled", "prepend"]
+    assert steps[2] == Normalize("prepend", SPACE)

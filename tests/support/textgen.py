@@ -270,6 +270,42 @@ _GENERATORS = [generator for generator, _ in FRAGMENTS]
 _WEIGHTS = [weight for _, weight in FRAGMENTS]
 
 
+# Tables for cluster_text: combining marks, jamo, full-width and compatibility forms.
+COMBINING = [chr(code) for code in range(0x300, 0x370)] + ["\u0e31", "\u093c", "\u094d", "\u20e3", "\ufe0f",
+                                                           "\u3099", "\u309a", "\u1ab0", "\U0001d165"]
+JAMO = [chr(code) for code in range(0x1100, 0x1200)] + [chr(code) for code in range(0x3131, 0x318F)]
+FULL_WIDTH = [chr(code) for code in range(0xFF01, 0xFFEF)]
+COMPATIBILITY = ["ﬁ", "①", "㍿", "ｶﾞ", "ﾊﾟ", "Å", "Ω", "ℌ", "㈱", "…", "\u00a0", "\u3000", "\u200b", "\u2028",
+                 "\ufeff", "\x00", "\x0c", "\x08", "\x1e", "™", "\u00ad", "İ", "ß", "ẞ", "ǅ", "Σ", "ﬀ", "\u0340", "\u0f73", "\u2126"]
+
+
+def cluster_text(rng: random.Random) -> str:
+    """Characters where grapheme clusters and normalization rules meet (`tokenizers`' ``Precompiled``
+    maps whole clusters): marks on letters and on mapped characters, Hangul syllables and jamo runs,
+    emoji ZWJ sequences, full-width and compatibility forms."""
+    out = [rng.choice(["", "", "\x08", "\x1e\x1e", "\u200b"])]  # removed at the very start: offsets lag there
+    for _ in range(rng.randint(1, 12)):
+        roll = rng.random()
+        if roll < 0.2:
+            out.append(rng.choice("aeAE" + "".join(FULL_WIDTH[:94]) + "".join(COMPATIBILITY))
+                       + "".join(rng.choices(COMBINING, k=rng.randint(1, 3))))
+        elif roll < 0.35:
+            out.append("".join(rng.choice(HANGUL) if rng.random() < 0.5 else rng.choice(JAMO)
+                               for _ in range(rng.randint(1, 4))))
+        elif roll < 0.5:
+            members = [rng.choice(PEOPLE) + (rng.choice(SKIN_TONES) if rng.random() < 0.3 else "")
+                       for _ in range(rng.randint(1, 4))]
+            out.append(ZWJ.join(members) if rng.random() < 0.8 else rng.choice(EMOJI_BASES) + "\ufe0f")
+        elif roll < 0.7:
+            out.append("".join(rng.choices(FULL_WIDTH, k=rng.randint(1, 5))))
+        elif roll < 0.85:
+            out.append("".join(rng.choices(COMPATIBILITY, k=rng.randint(1, 3))))
+        else:
+            out.append(rng.choice(["a", "The", "  ", "\t", "\r\n", "1"]))
+        out.append(rng.choice(["", "", " ", "\n"]))
+    return "".join(out)
+
+
 def fragment(rng: random.Random, *, specials: bool = True) -> str:
     """One fragment of a randomly chosen kind (special-token look-alikes only when ``specials``)."""
     if specials and rng.random() < 0.02:

@@ -10,8 +10,10 @@ process where hf_bpe cannot be imported, without it, to the same ids.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any
 import pytest
 from conversion_support import assert_same, mistral_file, training_corpus, varied_texts
 from suite import scaled
+from textgen import cluster_text
 from transformers.tokenization_utils_base import AddedToken
 
 import conversion.hf
@@ -172,3 +175,30 @@ def test_a_tiny_model_round_trips_through_its_folder(tmp_path: Path) -> None:
     assert loaded.model == tokenizer.model and loaded.encode("a aa") == [1, 5, 5, 4, 2]
     written = conversion.hf.build_tokenizer(loaded.model, add_bos_token=True, bos_token="<s>")
     assert loaded("a aa", return_offsets_mapping=True)["offset_mapping"][:-1] == written.encode("a aa").offsets
+
+
+def test_a_model_read_from_a_file_with_precompiled_loads_everywhere(tmp_path: Path) -> None:
+    """A .model SentencePiece trains with its default nmt_nfkc rule, converted by transformers'
+    build_tokenizer_from_spm_proto (Precompiled, applied per grapheme cluster): the folder BPETokenizer
+    saves loads with and without hf_bpe to tokenizers' ids."""
+    from tokenizers import Tokenizer
+    from transformers.convert_slow_tokenizer import SpmConverter
+
+    stream = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(training_corpus()), model_writer=stream, model_type="bpe",
+                                   vocab_size=1_500, character_coverage=0.98, hard_vocab_limit=False, minloglevel=2,
+                                   num_threads=1, byte_fallback=True)
+    (tmp_path / "trained.model").write_bytes(stream.getvalue())
+    proto = conversion.sentencepiece.read_proto(tmp_path / "trained.model")
+    written = SpmConverter.build_tokenizer_from_spm_proto(proto=proto, vocab={piece.piece: index for index, piece
+                                                                              in enumerate(proto.pieces)})
+    written.add_special_tokens([AddedToken(piece.piece, special=True, normalized=False)
+                                for piece in proto.pieces if piece.type in (2, 3)])
+    written.save(os.fspath(tmp_path / "tokenizer.json"))
+    tokenizer = BPETokenizer.from_model(conversion.hf.load(tmp_path / "tokenizer.json"))
+    rng = random.Random(24)
+    texts = sample(scaled(300, 60), 24) + [cluster_text(rng) for _ in range(scaled(300, 60))]
+    theirs = Tokenizer.from_file(os.fspath(tmp_path / "tokenizer.json"))
+    assert_same("tokenizers", texts, [tokenizer.encode(text, add_special_tokens=False) for text in texts],
+                [encoding.ids for encoding in theirs.encode_batch(texts, add_special_tokens=False)])
+    assert_folder_loads_everywhere(tokenizer, tmp_path / "saved", texts)

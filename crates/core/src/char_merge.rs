@@ -1,7 +1,8 @@
 //! SentencePiece's BPE model (`bpe_model.cc`, `sentencepiece_processor.cc`) on the shared merge loop.
 //!
 //! Encoding: normalize ([`SentencePieceNormalizer`]: escape spaces as `▁`, dummy prefix, optional
-//! character map); cut out user-defined pieces (they never merge); split the rest into characters;
+//! character map; or, for models read from a `tokenizer.json` whose normalizer SentencePiece's cannot
+//! say, that normalizer run as `tokenizers` runs it, [`Normalizer`], then `Metaspace`); cut out user-defined pieces (they never merge); split the rest into characters;
 //! merge the adjacent pair whose concatenation is a piece with the highest score, leftmost on ties
 //! (a [`MergeTable`] filled with every split of every piece, priority = rank of the score); then each
 //! symbol that is not a piece becomes its UTF-8 bytes as `<0xXX>` pieces (byte fallback) or `<unk>`,
@@ -15,10 +16,11 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use rustc_hash::FxHashMap;
 
 use crate::halves::Halves;
+use crate::hf_normalize::{NormalizeStep, Normalizer};
 use crate::merge::{Merge, MergeTable};
 use crate::normalize::{SentencePieceNormalizer, SPACE_SYMBOL};
 use crate::tuning::LONG_TOKEN;
-use crate::Rank;
+use crate::{Rank, SplitError};
 
 /// The type of a piece (`ModelProto.SentencePiece.Type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +75,12 @@ pub struct SentencePieceSpec {
     /// `tokenizers`' `Metaspace` pre-tokenizer in place of SentencePiece's dummy prefix and single
     /// stretch of text (`None`: SentencePiece's own behaviour).
     pub metaspace: Option<Metaspace>,
+    /// A `tokenizer.json`'s normalizer steps (empty: none), run as `tokenizers` runs them on each
+    /// stretch of text before anything else. With them there is no character map nor
+    /// `remove_extra_whitespaces`, and the steps do all the whitespace handling but `Metaspace`'s: with
+    /// `metaspace` `None` spaces are not escaped and no dummy prefix is added when encoding
+    /// (`add_dummy_prefix` then only says that decoding drops the text's first `▁`).
+    pub normalizer: Vec<NormalizeStep>,
 }
 
 /// `tokenizers`' `Metaspace` pre-tokenizer (spaces escaped as `▁`): its `prepend_scheme` decides
@@ -80,6 +88,8 @@ pub struct SentencePieceSpec {
 /// `"never"`), `split` cuts the text before each `▁` into words that merge separately.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Metaspace {
+    /// `▁` goes in front of stretches at all (not `"never"`).
+    pub prepend: bool,
     /// `"first"`: only the stretch at the start of the text gets the `▁` (else every stretch).
     pub first_only: bool,
     /// Not before a stretch that starts with `▁` or a space (Metaspace's own prefix); false: before
@@ -119,6 +129,8 @@ pub fn byte_piece(byte: u8) -> String {
 pub struct SentencePiece {
     spec: SentencePieceSpec,
     normalizer: SentencePieceNormalizer,
+    /// `spec.normalizer`, run before `normalizer`.
+    tokenizers_normalizer: Option<Normalizer>,
     /// The initial symbol of each character that is a piece or occurs inside one.
     symbols: FxHashMap<char, Rank>,
     merges: MergeTable,
@@ -271,6 +283,16 @@ impl SentencePiece {
             .filter(|(_, piece)| piece.kind == PieceKind::UserDefined)
             .map(|(id, piece)| (piece.text.as_str(), id as Rank))
             .collect();
+        let tokenizers_normalizer = if spec.normalizer.is_empty() {
+            None
+        } else {
+            if !spec.charsmap.is_empty() || spec.remove_extra_whitespaces || !user_defined_pieces.is_empty() {
+                return error(
+                    "a tokenizers normalizer takes no character map, remove_extra_whitespaces or user-defined pieces",
+                );
+            }
+            Some(Normalizer::new(spec.normalizer.clone()).map_err(|problem| SpecError(problem.to_string()))?)
+        };
         if spec.metaspace.is_some()
             && (!spec.charsmap.is_empty()
                 || spec.remove_extra_whitespaces
@@ -281,11 +303,13 @@ impl SentencePiece {
                 "Metaspace takes no character map, remove_extra_whitespaces, unescaped spaces or user-defined pieces",
             );
         }
+        // With a tokenizers normalizer and no Metaspace, its steps escape spaces and add the prefix.
+        let by_steps = tokenizers_normalizer.is_some() && spec.metaspace.is_none();
         let normalizer = SentencePieceNormalizer::new(
             &spec.charsmap,
-            spec.add_dummy_prefix,
+            spec.add_dummy_prefix && !by_steps,
             spec.remove_extra_whitespaces,
-            spec.escape_whitespaces,
+            spec.escape_whitespaces && !by_steps,
             &user_defined_pieces.iter().map(|(text, _)| *text).collect::<Vec<_>>(),
         )
         .map_err(SpecError)?;
@@ -301,6 +325,7 @@ impl SentencePiece {
         let lengths = pieces.iter().map(|piece| piece.text.len() as u32).collect();
         Ok(Self {
             normalizer,
+            tokenizers_normalizer,
             symbols,
             merges: merges.build(),
             user_defined,
@@ -339,16 +364,36 @@ impl SentencePiece {
     /// Encodes `text` as `SentencePieceProcessor::Encode`; `starts` gets the input byte offset
     /// where each id starts (plus `base`).
     /// With [`Metaspace`], `base == 0` marks the stretch at the start of the text (`"first"`).
-    pub fn encode(&self, text: &str, base: usize, out: &mut Vec<Rank>, starts: Option<&mut Vec<usize>>) {
-        let (normalized, origins) = match self.spec.metaspace {
+    /// Fails only where the `tokenizers` normalizer's `Replace` steps do (see [`Normalizer`]).
+    pub fn encode(
+        &self,
+        text: &str,
+        base: usize,
+        out: &mut Vec<Rank>,
+        starts: Option<&mut Vec<usize>>,
+    ) -> Result<(), SplitError> {
+        // `"first"` asks whether the stretch starts the text: `tokenizers` asks where the original of
+        // its first normalized character starts (past what the normalizer removed in front).
+        let first_stretch = base == 0 && self.spec.metaspace.is_some_and(|metaspace| metaspace.first_only);
+        let steps = match &self.tokenizers_normalizer {
+            None => None,
+            Some(normalizer) if starts.is_some() || first_stretch => Some(normalizer.normalize_aligned(text)?),
+            Some(normalizer) => Some((normalizer.normalize(text)?, Vec::new())),
+        };
+        let text = steps.as_ref().map_or(text, |(normalized, _)| normalized.as_str());
+        let (normalized, mut origins) = match self.spec.metaspace {
             None => self.normalizer.normalize(text),
             Some(metaspace) => {
-                let prefix = self.spec.add_dummy_prefix
-                    && (base == 0 || !metaspace.first_only)
+                let shift = base + steps.as_ref().and_then(|(_, origins)| origins.first().copied()).unwrap_or(0);
+                let prefix = metaspace.prepend
+                    && (shift == 0 || !metaspace.first_only)
                     && !(metaspace.unless_space && (text.starts_with(' ') || text.starts_with(SPACE_SYMBOL)));
                 self.normalizer.normalize_with_prefix(text, prefix)
             }
         };
+        if let Some((_, steps_origins)) = steps.as_ref().filter(|_| starts.is_some()) {
+            origins.iter_mut().for_each(|origin| *origin = steps_origins[*origin]);
+        }
         let mut state = Output { out, starts, origins: &origins, base, previous_unknown: false };
         let mut done = 0;
         if let Some((matcher, ids)) = &self.user_defined {
@@ -360,6 +405,7 @@ impl SentencePiece {
             }
         }
         self.encode_segment(&normalized, done, normalized.len(), &mut state);
+        Ok(())
     }
 
     /// The merge step alone on `normalized` (text as the normalizer leaves it: spaces as `▁`):
@@ -539,6 +585,7 @@ mod tests {
             remove_extra_whitespaces: false,
             escape_whitespaces: true,
             metaspace: None,
+            normalizer: Vec::new(),
         }
     }
 
@@ -563,8 +610,34 @@ mod tests {
 
     fn encode(model: &SentencePiece, text: &str) -> Vec<Rank> {
         let mut out = Vec::new();
-        model.encode(text, 0, &mut out, None);
+        model.encode(text, 0, &mut out, None).unwrap();
         out
+    }
+
+    #[test]
+    fn a_tokenizers_normalizer_runs_before_metaspace_which_looks_at_where_the_stretch_starts() {
+        let pieces = vec![
+            piece("<unk>", 0.0, PieceKind::Unknown),
+            piece("▁", -1.0, PieceKind::Normal),
+            piece("a", -2.0, PieceKind::Normal),
+            piece("b", -3.0, PieceKind::Normal),
+        ];
+        let strip = NormalizeStep::Replace { pattern: r"\A +".into(), literal: false, content: String::new() };
+        let upper = NormalizeStep::Replace { pattern: "B".into(), literal: true, content: "b".into() };
+        let mut first = spec(pieces.clone(), false);
+        first.normalizer = vec![strip.clone(), upper];
+        first.metaspace = Some(Metaspace { prepend: true, first_only: true, unless_space: true, split: false });
+        let model = SentencePiece::new(first).unwrap();
+        assert_eq!(encode(&model, "aB b"), vec![1, 2, 3, 1, 3]);
+        // The space the normalizer removed started the text: "first" then adds no prefix.
+        assert_eq!(encode(&model, "  aB"), vec![2, 3]);
+        let mut starts = Vec::new();
+        model.encode(" a", 0, &mut Vec::new(), Some(&mut starts)).unwrap();
+        assert_eq!(starts, [1]);
+        // Without Metaspace the steps do the whitespace handling: spaces stay spaces (<unk>).
+        let mut by_steps = spec(pieces, false);
+        by_steps.normalizer = vec![strip];
+        assert_eq!(encode(&SentencePiece::new(by_steps).unwrap(), " a b"), vec![2, 0, 3]);
     }
 
     #[test]

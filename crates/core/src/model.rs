@@ -791,8 +791,7 @@ impl Model {
             Rule::ByteLevel(byte_level) => byte_level,
             Rule::SentencePiece(model) => {
                 ensure_working_room(text);
-                model.encode(text, base, out, starts);
-                return Ok(());
+                return model.encode(text, base, out, starts);
             }
         };
         let Some(normalizer) = &byte_level.normalizer else {

@@ -109,26 +109,33 @@ fn model_split_of(value: &Bound<'_, PyAny>) -> PyResult<(Vec<NormalizeStep>, Spl
     let mut rest = Vec::new();
     for item in list.iter() {
         if rest.is_empty() {
-            if let Ok((kind, pattern, content, literal, left, right)) = item.extract::<(String, String, String, bool, bool, bool)>() {
-                normalizers.push(match kind.as_str() {
-                    "nfc" => NormalizeStep::Nfc,
-                    "nfd" => NormalizeStep::Nfd,
-                    "nfkc" => NormalizeStep::Nfkc,
-                    "nfkd" => NormalizeStep::Nfkd,
-                    "lowercase" => NormalizeStep::Lowercase,
-                    "strip" => NormalizeStep::Strip { left, right },
-                    "replace" => NormalizeStep::Replace { pattern, literal, content },
-                    "prepend" => NormalizeStep::Prepend(pattern),
-                    "prefix_space" => NormalizeStep::PrefixSpace,
-                    "precompiled" => NormalizeStep::Precompiled(pattern),
-                    _ => return Err(PyValueError::new_err(format!("unknown normalizer {kind:?}"))),
-                });
+            if let Ok(step) = item.extract::<(String, String, String, bool, bool, bool)>() {
+                normalizers.push(normalize_step_of(step)?);
                 continue;
             }
         }
         rest.push(item);
     }
     Ok((normalizers, split_rule_of(PyList::new(value.py(), rest)?.as_any())?))
+}
+
+/// A normalizer step from Python: `(kind, pattern, content, literal, left, right)`.
+fn normalize_step_of(
+    (kind, pattern, content, literal, left, right): (String, String, String, bool, bool, bool),
+) -> PyResult<NormalizeStep> {
+    Ok(match kind.as_str() {
+        "nfc" => NormalizeStep::Nfc,
+        "nfd" => NormalizeStep::Nfd,
+        "nfkc" => NormalizeStep::Nfkc,
+        "nfkd" => NormalizeStep::Nfkd,
+        "lowercase" => NormalizeStep::Lowercase,
+        "strip" => NormalizeStep::Strip { left, right },
+        "replace" => NormalizeStep::Replace { pattern, literal, content },
+        "prepend" => NormalizeStep::Prepend(pattern),
+        "prefix_space" => NormalizeStep::PrefixSpace,
+        "precompiled" => NormalizeStep::Precompiled(pattern),
+        _ => return Err(PyValueError::new_err(format!("unknown normalizer {kind:?}"))),
+    })
 }
 
 /// A normalizer step for Python, as [`model_split_of`] takes it.
@@ -761,11 +768,13 @@ impl CoreBPE {
     }
 
     /// A SentencePiece BPE model: `pieces` are `(text, score, type)` with the protobuf's type
-    /// numbers, ids by position; `charsmap` is the normalizer's precompiled map (empty: identity).
+    /// numbers, ids by position; `charsmap` is the normalizer's precompiled map (empty: identity);
+    /// `metaspace` is `(prepend, first_only, unless_space, split)`; `normalizer` holds `tokenizers`'
+    /// normalizer steps as [`model_split_of`] takes them.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (pieces, byte_fallback, unk_surface, charsmap, add_dummy_prefix, remove_extra_whitespaces,
-                        escape_whitespaces, metaspace=None))]
+                        escape_whitespaces, metaspace=None, normalizer=Vec::new()))]
     fn sentencepiece(
         py: Python<'_>,
         pieces: &Bound<'_, PyAny>,
@@ -775,7 +784,8 @@ impl CoreBPE {
         add_dummy_prefix: bool,
         remove_extra_whitespaces: bool,
         escape_whitespaces: bool,
-        metaspace: Option<(bool, bool, bool)>,
+        metaspace: Option<(bool, bool, bool, bool)>,
+        normalizer: Vec<(String, String, String, bool, bool, bool)>,
     ) -> PyResult<Self> {
         guarded(py, || {
             check_build_memory(pieces.len().unwrap_or(0));
@@ -798,7 +808,9 @@ impl CoreBPE {
                 add_dummy_prefix,
                 remove_extra_whitespaces,
                 escape_whitespaces,
-                metaspace: metaspace.map(|(first_only, unless_space, split)| Metaspace { first_only, unless_space, split }),
+                metaspace: metaspace
+                    .map(|(prepend, first_only, unless_space, split)| Metaspace { prepend, first_only, unless_space, split }),
+                normalizer: normalizer.into_iter().map(normalize_step_of).collect::<PyResult<_>>()?,
             };
             let model = py.detach(|| Model::from_sentencepiece(spec)).map_err(|error| build_error(py, error))?;
             Ok(Self::with_model(model))
