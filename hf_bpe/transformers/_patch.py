@@ -45,9 +45,8 @@ from transformers.tokenization_utils_tokenizers import TokenizersBackend
 import conversion.hf
 from hf_bpe._decode_stream import DecodeStream
 from hf_bpe.errors import TokenizerFileError
-from hf_bpe.model import BPE, NEVER_IN_UTF8, missing_bytes
+from hf_bpe.model import BPE, NEVER_IN_UTF8, encode_with_spans, missing_bytes
 from hf_bpe.patterns import normalizers_of
-from hf_bpe.transformers._encode import Tables, spans_of
 
 __all__ = ["Backend", "patch_transformers", "unpatch_transformers"]
 
@@ -158,8 +157,6 @@ class Answer:
         # offsets trimmed by the post-processor (ByteLevel's or RobertaProcessing's trim_offsets) are left
         # to tokenizers too
         self.offsets = self.byte_level and not normalizers_of(model.pattern) and not dropped and not trims_offsets
-        self._tables: Tables | None = None
-        self._special_texts = {token_id: content for content, token_id in model.special_tokens.items()}
 
     @classmethod
     def build(cls, original: Tokenizer, source: str) -> Answer:
@@ -234,10 +231,7 @@ class Answer:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """The characters each token of ``text`` covers (``offsets`` before truncation and framing)."""
-        if self._tables is None:
-            self._tables = Tables(self.model)
-        ids, starts = self.model.encode_with_offsets(text, allowed_special="all")
-        return spans_of(text, ids, starts, self._tables, self._special_texts, prefix_space=False)
+        return encode_with_spans(self.model, text, allowed_special="all")[1]
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool) -> str | None:
         """The text of ``ids`` as `tokenizers` decodes it, or None where hf_bpe does not answer."""
