@@ -12,8 +12,8 @@ A :class:`Backend` answers the calls transformers makes most from hf_bpe: ``enco
 ``encode`` of texts (ids, attention and special-token masks, type ids, offsets where hf_bpe gives
 them, truncation and padding as `tokenizers` applies them) and ``decode`` / ``decode_batch``. Anything
 else goes to the original ``tokenizers.Tokenizer`` it holds: pairs, pre-tokenized input, truncation it
-does not reproduce (``only_second``, a stride as long as the room left), offsets of a model that
-normalizes text, the other attributes of an encoding (``tokens``, ``word_ids``, ``overflowing``...:
+does not reproduce (``only_second``, a stride as long as the room left), offsets trimmed by the
+post-processor (``trim_offsets``), the other attributes of an encoding (``tokens``, ``word_ids``, ``overflowing``...:
 the original encodes the same call again when one is first read), vocabulary look-ups, saving.
 
 Thread safety: transformers sets truncation and padding on the backend before every call, so threads
@@ -45,8 +45,7 @@ from transformers.tokenization_utils_tokenizers import TokenizersBackend
 import conversion.hf
 from hf_bpe._decode_stream import DecodeStream
 from hf_bpe.errors import TokenizerFileError
-from hf_bpe.model import BPE, NEVER_IN_UTF8, encode_with_spans, missing_bytes
-from hf_bpe.patterns import normalizers_of
+from hf_bpe.model import BPE, encode_with_spans
 
 __all__ = ["Backend", "patch_transformers", "unpatch_transformers"]
 
@@ -151,12 +150,9 @@ class Answer:
         self.special_ids = special_ids
         self.all_special = all_special
         self.byte_level = model.kind != "sentencepiece"
-        # a vocabulary that lacks byte symbols UTF-8 uses drops those bytes from the text, as tokenizers
-        # does: its spans are left to tokenizers
-        dropped = [byte for byte in missing_bytes(model) if byte not in NEVER_IN_UTF8]
         # offsets trimmed by the post-processor (ByteLevel's or RobertaProcessing's trim_offsets) are left
-        # to tokenizers too
-        self.offsets = self.byte_level and not normalizers_of(model.pattern) and not dropped and not trims_offsets
+        # to tokenizers
+        self.offsets = self.byte_level and not trims_offsets
 
     @classmethod
     def build(cls, original: Tokenizer, source: str) -> Answer:
