@@ -61,6 +61,11 @@ class AddedTokensEncoder:
         :meth:`BPE.encode_with_offsets`)."""
         return self._core.encode_with_offsets(text, self._policy)  # type: ignore[no-any-return]
 
+    def encode_with_spans(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Like :meth:`encode`, also returning the characters each token covers (see
+        :func:`hf_bpe.model.encode_with_spans`)."""
+        return self._core.encode_with_spans(text, self._policy)  # type: ignore[no-any-return]
+
     def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
         """:meth:`encode` on each text, in parallel (GIL released); ``None`` threads: every core."""
         return self._core.encode_batch(texts, self._policy, num_threads)  # type: ignore[no-any-return]

@@ -31,7 +31,7 @@ from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
 __all__ = [
     "BPE", "MAX_DENSE_IDS", "MODEL_FILE", "MODEL_FORMAT", "MODEL_FORMAT_VERSION", "NEVER_IN_UTF8", "AllowedSpecial",
-    "DisallowedSpecial", "IdType", "Nulls", "as_model", "clear_cache", "id_type_for", "n_ordinary",
+    "DisallowedSpecial", "IdType", "Nulls", "as_model", "clear_cache", "encode_with_spans", "id_type_for", "n_ordinary",
     "special_token_rules", "with_special_token_rules"
 ]
 
@@ -1004,6 +1004,34 @@ def clear_cache(model: BPE) -> None:
     [31373, 995]
     """
     model._core.clear_cache()
+
+
+def encode_with_spans(
+    model: BPE,
+    text: str,
+    *,
+    allowed_special: AllowedSpecial = _NOTHING,
+    disallowed_special: DisallowedSpecial = "all",
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """Like :meth:`BPE.encode_with_offsets`, with the characters each token covers, ``(start, end)``, as
+    `tokenizers` gives an encoding's ``offsets`` for the same ``tokenizer.json`` (before a post-processor
+    trims them): a token holding part of a character covers all of it; under a normalizer, a token
+    covers the characters of the original text its normalized bytes come from (the ``f`` of an NFKC
+    ``ﬁ`` covers the ``ﬁ``); a special token covers its match, with the whitespace its ``lstrip`` or
+    ``rstrip`` rule takes in. Not for SentencePiece models, whose offsets `tokenizers` computes from
+    its own pieces.
+
+    >>> import hf_bpe
+    >>> encode_with_spans(hf_bpe.get_encoding("gpt2"), "héllo world")
+    ([71, 2634, 18798, 995], [(0, 1), (1, 2), (2, 5), (5, 11)])
+    """
+    if model.kind == "sentencepiece":
+        raise NotImplementedError(
+            f"encode_with_spans is not available for SentencePiece models ({model!r}): the offsets of byte "
+            "pieces and of the dummy prefix's \u2581 would differ from tokenizers'; use encode_with_offsets"
+        )
+    return model._core.encode_with_spans(  # type: ignore[no-any-return]
+        text, model._policy(allowed_special, disallowed_special))
 
 
 def normalized_text(model: BPE, text: str) -> str:

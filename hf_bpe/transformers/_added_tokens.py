@@ -165,23 +165,29 @@ class AddedTokens:
     def two_phase(self, text: str, split_special_tokens: bool = False) -> tuple[list[int], list[int]]:
         """Ids and character starts: raw tokens first, then normalized ones in the gaps."""
         if self.sentencepiece is not None:
-            found, spans = self.sentencepiece[split_special_tokens].encode(text)
-            return found, [start for start, _ in spans]
+            found, found_spans = self.sentencepiece[split_special_tokens].encode(text)
+            return found, [start for start, _ in found_spans]
+        ids, spans = self.two_phase_spans(text)
+        return ids, [start for start, _ in spans]
+
+    def two_phase_spans(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids and the characters each covers (see :func:`~hf_bpe.model.encode_with_spans`): raw tokens
+        first, then normalized ones in the gaps."""
         assert self.first_phase is not None
         ids: list[int] = []
-        starts: list[int] = []
+        spans: list[tuple[int, int]] = []
         done = 0
         for match in [*self.first_phase.finditer(text), None]:
             end = len(text) if match is None else match.start()
             if end > done:
-                gap_ids, gap_starts = self._second_encoder.encode_with_offsets(text[done:end])
+                gap_ids, gap_spans = self._second_encoder.encode_with_spans(text[done:end])
                 ids += gap_ids
-                starts += [done + start for start in gap_starts]
+                spans += [(done + start, done + stop) for start, stop in gap_spans]
             if match is not None:
                 ids.append(self._raw_ids[match.group()])
-                starts.append(match.start())
+                spans.append(match.span())
                 done = match.end()
-        return ids, starts
+        return ids, spans
 
 
 def _ruled_encoder(model: BPE, decoder: Mapping[int, AddedToken]) -> AddedTokensEncoder | None:

@@ -1,12 +1,10 @@
 """Ids from the core for :class:`~hf_bpe.BPETokenizer`: single texts, batches (on threads), character
 offsets, padded NumPy arrays built from the core's flat buffer, and Arrow list columns (built by the
 core, or from the tokenizer's own call where the core cannot match the added tokens alone); the lookups
-they need (added-token matchers, token strings, token lengths)."""
+they need (added-token matchers, token strings)."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -16,7 +14,7 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Padd
 from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe._byte_level import token_to_str
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
-from hf_bpe.patterns import byte_level_of, dropping_after_byte_level, normalizers_of
+from hf_bpe.patterns import dropping_after_byte_level
 from hf_bpe.sentencepiece_bpe import NORMAL
 from hf_bpe.transformers._added_tokens import AddedTokens
 
@@ -118,20 +116,14 @@ class CoreEncoding(PreTrainedTokenizer):
 
     def _encode_with_offsets(self, text: str, split_special_tokens: bool) -> Encoded:
         """Ids of ``text`` and the characters each covers, ``(start, end)``, as `tokenizers` gives
-        them (and the texts of :class:`Encoded`): a token holding part of a character covers all of it, and the space `ByteLevel`'s
-        ``add_prefix_space`` puts before a stretch of text covers the stretch's first character. Not
-        for models whose normalizer changes text otherwise: there a span ends where `tokenizers`'
-        alignment of the normalized text says, which the tokens' starts do not tell."""
+        them (and the texts of :class:`Encoded`), from the core (:func:`~hf_bpe.model.encode_with_spans`):
+        a token holding part of a character covers all of it, a token of normalized text the
+        characters of the original it comes from (the space `ByteLevel`'s ``add_prefix_space`` puts
+        before a stretch of text, or before a piece, covers its first character), an added token its
+        match with the whitespace it strips."""
         if self._model.kind == "sentencepiece":  # the alignment of its tokenizer.json's normalizer
             ids, spans = self._added_tokens().sentencepiece_spans(text, split_special_tokens)
             return Encoded(ids, spans)
-        steps = [step.kind for step in normalizers_of(self._model.pattern)]
-        changing = [kind for kind in steps if kind != "prefix_space"]
-        if changing:
-            raise NotImplementedError(
-                f"return_offsets_mapping=True is not available for a model that normalizes text ({', '.join(changing)}): "
-                "the ends of the spans would differ from tokenizers'; the starts are model.encode_with_offsets's"
-            )
         dropping = dropping_after_byte_level(self._model.pattern)
         if dropping is not None:
             raise NotImplementedError(
@@ -139,16 +131,18 @@ class CoreEncoding(PreTrainedTokenizer):
                 "text: it may drop bytes inside a character, and the span of a token starting after them would "
                 "differ from tokenizers'; the starts are model.encode_with_offsets's"
             )
-        ids, starts = self._encode_with_starts(text, split_special_tokens)
-        added = self._added_tokens_decoder
-        stripping = frozenset(token_id for token_id, token in added.items() if token.lstrip or token.rstrip)
-        contents = {token_id: token.content for token_id, token in added.items()}
-        byte_level = byte_level_of(self._model.pattern)
-        prefix_space = bool(steps) or byte_level is not None and byte_level.add_prefix_space
-        spans = spans_of(text, ids, starts, self._get_tables(), contents, prefix_space=prefix_space,
-                         stripping=stripping)
+        added = self._added_tokens()
+        if added.first_phase is not None and not split_special_tokens:
+            ids, spans = added.two_phase_spans(text)
+        else:
+            encoder = added.encoder_without_specials if split_special_tokens else added.encoder
+            ids, spans = encoder.encode_with_spans(text)
+        stripping = frozenset(token_id for token_id, token in self._added_tokens_decoder.items()
+                              if token.lstrip or token.rstrip)
+        if not stripping:
+            return Encoded(ids, spans)
         texts = [text[start:end] if token_id in stripping else None for token_id, (start, end) in zip(ids, spans)]
-        return Encoded(ids, spans, texts if stripping else None)
+        return Encoded(ids, spans, texts)
 
     def _encode_texts_batch(self, texts: list[str], request: BatchRequest) -> BatchEncoding:
         """The common case, a batch of texts with at most padding, without the per-text Python of
@@ -238,62 +232,11 @@ class CoreEncoding(PreTrainedTokenizer):
         return arrays
 
 
-def spans_of(text: str, ids: list[int], starts: list[int], tables: Tables, added: Mapping[int, str], *,
-             prefix_space: bool, stripping: frozenset[int] = frozenset()) -> list[tuple[int, int]]:
-    """The character span of each token of ``text``, ``(start, end)``, as `tokenizers` gives them, from
-    where each starts (``encode_with_offsets``): a token covers its bytes of the text (one it starts in
-    the middle of a character continues where the token before ended), and every character they touch;
-    an added token (``added``: id -> text) its own text, one that strips whitespace (``stripping``) up to
-    the next token, the whitespace it strips included; with ``prefix_space``, a token starting with a
-    space where the text has none holds the space `ByteLevel` added, which stands for the next character.
-
-    >>> import hf_bpe
-    >>> model = hf_bpe.get_encoding("gpt2")
-    >>> ids, starts = model.encode_with_offsets("héllo")
-    >>> spans_of("héllo", ids, starts, Tables(model), {}, prefix_space=False)
-    [(0, 1), (1, 2), (2, 5)]
-    """
-    encoded = text.encode("utf-8")
-    char_start: Sequence[int]
-    char_of: Sequence[int]
-    if len(encoded) == len(text):  # ASCII: bytes are characters
-        char_start = char_of = range(len(text) + 1)
-    else:
-        char_start = [0, *itertools.accumulate(len(char.encode("utf-8")) for char in text)]
-        char_of = [index for index, char in enumerate(text) for _ in range(len(char.encode("utf-8")))]
-    spans: list[tuple[int, int]] = []
-    position = -1  # the byte after the previous token's last byte
-    for index, (token_id, start) in enumerate(zip(ids, starts)):
-        if start >= len(text):  # an empty token at the end
-            spans.append((start, start))
-            continue
-        first = char_start[start]
-        content = added.get(token_id)
-        if content is not None:
-            end = start + len(content)
-            if token_id in stripping:  # the whitespace it strips is its own, up to the next token
-                end = starts[index + 1] if index + 1 < len(starts) else len(text)
-            spans.append((start, end))
-            position = char_start[end]
-            continue
-        length = tables.lengths[token_id] if token_id < len(tables.lengths) else 0
-        at = position if first < position < char_start[start + 1] else first  # mid-character: contiguous
-        added_space = prefix_space and at == first and text[start] != " " and tables.starts_with_space[token_id]
-        real = length - added_space
-        end = char_of[min(at + real, len(encoded)) - 1] + 1 if real > 0 else start + added_space
-        spans.append((start, max(end, start + added_space)))
-        position = at + real
-    return spans
-
-
 class Tables:
-    """Per-model lookups built on first use: token strings, the vocabulary, token lengths in bytes and
-    whether each starts with a space."""
+    """Per-model lookups built on first use: token strings and the vocabulary."""
 
     def __init__(self, model: BPE) -> None:
         spelled: list[str | None] = [None] * model.n_vocab
-        lengths = [0] * model.n_vocab
-        starts_with_space = bytearray(model.n_vocab)
         spec = model.sentencepiece
         self.sentencepiece_lead = 0
         """A normal piece without ``▁`` (a SentencePiece model's; else 0)."""
@@ -304,13 +247,9 @@ class Tables:
         else:
             for token, rank in model.mergeable_ranks.items():
                 spelled[rank] = token_to_str(token)
-                lengths[rank] = len(token)
-                starts_with_space[rank] = token[:1] == b" "
         for text, token_id in model.special_tokens.items():
             spelled[token_id] = text
         self.spelled = spelled
-        self.lengths = lengths
-        self.starts_with_space = starts_with_space
         self.vocab = {token: token_id for token_id, token in enumerate(spelled) if token is not None}
 
 

@@ -12,8 +12,8 @@ A :class:`Backend` answers the calls transformers makes most from hf_bpe: ``enco
 ``encode`` of texts (ids, attention and special-token masks, type ids, offsets where hf_bpe gives
 them, truncation and padding as `tokenizers` applies them) and ``decode`` / ``decode_batch``. Anything
 else goes to the original ``tokenizers.Tokenizer`` it holds: pairs, pre-tokenized input, truncation it
-does not reproduce (``only_second``, a stride as long as the room left), offsets of a model that
-normalizes text, the other attributes of an encoding (``tokens``, ``word_ids``, ``overflowing``...:
+does not reproduce (``only_second``, a stride as long as the room left), offsets trimmed by the
+post-processor (``trim_offsets``), the other attributes of an encoding (``tokens``, ``word_ids``, ``overflowing``...:
 the original encodes the same call again when one is first read), vocabulary look-ups, saving.
 
 Thread safety: transformers sets truncation and padding on the backend before every call, so threads
@@ -45,9 +45,8 @@ from transformers.tokenization_utils_tokenizers import TokenizersBackend
 import conversion.hf
 from hf_bpe._decode_stream import DecodeStream
 from hf_bpe.errors import TokenizerFileError
-from hf_bpe.model import BPE, NEVER_IN_UTF8, missing_bytes
-from hf_bpe.patterns import byte_level_of, dropping_after_byte_level, normalizers_of
-from hf_bpe.transformers._encode import Tables, spans_of
+from hf_bpe.model import BPE, encode_with_spans
+from hf_bpe.patterns import dropping_after_byte_level
 
 __all__ = ["Backend", "patch_transformers", "unpatch_transformers"]
 
@@ -152,16 +151,9 @@ class Answer:
         self.special_ids = special_ids
         self.all_special = all_special
         self.byte_level = model.kind != "sentencepiece"
-        # a vocabulary that lacks byte symbols UTF-8 uses drops those bytes from the text, as tokenizers
-        # does: its spans are left to tokenizers
-        dropped = [byte for byte in missing_bytes(model) if byte not in NEVER_IN_UTF8]
         # offsets trimmed by the post-processor (ByteLevel's or RobertaProcessing's trim_offsets) are left
-        # to tokenizers too
-        # so are those of a split dropping bytes inside characters
-        self.offsets = self.byte_level and not normalizers_of(model.pattern) and not dropped and not trims_offsets \
-            and dropping_after_byte_level(model.pattern) is None
-        self._tables: Tables | None = None
-        self._special_texts = {token_id: content for content, token_id in model.special_tokens.items()}
+        # to tokenizers, and so are those of a split dropping bytes inside characters
+        self.offsets = self.byte_level and not trims_offsets and dropping_after_byte_level(model.pattern) is None
 
     @classmethod
     def build(cls, original: Tokenizer, source: str) -> Answer:
@@ -236,12 +228,7 @@ class Answer:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """The characters each token of ``text`` covers (``offsets`` before truncation and framing)."""
-        if self._tables is None:
-            self._tables = Tables(self.model)
-        ids, starts = self.model.encode_with_offsets(text, allowed_special="all")
-        byte_level = byte_level_of(self.model.pattern)
-        return spans_of(text, ids, starts, self._tables, self._special_texts,
-                        prefix_space=byte_level is not None and byte_level.add_prefix_space)
+        return encode_with_spans(self.model, text, allowed_special="all")[1]
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool) -> str | None:
         """The text of ``ids`` as `tokenizers` decodes it, or None where hf_bpe does not answer."""

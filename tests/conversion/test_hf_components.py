@@ -3,9 +3,12 @@
 - The character tables of Digits, Punctuation and WhitespaceSplit (``conversion._hf_tables``) and the
   normalizers (NFC, NFD, NFKC, NFKD, Lowercase) at every code point.
 - Generated configurations (normalizer Sequences, pre-tokenizer Sequences of every supported step,
-  vocabularies trained by `tokenizers` on generated text, some lacking byte symbols) loaded with
-  :func:`conversion.hf.load` and compared with ``tokenizers.Tokenizer`` on generated text of every
-  code point class: ids, start offsets and decoded text.
+  vocabularies trained by `tokenizers` on generated text, some lacking byte symbols, added tokens
+  stripping whitespace, post-processors trimming offsets) loaded with :func:`conversion.hf.load` and
+  compared with ``tokenizers.Tokenizer`` on generated text of every code point class and text that
+  normalizers lengthen or shorten: ids, offsets (start and end) and decoded text; ``BPETokenizer``'s
+  ``offset_mapping`` against `tokenizers`' offsets and against transformers' ``TokenizersBackend`` on
+  the folder it saves.
 - The normalizer and pre-tokenizer fragments of real families (Qwen 2, MPT, Command-R, Claude v1,
   DeepSeek, StarCoder, Refact, Falcon) over a generated vocabulary.
 - ``ByteLevel`` in every position of a Sequence, with and without ``add_prefix_space`` and
@@ -21,6 +24,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -136,8 +140,10 @@ def _normalizer(draw: Any) -> Any:
             return {"type": "Strip", "strip_left": draw(st.booleans()), "strip_right": draw(st.booleans())}
         if kind == "Replace":
             pattern = draw(st.sampled_from([{"String": " "}, {"String": "a"}, {"Regex": r"\s+"}, {"Regex": r"\p{N}"},
-                                            {"Regex": r"\A +"}, {"String": "é"}]))
-            return {"type": "Replace", "pattern": pattern, "content": draw(st.sampled_from(["", "\u2581", "  ", "X"]))}
+                                            {"Regex": r"\A +"}, {"String": "é"}, {"String": "\ufb01"},
+                                            {"Regex": r"\p{Mn}+"}]))
+            content = draw(st.sampled_from(["", "\u2581", "  ", "X", "\u00e9\u00e9\u00e9"]))
+            return {"type": "Replace", "pattern": pattern, "content": content}
         if kind == "Prepend":
             return {"type": "Prepend", "prepend": draw(st.sampled_from(["\u2581", " ", "ab"]))}
         return {"type": kind}
@@ -213,17 +219,83 @@ def _trained(normalizer: Any, pre_tokenizer: Any, seed: int, *, drop: bytes = b"
     return trained
 
 
+NORMALIZED_EDGES = ["\ufb01 ab\ufb03", "\u2460\u2461 \u2473", "e\u0301\u0327 o\u0308\u0301x", "\u1100\u1161\u11a8 \uac01",
+                    "\ufdfa \ufdfb", "\u0130stanbul \u0130\u0130", "  a b  ", "\u3000x \u3000", " \u00e9 ", "\u00c5\u212b",
+                    "\u1e9b\u0323", "\u00bd \u33ff", "a<|endoftext|>b", " <|endoftext|> ", "\u0130<|endoftext|>\ufb01"]
+"""Text that normalizers lengthen or shorten: ligatures, enclosed numbers, combining marks, Hangul
+jamo, NFKD expansions (U+FDFA: 18 characters), the Lowercase of U+0130 (two characters), whitespace
+at the ends (Strip), and these next to an added token."""
+
+
+@st.composite
+def _post_processor(draw: Any) -> Any:
+    """None, or a post-processor trimming offsets: ByteLevel's, or RobertaProcessing's (with the added
+    token as both of its tokens)."""
+    kind = draw(st.sampled_from(["none", "none", "byte_level", "roberta"]))
+    prefix_space = draw(st.booleans())
+    if kind == "byte_level":
+        return {"type": "ByteLevel", "add_prefix_space": prefix_space, "trim_offsets": True, "use_regex": False}
+    if kind == "roberta":
+        return {"type": "RobertaProcessing", "sep": ["<|endoftext|>", 0], "cls": ["<|endoftext|>", 0],
+                "trim_offsets": True, "add_prefix_space": prefix_space}
+    return None
+
+
 @pytest.mark.parametrize("size", [pytest.param(scaled(30, 3), id="ci"),
                                   pytest.param(scaled(300, 10), id="full", marks=FULL_SIZE)])
 def test_generated_configurations_encode_as_tokenizers(size: int, tmp_path: Path) -> None:
+    """Ids, offsets and decoded text of the loaded model, then ``BPETokenizer``'s offsets (single texts
+    with and without special tokens, batches of pairs, truncated batches) with the post-processor's
+    trimming and the added token's stripping rules."""
     @settings(max_examples=size, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
-    @given(normalizer=_normalizer(), pre_tokenizer=_pre_tokenizer(), seed=st.integers(0, 2**16))
-    def check(normalizer: Any, pre_tokenizer: Any, seed: int) -> None:
+    @given(normalizer=_normalizer(), pre_tokenizer=_pre_tokenizer(), post_processor=_post_processor(),
+           strips=st.sampled_from([(False, False), (True, False), (False, True), (True, True)]),
+           seed=st.integers(0, 2**16))
+    def check(normalizer: Any, pre_tokenizer: Any, post_processor: Any, strips: tuple[bool, bool], seed: int) -> None:
         document = _trained(normalizer, pre_tokenizer, seed, vocab_size=400)
-        assert_loads_like_tokenizers(document, tmp_path / "tokenizer.json", _texts(random.Random(seed + 1), 40))
+        document["added_tokens"] = [dict(entry, lstrip=strips[0], rstrip=strips[1]) for entry in document["added_tokens"]]
+        texts = _texts(random.Random(seed + 1), 40) + NORMALIZED_EDGES
+        assert_loads_like_tokenizers(document, tmp_path / "tokenizer.json", texts)
+        if post_processor is not None and post_processor["type"] == "RobertaProcessing":
+            token_id = document["added_tokens"][0]["id"]
+            post_processor = dict(post_processor, sep=["<|endoftext|>", token_id], cls=["<|endoftext|>", token_id])
+        document["post_processor"] = post_processor
+        _assert_offsets_in_transformers(document, Path(tempfile.mkdtemp(dir=tmp_path)), texts)
 
     check()
+
+
+def _assert_offsets_in_transformers(document: dict, folder: Path, texts: list[str]) -> None:
+    """``BPETokenizer`` on the file gives `tokenizers`' offsets on each text (with and without
+    special tokens), and on a batch of pairs and a truncated batch the ``offset_mapping`` of
+    transformers' ``TokenizersBackend`` on the folder ``save_pretrained`` writes."""
+    import transformers
+
+    from hf_bpe.transformers import BPETokenizer
+
+    path = folder / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    theirs = Tokenizer.from_file(str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingBytesWarning)
+        ours = BPETokenizer.from_model(conversion.hf.load(path), **conversion.hf.special_token_settings(path))
+    for number, text in enumerate(texts):
+        add_special_tokens = number % 3 == 0
+        encoding = theirs.encode(text, add_special_tokens=add_special_tokens)
+        got = ours(text, add_special_tokens=add_special_tokens, return_offsets_mapping=True)
+        assert got["input_ids"] == encoding.ids, text
+        assert [tuple(span) for span in got["offset_mapping"]] == encoding.offsets, (text, encoding.tokens)
+    ours.save_pretrained(folder / "saved")
+    (folder / "written").mkdir()  # the tokenizer.json the save wrote, read by transformers alone
+    (folder / "written" / "tokenizer.json").write_bytes((folder / "saved" / "tokenizer.json").read_bytes())
+    backend = transformers.AutoTokenizer.from_pretrained(str(folder / "written"))
+    assert type(backend).__name__ == "TokenizersBackend"
+    for seconds, options in ((texts[1:] + texts[:1], {}), (None, {"truncation": True, "max_length": 8})):
+        got, expected = (each(texts, seconds, return_offsets_mapping=True, **options) for each in (ours, backend))
+        assert got["input_ids"] == expected["input_ids"], options
+        assert [list(map(tuple, row)) for row in got["offset_mapping"]] == \
+            [list(map(tuple, row)) for row in expected["offset_mapping"]], options
 
 
 # ---------------------------------------------------------------------------------- missing bytes
@@ -557,16 +629,18 @@ def test_ignore_merges_and_unreachable_tokens_encode_as_tokenizers(size: int, tm
 # ------------------------------------------------------------------------- offsets in transformers
 
 @pytest.mark.parametrize(("normalizer", "pre_tokenizer"), [
-    (None, None), ({"type": "NFKC"}, None), ({"type": "Strip", "strip_left": True, "strip_right": True}, None),
+    (None, None), ({"type": "NFKC"}, None), ({"type": "NFKD"}, None),
+    ({"type": "Strip", "strip_left": True, "strip_right": True}, None), ({"type": "Lowercase"}, None),
+    ({"type": "Sequence", "normalizers": [{"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+                                          {"type": "Prepend", "prepend": "\u2581"}]}, None),
     (None, {"type": "Sequence", "pretokenizers": [_split(r"\s|\p{P}", "Removed"), _byte_level(False)]}),
     (None, {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, _byte_level(True)]}),
-], ids=["gpt2", "nfkc", "strip", "removed", "whitespace split"])
-def test_transformers_offsets_are_tokenizers_or_refused_where_normalizers_move_ends(normalizer: Any,
-                                                                                 pre_tokenizer: Any,
-                                                                                 tmp_path: Path) -> None:
+], ids=["gpt2", "nfkc", "nfkd", "strip", "lowercase", "replace and prepend", "removed", "whitespace split"])
+def test_transformers_offsets_are_tokenizers_where_normalizers_move_ends(normalizer: Any, pre_tokenizer: Any,
+                                                                        tmp_path: Path) -> None:
     """``BPETokenizer`` spans (start, end) equal `tokenizers`' offsets for a loaded file, also where a
-    split drops text between tokens; where a normalizer changes the text the ends are not known, so
-    offsets are refused naming it (the view, which draws starts only, still works)."""
+    split drops text between tokens and where a normalizer changes the text (a span then covers the
+    characters of the original the token's normalized bytes come from)."""
     from hf_bpe.transformers import BPETokenizer
 
     document = _trained(normalizer, _pre_tokenizer_of_gpt2() if pre_tokenizer is None else pre_tokenizer, 7,
@@ -575,15 +649,14 @@ def test_transformers_offsets_are_tokenizers_or_refused_where_normalizers_move_e
     path.write_text(json.dumps(document), encoding="utf-8")
     theirs = Tokenizer.from_file(str(path))
     tokenizer = BPETokenizer.from_model(conversion.hf.load(path))
-    texts = _texts(random.Random(8), scaled(200, 30)) + ["a b  ", "  x y ", "\ufb01 ab"]
+    texts = _texts(random.Random(8), scaled(200, 30)) + ["a b  ", "  x y ", "\ufb01 ab"] + NORMALIZED_EDGES
     for text, encoding in zip(texts, theirs.encode_batch(texts, add_special_tokens=False)):
         assert tokenizer.view(text).ids == encoding.ids, text
-        if normalizer is None:
-            ours = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-            assert [tuple(span) for span in ours] == encoding.offsets, text
-    if normalizer is not None:
-        with pytest.raises(NotImplementedError, match=f"normalizes text \\({normalizer['type'].lower()}\\)"):
-            tokenizer("a b", return_offsets_mapping=True)
+        ours = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        assert [tuple(span) for span in ours] == encoding.offsets, text
+    batch = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    assert [list(map(tuple, row)) for row in batch] == [encoding.offsets for encoding in
+                                                         theirs.encode_batch(texts, add_special_tokens=False)]
 
 
 def _pre_tokenizer_of_gpt2() -> dict:

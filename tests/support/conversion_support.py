@@ -230,11 +230,13 @@ def corpus_lines(limit: int | None) -> list[str]:
 
 def assert_loads_like_tokenizers(document: dict[str, Any], path: Path, texts: Sequence[str]) -> None:
     """Writes ``document`` (a ``tokenizer.json``) to ``path``; hf_bpe's load of it gives `tokenizers`' ids,
-    token starts and decoded text on each of ``texts``, added tokens allowed."""
+    token starts, offsets (start and end, for byte-level models) and decoded text on each of ``texts``,
+    added tokens allowed."""
     from tokenizers import Tokenizer
 
     import conversion.hf
     from hf_bpe.errors import MissingBytesWarning
+    from hf_bpe.model import encode_with_spans
 
     path.write_text(json.dumps(document), encoding="utf-8")
     theirs = Tokenizer.from_file(str(path))
@@ -246,4 +248,6 @@ def assert_loads_like_tokenizers(document: dict[str, Any], path: Path, texts: Se
         ids, starts = model.encode_with_offsets(text, allowed_special="all")
         assert ids == encoding.ids, (text, document["normalizer"], document["pre_tokenizer"])
         assert starts == [start for start, _ in encoding.offsets], (text, ids)
+        if model.kind != "sentencepiece":
+            assert encode_with_spans(model, text, allowed_special="all") == (ids, encoding.offsets), text
         assert model.decode(ids) == theirs.decode(ids, skip_special_tokens=False), text

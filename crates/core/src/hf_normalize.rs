@@ -12,8 +12,8 @@
 //! Alignments follow `tokenizers`' rules for rewriting text: a character that replaces one of the
 //! original takes that character's range, a character added after another takes the range of the
 //! one before it (the first character of a text, with nothing before, gets the empty range at 0),
-//! and a replacement takes the range of the last character of what it replaces. Only the start of
-//! each range is kept here: it is what an encoding's offsets report.
+//! and a replacement takes the range of the last character of what it replaces. A token's offsets
+//! run from the start of its first byte's range to the end of its last byte's.
 
 use std::sync::Arc;
 
@@ -172,6 +172,13 @@ impl Normalizer {
         let mut starts: Vec<usize> = align.unwrap_or_default().into_iter().map(|(start, _)| start).collect();
         starts.push(text.len());
         Ok((normalized, starts))
+    }
+
+    /// `text` normalized, and for each of its bytes the range of `text` (byte offsets) it stands
+    /// for: `tokenizers`' alignments.
+    pub fn normalize_with_alignments(&self, text: &str) -> Result<(String, Vec<(usize, usize)>), SplitError> {
+        let (normalized, align) = self.run(text, true)?;
+        Ok((normalized, align.unwrap_or_default()))
     }
 
     fn run(&self, text: &str, aligned: bool) -> Result<(String, Option<Vec<(usize, usize)>>), SplitError> {

@@ -242,6 +242,14 @@ fn text_offset(start: usize, space: bool, at: usize) -> usize {
     start + at.saturating_sub(usize::from(space))
 }
 
+/// Where in the text a token ending before the byte `at` of such a piece ends: the added space
+/// stands for the piece's first character (`tokenizers` aligns a prepended character with the
+/// character after it), so a token of the space alone ends inside it (rounded up to it whole when
+/// offsets become characters).
+fn text_end(start: usize, space: bool, at: usize) -> usize {
+    if space { start + at.saturating_sub(1).max(1) } else { start + at }
+}
+
 /// Bytes that never occur in UTF-8 text.
 fn never_in_utf8(byte: u8) -> bool {
     matches!(byte, 0xC0 | 0xC1 | 0xF5..=0xFF)
@@ -795,15 +803,15 @@ impl Model {
             }
         };
         let Some(normalizer) = &byte_level.normalizer else {
-            return self.encode_split(byte_level, text, base, out, starts);
+            return self.encode_split(byte_level, text, base, out, starts, None);
         };
         ensure_working_room(text);
         match starts {
-            None => self.encode_split(byte_level, &normalizer.normalize(text)?, base, out, None),
+            None => self.encode_split(byte_level, &normalizer.normalize(text)?, base, out, None, None),
             Some(starts) => {
                 let (normalized, origin) = normalizer.normalize_aligned(text)?;
                 let before = starts.len();
-                self.encode_split(byte_level, &normalized, 0, out, Some(&mut *starts))?;
+                self.encode_split(byte_level, &normalized, 0, out, Some(&mut *starts), None)?;
                 for start in &mut starts[before..] {
                     *start = base + origin[*start];
                 }
@@ -812,8 +820,98 @@ impl Model {
         }
     }
 
+    /// Like [`Model::encode_ordinary_with_offsets`]; records each token's span `(start, end)` in
+    /// bytes of `text` (plus `base`) as `tokenizers` reports an encoding's offsets: the bytes of
+    /// the (normalized) text the token stands for, mapped to the original through the normalizer's
+    /// alignments, from the start of its first byte's origin to the end of its last byte's. Without
+    /// a normalizer that is the token's bytes widened to whole characters. (SentencePiece models,
+    /// which `tokenizers` runs otherwise, give each token the bytes up to the next one's start.)
+    pub fn encode_ordinary_with_spans(
+        &self,
+        text: &str,
+        base: usize,
+        out: &mut Vec<Rank>,
+        spans: &mut Vec<(usize, usize)>,
+    ) -> Result<(), SplitError> {
+        let before = out.len();
+        let mut starts = Vec::new();
+        let mut ends = Vec::new();
+        let byte_level = match &self.rule {
+            Rule::ByteLevel(byte_level) => byte_level,
+            Rule::SentencePiece(model) => {
+                ensure_working_room(text);
+                model.encode(text, 0, out, Some(&mut starts));
+                let nexts = starts.iter().skip(1).copied().chain(std::iter::once(text.len()));
+                spans.extend(starts.iter().zip(nexts).map(|(&start, end)| (base + start, base + end.max(start))));
+                return Ok(());
+            }
+        };
+        match &byte_level.normalizer {
+            None => {
+                self.encode_split(byte_level, text, 0, out, Some(&mut starts), Some(&mut ends))?;
+                memory::reserve(spans, starts.len(), "the offsets", text.len(), "bytes of text");
+                let floor = |mut at: usize| {
+                    while !text.is_char_boundary(at) {
+                        at -= 1;
+                    }
+                    at
+                };
+                let ceil = |mut at: usize| {
+                    while !text.is_char_boundary(at) {
+                        at += 1;
+                    }
+                    at
+                };
+                spans.extend(starts.iter().zip(&ends).map(|(&start, &end)| {
+                    let start = floor(start);
+                    (base + start, base + if end > start { ceil(end) } else { start })
+                }));
+            }
+            Some(normalizer) => {
+                ensure_working_room(text);
+                let (normalized, align) = normalizer.normalize_with_alignments(text)?;
+                self.encode_split(byte_level, &normalized, 0, out, Some(&mut starts), Some(&mut ends))?;
+                memory::reserve(spans, starts.len(), "the offsets", text.len(), "bytes of text");
+                spans.extend(starts.iter().zip(&ends).map(|(&start, &end)| {
+                    let (from, to) = match align.get(start) {
+                        Some(&(from, _)) if end > start => (from, align[end - 1].1),
+                        Some(&(from, _)) => (from, from),
+                        None => (text.len(), text.len()),
+                    };
+                    (base + from, base + to)
+                }));
+            }
+        }
+        debug_assert_eq!(out.len() - before, starts.len());
+        Ok(())
+    }
+
+    /// Like [`Model::encode_with_offsets`], recording each token's span `(start, end)` in bytes of
+    /// `text` as `tokenizers` reports an encoding's offsets (see
+    /// [`Model::encode_ordinary_with_spans`]); a special token spans its match, with the whitespace
+    /// its rules strip.
+    pub fn encode_with_spans(
+        &self,
+        text: &str,
+        allowed: &SpecialMatcher,
+        out: &mut Vec<Rank>,
+        spans: &mut Vec<(usize, usize)>,
+    ) -> Result<(), SplitError> {
+        let mut done = 0;
+        for special in allowed.find_all(text) {
+            self.encode_ordinary_with_spans(&text[done..special.start.max(done)], done, out, spans)?;
+            memory::reserve(out, 1, "the ids", text.len(), "bytes of text");
+            memory::reserve(spans, 1, "the offsets", text.len(), "bytes of text");
+            out.push(special.id);
+            spans.push((special.start, special.end));
+            done = special.end;
+        }
+        self.encode_ordinary_with_spans(&text[done..], done, out, spans)
+    }
+
     /// Splits (normalized) text and merges its pieces; offsets as for
-    /// [`Model::encode_ordinary_with_offsets`], in `text`.
+    /// [`Model::encode_ordinary_with_offsets`], in `text`; `ends` gets where each token's bytes end
+    /// (past its last byte).
     fn encode_split(
         &self,
         byte_level: &ByteLevel,
@@ -821,6 +919,7 @@ impl Model {
         base: usize,
         out: &mut Vec<Rank>,
         mut starts: Option<&mut Vec<usize>>,
+        mut ends: Option<&mut Vec<usize>>,
     ) -> Result<(), SplitError> {
         let ByteLevel { splitter, merges, whole_piece, empty_matches, dropped_bytes, .. } = byte_level;
         let bytes = text.as_bytes();
@@ -843,12 +942,15 @@ impl Model {
                 memory::reserve(starts, piece.len() + 1, "the offsets", text.len(), "bytes of text");
             }
             let before = out.len();
+            if let Some(ends) = ends.as_deref_mut() {
+                memory::reserve(ends, piece.len() + 1, "the offsets", text.len(), "bytes of text");
+            }
             if let Some(dropped) = dropped_bytes.as_deref().filter(|dropped| piece.iter().any(|&byte| dropped[byte as usize])) {
-                let piece_starts = starts.as_deref_mut().map(|starts| (starts, base + start, space));
+                let at = (base + start, space);
                 if byte_level.dropped_after_merging {
-                    self.encode_barriers(byte_level, piece, out, piece_starts);
+                    self.encode_barriers(byte_level, piece, out, at, starts.as_deref_mut(), ends.as_deref_mut());
                 } else {
-                    self.encode_dropping(byte_level, piece, dropped, out, piece_starts);
+                    self.encode_dropping(byte_level, piece, dropped, out, at, starts.as_deref_mut(), ends.as_deref_mut());
                 }
                 return;
             }
@@ -858,37 +960,46 @@ impl Model {
                 for &id in &out[before..] {
                     starts.push(text_offset(base + start, space, offset));
                     offset += self.tokens.get(id).map_or(0, <[u8]>::len);
+                    if let Some(ends) = ends.as_deref_mut() {
+                        ends.push(text_end(base + start, space, offset));
+                    }
                 }
             }
         })
     }
 
     /// A piece holding bytes the vocabulary lacks, as `tokenizers` encodes it: the piece itself when
-    /// it is a token (with `ignore_merges`), else the merge loop on its other bytes. `starts`: where
-    /// the tokens' starts go, where the piece starts and whether it starts with an added space (see
-    /// [`text_offset`]).
+    /// it is a token (with `ignore_merges`), else the merge loop on its other bytes. `(start, space)`:
+    /// where the piece starts in the text and whether it starts with an added space; `starts` and
+    /// `ends` get where each token starts and ends in the text (see [`text_offset`], [`text_end`]).
     fn encode_dropping(
         &self,
         byte_level: &ByteLevel,
         piece: &[u8],
         dropped: &[bool; 256],
         out: &mut Vec<Rank>,
-        starts: Option<(&mut Vec<usize>, usize, bool)>,
+        (start, space): (usize, bool),
+        starts: Option<&mut Vec<usize>>,
+        mut ends: Option<&mut Vec<usize>>,
     ) {
         if let Some(id) = byte_level.ignore_merges.then(|| self.token_id(piece)).flatten() {
             out.push(id);
-            if let Some((starts, start, _)) = starts {
+            if let Some(starts) = starts {
                 starts.push(start);
+            }
+            if let Some(ends) = ends {
+                ends.push(text_end(start, space, piece.len()));
             }
             return;
         }
         let bytes: Vec<u8> = piece.iter().copied().filter(|&byte| !dropped[byte as usize]).collect();
         let before = out.len();
         byte_level.merges.encode_piece(&bytes, out);
-        if let Some((starts, start, space)) = starts {
+        if let Some(starts) = starts {
             // `tokenizers` places each symbol right after the symbols kept before it, in the piece's
             // byte-level spelling (one character per byte, of one or two UTF-8 bytes), as if the
-            // dropped ones were not there; that position maps back to the byte spelled there.
+            // dropped ones were not there; that position maps back to the byte spelled there (and
+            // the token's last spelled byte to the byte its end is after).
             let spelled = |byte: u8| if (0x21..=0x7E).contains(&byte) { 1 } else { 2 };
             let mut spelled_starts = Vec::with_capacity(piece.len());
             let mut position = 0;
@@ -896,13 +1007,21 @@ impl Model {
                 spelled_starts.push(position);
                 position += spelled(byte);
             }
+            let byte_at = |position: usize| spelled_starts.partition_point(|&spelled_start| spelled_start <= position) - 1;
             let (mut at, mut kept) = (0, 0);
             for &id in &out[before..] {
-                let byte = spelled_starts.partition_point(|&spelled_start| spelled_start <= kept) - 1;
-                starts.push(text_offset(start, space, byte));
+                let first = kept;
+                starts.push(text_offset(start, space, byte_at(kept)));
                 for &byte in self.tokens.get(id).unwrap_or_default() {
                     kept += spelled(byte);
                     at += 1;
+                }
+                if let Some(ends) = ends.as_deref_mut() {
+                    ends.push(if kept > first {
+                        text_end(start, space, byte_at(kept - 1) + 1)
+                    } else {
+                        text_offset(start, space, byte_at(first))
+                    });
                 }
             }
             debug_assert_eq!(at, bytes.len());
@@ -912,18 +1031,23 @@ impl Model {
     /// A piece holding bytes the vocabulary lacks, as llama.cpp encodes it: the piece itself when it
     /// is a token (with `ignore_merges`), else the merge loop on all its bytes, where a missing byte
     /// is a symbol no merge joins, which then gives no id. Each id starts where its bytes do
-    /// (`starts` as for [`Model::encode_dropping`]).
+    /// (`(start, space)`, `starts` and `ends` as for [`Model::encode_dropping`]).
     fn encode_barriers(
         &self,
         byte_level: &ByteLevel,
         piece: &[u8],
         out: &mut Vec<Rank>,
-        mut starts: Option<(&mut Vec<usize>, usize, bool)>,
+        (start, space): (usize, bool),
+        mut starts: Option<&mut Vec<usize>>,
+        mut ends: Option<&mut Vec<usize>>,
     ) {
         if let Some(id) = byte_level.ignore_merges.then(|| self.token_id(piece)).flatten() {
             out.push(id);
-            if let Some((starts, start, _)) = starts {
+            if let Some(starts) = starts {
                 starts.push(start);
+            }
+            if let Some(ends) = ends {
+                ends.push(text_end(start, space, piece.len()));
             }
             return;
         }
@@ -936,10 +1060,13 @@ impl Model {
                 continue;
             }
             out.push(id);
-            if let Some((starts, start, space)) = starts.as_mut() {
-                starts.push(text_offset(*start, *space, offset));
+            if let Some(starts) = starts.as_deref_mut() {
+                starts.push(text_offset(start, space, offset));
             }
             offset += self.tokens.get(id).map_or(0, <[u8]>::len);
+            if let Some(ends) = ends.as_deref_mut() {
+                ends.push(text_end(start, space, offset));
+            }
         }
         debug_assert_eq!(offset, piece.len());
     }

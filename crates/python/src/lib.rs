@@ -911,6 +911,29 @@ impl CoreBPE {
         })
     }
 
+    /// Ids and the characters each token covers, `(start, end)`, as `tokenizers` reports an
+    /// encoding's offsets (see `Model::encode_with_spans`).
+    fn encode_with_spans<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyAny>,
+        policy: &SpecialPolicy,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+        guarded(py, || {
+            let text = text_of(text, "encode")?;
+            let work = || -> Result<(Vec<Rank>, Vec<(usize, usize)>), EncodeFailure> {
+                if let Some((token, _)) = policy.disallowed.find(&text) {
+                    return Err(EncodeFailure::Disallowed(token.to_owned()));
+                }
+                let (mut ids, mut spans) = (Vec::new(), Vec::new());
+                self.model.encode_with_spans(&text, &policy.allowed, &mut ids, &mut spans).map_err(EncodeFailure::Split)?;
+                Ok((ids, byte_to_char_spans(&text, spans)))
+            };
+            let (ids, spans) = self.run(py, text.len(), work).map_err(|f| f.into_py(py))?;
+            Ok((self.ints.list(py, &ids)?, PyList::new(py, spans)?))
+        })
+    }
+
     #[pyo3(signature = (texts, policy=None, num_threads=None))]
     fn encode_batch<'py>(
         &self,
@@ -1537,6 +1560,27 @@ fn byte_to_char_offsets(text: &str, byte_offsets: Vec<usize>) -> Vec<usize> {
                 byte += 1;
             }
             chars_started.max(1) - 1
+        })
+        .collect()
+}
+
+/// Byte spans in `text` as character spans, as `tokenizers` converts an encoding's offsets: each end
+/// to the character holding that byte (the number of characters at the end of the text); a span
+/// starting at the end of the text keeps its byte offsets.
+fn byte_to_char_spans(text: &str, spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    if text.is_ascii() {
+        return spans;
+    }
+    let mut char_of = Vec::with_capacity(text.len() + 1);
+    for (index, char) in text.chars().enumerate() {
+        char_of.extend(std::iter::repeat_n(index, char.len_utf8()));
+    }
+    let count = char_of.last().map_or(0, |&last| last + 1);
+    spans
+        .into_iter()
+        .map(|(start, end)| match char_of.get(start) {
+            Some(&first) => (first, char_of.get(end).copied().unwrap_or(count)),
+            None => (start, end),
         })
         .collect()
 }
