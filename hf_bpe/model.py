@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from hf_bpe import _core, _streaming, patterns
 from hf_bpe._io import atomic_write, read_json
+from hf_bpe._word_affixes import WordAffixes, from_affixed_merges
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
 from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
@@ -53,6 +54,9 @@ _RULES_FORMAT_VERSION = 2
 _AFTER_MERGING_FORMAT_VERSION = 3
 """The version of model files dropping missing bytes after merging (readers of versions 1 and 2 refuse
 them: they would drop them before)."""
+_AFFIXES_FORMAT_VERSION = 4
+"""The version of model files whose symbols carry word affixes (readers of versions 1 to 3 refuse them)."""
+_VERSIONS = (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION, _AFTER_MERGING_FORMAT_VERSION, _AFFIXES_FORMAT_VERSION)
 MissingBytes = Literal["before merging", "after merging"]
 """When a merges-list model drops the single bytes its vocabulary lacks from text (see
 :meth:`BPE.from_merges`): before merging (`tokenizers`) or after (llama.cpp)."""
@@ -82,6 +86,7 @@ class _Encoder:
     _core: Any
     _aliases: dict[str, int] = {}  # noqa: RUF012 - second names of a special token's id (tiktoken's Encoding)
     _rules: dict[str, int] = {}  # noqa: RUF012 - special token -> its added-token rules, as the core's bits
+    _word_affixes: WordAffixes | None = None  # the settings of a model whose symbols carry word affixes
     name: str | None
 
     def _use_core(self, core: Any, specials: dict[str, int], name: str | None) -> None:
@@ -850,6 +855,10 @@ class BPE(_Encoder):
             document["special_token_rules"] = {text: sorted(names) for text, names in special_token_rules(self).items()}
         if document.get("drop_missing_bytes") == "after merging":  # readers of versions 1 and 2 would drop before
             document["version"] = _AFTER_MERGING_FORMAT_VERSION
+        if self._word_affixes is not None:  # readers of versions 1 to 3 would merge bytes
+            document["word_affixes"] = self._word_affixes.document()
+            document.pop("drop_missing_bytes", None)
+            document["version"] = _AFFIXES_FORMAT_VERSION
         return document
 
     @classmethod
@@ -876,7 +885,12 @@ class BPE(_Encoder):
         rules = document.get("special_token_rules", {})
         if not isinstance(rules, dict):
             raise TypeError("special_token_rules must be an object")
-        if kind == "merges":
+        if kind == "merges" and "word_affixes" in document:
+            merges = [(_unb64(left), _unb64(right)) for left, right in _entries(document["merges"], "merges", 2)]
+            model = from_affixed_merges(cls, ranks, merges, _pattern_of(document["pattern"]), document["special_tokens"],
+                                        WordAffixes.from_document(document["word_affixes"]),
+                                        ignore_merges=bool(document["ignore_merges"]), name=name)
+        elif kind == "merges":
             merges = [(_unb64(left), _unb64(right)) for left, right in _entries(document["merges"], "merges", 2)]
             model = cls.from_merges(
                 ranks, merges, _pattern_of(document["pattern"]), document["special_tokens"],
@@ -896,9 +910,9 @@ class BPE(_Encoder):
         document = read_json(path)
         if not isinstance(document, dict) or document.get("format") != MODEL_FORMAT:
             raise TokenizerFileError(path, f"not an hf_bpe model file (no \"format\": \"{MODEL_FORMAT}\")")
-        if document.get("version") not in (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION, _AFTER_MERGING_FORMAT_VERSION):
+        if document.get("version") not in _VERSIONS:
             raise TokenizerFileError(
-                path, f"model file version {document.get('version')!r} is not supported (expected 1, 2 or 3)"
+                path, f"model file version {document.get('version')!r} is not supported (expected 1, 2, 3 or 4)"
             )
         try:
             return cls._from_document(document)
@@ -913,7 +927,8 @@ class BPE(_Encoder):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BPE):
             return NotImplemented
-        if self.kind != other.kind or self._special_tokens != other._special_tokens or self._rules != other._rules:
+        if self.kind != other.kind or self._special_tokens != other._special_tokens or self._rules != other._rules \
+                or self._word_affixes != other._word_affixes:
             return False
         if self._sentencepiece is not None:
             return self._sentencepiece == other._sentencepiece

@@ -15,6 +15,7 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Padd
 
 from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe._byte_level import token_to_str
+from hf_bpe._word_affixes import word_affixes
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
 from hf_bpe.patterns import normalizers_of
 from hf_bpe.transformers._added_tokens import AddedTokens
@@ -125,6 +126,11 @@ class CoreEncoding(PreTrainedTokenizer):
             raise NotImplementedError(
                 f"return_offsets_mapping=True is not available for SentencePiece models ({self._model!r}): the "
                 "offsets of byte pieces and of the dummy prefix's \u2581 would differ from tokenizers'"
+            )
+        if word_affixes(self._model) is not None:
+            raise NotImplementedError(
+                f"return_offsets_mapping=True is not available for {self._model!r}, whose symbols carry word affixes: "
+                "its tokens' texts hold the affixes; the starts are model.encode_with_offsets's"
             )
         steps = [step.kind for step in normalizers_of(self._model.pattern)]
         changing = [kind for kind in steps if kind != "prefix_space"]
