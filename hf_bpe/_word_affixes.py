@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from hf_bpe import _core, patterns
+from hf_bpe import patterns
 from hf_bpe._byte_level import token_to_str, try_str_to_token
 from hf_bpe.errors import InvalidVocabularyError
 
-__all__ = ["WordAffixes", "from_affixed_merges", "word_affixes"]
+if TYPE_CHECKING:
+    from hf_bpe.model import BPE
 
-_Model = TypeVar("_Model")
+__all__ = ["WordAffixes", "from_affixed_merges", "word_affixes"]
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,9 @@ def _affix_bytes(value: str | None, name: str) -> bytes:
     return spelled
 
 
-def from_affixed_merges(cls: type[_Model], vocab: Mapping[bytes, int], merges: Iterable[tuple[bytes, bytes]],
+def from_affixed_merges(cls: type[BPE], vocab: Mapping[bytes, int], merges: Iterable[tuple[bytes, bytes]],
                         pattern: str | patterns.Split | Sequence[patterns.Step], special_tokens: Mapping[str, int],
-                        affixes: WordAffixes, *, ignore_merges: bool, name: str | None) -> _Model:
+                        affixes: WordAffixes, *, ignore_merges: bool, name: str | None) -> BPE:
     """A model of ``cls`` (:class:`hf_bpe.BPE`) whose symbols carry ``affixes``: ``vocab`` maps token bytes
     (spelled in the byte-level alphabet, affixes included) to ids; ``merges`` lists pairs of tokens.
     Raises :class:`~hf_bpe.errors.InvalidVocabularyError` naming a merge that makes no token, an unknown
@@ -119,11 +120,5 @@ def from_affixed_merges(cls: type[_Model], vocab: Mapping[bytes, int], merges: I
                 f"unk_token {affixes.unk_token!r} is not a token of the vocabulary (spelled in the byte-level "
                 "alphabet): tokenizers fails on text with unknown symbols"
             )
-    specials = dict(special_tokens)
-    split = patterns.to_core(patterns.resolve(pattern))
-    core = _core.CoreBPE.from_affixed(vocab, symbols, triples, unknown, affixes.fuse_unk,
-                                      vocab if ignore_merges else None, split, specials)
-    model = cls.__new__(cls)
-    model._setup(core, specials, name)  # type: ignore[attr-defined]
-    model._word_affixes = affixes  # type: ignore[attr-defined]
-    return model
+    return cls._from_affixed_rule(vocab, symbols, triples, unknown, affixes, pattern, special_tokens,
+                                  ignore_merges=ignore_merges, name=name)

@@ -446,6 +446,30 @@ class BPE(_Encoder):
         return model
 
     @classmethod
+    def _from_affixed_rule(
+        cls,
+        vocab: dict[bytes, int],
+        symbols: list[list[int | None]],
+        merges: list[tuple[int, int, int]],
+        unknown: int | None,
+        affixes: WordAffixes,
+        pattern: str | patterns.Split | Sequence[patterns.Step],
+        special_tokens: Mapping[str, int],
+        *,
+        ignore_merges: bool,
+        name: str | None,
+    ) -> BPE:
+        """The core of :func:`hf_bpe._word_affixes.from_affixed_merges`, which finds the symbols and merges."""
+        specials = dict(special_tokens)
+        split = patterns.to_core(patterns.resolve(pattern))
+        core = _core.CoreBPE.from_affixed(vocab, symbols, merges, unknown, affixes.fuse_unk,
+                                          vocab if ignore_merges else None, split, specials)
+        model = cls.__new__(cls)
+        model._setup(core, specials, name)
+        model._word_affixes = affixes
+        return model
+
+    @classmethod
     def _from_spelled_merges(
         cls,
         vocab: Mapping[str, Any],
