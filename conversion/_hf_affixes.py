@@ -89,10 +89,15 @@ def built(model: dict[str, Any], pattern: Any, specials: dict[str, int], affixes
             raise refuse(f"merge {number} is {merge!r:.80}; expected \"left right\" or [left, right]")
         missing = [part for part in pair if part not in spelled_vocab]
         formed = _formed(pair[0], pair[1], cut)
-        if missing or formed not in spelled_vocab:
-            raise refuse(f"merge {number} ({pair[0]!r} {pair[1]!r}) names {missing[0]!r}, which the vocab lacks"
-                         if missing else f"merge {number} ({pair[0]!r} {pair[1]!r}) forms {formed!r}, which the vocab "
-                         "lacks (tokenizers refuses the file)")
+        if missing:
+            raise refuse(f"merge {number} ({pair[0]!r} {pair[1]!r}) names {missing[0]!r}, which the vocab lacks")
+        if formed is None:
+            raise refuse(f"merge {number} ({pair[0]!r} {pair[1]!r}): cutting the {cut} bytes of continuing_subword_prefix "
+                         "off its right token leaves no text (it is shorter than the prefix, or the cut splits a "
+                         "character); tokenizers fails on the file")
+        if formed not in spelled_vocab:
+            raise refuse(f"merge {number} ({pair[0]!r} {pair[1]!r}) forms {formed!r}, which the vocab lacks "
+                         "(tokenizers refuses the file)")
         left, right = (try_str_to_token(part) for part in pair)
         if left is not None and right is not None:
             merges.append((left, right))
