@@ -174,9 +174,9 @@ impl Affixed {
     /// `tokenizers`' `Word::merge_all`: a heap of (priority, position), stale entries skipped.
     fn merge(&self, symbols: &mut [Symbol]) {
         let len = symbols.len();
-        for at in 0..len {
-            symbols[at].prev = if at == 0 { END } else { at as u32 - 1 };
-            symbols[at].next = if at + 1 == len { END } else { at as u32 + 1 };
+        for (at, symbol) in symbols.iter_mut().enumerate() {
+            symbol.prev = if at == 0 { END } else { at as u32 - 1 };
+            symbol.next = if at + 1 == len { END } else { at as u32 + 1 };
         }
         let mut queue: QuaternaryHeap<Reverse<(u32, u32, Rank)>> = QuaternaryHeap::new();
         for at in 1..len {
