@@ -20,6 +20,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 import conversion.gguf
 import conversion.gpt2
 import conversion.hf
+import conversion.sentencepiece
 import conversion.tiktoken
 from conversion import _unicode_probe
 from hf_bpe.errors import ConversionError, TokenizerFileError
@@ -104,7 +105,9 @@ def test_other_formats_refuse_affixed_models_by_name(tmp_path: Path) -> None:
     model = conversion.hf.load(tmp_path / "tokenizer.json")
     for write in (lambda: conversion.tiktoken.save(model, tmp_path / "x.tiktoken", lossy=True),
                   lambda: conversion.gpt2.save(model, tmp_path / "gpt2", lossy=True),
-                  lambda: conversion.gguf.save(model, tmp_path / "x.gguf", lossy=True)):
+                  lambda: conversion.tiktoken.save_tekken(model, tmp_path / "tekken.json", lossy=True),
+                  lambda: conversion.gguf.save(model, tmp_path / "x.gguf", lossy=True),
+                  lambda: conversion.sentencepiece.save(model, tmp_path / "x.model", lossy=True)):
         with pytest.raises(ConversionError, match="word affixes"):
             write()
 
