@@ -663,6 +663,7 @@ def save(
                     "user_defined": vocab.user_defined, "architecture": vocab.architecture or architecture}
     if not isinstance(model, BPE):
         raise TypeError(f"save expects an hf_bpe.BPE or a GGUFVocab, got {type(model).__name__}")
+    _rules.check_no_word_affixes(model, "a GGUF file")
     _rules.check_no_special_token_rules(model, "a GGUF file", lossy=lossy)
     specials = model.special_tokens
     for what, token in (("bos_token", bos_token), ("eos_token", eos_token)):

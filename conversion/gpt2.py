@@ -197,6 +197,7 @@ def save(model: BPE, directory: str | os.PathLike[str], *, lossy: bool = False) 
     """
     model = as_model(model)
     _rules.check_not_sentencepiece(model, "GPT-2 files", "GPT-2 merges bytes by a list")
+    _rules.check_no_word_affixes(model, "GPT-2 files")
     _rules.check_no_special_token_rules(model, "GPT-2 files", lossy=lossy)
     _rules.check_has_text_bytes(model, "GPT-2 files", "GPT2Tokenizer gives such a byte's symbol the unknown "
                                 "token's id (or none)")

@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from conversion import _hf_sentencepiece, _hf_sentencepiece_read
+from conversion import _hf_affixes, _hf_sentencepiece, _hf_sentencepiece_read
 from conversion._hf_normalizers import normalizer_difference, normalizer_steps, written_normalizer
 from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were defined here; still importable
     BYTE_LEVEL_REGEX,
@@ -130,7 +130,8 @@ def build_tokenizer(
     ``merges`` defaults to the model's own (:attr:`hf_bpe.BPE.merges`: a merges list's, or those
     recovered from the ranks), checked to encode exactly as the model (else
     :class:`~hf_bpe.errors.ConversionError`); a rank model is written with ``ignore_merges``, a merges
-    list with its own setting. A model dropping missing bytes after merging (llama.cpp's rule, from a
+    list with its own setting, and a model whose symbols carry word affixes with them (only its own
+    merges). A model dropping missing bytes after merging (llama.cpp's rule, from a
     GGUF file) is refused where a listed merge could cross one: `tokenizers` drops them before. ``check`` encodes :func:`probe_texts` with both and raises
     :class:`ConversionError` on any difference; by default only when the split pattern is not one of
     the named ones (those are proven by the test suite).
@@ -207,13 +208,17 @@ def build_tokenizer(
             raise ConversionError(f"tokenizer.json cannot hold {model!r} exactly: tokenizers drops a byte the "
                                   f"vocabulary lacks before merging, and {dropped}")
         proven.append(f"tokenizers drops a missing byte before merging, and {dropped}")
-    bpe = models.BPE(
-        vocab=vocab,
-        merges=[(token_to_str(left), token_to_str(right)) for left, right in merges],
-        fuse_unk=False,
-        byte_fallback=False,
-        ignore_merges=ignore_merges,
-    )
+    if not own and _hf_affixes.bpe_settings(model):
+        raise ConversionError(f"merges are not taken for {model!r}, whose symbols carry word affixes: the file holds "
+                              "its own merges")
+    bpe = models.BPE(**{
+        "vocab": vocab,
+        "merges": [(token_to_str(left), token_to_str(right)) for left, right in merges],
+        "fuse_unk": False,
+        "byte_fallback": False,
+        "ignore_merges": ignore_merges,
+        **_hf_affixes.bpe_settings(model),
+    })
     tokenizer = Tokenizer(bpe)
     pre_tokenizer: pre_tokenizers.PreTokenizer
     steps = patterns.normalizers_of(model.pattern)
@@ -546,8 +551,9 @@ def load(tokenizer_json: str | os.PathLike[str] | Tokenizer, *, name: str | None
     What is read, and what is refused with :class:`~hf_bpe.errors.TokenizerFileError` naming the file:
 
     - ``model``: ``BPE`` with its ``vocab`` and ``merges`` (``"a b"`` strings or ``[a, b]`` pairs);
-      ``ignore_merges`` becomes the whole-piece rule. Refused: ``dropout``,
-      ``continuing_subword_prefix``, ``end_of_word_suffix`` (not byte-level BPE). A vocabulary may
+      ``ignore_merges`` becomes the whole-piece rule. ``continuing_subword_prefix`` and
+      ``end_of_word_suffix`` (CLIP's ``</w>``) load as a model whose symbols carry them, with
+      ``unk_token`` and ``fuse_unk`` (see :mod:`conversion._hf_affixes`). Refused: ``dropout``. A vocabulary may
       lack byte symbols: as `tokenizers` does, such a byte is dropped from the text before merging
       (a :class:`~hf_bpe.errors.MissingBytesWarning` names them, unless only bytes UTF-8 never uses
       are missing); with an ``unk_token`` that is refused.
@@ -850,9 +856,11 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
             raise _Irregular(None)
         return _hf_sentencepiece_read.load(document, path, refuse, name=name, lossy=lossy)
     normalizers = normalizer_steps(document.get("normalizer"), refuse)
-    for option in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(option):
-            raise refuse(f"model.{option} = {model[option]!r} is not supported (not byte-level BPE)")
+    if model.get("dropout"):
+        raise refuse(f"model.dropout = {model['dropout']!r} is not supported (tokenizers then merges at random)")
+    affixes = _hf_affixes.word_affixes_of(model, refuse)
+    if affixes is not None and spelled_model is not None:
+        raise _Irregular(None)  # read from the whole document (_hf_affixes.built)
     pre_tokenizer = document.get("pre_tokenizer")
     lone = pre_tokenizer["pretokenizers"] if isinstance(pre_tokenizer, dict) and pre_tokenizer.get("type") == \
         "Sequence" and isinstance(pre_tokenizer.get("pretokenizers"), list) else [pre_tokenizer]
@@ -874,9 +882,11 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         return _added_tokens(document, spelled_model, normalizers, refuse)
 
     def built(split: patterns.Pattern) -> BPE:
-        pattern = (*normalizers, *((split,) if isinstance(split, patterns.Split) else split)) if normalizers else split
-        return _built(model, spelled_model, pattern, split, specials, name or Path(path).parent.name or "tokenizer",
-                      refuse)
+        pattern = (*normalizers, *patterns.split_steps_of(split)) if normalizers else split
+        name_or_folder = name or Path(path).parent.name or "tokenizer"
+        if affixes is not None:
+            return _hf_affixes.built(model, pattern, specials, affixes, name_or_folder, refuse)
+        return _built(model, spelled_model, pattern, split, specials, name_or_folder, refuse)
 
     if spelled_model is None or confirmed_split is not None or not candidates:
         split = checked_split()
@@ -1098,6 +1108,9 @@ def _reduced(document: dict[str, Any], added_ids: dict[str, int], merges: int = 
     (:func:`_added_token_id`), which the reduced vocabulary pins, as tokenizers would number them after it.
     With ``spelled_model`` (see :func:`_load`), the core cuts the vocabulary and merges it holds, as here."""
     model = document["model"]
+    if _hf_affixes.has_affixes(model):
+        return dict(document, model=_hf_affixes.reduced(model, added_ids, merges), post_processor=None,
+                    truncation=None, padding=None)
     if spelled_model is not None:
         kept, kept_merges = spelled_model.reduced(added_ids, merges)
         return dict(document, model=dict(model, vocab=kept, merges=kept_merges), post_processor=None,

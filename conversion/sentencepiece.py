@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hf_bpe import _rules
 from hf_bpe._io import atomic_write, read_file
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError
 from hf_bpe.model import BPE, as_model
@@ -120,6 +121,7 @@ def save(model: BPE, model_file: str | os.PathLike[str], *, lossy: bool = False)
     and there is no whole-piece rule.
     """
     model = as_model(model)
+    _rules.check_no_word_affixes(model, "a SentencePiece .model")
     spec = model.sentencepiece
     if spec is not None and spec.tokenizers_normalizer:
         raise ConversionError(

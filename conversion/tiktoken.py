@@ -196,6 +196,7 @@ def check_rank_rule(model: BPE, target: str, *, lossy: bool) -> None:
     ``model`` (or ``lossy`` accepts the difference); SentencePiece models never pass."""
     model = as_model(model)
     _rules.check_not_sentencepiece(model, target, "tiktoken merges bytes by rank")
+    _rules.check_no_word_affixes(model, target)
     _rules.check_has_text_bytes(model, target, "tiktoken fails on text needing one (it looks every byte up)")
     difference = _rules.rank_rule_difference(model)
     if difference is not None and not lossy:

@@ -65,6 +65,17 @@ class CoreBPE:
         dropped_after_merging: bool = False,
     ) -> CoreBPE: ...
     @staticmethod
+    def from_affixed(
+        vocab: dict[bytes, int],
+        symbols: list[list[int | None]],
+        merges: list[tuple[int, int, int]],
+        unknown: int | None,
+        fuse_unknown: bool,
+        whole: dict[bytes, int] | None,
+        split: _ModelSplitArgument,
+        special_tokens: dict[str, int],
+    ) -> CoreBPE: ...
+    @staticmethod
     def from_spelled_merges(
         vocab: dict[str, Any],
         merges: list[Any],
@@ -144,6 +155,10 @@ class CoreBPE:
     def missing_bytes(self) -> list[int]: ...
     @property
     def dropped_after_merging(self) -> bool: ...
+    @property
+    def affixed(
+        self,
+    ) -> tuple[list[list[int | None]], list[tuple[int, int]], int | None, bool, bool] | None: ...
     def normalize(self, text: str) -> str: ...
     def pieces(self, text: str) -> list[str] | None: ...
     @property

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from hf_bpe import patterns
+from hf_bpe._word_affixes import word_affixes
 from hf_bpe.errors import ConversionError
 from hf_bpe.model import BPE, NEVER_IN_UTF8, MissingBytes, missing_bytes, missing_bytes_rule
 
@@ -189,6 +190,19 @@ def check_not_sentencepiece(model: BPE, target: str, rule: str) -> None:
             f"{model!r} is a SentencePiece model and cannot be written as {target}: it merges characters "
             f"by piece score after normalizing (dummy prefix, spaces as U+2581, byte fallback), while {rule} "
             "after a split pattern; no lossy mode maps one onto the other"
+        )
+
+
+def check_no_word_affixes(model: BPE, target: str) -> None:
+    """Raise :class:`~hf_bpe.errors.ConversionError` when ``model``'s symbols carry word affixes
+    (`tokenizers`' ``continuing_subword_prefix`` / ``end_of_word_suffix``), which only ``tokenizer.json``
+    and hf_bpe's own model file hold: ``target`` merges plain bytes."""
+    affixes = word_affixes(model)
+    if affixes is not None:
+        raise ConversionError(
+            f"{model!r} cannot be written as {target}: its symbols carry word affixes (continuing_subword_prefix "
+            f"{affixes.continuing_subword_prefix!r}, end_of_word_suffix {affixes.end_of_word_suffix!r}), which "
+            f"{target} cannot say (it merges plain bytes); save it as tokenizer.json instead"
         )
 
 

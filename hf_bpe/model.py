@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from hf_bpe import _core, _streaming, patterns
 from hf_bpe._io import atomic_write, read_json
+from hf_bpe._word_affixes import WordAffixes, from_affixed_merges
 from hf_bpe.errors import ConversionError, InvalidVocabularyError, TokenizerFileError, UnknownTokenError
 from hf_bpe.sentencepiece_bpe import TYPE_NAMES, Piece, SentencePieceSpec
 
@@ -55,11 +56,12 @@ _AFTER_MERGING_FORMAT_VERSION = 3
 them: they would drop them before)."""
 _BYTE_LEVEL_STEP_FORMAT_VERSION = 4
 """The version of model files whose pattern holds a ByteLevel step, or of SentencePiece models with
-`tokenizers`' normalizer steps (readers of versions 1 to 3 refuse them: they do not know the step, or
-would normalize as SentencePiece does)."""
+`tokenizers`' normalizer steps, or whose symbols carry word affixes (readers of versions 1 to 3 refuse them: they do not know the step, or
+would normalize as SentencePiece does, or merge bytes)."""
 _NORMALIZER_STEPS_FORMAT_VERSION = _BYTE_LEVEL_STEP_FORMAT_VERSION
 _FORMAT_VERSIONS = (MODEL_FORMAT_VERSION, _RULES_FORMAT_VERSION, _AFTER_MERGING_FORMAT_VERSION,
                     _BYTE_LEVEL_STEP_FORMAT_VERSION)
+_AFFIXES_FORMAT_VERSION = _BYTE_LEVEL_STEP_FORMAT_VERSION
 MissingBytes = Literal["before merging", "after merging"]
 """When a merges-list model drops the single bytes its vocabulary lacks from text (see
 :meth:`BPE.from_merges`): before merging (`tokenizers`) or after (llama.cpp)."""
@@ -89,6 +91,7 @@ class _Encoder:
     _core: Any
     _aliases: dict[str, int] = {}  # noqa: RUF012 - second names of a special token's id (tiktoken's Encoding)
     _rules: dict[str, int] = {}  # noqa: RUF012 - special token -> its added-token rules, as the core's bits
+    _word_affixes: WordAffixes | None = None  # the settings of a model whose symbols carry word affixes
     name: str | None
 
     def _use_core(self, core: Any, specials: dict[str, int], name: str | None) -> None:
@@ -445,6 +448,30 @@ class BPE(_Encoder):
         core = _core.CoreBPE.from_merges(vocab, merge_ids, split, specials, bool(ignore_merges),
                                          drop_missing_bytes == "after merging")
         model._setup(core, specials, name)
+        return model
+
+    @classmethod
+    def _from_affixed_rule(
+        cls,
+        vocab: dict[bytes, int],
+        symbols: list[list[int | None]],
+        merges: list[tuple[int, int, int]],
+        unknown: int | None,
+        affixes: WordAffixes,
+        pattern: str | patterns.Split | Sequence[patterns.Step],
+        special_tokens: Mapping[str, int],
+        *,
+        ignore_merges: bool,
+        name: str | None,
+    ) -> BPE:
+        """The core of :func:`hf_bpe._word_affixes.from_affixed_merges`, which finds the symbols and merges."""
+        specials = dict(special_tokens)
+        split = patterns.to_core(patterns.resolve(pattern))
+        core = _core.CoreBPE.from_affixed(vocab, symbols, merges, unknown, affixes.fuse_unk,
+                                          vocab if ignore_merges else None, split, specials)
+        model = cls.__new__(cls)
+        model._setup(core, specials, name)
+        model._word_affixes = affixes
         return model
 
     @classmethod
@@ -870,6 +897,10 @@ class BPE(_Encoder):
             document["version"] = _AFTER_MERGING_FORMAT_VERSION
         if patterns.byte_level_of(self.pattern) is not None:  # readers of versions 1 to 3 do not know the step
             document["version"] = _BYTE_LEVEL_STEP_FORMAT_VERSION
+        if self._word_affixes is not None:  # readers of versions 1 to 3 would merge bytes
+            document["word_affixes"] = self._word_affixes.document()
+            document.pop("drop_missing_bytes", None)
+            document["version"] = _AFFIXES_FORMAT_VERSION
         return document
 
     @classmethod
@@ -902,7 +933,12 @@ class BPE(_Encoder):
         rules = document.get("special_token_rules", {})
         if not isinstance(rules, dict):
             raise TypeError("special_token_rules must be an object")
-        if kind == "merges":
+        if kind == "merges" and "word_affixes" in document:
+            merges = [(_unb64(left), _unb64(right)) for left, right in _entries(document["merges"], "merges", 2)]
+            model = from_affixed_merges(cls, ranks, merges, _pattern_of(document["pattern"]), document["special_tokens"],
+                                        WordAffixes.from_document(document["word_affixes"]),
+                                        ignore_merges=bool(document["ignore_merges"]), name=name)
+        elif kind == "merges":
             merges = [(_unb64(left), _unb64(right)) for left, right in _entries(document["merges"], "merges", 2)]
             model = cls.from_merges(
                 ranks, merges, _pattern_of(document["pattern"]), document["special_tokens"],
@@ -939,7 +975,8 @@ class BPE(_Encoder):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BPE):
             return NotImplemented
-        if self.kind != other.kind or self._special_tokens != other._special_tokens or self._rules != other._rules:
+        if self.kind != other.kind or self._special_tokens != other._special_tokens or self._rules != other._rules \
+                or self._word_affixes != other._word_affixes:
             return False
         if self._sentencepiece is not None:
             return self._sentencepiece == other._sentencepiece

@@ -13,6 +13,7 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Padd
 
 from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe._byte_level import token_to_str
+from hf_bpe._word_affixes import word_affixes
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
 from hf_bpe.patterns import dropping_after_byte_level
 from hf_bpe.sentencepiece_bpe import NORMAL
@@ -130,6 +131,11 @@ class CoreEncoding(PreTrainedTokenizer):
                 f"return_offsets_mapping=True is not available for a model whose {dropping!r} after ByteLevel drops "
                 "text: it may drop bytes inside a character, and the span of a token starting after them would "
                 "differ from tokenizers'; the starts are model.encode_with_offsets's"
+            )
+        if word_affixes(self._model) is not None:
+            raise NotImplementedError(
+                f"return_offsets_mapping=True is not available for {self._model!r}, whose symbols carry word affixes: "
+                "its tokens' texts hold the affixes; the starts are model.encode_with_offsets's"
             )
         added = self._added_tokens()
         if added.first_phase is not None and not split_special_tokens:

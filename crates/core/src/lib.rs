@@ -7,6 +7,7 @@
 //! each with what it trades.
 //! Nothing here knows about Python; the bindings live in the `hf_bpe_python` crate.
 
+pub mod affix;
 pub mod byte_level;
 pub mod byte_level_split;
 pub mod cache;

@@ -8,6 +8,8 @@
 //!   line order; the whole-piece rule only with `ignore_merges`.
 //! - [`Model::from_sentencepiece`]: character symbols, score priorities, no split pattern
 //!   ([`crate::char_merge`]).
+//! - [`Model::from_affixed`]: a merges list whose symbols carry word affixes ([`crate::affix`]),
+//!   which the plain byte-level path never sees.
 //!
 //! [`Model::rank_rule_difference`] and [`Model::merge_rule_difference`] decide whether one rule can
 //! stand in for the other, which is what converting between these formats needs.
@@ -17,6 +19,7 @@ use std::fmt;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::affix::Affixed;
 use crate::cache::{CacheGuard, PieceCache, ShardedCache};
 use crate::halves::Halves;
 use crate::memory;
@@ -62,6 +65,11 @@ pub enum BuildError {
         line: usize,
         id: Rank,
     },
+    /// A symbol of a model with word affixes (or its unknown token) names an id that is not a
+    /// mergeable token.
+    UnknownSymbolId {
+        id: Rank,
+    },
     /// A merge makes bytes that are not a token.
     MergeMakesUnknownToken {
         line: usize,
@@ -98,6 +106,9 @@ impl fmt::Display for BuildError {
             BuildError::Pattern(error) => error.fmt(f),
             BuildError::UnknownMergeId { line, id } => {
                 write!(f, "merge {line} names id {id}, which is not a token of the vocabulary")
+            }
+            BuildError::UnknownSymbolId { id } => {
+                write!(f, "a symbol names id {id}, which is not a token of the vocabulary")
             }
             BuildError::MergeMakesUnknownToken { line, left, right } => write!(
                 f,
@@ -230,6 +241,9 @@ struct ByteLevel {
     dropped_after_merging: bool,
     /// Whether the vocabulary lacks any single byte.
     any_missing: bool,
+    /// The rule of a model whose symbols carry word affixes, which then encodes every piece (the
+    /// fields above but the splitter, the normalizer and the merge list are unused).
+    affixed: Option<Box<Affixed>>,
 }
 
 /// The symbol a byte the vocabulary lacks starts as: no merge joins it, and encoding text drops it
@@ -271,6 +285,8 @@ pub enum RuleDifference {
     /// The vocabulary has the empty token and the split pattern may match the empty string: the
     /// rank rule (tiktoken) emits the empty token at each empty match, a merges list never.
     EmptyMatches { pattern: String },
+    /// The symbols carry word affixes, which only this model's own rule merges.
+    WordAffixes,
 }
 
 impl fmt::Display for RuleDifference {
@@ -303,6 +319,10 @@ impl fmt::Display for RuleDifference {
                  it encodes as the token only with the whole-piece rule (ignore_merges)",
                 show_bytes(token),
                 parts.iter().map(|part| show_bytes(part)).collect::<Vec<_>>().join(", ")
+            ),
+            RuleDifference::WordAffixes => f.write_str(
+                "its symbols carry word affixes (continuing_subword_prefix, end_of_word_suffix), which only \
+                 its own merges list with them reproduces",
             ),
             RuleDifference::EmptyMatches { pattern } => write!(
                 f,
@@ -503,6 +523,7 @@ impl Model {
             dropped_bytes: None,
             dropped_after_merging: false,
             any_missing: false,
+            affixed: None,
         });
         Self::assemble(encoder, specials, rule)
     }
@@ -598,6 +619,7 @@ impl Model {
             dropped_bytes,
             dropped_after_merging: false,
             any_missing: missing.contains(&true),
+            affixed: None,
         });
         Self::assemble(encoder, specials, rule)
     }
@@ -627,6 +649,49 @@ impl Model {
                 byte_level.whole_piece = true;
             }
         }
+    }
+
+    /// Builds a merges-list model whose symbols carry word affixes (see [`crate::affix`]): `vocab`
+    /// gives each mergeable token's id, `affixed` the symbols and merges, which must name them.
+    pub fn from_affixed(
+        vocab: Vec<(Vec<u8>, Rank)>,
+        affixed: Affixed,
+        split: impl Into<SplitRule>,
+        specials: Vec<(String, Rank)>,
+    ) -> Result<Self, BuildError> {
+        let splitter = Splitter::new(split).map_err(BuildError::Pattern)?;
+        let encoder = check_tokens(vocab)?;
+        let ids: FxHashSet<Rank> = encoder.values().copied().collect();
+        for (line, &(left, right)) in affixed.merge_list().iter().enumerate() {
+            if let Some(&id) = [left, right].iter().find(|id| !ids.contains(id)) {
+                return Err(BuildError::UnknownMergeId { line, id });
+            }
+        }
+        let symbols = affixed.symbols().iter().flatten().copied().filter(|&id| id != crate::affix::NO_SYMBOL);
+        if let Some(id) = symbols.chain(affixed.unknown()).find(|id| !ids.contains(id)) {
+            return Err(BuildError::UnknownSymbolId { id });
+        }
+        let ignore_merges = affixed.ignore_merges();
+        let rule = Rule::ByteLevel(ByteLevel {
+            splitter,
+            // No byte is missing from this unused table (the affixed rule drops its own symbols).
+            merges: MergeTable::builder([0; 256]).build(),
+            whole_piece: false,
+            merge_list: Some(affixed.merge_list().to_vec()),
+            ignore_merges,
+            empty_matches: false,
+            normalizer: None,
+            dropped_bytes: None,
+            dropped_after_merging: false,
+            any_missing: false,
+            affixed: Some(Box::new(affixed)),
+        });
+        Self::assemble(encoder, specials, rule)
+    }
+
+    /// The rule of a model whose symbols carry word affixes.
+    pub fn affixed(&self) -> Option<&Affixed> {
+        self.byte_level().and_then(|byte_level| byte_level.affixed.as_deref())
     }
 
     /// Builds a SentencePiece BPE model. Control and unknown pieces become the special tokens.
@@ -921,6 +986,9 @@ impl Model {
         mut starts: Option<&mut Vec<usize>>,
         mut ends: Option<&mut Vec<usize>>,
     ) -> Result<(), SplitError> {
+        if let Some(affixed) = &byte_level.affixed {
+            return Self::encode_split_affixed(byte_level, affixed, text, base, out, starts);
+        }
         let ByteLevel { splitter, merges, whole_piece, empty_matches, dropped_bytes, .. } = byte_level;
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
@@ -965,6 +1033,25 @@ impl Model {
                     }
                 }
             }
+        })
+    }
+
+    /// [`Model::encode_split`] for a model whose symbols carry word affixes.
+    fn encode_split_affixed(
+        byte_level: &ByteLevel,
+        affixed: &Affixed,
+        text: &str,
+        base: usize,
+        out: &mut Vec<Rank>,
+        mut starts: Option<&mut Vec<usize>>,
+    ) -> Result<(), SplitError> {
+        let bytes = text.as_bytes();
+        byte_level.splitter.for_each_match(text, false, |start, end| {
+            memory::reserve(out, end - start, "the ids", text.len(), "bytes of text");
+            if let Some(starts) = starts.as_deref_mut() {
+                memory::reserve(starts, end - start, "the offsets", text.len(), "bytes of text");
+            }
+            affixed.encode_piece(&bytes[start..end], base + start, out, starts.as_deref_mut());
         })
     }
 
@@ -1163,7 +1250,7 @@ impl Model {
     /// merge across the whole text.
     pub fn unsettled_pieces(&self) -> Option<usize> {
         let byte_level = self.byte_level()?;
-        if byte_level.normalizer.is_some() || byte_level.dropped_bytes.is_some() {
+        if byte_level.normalizer.is_some() || byte_level.dropped_bytes.is_some() || byte_level.affixed.is_some() {
             return None;
         }
         byte_level.splitter.unsettled_pieces()
@@ -1252,7 +1339,7 @@ impl Model {
     /// piece itself when `whole` and it is a token, else the merge loop on its bytes (any bytes,
     /// valid UTF-8 or not). `None` for SentencePiece models, which merge characters, not bytes.
     pub fn encode_single_piece(&self, piece: &[u8], whole: bool) -> Option<Vec<Rank>> {
-        let ByteLevel { merges, .. } = self.byte_level()?;
+        let ByteLevel { merges, .. } = self.byte_level().filter(|byte_level| byte_level.affixed.is_none())?;
         if self.missing_byte_in(piece).is_some() {
             return None;
         }
@@ -1342,7 +1429,7 @@ impl Model {
     /// Whether a token can appear in any encoding follows from this loop (see `hf_bpe.audit`): a
     /// token formed inside a longer piece is formed the same way from its own bytes alone.
     pub fn merge_piece(&self, piece: &[u8], out: &mut Vec<Rank>) -> Option<()> {
-        if self.missing_byte_in(piece).is_some() {
+        if self.missing_byte_in(piece).is_some() || self.affixed().is_some() {
             return None;
         }
         match &self.rule {
@@ -1357,7 +1444,7 @@ impl Model {
     /// the merge loop; for a SentencePiece model what [`Model::merge_piece`] makes of it. `None` as
     /// for [`Model::merge_piece`].
     pub fn encode_lone_piece(&self, piece: &[u8], out: &mut Vec<Rank>) -> Option<()> {
-        if self.missing_byte_in(piece).is_some() {
+        if self.missing_byte_in(piece).is_some() || self.affixed().is_some() {
             return None;
         }
         match &self.rule {
@@ -1422,8 +1509,11 @@ impl Model {
     /// differs. (5) An empty token needs a pattern that never matches the empty string, or the rank
     /// rule emits it where the merges list emits nothing. Rank models compare with themselves: `None`.
     pub fn rank_rule_difference(&self) -> Option<RuleDifference> {
-        let ByteLevel { merge_list, ignore_merges, splitter, merges, .. } = self.byte_level()?;
+        let ByteLevel { merge_list, ignore_merges, splitter, merges, affixed, .. } = self.byte_level()?;
         let (listed, ignore_merges) = (merge_list.as_deref()?, *ignore_merges);
+        if affixed.is_some() {
+            return Some(RuleDifference::WordAffixes);
+        }
         if self.encoder.contains_key(&[][..]) && splitter.may_match_empty() {
             return Some(RuleDifference::EmptyMatches { pattern: splitter.pattern().unwrap_or_default().to_owned() });
         }
@@ -1507,6 +1597,9 @@ impl Model {
             Kind::Merges { ignore_merges: own } => {
                 if own == ignore_merges {
                     return None;
+                }
+                if self.affixed().is_some() {
+                    return Some(RuleDifference::WordAffixes);
                 }
                 let (id, parts) = self.first_not_self_merging()?;
                 Some(RuleDifference::NotSelfMerging {

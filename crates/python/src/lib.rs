@@ -12,6 +12,7 @@ mod train;
 mod train_sentencepiece;
 
 use hf_bpe_core::hf_normalize::NormalizeStep;
+use hf_bpe_core::affix::{Affixed, NO_SYMBOL};
 use hf_bpe_core::model::MAX_ID;
 use hf_bpe_core::tokenizer_json::SpelledVocab;
 use hf_bpe_core::char_merge::{DecodeState, Metaspace, Piece, PieceKind, SentencePieceSpec};
@@ -765,6 +766,66 @@ impl CoreBPE {
             model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
             Ok(Some(Self::with_model(model)))
         })
+    }
+
+    /// A merges-list model whose symbols carry word affixes (`tokenizers`' `continuing_subword_prefix`
+    /// and `end_of_word_suffix`): `symbols` gives for each place of a byte in its piece (alone,
+    /// first, inside, last) the id of each byte's symbol there (None: the vocabulary lacks it);
+    /// `merges` lists `(left, right, merged)` ids in priority order; `unknown` is the id unknown
+    /// symbols become (None: they are left out), fused into one per run with `fuse_unknown`;
+    /// `whole` maps the pieces that are tokens to their ids (`ignore_merges`), or is None.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn from_affixed(
+        vocab: &Bound<'_, PyDict>,
+        symbols: Vec<Vec<Option<Rank>>>,
+        merges: Vec<(Rank, Rank, Rank)>,
+        unknown: Option<Rank>,
+        fuse_unknown: bool,
+        whole: Option<&Bound<'_, PyDict>>,
+        split: &Bound<'_, PyAny>,
+        special_tokens: &Bound<'_, PyDict>,
+    ) -> PyResult<Self> {
+        let py = vocab.py();
+        guarded(py, || {
+            check_build_memory(vocab.len() + special_tokens.len() + merges.len());
+            let vocab = token_ids_of(vocab, "vocab")?;
+            let specials = specials_of(special_tokens)?;
+            let whole = match whole {
+                Some(whole) => Some(token_ids_of(whole, "whole")?.into_iter().map(|(token, id)| (token.into_boxed_slice(), id)).collect()),
+                None => None,
+            };
+            if symbols.len() != 4 || symbols.iter().any(|place| place.len() != 256) {
+                return Err(PyValueError::new_err("symbols must be 4 lists of 256 ids or None"));
+            }
+            let mut table = [[NO_SYMBOL; 256]; 4];
+            for (row, place) in table.iter_mut().zip(&symbols) {
+                for (slot, id) in row.iter_mut().zip(place) {
+                    *slot = id.unwrap_or(NO_SYMBOL);
+                }
+            }
+            let (normalizers, split) = model_split_of(split)?;
+            let affixed = Affixed::new(table, &merges, unknown, fuse_unknown, whole);
+            let mut model = py
+                .detach(|| Model::from_affixed(vocab, affixed, split, specials))
+                .map_err(|error| build_error(py, error))?;
+            model.set_normalizer(normalizers).map_err(|error| build_error(py, error))?;
+            Ok(Self::with_model(model))
+        })
+    }
+
+    /// For a model whose symbols carry word affixes: `(symbols, merges, unknown, fuse_unknown,
+    /// ignore_merges)` as [`CoreBPE::from_affixed`] takes them (merges as `(left, right)`); else None.
+    #[getter]
+    #[allow(clippy::type_complexity)]
+    fn affixed(&self) -> Option<(Vec<Vec<Option<Rank>>>, Vec<(Rank, Rank)>, Option<Rank>, bool, bool)> {
+        let affixed = self.model.affixed()?;
+        let symbols = affixed
+            .symbols()
+            .iter()
+            .map(|row| row.iter().map(|&id| (id != NO_SYMBOL).then_some(id)).collect())
+            .collect();
+        Some((symbols, affixed.merge_list().to_vec(), affixed.unknown(), affixed.fuse_unknown(), affixed.ignore_merges()))
     }
 
     /// A SentencePiece BPE model: `pieces` are `(text, score, type)` with the protobuf's type
