@@ -882,7 +882,7 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
         return _added_tokens(document, spelled_model, normalizers, refuse)
 
     def built(split: patterns.Pattern) -> BPE:
-        pattern = (*normalizers, *patterns.split_steps_of(split)) if normalizers else split
+        pattern = (*normalizers, *((split,) if isinstance(split, patterns.Split) else split)) if normalizers else split
         name_or_folder = name or Path(path).parent.name or "tokenizer"
         if affixes is not None:
             return _hf_affixes.built(model, pattern, specials, affixes, name_or_folder, refuse)

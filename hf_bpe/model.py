@@ -1056,7 +1056,7 @@ def encode_with_spans(
     covers the characters of the original text its normalized bytes come from (the ``f`` of an NFKC
     ``ﬁ`` covers the ``ﬁ``); a special token covers its match, with the whitespace its ``lstrip`` or
     ``rstrip`` rule takes in. Not for SentencePiece models, whose offsets `tokenizers` computes from
-    its own pieces.
+    its own pieces, nor for models whose symbols carry word affixes.
 
     >>> import hf_bpe
     >>> encode_with_spans(hf_bpe.get_encoding("gpt2"), "héllo world")
@@ -1066,6 +1066,11 @@ def encode_with_spans(
         raise NotImplementedError(
             f"encode_with_spans is not available for SentencePiece models ({model!r}): the offsets of byte "
             "pieces and of the dummy prefix's \u2581 would differ from tokenizers'; use encode_with_offsets"
+        )
+    if model._word_affixes is not None:
+        raise NotImplementedError(
+            f"encode_with_spans is not available for {model!r}, whose symbols carry word affixes; use "
+            "encode_with_offsets"
         )
     return model._core.encode_with_spans(  # type: ignore[no-any-return]
         text, model._policy(allowed_special, disallowed_special))

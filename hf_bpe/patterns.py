@@ -244,19 +244,6 @@ def normalizers_of(pattern: Pattern | None) -> tuple[Normalize, ...]:
     return tuple(step for step in pattern if isinstance(step, Normalize))
 
 
-def dropping_after_byte_level(pattern: Pattern | None) -> Split | None:
-    """The first Split after a :class:`ByteLevel` step that drops text (behavior ``"removed"``), which
-    may drop bytes inside a character; ``None`` when there is none.
-
-    >>> dropping_after_byte_level((ByteLevel(), Split("a"), Split("b", "removed")))
-    Split('b', 'removed')
-    """
-    if byte_level_of(pattern) is None or not isinstance(pattern, tuple):
-        return None
-    after = pattern[pattern.index(byte_level_of(pattern)) + 1:]  # type: ignore[arg-type]
-    return next((step for step in after if isinstance(step, Split) and step.behavior == "removed"), None)
-
-
 def resolve(pattern: str | Split | Sequence[Step]) -> Pattern:
     """Return the regex for a pattern name, ``pattern`` itself when it is a regex or a :class:`Split`,
     and a tuple for a sequence of Splits (one Split alone for a sequence of one).

@@ -15,7 +15,6 @@ from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe._byte_level import token_to_str
 from hf_bpe._word_affixes import word_affixes
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
-from hf_bpe.patterns import dropping_after_byte_level
 from hf_bpe.sentencepiece_bpe import NORMAL
 from hf_bpe.transformers._added_tokens import AddedTokens
 
@@ -125,13 +124,6 @@ class CoreEncoding(PreTrainedTokenizer):
         if self._model.kind == "sentencepiece":  # the alignment of its tokenizer.json's normalizer
             ids, spans = self._added_tokens().sentencepiece_spans(text, split_special_tokens)
             return Encoded(ids, spans)
-        dropping = dropping_after_byte_level(self._model.pattern)
-        if dropping is not None:
-            raise NotImplementedError(
-                f"return_offsets_mapping=True is not available for a model whose {dropping!r} after ByteLevel drops "
-                "text: it may drop bytes inside a character, and the span of a token starting after them would "
-                "differ from tokenizers'; the starts are model.encode_with_offsets's"
-            )
         if word_affixes(self._model) is not None:
             raise NotImplementedError(
                 f"return_offsets_mapping=True is not available for {self._model!r}, whose symbols carry word affixes: "

@@ -46,7 +46,6 @@ import conversion.hf
 from hf_bpe._decode_stream import DecodeStream
 from hf_bpe.errors import TokenizerFileError
 from hf_bpe.model import BPE, encode_with_spans
-from hf_bpe.patterns import dropping_after_byte_level
 
 __all__ = ["Backend", "patch_transformers", "unpatch_transformers"]
 
@@ -152,8 +151,8 @@ class Answer:
         self.all_special = all_special
         self.byte_level = model.kind != "sentencepiece"
         # offsets trimmed by the post-processor (ByteLevel's or RobertaProcessing's trim_offsets) are left
-        # to tokenizers, and so are those of a split dropping bytes inside characters
-        self.offsets = self.byte_level and not trims_offsets and dropping_after_byte_level(model.pattern) is None
+        # to tokenizers
+        self.offsets = self.byte_level and not trims_offsets
 
     @classmethod
     def build(cls, original: Tokenizer, source: str) -> Answer:

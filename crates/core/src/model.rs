@@ -905,7 +905,7 @@ impl Model {
             Rule::ByteLevel(byte_level) => byte_level,
             Rule::SentencePiece(model) => {
                 ensure_working_room(text);
-                model.encode(text, 0, out, Some(&mut starts));
+                model.encode(text, 0, out, Some(&mut starts))?;
                 let nexts = starts.iter().skip(1).copied().chain(std::iter::once(text.len()));
                 spans.extend(starts.iter().zip(nexts).map(|(&start, end)| (base + start, base + end.max(start))));
                 return Ok(());
@@ -1046,12 +1046,28 @@ impl Model {
         mut starts: Option<&mut Vec<usize>>,
     ) -> Result<(), SplitError> {
         let bytes = text.as_bytes();
-        byte_level.splitter.for_each_match(text, false, |start, end| {
-            memory::reserve(out, end - start, "the ids", text.len(), "bytes of text");
+        let (mut spaced, mut piece_starts) = (Vec::new(), Vec::new());
+        byte_level.splitter.for_each_match(text, false, |start, end, space| {
+            let piece = if space {
+                spaced.clear();
+                spaced.push(b' ');
+                spaced.extend_from_slice(&bytes[start..end]);
+                &spaced[..]
+            } else {
+                &bytes[start..end]
+            };
+            memory::reserve(out, piece.len(), "the ids", text.len(), "bytes of text");
             if let Some(starts) = starts.as_deref_mut() {
-                memory::reserve(starts, end - start, "the offsets", text.len(), "bytes of text");
+                memory::reserve(starts, piece.len(), "the offsets", text.len(), "bytes of text");
+                if space {
+                    // the added space stands where the piece starts (see `text_offset`)
+                    piece_starts.clear();
+                    affixed.encode_piece(piece, 0, out, Some(&mut piece_starts));
+                    starts.extend(piece_starts.iter().map(|&at| text_offset(base + start, true, at)));
+                    return;
+                }
             }
-            affixed.encode_piece(&bytes[start..end], base + start, out, starts.as_deref_mut());
+            affixed.encode_piece(piece, base + start, out, starts.as_deref_mut());
         })
     }
 
