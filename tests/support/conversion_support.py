@@ -235,8 +235,8 @@ def assert_loads_like_tokenizers(document: dict[str, Any], path: Path, texts: Se
     from tokenizers import Tokenizer
 
     import conversion.hf
-    from hf_bpe.errors import MissingBytesWarning
     from hf_bpe._word_affixes import word_affixes
+    from hf_bpe.errors import MissingBytesWarning
     from hf_bpe.model import encode_with_spans
 
     path.write_text(json.dumps(document), encoding="utf-8")
