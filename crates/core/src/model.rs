@@ -993,6 +993,16 @@ impl Model {
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
+        if let (Some(scanner), None, None, None) = (splitter.scanner(), &starts, &ends, dropped_bytes) {
+            // The common case on its own: ids only, from a scanner, every byte a token. (The general
+            // loop below, with its offsets and added spaces, ran it 2-4% slower.)
+            scanner.for_each_piece(text, |start, end| {
+                let piece = &bytes[start..end];
+                memory::reserve(out, piece.len() + 1, "the ids", text.len(), "bytes of text");
+                self.encode_piece(merges, *whole_piece, piece, cache.as_deref_mut(), out);
+            });
+            return Ok(());
+        }
         let mut spaced = Vec::new();
         splitter.for_each_match(text, *empty_matches, |start, end, space| {
             let piece = if space {
