@@ -256,6 +256,18 @@ fn text_offset(start: usize, space: bool, at: usize) -> usize {
     start + at.saturating_sub(usize::from(space))
 }
 
+/// The bytes of the piece `bytes[start..end]`, after the space `ByteLevel` added when `space` (built
+/// in `spaced`).
+fn piece_bytes<'a>(bytes: &'a [u8], start: usize, end: usize, space: bool, spaced: &'a mut Vec<u8>) -> &'a [u8] {
+    if !space {
+        return &bytes[start..end];
+    }
+    spaced.clear();
+    spaced.push(b' ');
+    spaced.extend_from_slice(&bytes[start..end]);
+    spaced
+}
+
 /// Where in the text a token ending before the byte `at` of such a piece ends: the added space
 /// stands for the piece's first character (`tokenizers` aligns a prepended character with the
 /// character after it), so a token of the space alone ends inside it (rounded up to it whole when
@@ -1005,14 +1017,7 @@ impl Model {
         }
         let mut spaced = Vec::new();
         splitter.for_each_match(text, *empty_matches, |start, end, space| {
-            let piece = if space {
-                spaced.clear();
-                spaced.push(b' ');
-                spaced.extend_from_slice(&bytes[start..end]);
-                &spaced[..]
-            } else {
-                &bytes[start..end]
-            };
+            let piece = piece_bytes(bytes, start, end, space, &mut spaced);
             // A piece gives at most one id per byte (an empty piece may be a token): room for them
             // is checked, so that a text too large for memory stops with `OutOfMemory`.
             memory::reserve(out, piece.len() + 1, "the ids", text.len(), "bytes of text");
@@ -1058,14 +1063,7 @@ impl Model {
         let bytes = text.as_bytes();
         let (mut spaced, mut piece_starts) = (Vec::new(), Vec::new());
         byte_level.splitter.for_each_match(text, false, |start, end, space| {
-            let piece = if space {
-                spaced.clear();
-                spaced.push(b' ');
-                spaced.extend_from_slice(&bytes[start..end]);
-                &spaced[..]
-            } else {
-                &bytes[start..end]
-            };
+            let piece = piece_bytes(bytes, start, end, space, &mut spaced);
             memory::reserve(out, piece.len(), "the ids", text.len(), "bytes of text");
             if let Some(starts) = starts.as_deref_mut() {
                 memory::reserve(starts, piece.len(), "the offsets", text.len(), "bytes of text");
