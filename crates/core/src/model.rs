@@ -927,21 +927,9 @@ impl Model {
             None => {
                 self.encode_split(byte_level, text, 0, out, Some(&mut starts), Some(&mut ends))?;
                 memory::reserve(spans, starts.len(), "the offsets", text.len(), "bytes of text");
-                let floor = |mut at: usize| {
-                    while !text.is_char_boundary(at) {
-                        at -= 1;
-                    }
-                    at
-                };
-                let ceil = |mut at: usize| {
-                    while !text.is_char_boundary(at) {
-                        at += 1;
-                    }
-                    at
-                };
                 spans.extend(starts.iter().zip(&ends).map(|(&start, &end)| {
-                    let start = floor(start);
-                    (base + start, base + if end > start { ceil(end) } else { start })
+                    let start = text.floor_char_boundary(start);
+                    (base + start, base + if end > start { text.ceil_char_boundary(end) } else { start })
                 }));
             }
             Some(normalizer) => {

@@ -139,7 +139,7 @@ impl EncodeStream {
         let end = self.pending.len();
         // An allowed token starting at `horizon` or later may not have arrived whole.
         let horizon =
-            floor_char_boundary(&self.pending, end.saturating_sub(allowed.longest().saturating_sub(1))).max(self.done);
+            self.pending.floor_char_boundary(end.saturating_sub(allowed.longest().saturating_sub(1))).max(self.done);
         let mut segment = self.done;
         for special in allowed.find_all(&self.pending[self.done..]) {
             let start = self.done + special.start;
@@ -161,7 +161,7 @@ impl EncodeStream {
             return Err(StreamError::TooLong { held, limit: self.limit });
         }
         let keep = disallowed.longest().saturating_sub(1);
-        let drop = floor_char_boundary(&self.pending, self.done.saturating_sub(keep));
+        let drop = self.pending.floor_char_boundary(self.done.saturating_sub(keep));
         self.pending.drain(..drop);
         self.done -= drop;
         self.checked -= drop;
@@ -177,7 +177,7 @@ impl EncodeStream {
     /// Searches what arrived since the last search (and the `longest - 1` bytes before it).
     fn check_disallowed(&mut self, disallowed: &SpecialMatcher) -> Result<(), StreamError> {
         if !disallowed.is_empty() {
-            let from = floor_char_boundary(&self.pending, self.checked.saturating_sub(disallowed.longest() - 1));
+            let from = self.pending.floor_char_boundary(self.checked.saturating_sub(disallowed.longest() - 1));
             if let Some((token, _)) = disallowed.find(&self.pending[from..]) {
                 return Err(StreamError::Disallowed(token.to_owned()));
             }
@@ -185,15 +185,6 @@ impl EncodeStream {
         self.checked = self.pending.len();
         Ok(())
     }
-}
-
-/// The largest character boundary of `text` at or before `at`.
-fn floor_char_boundary(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
 }
 
 #[cfg(test)]
