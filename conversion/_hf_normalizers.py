@@ -106,7 +106,7 @@ def written_normalizer(steps: tuple[patterns.Normalize, ...]) -> normalizers.Nor
     return normalizers.Sequence(written)
 
 
-def _their_normalizer(normalizer: Any) -> Any:
+def their_normalizer(normalizer: Any) -> Any:
     """`tokenizers`' own normalizer built from a file's JSON, as ``Tokenizer.from_file`` builds it."""
     document = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
                 "normalizer": normalizer, "pre_tokenizer": None, "post_processor": None, "decoder": None,
@@ -129,7 +129,7 @@ def normalizer_difference(model: BPE, normalizer: Any, texts: Iterable[str], *, 
     >>> normalizer_difference(model, {"type": "NFC"}, ["ﬁ"])
     "'ﬁ' normalizes to 'fi' here but to 'ﬁ' in tokenizers; hf_bpe refuses rather than encode such text differently"
     """
-    theirs = _their_normalizer(normalizer)
+    theirs = their_normalizer(normalizer)
     for text in texts:
         try:
             ours: str | None = normalized_text(model, text)

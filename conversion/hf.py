@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
 from conversion import _hf_affixes, _hf_sentencepiece, _hf_sentencepiece_read
-from conversion._hf_normalizers import normalizer_difference, normalizer_steps, written_normalizer
+from conversion._hf_normalizers import normalizer_difference, normalizer_steps, their_normalizer, written_normalizer
 from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were defined here; still importable
     BYTE_LEVEL_REGEX,
     PROBE_SECONDS,
@@ -962,6 +962,14 @@ def _added_tokens(document: dict[str, Any], spelled_model: Any, normalizers: tup
         vocab = {content: token_id for content, token_id in zip(contents, spelled_model.ids_of(contents)) if token_id is not None}
     file_ids: dict[int, str] = {}  # the ids the file gives its added tokens: refused when corrupt, else unused
     largest_added: int | None = None  # of the ids in specials (a running maximum: files hold thousands)
+    theirs = None  # tokenizers' normalizer, where it changes the text normalized tokens are looked for in
+    if any(step.kind != "prefix_space" for step in normalizers) and any(
+            isinstance(entry, dict) and entry.get("normalized", not entry.get("special", False))
+            for entry in document.get("added_tokens") or []):
+        try:
+            theirs = their_normalizer(document.get("normalizer"))
+        except Exception as error:  # noqa: BLE001 - any failure of tokenizers to read it is the file's
+            raise refuse(f"tokenizers cannot read the normalizer: {error}") from None
     for entry in document.get("added_tokens") or []:
         content, token_id = entry["content"], entry["id"]
         if content in specials:
@@ -975,21 +983,25 @@ def _added_tokens(document: dict[str, Any], spelled_model: Any, normalizers: tup
         if isinstance(token_id, int) and (largest_added is None or token_id > largest_added):
             largest_added = token_id
         normalized = entry.get("normalized", not entry.get("special", False))
-        if normalized and any(step.kind != "prefix_space" for step in normalizers):
-            raise refuse(
-                f"added token {content!r} has normalized = true and the file has a normalizer: tokenizers matches it "
-                "in the normalized text, hf_bpe's special tokens are matched in the text as given"
-            )
         spelled = try_str_to_token(content)
         if spelled is not None and spelled != content.encode():
             raise refuse(
                 f"added token {content!r} is spelled in the byte-level alphabet: tokenizers' ByteLevel decoder turns it "
                 f"into the bytes {spelled!r}, not its text, which hf_bpe's special tokens do not reproduce"
             )
+        if normalized and theirs is not None:
+            spelling = theirs.normalize_str(content)
+            decoded = try_str_to_token(spelling) or spelling.encode()
+            if decoded != content.encode():
+                raise refuse(
+                    f"added token {content!r} has normalized = true and the normalizer spells it {spelling!r}: "
+                    f"tokenizers decodes it so (as the bytes {decoded!r}), not as its text, which hf_bpe's special "
+                    "tokens do not reproduce; give it normalized = false"
+                )
         specials[content] = token_id
         rules[content] = {flag for flag in ("lstrip", "rstrip", "single_word") if entry.get(flag)} | \
             ({"normalized"} if normalized else set())
-    return specials, _added_token_rules(rules, refuse)
+    return specials, _added_token_rules(rules, refuse, theirs)
 
 
 def _built(model: dict[str, Any], spelled_model: Any, pattern: Any, split: patterns.Pattern, specials: dict[str, int],
@@ -1144,18 +1156,23 @@ def _added_token_id(content: str, in_vocab: Any, largest: int | None, vocab_size
     return largest + 1 if largest >= vocab_size or vocab_size == 0 else vocab_size
 
 
-def _added_token_rules(rules: dict[str, set[str]], refuse: Any) -> dict[str, set[str]]:
+def _added_token_rules(rules: dict[str, set[str]], refuse: Any, normalizer: Any = None) -> dict[str, set[str]]:
     """The added tokens' rules as :func:`hf_bpe.model.with_special_token_rules` takes them: only those
-    with some (``normalized`` only when some tokens lack it: `tokenizers` looks for normalized tokens
-    after the others, which changes nothing when all or none are). Refused: a token that strips the
-    whitespace after it where a token starts with whitespace (`tokenizers` then gives overlapping
+    with some (``normalized`` only when some tokens lack it or the file's normalizer (``normalizer``,
+    `tokenizers`' own, given when it changes text) rewrites the text they are looked for in: `tokenizers` looks for normalized
+    tokens after the others, which otherwise changes nothing when all or none are). Refused: a token
+    that strips the whitespace after it where a token looked for in the same text starts with
+    whitespace, as written or (``normalized``) as normalized (`tokenizers` then gives overlapping
     tokens, or fails)."""
-    if all("normalized" in names for names in rules.values()):
+    if normalizer is None and all("normalized" in names for names in rules.values()):
         rules = {text: names - {"normalized"} for text, names in rules.items()}
     for later in (True, False):
         phase = [text for text, names in rules.items() if ("normalized" in names) == later]
         stripping = next((text for text in phase if "rstrip" in rules[text]), None)
-        spaced = next((text for text in phase if text[:1].isspace()), None)
+        if stripping is not None and later and normalizer is not None:
+            spaced = next((text for text in phase if normalizer.normalize_str(text)[:1].isspace()), None)
+        else:
+            spaced = next((text for text in phase if text[:1].isspace()), None)
         if stripping is not None and spaced is not None:
             raise refuse(
                 f"added token {stripping!r} has rstrip and added token {spaced!r} starts with whitespace: tokenizers "

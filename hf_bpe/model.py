@@ -1104,8 +1104,9 @@ def with_special_token_rules(model: BPE, rules: Mapping[str, Iterable[str]]) -> 
     - ``"single_word"``: the token matches only with no word character (Unicode ``\\w``) just
       before and after it;
     - ``"normalized"``: the token is looked for only in the text between the other special
-      tokens' matches (`tokenizers` matches such tokens after the others, in normalized text;
-      so only for models whose normalizer, if any, is ByteLevel's prefix space).
+      tokens' matches, and as `tokenizers` does, where the model's normalizer changes text (beyond
+      ByteLevel's prefix space), spelled as normalized in that text normalized (its span the
+      characters its match stands for).
 
     Rules apply where the token is allowed (``allowed_special``); text given in parts
     (:meth:`BPE.encode_iterable`) cannot be encoded with them. Tokens not named keep none.
@@ -1133,12 +1134,6 @@ def with_special_token_rules(model: BPE, rules: Mapping[str, Iterable[str]]) -> 
                              f"{', '.join(SPECIAL_TOKEN_RULES)}")
         if names:
             bits[text] = sum(SPECIAL_TOKEN_RULES[name] for name in names)
-    changing = [step.kind for step in patterns.normalizers_of(model.pattern) if step.kind != "prefix_space"]
-    if changing and any(bit & SPECIAL_TOKEN_RULES["normalized"] for bit in bits.values()):
-        raise ValueError(
-            f"{model!r} normalizes text ({', '.join(changing)}): a special token with the normalized rule would "
-            "have to be matched in the normalized text, which hf_bpe does not do"
-        )
     changed = object.__new__(type(model))  # sharing the core (copy.copy would rebuild it through __reduce__)
     changed.__dict__.update(model.__dict__)
     changed._policies = {}

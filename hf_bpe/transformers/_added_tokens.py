@@ -32,8 +32,10 @@ class AddedTokens:
     first, a single leftmost-longest pass in the core gives the same result; otherwise
     :meth:`two_phase` does the two passes.
 
-    Tokens that strip whitespace or match single words (``lstrip``, ``rstrip``, ``single_word``) are
-    matched by the core with these rules, and its own two passes for ``normalized``. A SentencePiece
+    Tokens that strip whitespace or match single words (``lstrip``, ``rstrip``, ``single_word``), and
+    every token of a byte-level model whose normalizer changes text (``normalized`` tokens are looked
+    for in the normalized text, spelled as normalized), are matched by the core with these rules, and
+    its own two passes for ``normalized``. A SentencePiece
     model whose ``tokenizer.json`` normalizes text (the dummy prefix, spaces as ``▁``) has its tokens
     with ``normalized=True`` looked for in the normalized text, as normalized
     (:class:`~hf_bpe.transformers._sentencepiece.SentencePieceTwoPhase`). What the core cannot match
@@ -93,21 +95,9 @@ class AddedTokens:
                 self.sentencepiece = (SentencePieceTwoPhase(model, plain, self.pieces, decoder),
                                       SentencePieceTwoPhase(model, plain, self.pieces, without_specials))
             return
-        if not self.plain or spec is not None:
-            ruled = _ruled_encoder(model, decoder)
-            self.in_core = ruled is not None
-            if ruled is None:
-                self.refusal = (
-                    f"added tokens {self.ruled[:5]} strip whitespace or match single words (lstrip, rstrip, "
-                    f"single_word) and some have normalized=True, which tokenizers matches in the normalized text; "
-                    f"{model!r} normalizes text beyond ByteLevel's prefix space, which hf_bpe does not reproduce for "
-                    "them: add them with normalized=False"
-                )
-            else:
-                without = _ruled_encoder(model, without_specials)
-                assert without is not None  # a part of the tokens above
-                self.encoder, self.encoder_without_specials = ruled, without
-                return
+        if not self.plain or spec is not None or (_normalizes(model) and any(token.normalized for token in decoder.values())):
+            self.encoder, self.encoder_without_specials = _ruled_encoder(model, decoder), _ruled_encoder(model, without_specials)
+            return
         self.encoder = added_tokens_encoder(model, tokens)
         self.encoder_without_specials = added_tokens_encoder(
             model, [(token.content, token_id) for token_id, token in without_specials.items()]
@@ -190,15 +180,17 @@ class AddedTokens:
         return ids, spans
 
 
-def _ruled_encoder(model: BPE, decoder: Mapping[int, AddedToken]) -> AddedTokensEncoder | None:
+def _ruled_encoder(model: BPE, decoder: Mapping[int, AddedToken]) -> AddedTokensEncoder:
     """The core's encoder that cuts out the tokens of ``decoder`` with their flags as `tokenizers`'
-    rules (see :func:`hf_bpe.model.with_special_token_rules`; ``normalized`` as a second pass), or
-    None where a token with ``normalized=True`` would have to be matched in text that a byte-level
-    model's normalizer changes."""
-    changing = [step.kind for step in normalizers_of(model.pattern) if step.kind != "prefix_space"]
-    if model.kind != "sentencepiece" and changing and any(token.normalized for token in decoder.values()):
-        return None
+    rules (see :func:`hf_bpe.model.with_special_token_rules`; ``normalized`` as a second pass, in
+    normalized text where a byte-level model's normalizer changes text)."""
     return AddedTokensEncoder(model._core, ruled_policy(model, decoder), max([model.n_vocab - 1, *decoder]))
+
+
+def _normalizes(model: BPE) -> bool:
+    """Whether ``model`` is byte-level and its normalizer changes text beyond ByteLevel's prefix space
+    (`tokenizers` then looks for tokens with ``normalized=True`` in the normalized text)."""
+    return model.kind != "sentencepiece" and any(step.kind != "prefix_space" for step in normalizers_of(model.pattern))
 
 
 def _in_model(model: BPE, token_id: int) -> bool:

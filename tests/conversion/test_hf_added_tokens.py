@@ -1,9 +1,12 @@
 """Added tokens of a byte-level ``tokenizer.json`` with `tokenizers`' flags (``lstrip``, ``rstrip``,
 ``single_word``, ``normalized``, ``special``), loaded with :func:`conversion.hf.load` and proven
 against ``tokenizers.Tokenizer`` itself: generated flag combinations on a vocabulary `tokenizers`
-trained, with and without normalizers and ByteLevel's prefix space, on generated text full of the
-tokens, whitespace of every kind, word characters and text of every code point class: ids and start
-offsets. What cannot be exact is refused by name.
+trained, with and without normalizers (NFC, NFD, NFKC, Lowercase, Replace, Prepend, Strip and
+sequences of them, which `tokenizers` matches ``normalized`` tokens after, spelled as normalized:
+tokens the normalizer rewrites, and whose normalized spelling overlaps other tokens, among them) and
+ByteLevel's prefix space, on generated text full of the tokens, whitespace of every kind, word
+characters and text of every code point class: ids, start offsets and spans. What cannot be exact is
+refused by name.
 
 Sizes follow ``HF_BPE_TEST_SCALE``; the full-size run is marked ``slow``.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +30,13 @@ import conversion.hf
 from conversion import _unicode_probe
 from hf_bpe import BPE
 from hf_bpe.errors import ConversionError, TokenizerFileError
-from hf_bpe.model import special_token_rules, with_special_token_rules
+from hf_bpe.model import encode_with_spans, special_token_rules, with_special_token_rules
 
-CONTENTS = ["<s>", "</s>", "[M]", "<|e|>", "_x_", "é!中", "中文字", "99x", "ab_c", "<s>x", "x<s", "a b", "\u0301q"]
+CONTENTS = ["<s>", "</s>", "[M]", "<|e|>", "_x_", "é!中", "中文字", "99x", "ab_c", "<s>x", "x<s", "a b", "\u0301q",
+            "AB_C", "ﬁ<s", "Ｍ]", "É Q", "Zz\u3000"]
 """Added-token texts: punctuation-only and word-character edges, overlapping ones, a space inside, a
-combining mark (a word character) first."""
+combining mark (a word character) first, and texts normalizers rewrite (case, a ligature, a
+full-width letter, a precomposed letter, a trailing space) into others' overlaps."""
 
 _CONTEXT = [" ", "  ", "\n", "\t", "\r\n", "\u3000", "\xa0", "\u2028", "\x1c", "a", "Z", "é", "1", "_", "\u0301",
             "中", ".", "-", "<", ">", "s", "x", "\u200d", "\u0660"]
@@ -81,6 +87,7 @@ def _compare(tokenizer: Tokenizer, path: Path, texts: list[str]) -> BPE:
         ids, starts = model.encode_with_offsets(text, allowed_special="all")
         assert ids == encoding.ids, (text, special_token_rules(model))
         assert starts == [start for start, _ in encoding.offsets], (text, ids, special_token_rules(model))
+        assert encode_with_spans(model, text, allowed_special="all") == (ids, encoding.offsets), text
         assert model.encode(text, allowed_special="all") == ids
         assert model.decode(ids) == tokenizer.decode(ids, skip_special_tokens=False), text
     return model
@@ -94,8 +101,33 @@ def _added_tokens(draw: Any) -> list[AddedToken]:
             for content in contents]
 
 
-_NORMALIZERS = [None, {"type": "NFKC"}, {"type": "Sequence", "normalizers": [{"type": "Lowercase"}, {
-    "type": "Replace", "pattern": {"String": " "}, "content": "_"}]}]
+_NORMALIZERS = [None, {"type": "NFKC"}, {"type": "NFC"}, {"type": "Lowercase"}, {"type": "Prepend", "prepend": "_"},
+                {"type": "Sequence", "normalizers": [{"type": "Lowercase"}, {
+                    "type": "Replace", "pattern": {"String": " "}, "content": "_"}]},
+                {"type": "Sequence", "normalizers": [{"type": "NFD"}, {
+                    "type": "Strip", "strip_left": True, "strip_right": True}]},
+                {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}, {
+                    "type": "Replace", "pattern": {"Regex": "\\s+"}, "content": " "}, {"type": "Prepend", "prepend": "▁"}]}]
+"""Normalizers that rewrite the text `tokenizers` looks for ``normalized`` tokens in, and the tokens."""
+
+
+def _distinct_spellings(tokens: list[AddedToken], normalizer: Any) -> list[AddedToken]:
+    """``tokens`` but those whose spelling in the text they are looked for in (normalized by
+    ``normalizer``, for ``normalized`` ones) another has already, or is empty: `tokenizers` picks
+    among tokens spelled alike in an order of its own."""
+    normalize = Tokenizer.from_str(json.dumps({
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": normalizer,
+        "pre_tokenizer": None, "post_processor": None, "decoder": None,
+        "model": {"type": "BPE", "vocab": {}, "merges": []}})).normalizer
+    spelled: set[tuple[bool, str]] = set()
+    kept = []
+    for token in tokens:
+        spelling = (token.normalized, normalize.normalize_str(token.content)
+                    if token.normalized and normalize is not None else token.content)
+        if spelling[1] and spelling not in spelled:
+            spelled.add(spelling)
+            kept.append(token)
+    return kept
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(15, 3), id="ci"),
@@ -107,11 +139,17 @@ def test_generated_flag_combinations_encode_as_tokenizers(trained: dict[str, Any
     @given(tokens=_added_tokens(), normalizer=st.sampled_from(_NORMALIZERS), prefix_space=st.booleans(),
            seed=st.integers(0, 2**16))
     def check(tokens: list[AddedToken], normalizer: Any, prefix_space: bool, seed: int) -> None:
-        if normalizer is not None:  # tokens matched in normalized text are refused (tested below)
-            tokens = [AddedToken(token.content, special=token.special, normalized=False, lstrip=token.lstrip,
-                                 rstrip=token.rstrip, single_word=token.single_word) for token in tokens]
-            prefix_space = False
+        tokens = _distinct_spellings(tokens, normalizer)
         tokenizer = _with_tokens(trained, tokens, normalizer=normalizer, prefix_space=prefix_space)
+        respelled = [token for token in tokens if tokenizer.decode([tokenizer.token_to_id(token.content)],
+                                                                   skip_special_tokens=False) != token.content]
+        if respelled:  # decoded as normalized: refused by name, and the others compared
+            tokenizer.save(str(tmp_path / "tokenizer.json"))
+            with pytest.raises(TokenizerFileError, match=f"{re.escape(repr(respelled[0].content))} has normalized = "
+                                                         "true and the normalizer spells it"):
+                conversion.hf.load(tmp_path / "tokenizer.json")
+            tokens = [token for token in tokens if token not in respelled]
+            tokenizer = _with_tokens(trained, tokens, normalizer=normalizer, prefix_space=prefix_space)
         _compare(tokenizer, tmp_path / "tokenizer.json", _texts(random.Random(seed), 60))
 
     check()
@@ -184,10 +222,29 @@ def test_tokens_the_byte_level_decoder_decodes_as_other_bytes_are_refused(traine
         conversion.hf.load(tmp_path / "tokenizer.json")
 
 
-def test_normalized_tokens_with_a_normalizer_are_refused_by_name(trained: dict[str, Any], tmp_path: Path) -> None:
-    _with_tokens(trained, [AddedToken("[M]", special=False, normalized=True)],
-                 normalizer={"type": "NFKC"}).save(str(tmp_path / "tokenizer.json"))
-    with pytest.raises(TokenizerFileError, match="'\\[M\\]' has normalized = true and the file has a normalizer"):
+def test_normalized_tokens_are_looked_for_in_normalized_text(trained: dict[str, Any], tmp_path: Path) -> None:
+    """As `tokenizers` does: after the tokens with ``normalized=False``, in the normalized text (where
+    ``ﬁ<S`` reads ``fi<s``), each span the characters its normalized text stands for."""
+    tokens = [AddedToken("fi<s", special=False, normalized=True, lstrip=True), AddedToken("ab_c", normalized=True),
+              AddedToken("<s>x", special=True, normalized=False)]
+    normalizer = {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Lowercase"}]}
+    texts = ["FI<s", "a  ﬁ<S", "ab_c", "Ab_C", "ﬁ<s>x", "A\u0301B_C", "ＡB_C ﬁ<S"]
+    model = _compare(_with_tokens(trained, tokens, normalizer=normalizer, prefix_space=True),
+                     tmp_path / "tokenizer.json", texts)
+    fi, abc = (model.special_tokens[text] for text in ("fi<s", "ab_c"))
+    assert model.encode("FI<s", allowed_special="all") == [fi]
+    assert encode_with_spans(model, "a  ﬁ<S", allowed_special="all")[1][-1] == (1, 6)  # the spaces are the token's
+    assert model.encode("ＡB_C", allowed_special="all") == [abc]
+    assert fi not in model.encode("ﬁ<s>x", allowed_special="all")  # "<s>x" is cut out first
+    assert special_token_rules(model) == {"fi<s": {"lstrip", "normalized"}, "ab_c": {"normalized"}}
+
+
+def test_normalized_tokens_the_normalizer_respells_are_refused_by_name(trained: dict[str, Any],
+                                                                       tmp_path: Path) -> None:
+    """`tokenizers` matches them spelled as normalized and decodes them so, not as their text."""
+    _with_tokens(trained, [AddedToken("[M]", normalized=False), AddedToken("AB", normalized=True)],
+                 normalizer={"type": "Lowercase"}).save(str(tmp_path / "tokenizer.json"))
+    with pytest.raises(TokenizerFileError, match="'AB' has normalized = true and the normalizer spells it 'ab'"):
         conversion.hf.load(tmp_path / "tokenizer.json")
 
 

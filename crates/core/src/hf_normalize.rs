@@ -181,12 +181,25 @@ impl Normalizer {
         Ok((normalized, align.unwrap_or_default()))
     }
 
+    /// `text` normalized, where `align` holds for each byte of `text` the range of some original
+    /// text it stands for (a stretch of text normalized before): each byte of the result with the
+    /// range of that original it stands for, as `tokenizers` keeps alignments from step to step.
+    pub fn normalize_realigned(&self, text: &str, align: Vec<(usize, usize)>) -> Result<(String, Vec<(usize, usize)>), SplitError> {
+        debug_assert_eq!(text.len(), align.len());
+        let (normalized, align) = self.run_from(text, Some(align))?;
+        Ok((normalized, align.unwrap_or_default()))
+    }
+
     fn run(&self, text: &str, aligned: bool) -> Result<(String, Option<Vec<(usize, usize)>>), SplitError> {
         let align = aligned.then(|| {
             text.char_indices()
                 .flat_map(|(start, char)| std::iter::repeat_n((start, start + char.len_utf8()), char.len_utf8()))
                 .collect()
         });
+        self.run_from(text, align)
+    }
+
+    fn run_from(&self, text: &str, align: Option<Vec<(usize, usize)>>) -> Result<(String, Option<Vec<(usize, usize)>>), SplitError> {
         let mut state = Aligned { text: text.to_owned(), align };
         for ((step, regex), charsmap) in self.steps.iter().zip(&self.regexes).zip(&self.charsmaps) {
             match step {

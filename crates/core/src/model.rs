@@ -233,6 +233,10 @@ struct ByteLevel {
     empty_matches: bool,
     /// `tokenizers`' normalizer, run on each stretch of ordinary text before it is split.
     normalizer: Option<Normalizer>,
+    /// The normalizer cut where `tokenizers` looks for `normalized` added tokens, when it changes
+    /// text beyond `ByteLevel`'s prefix space (otherwise such tokens are looked for in the text as
+    /// given, between the others).
+    added_normalizer: Option<Box<AddedNormalizer>>,
     /// The single bytes the vocabulary lacks (merges-list models only: `tokenizers` drops such a
     /// byte from a piece before merging it), when one of them can occur in UTF-8 text.
     dropped_bytes: Option<Box<[bool; 256]>>,
@@ -244,6 +248,67 @@ struct ByteLevel {
     /// The rule of a model whose symbols carry word affixes, which then encodes every piece (the
     /// fields above but the splitter, the normalizer and the merge list are unused).
     affixed: Option<Box<Affixed>>,
+}
+
+/// Where [`Model::encode_normalizing_first`] puts the offsets of the tokens it emits.
+enum Offsets<'a> {
+    None,
+    /// Where each token starts (bytes).
+    Starts(&'a mut Vec<usize>),
+    /// Each token's span (bytes), as `tokenizers` gives it.
+    Spans(&'a mut Vec<(usize, usize)>),
+}
+
+impl Offsets<'_> {
+    fn wanted(&self) -> bool {
+        !matches!(self, Offsets::None)
+    }
+
+    /// Appends the token `id` spanning `start..end` (of a text of `length` bytes, for the memory check).
+    fn push(&mut self, out: &mut Vec<Rank>, id: Rank, start: usize, end: usize, length: usize) {
+        memory::reserve(out, 1, "the ids", length, "bytes of text");
+        out.push(id);
+        match self {
+            Offsets::None => {}
+            Offsets::Starts(starts) => {
+                memory::reserve(starts, 1, "the offsets", length, "bytes of text");
+                starts.push(start);
+            }
+            Offsets::Spans(spans) => {
+                memory::reserve(spans, 1, "the offsets", length, "bytes of text");
+                spans.push((start, end));
+            }
+        }
+    }
+}
+
+/// Each byte of `text` with the range of the character it belongs to.
+fn identity_alignments(text: &str) -> Vec<(usize, usize)> {
+    text.char_indices().flat_map(|(start, char)| std::iter::repeat_n((start, start + char.len_utf8()), char.len_utf8())).collect()
+}
+
+/// A normalizer cut where `tokenizers` looks for the added tokens with `normalized = true`: in the
+/// text of each stretch between the other added tokens as `before` (every step but a last
+/// [`NormalizeStep::PrefixSpace`]) leaves it; each stretch left between them then gets `after`
+/// (that prefix space: `ByteLevel`'s, a pre-tokenizer in `tokenizers`).
+#[derive(Clone, Debug)]
+struct AddedNormalizer {
+    before: Normalizer,
+    after: Option<Normalizer>,
+}
+
+impl AddedNormalizer {
+    /// The cut of `steps`; None when they change nothing but by `ByteLevel`'s prefix space.
+    fn of(steps: &[NormalizeStep]) -> Result<Option<Box<Self>>, SplitError> {
+        let (before, after) = match steps {
+            [before @ .., NormalizeStep::PrefixSpace] => (before, Some(Normalizer::new(vec![NormalizeStep::PrefixSpace])?)),
+            _ => (steps, None),
+        };
+        if before.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(Self { before: Normalizer::new(before.to_vec())?, after })))
+    }
 }
 
 /// The symbol a byte the vocabulary lacks starts as: no merge joins it, and encoding text drops it
@@ -532,6 +597,7 @@ impl Model {
             ignore_merges: true,
             empty_matches,
             normalizer: None,
+            added_normalizer: None,
             dropped_bytes: None,
             dropped_after_merging: false,
             any_missing: false,
@@ -628,6 +694,7 @@ impl Model {
             ignore_merges,
             empty_matches: false,
             normalizer: None,
+            added_normalizer: None,
             dropped_bytes,
             dropped_after_merging: false,
             any_missing: missing.contains(&true),
@@ -693,6 +760,7 @@ impl Model {
             ignore_merges,
             empty_matches: false,
             normalizer: None,
+            added_normalizer: None,
             dropped_bytes: None,
             dropped_after_merging: false,
             any_missing: false,
@@ -839,23 +907,41 @@ impl Model {
 
     /// A matcher for the named special tokens (names that are not special tokens are ignored).
     pub fn special_matcher<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> SpecialMatcher {
-        self.special_matcher_with_rules(names, |_| 0)
+        let wanted: FxHashSet<&str> = names.into_iter().collect();
+        SpecialMatcher::new(
+            self.specials.iter().filter(|(special, _)| wanted.contains(special.as_str())).map(|(special, id)| (special.as_str(), *id)),
+        )
     }
 
     /// Like [`Model::special_matcher`], each token with its added-token rules (see
-    /// [`crate::special::LSTRIP`] and the others).
+    /// [`crate::special::LSTRIP`] and the others, and [`Model::added_token_matcher`]).
     pub fn special_matcher_with_rules<'a>(
         &self,
         names: impl IntoIterator<Item = &'a str>,
         rules: impl Fn(&str) -> u8,
-    ) -> SpecialMatcher {
+    ) -> Result<SpecialMatcher, SplitError> {
         let wanted: FxHashSet<&str> = names.into_iter().collect();
-        SpecialMatcher::with_rules(
+        self.added_token_matcher(
             self.specials
                 .iter()
                 .filter(|(special, _)| wanted.contains(special.as_str()))
                 .map(|(special, id)| (special.as_str(), *id, rules(special))),
         )
+    }
+
+    /// A matcher for `(token, id, rules)` triples (any texts, not only the special tokens) as
+    /// `tokenizers` matches added tokens with these rules in this model's text: where the normalizer
+    /// changes text beyond `ByteLevel`'s prefix space, the tokens with [`crate::special::LATER`]
+    /// (`normalized = true`) are spelled as it normalizes them and looked for in the normalized text
+    /// ([`SpecialMatcher::with_rules_normalized`]); `Err` when normalizing one fails.
+    pub fn added_token_matcher<'a>(
+        &self,
+        tokens: impl IntoIterator<Item = (&'a str, Rank, u8)>,
+    ) -> Result<SpecialMatcher, SplitError> {
+        match self.byte_level().and_then(|byte_level| byte_level.added_normalizer.as_deref()) {
+            Some(added) => SpecialMatcher::with_rules_normalized(tokens, |token| added.before.normalize(token)),
+            None => Ok(SpecialMatcher::with_rules(tokens)),
+        }
     }
 
     /// Encodes text with no special-token handling: every character is ordinary text.
@@ -962,6 +1048,9 @@ impl Model {
         out: &mut Vec<Rank>,
         spans: &mut Vec<(usize, usize)>,
     ) -> Result<(), SplitError> {
+        if let Some(later) = allowed.later_in_normalized() {
+            return self.encode_normalizing_first(text, allowed, later, out, Offsets::Spans(spans));
+        }
         let mut done = 0;
         for special in allowed.find_all(text) {
             self.encode_ordinary_with_spans(&text[done..special.start.max(done)], done, out, spans)?;
@@ -972,6 +1061,120 @@ impl Model {
             done = special.end;
         }
         self.encode_ordinary_with_spans(&text[done..], done, out, spans)
+    }
+
+    /// Encodes `text` as `tokenizers` does with `normalized` added tokens under a normalizer that
+    /// changes text (`allowed` made by [`Model::added_token_matcher`]): the other tokens of
+    /// `allowed` are cut out of the text as given; each stretch between them is normalized (all
+    /// steps but `ByteLevel`'s prefix space), the `later` tokens (spelled as normalized) are cut out
+    /// of that; each stretch left gets the prefix space, is split and merged. Offsets point into
+    /// `text` through the normalizer's alignments, a token matched in normalized text spanning what
+    /// its normalized bytes stand for.
+    fn encode_normalizing_first(
+        &self,
+        text: &str,
+        allowed: &SpecialMatcher,
+        later: &SpecialMatcher,
+        out: &mut Vec<Rank>,
+        mut offsets: Offsets<'_>,
+    ) -> Result<(), SplitError> {
+        let Some(byte_level) = self.byte_level() else {
+            // (SentencePiece models get no such matcher; were one given, its later tokens are left out.)
+            return self.encode_with_offsets(text, &SpecialMatcher::new([]), out, None);
+        };
+        let mut done = 0;
+        for special in allowed.find_all(text) {
+            self.encode_stretch_normalizing_first(byte_level, &text[done..special.start.max(done)], done, later, out, &mut offsets)?;
+            offsets.push(out, special.id, special.start, special.end, text.len());
+            done = special.end;
+        }
+        self.encode_stretch_normalizing_first(byte_level, &text[done..], done, later, out, &mut offsets)
+    }
+
+    /// One stretch of [`Model::encode_normalizing_first`] between the tokens matched in the text as
+    /// given (`base`: where it starts in the whole text).
+    fn encode_stretch_normalizing_first(
+        &self,
+        byte_level: &ByteLevel,
+        stretch: &str,
+        base: usize,
+        later: &SpecialMatcher,
+        out: &mut Vec<Rank>,
+        offsets: &mut Offsets<'_>,
+    ) -> Result<(), SplitError> {
+        if stretch.is_empty() {
+            return Ok(());
+        }
+        ensure_working_room(stretch);
+        let (before, after) = match &byte_level.added_normalizer {
+            Some(added) => (Some(&added.before), added.after.as_ref()),
+            None => (None, byte_level.normalizer.as_ref()),
+        };
+        let (normalized, align) = match (before, offsets.wanted()) {
+            (Some(before), true) => {
+                let (normalized, align) = before.normalize_with_alignments(stretch)?;
+                (std::borrow::Cow::Owned(normalized), align)
+            }
+            (Some(before), false) => (std::borrow::Cow::Owned(before.normalize(stretch)?), Vec::new()),
+            (None, wanted) => (std::borrow::Cow::Borrowed(stretch), if wanted { identity_alignments(stretch) } else { Vec::new() }),
+        };
+        let mut done = 0;
+        for found in later.find_with_rules(&normalized, 0) {
+            let start = found.start.max(done);
+            self.encode_normalized_part(byte_level, &normalized[done..start], &align, done, base, after, out, offsets)?;
+            let (from, to) = if align.is_empty() { (0, 0) } else { (align[found.start].0, align[found.end - 1].1) };
+            offsets.push(out, found.id, base + from, base + to, base + stretch.len());
+            done = found.end;
+        }
+        self.encode_normalized_part(byte_level, &normalized[done..], &align, done, base, after, out, offsets)
+    }
+
+    /// Splits and merges `part`, normalized text starting at byte `at` of a normalized stretch whose
+    /// bytes stand for the ranges `align` holds (empty when no offsets are wanted) of the text that
+    /// starts at `base`, after `after` (`ByteLevel`'s prefix space).
+    #[allow(clippy::too_many_arguments)]
+    fn encode_normalized_part(
+        &self,
+        byte_level: &ByteLevel,
+        part: &str,
+        align: &[(usize, usize)],
+        at: usize,
+        base: usize,
+        after: Option<&Normalizer>,
+        out: &mut Vec<Rank>,
+        offsets: &mut Offsets<'_>,
+    ) -> Result<(), SplitError> {
+        if part.is_empty() {
+            return Ok(());
+        }
+        if !offsets.wanted() {
+            return match after {
+                Some(after) => self.encode_split(byte_level, &after.normalize(part)?, 0, out, None, None),
+                None => self.encode_split(byte_level, part, 0, out, None, None),
+            };
+        }
+        let own = align[at..at + part.len()].to_vec();
+        let (part, align) = match after {
+            Some(after) => {
+                let (spaced, align) = after.normalize_realigned(part, own)?;
+                (std::borrow::Cow::Owned(spaced), align)
+            }
+            None => (std::borrow::Cow::Borrowed(part), own),
+        };
+        let (mut starts, mut ends) = (Vec::new(), Vec::new());
+        let before = out.len();
+        self.encode_split(byte_level, &part, 0, out, Some(&mut starts), Some(&mut ends))?;
+        let ids: Vec<Rank> = out.drain(before..).collect();
+        let past = align.last().map_or(0, |&(_, end)| end);
+        for ((id, start), end) in ids.into_iter().zip(starts).zip(ends) {
+            let (from, to) = match align.get(start) {
+                Some(&(from, _)) if end > start => (from, align[end - 1].1),
+                Some(&(from, _)) => (from, from),
+                None => (past, past),
+            };
+            offsets.push(out, id, base + from, base + to, base + past);
+        }
+        Ok(())
     }
 
     /// Splits (normalized) text and merges its pieces; offsets as for
@@ -1190,9 +1393,10 @@ impl Model {
     /// Sets `tokenizers`' normalizer steps (none: no normalizer) of a byte-level model: each stretch
     /// of ordinary text is normalized before it is split; offsets stay in the original text.
     pub fn set_normalizer(&mut self, steps: Vec<NormalizeStep>) -> Result<(), BuildError> {
+        let added_normalizer = AddedNormalizer::of(&steps).map_err(BuildError::Pattern)?;
         let normalizer = if steps.is_empty() { None } else { Some(Normalizer::new(steps).map_err(BuildError::Pattern)?) };
         match &mut self.rule {
-            Rule::ByteLevel(byte_level) => byte_level.normalizer = normalizer,
+            Rule::ByteLevel(byte_level) => (byte_level.normalizer, byte_level.added_normalizer) = (normalizer, added_normalizer),
             Rule::SentencePiece(_) if normalizer.is_none() => {}
             Rule::SentencePiece(_) => {
                 return Err(BuildError::SentencePiece("a SentencePiece model has its own normalizer".into()))
@@ -1326,6 +1530,10 @@ impl Model {
         out: &mut Vec<Rank>,
         mut starts: Option<&mut Vec<usize>>,
     ) -> Result<(), SplitError> {
+        if let Some(later) = allowed.later_in_normalized() {
+            let offsets = starts.map_or(Offsets::None, Offsets::Starts);
+            return self.encode_normalizing_first(text, allowed, later, out, offsets);
+        }
         let mut done = 0;
         for special in allowed.find_all(text) {
             // A token stripping whitespace may reach past the next one's start (as in `tokenizers`,
@@ -1673,6 +1881,29 @@ mod tests {
             ranks.push((token.to_vec(), rank));
         }
         Model::from_ranks(ranks, GPT2, vec![("<|end|>".into(), 300)]).unwrap()
+    }
+
+    #[test]
+    fn normalized_added_tokens_are_looked_for_in_normalized_text() {
+        use crate::special::{LATER, LSTRIP};
+        // Lowercase, then ByteLevel's prefix space on each stretch the added tokens leave.
+        let mut model = small_model();
+        model.set_normalizer(vec![NormalizeStep::Lowercase, NormalizeStep::PrefixSpace]).unwrap();
+        let matcher = model.added_token_matcher([("HeLLo", 400, LATER | LSTRIP), ("<E>", 401, 0)]).unwrap();
+        assert!(matcher.later_in_normalized().is_some());
+        let text = "A  HELLO<E>hello";
+        let (mut ids, mut starts, mut spans) = (Vec::new(), Vec::new(), Vec::new());
+        model.encode_with_offsets(text, &matcher, &mut ids, Some(&mut starts)).unwrap();
+        // " a" before the token (its lstrip takes the spaces), "<E>" cut out of the raw text first.
+        assert_eq!(ids, [32, 97, 400, 401, 400]);
+        assert_eq!(starts, [0, 0, 1, 8, 11]);
+        let mut again = Vec::new();
+        model.encode_with_spans(text, &matcher, &mut again, &mut spans).unwrap();
+        assert_eq!(again, ids);
+        assert_eq!(spans, [(0, 1), (0, 1), (1, 8), (8, 11), (11, 16)]);
+        // Without a normalizer changing text the tokens are matched as written, between the others.
+        let plain = small_model().added_token_matcher([("HeLLo", 400, LATER), ("<E>", 401, 0)]).unwrap();
+        assert!(plain.later_in_normalized().is_none());
     }
 
     #[test]

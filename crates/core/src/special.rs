@@ -23,7 +23,8 @@ pub const RSTRIP: u8 = 2;
 /// word characters are those of the `regex` crate's Unicode `\w`).
 pub const SINGLE_WORD: u8 = 4;
 /// The token is looked for only in the text between the matches of the tokens without this rule
-/// (`tokenizers`' `normalized = true`, where no normalizer changes the text).
+/// (`tokenizers`' `normalized = true`; where a normalizer changes the text, in that text normalized:
+/// see [`SpecialMatcher::with_rules_normalized`]).
 pub const LATER: u8 = 8;
 
 /// One character of the `regex` crate's Unicode `\w` (what `tokenizers` tests for single words).
@@ -52,8 +53,13 @@ pub struct SpecialMatcher {
     /// Each token's rules ([`LSTRIP`], [`RSTRIP`], [`SINGLE_WORD`]); empty when none has any.
     rules: Vec<u8>,
     /// The tokens with the [`LATER`] rule, looked for between this matcher's matches (only when
-    /// some token lacks it: otherwise they are this matcher's own tokens).
+    /// some token lacks it, or when they are looked for in normalized text: otherwise they are this
+    /// matcher's own tokens).
     later: Option<Box<SpecialMatcher>>,
+    /// Whether the [`LATER`] tokens are spelled as normalized and looked for in the normalized text
+    /// of each stretch between this matcher's matches, which the model finds
+    /// ([`SpecialMatcher::later_in_normalized`]).
+    in_normalized: bool,
     /// The length in bytes of the longest token.
     longest: usize,
 }
@@ -87,6 +93,42 @@ impl SpecialMatcher {
         matcher.longest = matcher.longest.max(later.longest);
         matcher.later = Some(Box::new(later));
         matcher
+    }
+
+    /// Builds a matcher for `(token, id, rules)` triples whose [`LATER`] tokens are looked for as
+    /// `tokenizers` looks for `normalized` added tokens under a normalizer that changes text: spelled
+    /// as `normalize` writes them, in the normalized text of each stretch between the other tokens'
+    /// matches. [`SpecialMatcher::find_all`] then finds only the other tokens; the model normalizes
+    /// each stretch and finds the rest with [`SpecialMatcher::later_in_normalized`]. A token whose
+    /// normalized spelling is empty is ignored (as `tokenizers` never matches it).
+    pub fn with_rules_normalized<'a, E>(
+        tokens: impl IntoIterator<Item = (&'a str, Rank, u8)>,
+        mut normalize: impl FnMut(&str) -> Result<String, E>,
+    ) -> Result<Self, E> {
+        let tokens: Vec<(&str, Rank, u8)> = tokens.into_iter().filter(|(token, _, _)| !token.is_empty()).collect();
+        if tokens.iter().all(|(_, _, rules)| rules & LATER == 0) {
+            return Ok(Self::with_rules(tokens));
+        }
+        let normalized = tokens
+            .iter()
+            .filter(|(_, _, rules)| rules & LATER != 0)
+            .map(|&(token, id, rules)| Ok((normalize(token)?, id, rules & !LATER)))
+            .collect::<Result<Vec<_>, E>>()?;
+        let later = Self::one_phase(
+            normalized.iter().filter(|(token, _, _)| !token.is_empty()).map(|(token, id, rules)| (token.as_str(), *id, *rules)),
+        );
+        let mut matcher = Self::one_phase(tokens.iter().filter(|(_, _, rules)| rules & LATER == 0).copied());
+        matcher.longest = matcher.longest.max(later.longest);
+        matcher.later = Some(Box::new(later));
+        matcher.in_normalized = true;
+        Ok(matcher)
+    }
+
+    /// The tokens to look for in the normalized text of each stretch between the matches of
+    /// [`SpecialMatcher::find_all`], spelled as normalized, when this matcher has such tokens (see
+    /// [`SpecialMatcher::with_rules_normalized`]).
+    pub fn later_in_normalized(&self) -> Option<&SpecialMatcher> {
+        self.later.as_deref().filter(|_| self.in_normalized)
     }
 
     fn one_phase<'a>(tokens: impl IntoIterator<Item = (&'a str, Rank, u8)>) -> Self {
@@ -124,12 +166,13 @@ impl SpecialMatcher {
             tokens,
             rules,
             later: None,
+            in_normalized: false,
             longest,
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.automaton.is_none()
+        self.automaton.is_none() && self.later.is_none()
     }
 
     /// Whether some token has a rule (then a match depends on text beyond the token itself, and
@@ -159,7 +202,8 @@ impl SpecialMatcher {
 
     /// Every special token in `text`, non-overlapping, left to right. With rules, as `tokenizers`
     /// finds added tokens: a match spans the whitespace its token strips, and tokens with
-    /// [`LATER`] are looked for in the text between the others' matches.
+    /// [`LATER`] are looked for in the text between the others' matches (unless they are looked for
+    /// in normalized text: [`SpecialMatcher::later_in_normalized`]).
     pub fn find_all<'s, 't>(&'s self, text: &'t str) -> Box<dyn Iterator<Item = SpecialMatch> + 's>
     where
         't: 's,
@@ -174,7 +218,7 @@ impl SpecialMatcher {
             }));
         }
         let first = self.find_with_rules(text, 0);
-        let Some(later) = self.later.as_deref() else {
+        let Some(later) = self.later.as_deref().filter(|_| !self.in_normalized) else {
             return Box::new(first.into_iter());
         };
         let mut all = Vec::with_capacity(first.len());
@@ -191,7 +235,7 @@ impl SpecialMatcher {
     /// The matches in `text` (offsets plus `base`) with this matcher's rules applied, as
     /// `tokenizers`' `AddedVocabulary::find_matches`: a single-word token between word characters is
     /// skipped, stripping takes in whitespace (lstrip no further back than the previous match).
-    fn find_with_rules(&self, text: &str, base: usize) -> Vec<SpecialMatch> {
+    pub(crate) fn find_with_rules(&self, text: &str, base: usize) -> Vec<SpecialMatch> {
         let Some(automaton) = &self.automaton else { return Vec::new() };
         let mut found = Vec::new();
         let mut done = 0;

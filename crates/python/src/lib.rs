@@ -892,9 +892,10 @@ impl CoreBPE {
         guarded(py, || {
             let rules: std::collections::HashMap<String, u8> = rules.into_iter().collect();
             Ok(SpecialPolicy {
-                allowed: self.model.special_matcher_with_rules(allowed.iter().map(String::as_str), |token| {
-                    rules.get(token).copied().unwrap_or(0)
-                }),
+                allowed: self
+                    .model
+                    .special_matcher_with_rules(allowed.iter().map(String::as_str), |token| rules.get(token).copied().unwrap_or(0))
+                    .map_err(split_error)?,
                 // Like tiktoken, any text may be disallowed, not only special tokens.
                 disallowed: SpecialMatcher::new(disallowed.iter().map(|text| (text.as_str(), 0))),
             })
@@ -919,9 +920,10 @@ impl CoreBPE {
             }
             let rule = |index: usize| rules.as_ref().map_or(0, |rules| rules[index]);
             Ok(SpecialPolicy {
-                allowed: SpecialMatcher::with_rules(
-                    tokens.iter().enumerate().map(|(index, (text, id))| (text.as_str(), *id, rule(index))),
-                ),
+                allowed: self
+                    .model
+                    .added_token_matcher(tokens.iter().enumerate().map(|(index, (text, id))| (text.as_str(), *id, rule(index))))
+                    .map_err(split_error)?,
                 disallowed: SpecialMatcher::new(disallowed.iter().map(|text| (text.as_str(), 0))),
             })
         })
