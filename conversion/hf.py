@@ -44,7 +44,12 @@ from typing import Any, NamedTuple
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
 
 from conversion import _hf_affixes, _hf_sentencepiece, _hf_sentencepiece_read
-from conversion._hf_normalizers import normalizer_difference, normalizer_steps, their_normalizer, written_normalizer
+from conversion._hf_normalizers import (
+    normalizer_difference,
+    normalizer_steps,
+    their_normalizer,
+    written_normalizer,
+)
 from conversion._hf_pretokenizers import (  # noqa: F401 - the constants were defined here; still importable
     BYTE_LEVEL_REGEX,
     PROBE_SECONDS,

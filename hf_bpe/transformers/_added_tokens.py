@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from transformers.tokenization_utils_base import AddedToken
 
 from hf_bpe._added_tokens import AddedTokensEncoder, added_tokens_encoder
+from hf_bpe._byte_level import try_str_to_token
 from hf_bpe.model import BPE
 from hf_bpe.patterns import normalizers_of
 from hf_bpe.sentencepiece_bpe import CONTROL, UNKNOWN, USER_DEFINED
@@ -61,7 +62,9 @@ class AddedTokens:
         }
         """The added tokens that decode to their text rather than as the model's: those beyond its
         tokens; for a SentencePiece model, every token not spelled as the piece of its id, as its
-        ``tokenizer.json`` spells it (a token with ``normalized=True``: normalized)."""
+        ``tokenizer.json`` spells it (a token with ``normalized=True``: normalized); for a byte-level
+        model whose normalizer changes text, also each token with ``normalized=True`` it respells, as
+        `tokenizers` decodes that spelling."""
         spec = model.sentencepiece
         if spec is not None:
             own = {index for index, piece in enumerate(spec.pieces) if piece.type in (CONTROL, UNKNOWN, USER_DEFINED)}
@@ -71,6 +74,14 @@ class AddedTokens:
                 for token_id, token in decoder.items()
                 if not (token_id in own and spec.pieces[token_id].text == token.content)
             }
+        if _normalizes(model):
+            # tokenizers decodes a normalized token as its normalizer spells it (through the ByteLevel
+            # decoder), and then no longer knows it for special when skipping special tokens.
+            respelled = {token_id: spelling for token_id, token in decoder.items() if token.normalized
+                         and (spelling := model._core.normalize_added_token(token.content)) != token.content}
+            self.outside_model = {**self.outside_model, **{
+                token_id: try_str_to_token(spelling) or spelling.encode() for token_id, spelling in respelled.items()}}
+            self.special_ids = self.special_ids - respelled.keys()
         self.first_phase: re.Pattern[str] | None = None
         self._model = model
         self._relabeled: list[tuple[AddedTokensEncoder, dict[int, tuple[int, AddedToken]]] | None] = [None, None]

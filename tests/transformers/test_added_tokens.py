@@ -28,7 +28,16 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from suite import FULL_SIZE, scaled
 from textgen import WHITESPACE, fragment
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import (
+    AddedToken,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
 
 import conversion.hf
 from hf_bpe import BPE
@@ -56,10 +65,13 @@ def trained() -> str:
     return tokenizer.to_str()
 
 
-def roberta_like(trained: str, folder: Path, *, prefix_space: bool, mask: AddedToken | None = None) -> Path:
+def roberta_like(trained: str, folder: Path, *, prefix_space: bool, mask: AddedToken | None = None,
+                 normalizer: normalizers.Normalizer | None = None) -> Path:
     """A RoBERTa-like ``tokenizer.json`` in ``folder``: ``<mask>`` (``lstrip`` unless given) and
-    ``RobertaProcessing``; its path."""
+    ``RobertaProcessing``, and ``normalizer`` if given; its path."""
     tokenizer = Tokenizer.from_str(trained)
+    if normalizer is not None:
+        tokenizer.normalizer = normalizer
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=prefix_space)
     tokenizer.add_special_tokens([mask or AddedToken("<mask>", special=True, lstrip=True, normalized=False)])
     tokenizer.post_processor = processors.RobertaProcessing(
@@ -149,16 +161,26 @@ def _flags(draw: Any) -> list[AddedToken]:
             for content in [*SPECIALS, "<mask>"]]
 
 
+NORMALIZERS = {
+    "none": lambda: None, "NFKC": normalizers.NFKC, "Lowercase": normalizers.Lowercase,
+    "NFC, Replace": lambda: normalizers.Sequence([normalizers.NFC(), normalizers.Replace(" ", "_")]),
+    "NFD, Strip, Lowercase": lambda: normalizers.Sequence([normalizers.NFD(), normalizers.Strip(), normalizers.Lowercase()]),
+}
+"""Normalizers, by name, that rewrite the text `tokenizers` looks for ``normalized`` tokens in."""
+
+
 @pytest.mark.parametrize("size", [pytest.param(scaled(8, 4), id="ci"),
                                   pytest.param(scaled(300, 20), id="full", marks=FULL_SIZE)])
 def test_generated_flag_combinations_encode_as_tokenizers_backend(trained: str, size: int, tmp_path: Path) -> None:
     @settings(max_examples=size, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
-    @given(tokens=_flags(), prefix_space=st.booleans(), seed=st.integers(0, 2**16))
-    def check(tokens: list[AddedToken], prefix_space: bool, seed: int) -> None:
+    @given(tokens=_flags(), prefix_space=st.booleans(), normalizer=st.sampled_from(sorted(NORMALIZERS)),
+           seed=st.integers(0, 2**16))
+    def check(tokens: list[AddedToken], prefix_space: bool, normalizer: str, seed: int) -> None:
         document = json.loads(trained)
         document["added_tokens"] = []  # the trainer's four, added again below with the generated flags
         tokenizer = Tokenizer.from_str(json.dumps(document))
+        tokenizer.normalizer = NORMALIZERS[normalizer]()
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=prefix_space)
         for token in tokens:
             (tokenizer.add_special_tokens if token.special else tokenizer.add_tokens)([token])
@@ -168,7 +190,7 @@ def test_generated_flag_combinations_encode_as_tokenizers_backend(trained: str, 
         backend = transformers.TokenizersBackend(tokenizer_file=str(tmp_path / "tokenizer.json"))
         ours = BPETokenizer.from_model(conversion.hf.load(tmp_path / "tokenizer.json"),
                                        **conversion.hf.special_token_settings(tmp_path / "tokenizer.json"))
-        texts = texts_around(random.Random(seed), [*SPECIALS, "<mask>"], 25)
+        texts = texts_around(random.Random(seed), [*SPECIALS, "<mask>", "<MASK>", "<Ｓ>"], 25)
         for text in texts:
             got, expected = ours(text, **OPTIONS), backend(text, **OPTIONS)
             assert got["input_ids"] == expected["input_ids"], (text, tokens)
@@ -251,6 +273,11 @@ LATER = [AddedToken("<new>"), AddedToken("<x>", lstrip=True), AddedToken("<y>", 
          AddedToken("<new>a", normalized=True)]
 """Tokens added after loading, beside the model's own with rules: every flag, overlapping one another."""
 
+RESPELLED = [AddedToken("<Up>", special=True, normalized=True), AddedToken("ﬁ<", lstrip=True, normalized=True),
+             AddedToken("<NEW>A", rstrip=True, normalized=False)]
+"""Tokens that a normalizer (NFKC, Lowercase) respells, added later too: `tokenizers` looks for the
+normalized ones as normalized (``<up>``, ``fi<``: overlapping ``<new>a``, ``x<``), and decodes them so."""
+
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(40, 20), id="ci"),
                                   pytest.param(scaled(1000, 100), id="full", marks=FULL_SIZE)])
@@ -258,21 +285,25 @@ def test_tokens_added_later_with_rules_encode_as_tokenizers_backend_on_the_saved
     trained: str, size: int, tmp_path: Path
 ) -> None:
     """Tokens added with ``lstrip``, ``rstrip``, ``single_word`` and ``normalized`` to a model whose own
-    special token has rules (RoBERTa's ``<mask>``), and to one without special tokens, are matched as
-    `tokenizers` matches them: ``TokenizersBackend`` on the saved folder, in this process and in one
+    special token has rules (RoBERTa's ``<mask>``), to one without special tokens, and to one whose
+    normalizer rewrites text (NFKC, Lowercase; tokens it respells too) are matched as `tokenizers`
+    matches them: ``TokenizersBackend`` on the saved folder, in this process and in one
     without hf_bpe, gives the same ids, masks, offsets and decoded texts."""
     roberta = ours_of(roberta_like(trained, tmp_path / "source", prefix_space=True))
     plain = BPETokenizer.from_model(BPE({bytes([b]): b for b in range(256)} | {b"<n": 256}, "gpt2"), pad_token="<pad>")
+    normalizing = ours_of(roberta_like(trained, tmp_path / "normalizing", prefix_space=True,
+                                       normalizer=normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])))
     cases = []
-    for name, ours in (("roberta", roberta), ("plain", plain)):
-        ours.add_tokens(LATER)
+    for name, ours in (("roberta", roberta), ("plain", plain), ("normalizing", normalizing)):
+        ours.add_tokens(LATER + RESPELLED if name == "normalizing" else LATER)
         folder = tmp_path / name
         ours.save_pretrained(folder)
         saved = {entry["content"]: entry for entry in
                  json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]}
         assert saved["<z>"]["lstrip"] and saved["<z>"]["rstrip"] and saved["<y>"]["single_word"]
         backend = transformers.TokenizersBackend.from_pretrained(str(folder))
-        texts = texts_around(random.Random(size), [token.content for token in LATER] + ["<mask>", "<s>"], size)
+        texts = texts_around(random.Random(size), [token.content for token in LATER + RESPELLED]
+                             + ["<mask>", "<s>", "<UP>", "FI<", "<NEW>a", "<Ｎew>A"], size)
         assert_same(ours, backend, texts, name)
         assert ours.encode_arrow(pa.array(texts)).to_pylist() == backend(texts)["input_ids"]
         assert [ours.convert_tokens_to_ids(ours.tokenize(text)) for text in texts] == \

@@ -1419,6 +1419,16 @@ impl Model {
         }
     }
 
+    /// `text` as `tokenizers` spells an added token with `normalized = true` (and matches it, see
+    /// [`Model::added_token_matcher`]): normalized, where the normalizer changes text beyond
+    /// `ByteLevel`'s prefix space (which it leaves out); else unchanged.
+    pub fn normalize_added_token<'t>(&self, text: &'t str) -> Result<std::borrow::Cow<'t, str>, SplitError> {
+        match self.byte_level().and_then(|byte_level| byte_level.added_normalizer.as_deref()) {
+            Some(added) => Ok(std::borrow::Cow::Owned(added.before.normalize(text)?)),
+            None => Ok(std::borrow::Cow::Borrowed(text)),
+        }
+    }
+
     /// The first byte of `bytes` the vocabulary lacks (merges-list models whose vocabulary lacks
     /// some single bytes): raw bytes holding it cannot be encoded.
     pub fn missing_byte_in(&self, bytes: &[u8]) -> Option<u8> {

@@ -1279,6 +1279,15 @@ impl CoreBPE {
         })
     }
 
+    /// `text` as `tokenizers` spells an added token with `normalized = true` for this model (see
+    /// `Model::normalize_added_token`).
+    fn normalize_added_token(&self, py: Python<'_>, text: &Bound<'_, PyAny>) -> PyResult<String> {
+        guarded(py, || {
+            let text = text_of(text, "text")?;
+            Ok(self.model.normalize_added_token(&text).map_err(split_error)?.into_owned())
+        })
+    }
+
     /// The single bytes the vocabulary lacks (merges-list models from `tokenizer.json` and GGUF files).
     #[getter]
     fn missing_bytes(&self) -> Vec<u8> {
