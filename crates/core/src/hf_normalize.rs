@@ -76,6 +76,10 @@ pub struct Normalizer {
     charsmaps: Vec<Option<Arc<CharsMap>>>,
 }
 
+/// Normalized text, and with offsets wanted, for each of its bytes the range of the original it
+/// stands for.
+type Normalized = (String, Option<Vec<(usize, usize)>>);
+
 /// Text being normalized: the text, and (when offsets are wanted) for each of its bytes the start
 /// and end of the original bytes it stands for.
 struct Aligned {
@@ -190,7 +194,7 @@ impl Normalizer {
         Ok((normalized, align.unwrap_or_default()))
     }
 
-    fn run(&self, text: &str, aligned: bool) -> Result<(String, Option<Vec<(usize, usize)>>), SplitError> {
+    fn run(&self, text: &str, aligned: bool) -> Result<Normalized, SplitError> {
         let align = aligned.then(|| {
             text.char_indices()
                 .flat_map(|(start, char)| std::iter::repeat_n((start, start + char.len_utf8()), char.len_utf8()))
@@ -199,7 +203,7 @@ impl Normalizer {
         self.run_from(text, align)
     }
 
-    fn run_from(&self, text: &str, align: Option<Vec<(usize, usize)>>) -> Result<(String, Option<Vec<(usize, usize)>>), SplitError> {
+    fn run_from(&self, text: &str, align: Option<Vec<(usize, usize)>>) -> Result<Normalized, SplitError> {
         let mut state = Aligned { text: text.to_owned(), align };
         for ((step, regex), charsmap) in self.steps.iter().zip(&self.regexes).zip(&self.charsmaps) {
             match step {
