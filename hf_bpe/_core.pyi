@@ -72,6 +72,7 @@ class CoreBPE:
         unknown: int | None,
         fuse_unknown: bool,
         whole: dict[bytes, int] | None,
+        byte_fallback: list[list[list[int]]] | None,
         split: _ModelSplitArgument,
         special_tokens: dict[str, int],
     ) -> CoreBPE: ...
@@ -158,7 +159,7 @@ class CoreBPE:
     @property
     def affixed(
         self,
-    ) -> tuple[list[list[int | None]], list[tuple[int, int]], int | None, bool, bool] | None: ...
+    ) -> tuple[list[list[int | None]], list[tuple[int, int]], int | None, bool, bool, list[list[list[int]]] | None] | None: ...
     def normalize(self, text: str) -> str: ...
     def pieces(self, text: str) -> list[str] | None: ...
     @property
