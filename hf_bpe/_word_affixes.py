@@ -27,7 +27,7 @@ from hf_bpe.errors import InvalidVocabularyError
 if TYPE_CHECKING:
     from hf_bpe.model import BPE
 
-__all__ = ["WordAffixes", "from_affixed_merges", "places_past_pieces", "word_affixes"]
+__all__ = ["WordAffixes", "from_affixed_merges", "word_affixes"]
 
 
 @dataclass(frozen=True)
@@ -65,15 +65,6 @@ class WordAffixes:
 def word_affixes(model: object) -> WordAffixes | None:
     """The word affixes of a model, or ``None`` for a model without them."""
     return getattr(model, "_word_affixes", None)
-
-
-def places_past_pieces(model: object) -> bool:
-    """Whether ``model`` may place tokens past the end of their piece's byte-level spelling, where
-    `tokenizers` reports their positions as they are (offsets into the whole text): a model whose byte
-    fallback spells an affix."""
-    affixes = word_affixes(model)
-    return affixes is not None and affixes.byte_fallback and bool(
-        affixes.continuing_subword_prefix or affixes.end_of_word_suffix)
 
 
 def _affix_bytes(value: str | None, name: str) -> bytes:

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from transformers.tokenization_utils_base import AddedToken
 
 from hf_bpe._added_tokens import AddedTokensEncoder, added_tokens_encoder
-from hf_bpe._word_affixes import places_past_pieces
 from hf_bpe.model import BPE
 from hf_bpe.patterns import normalizers_of
 from hf_bpe.sentencepiece_bpe import CONTROL, UNKNOWN, USER_DEFINED
@@ -175,21 +174,15 @@ class AddedTokens:
         """Ids and the characters each covers (see :func:`~hf_bpe.model.encode_with_spans`): raw tokens
         first, then normalized ones in the gaps."""
         assert self.first_phase is not None
-        if places_past_pieces(self._model):
-            raise NotImplementedError(
-                f"offsets are not available for {self._model!r} with added tokens both raw and normalized that "
-                "overlap: its byte fallback spells affixes past their piece, where tokenizers reads its positions "
-                "as offsets into the whole text, which the text between the raw tokens does not give"
-            )
         ids: list[int] = []
         spans: list[tuple[int, int]] = []
         done = 0
         for match in [*self.first_phase.finditer(text), None]:
             end = len(text) if match is None else match.start()
             if end > done:
-                gap_ids, gap_spans = self._second_encoder.encode_with_spans(text[done:end])
+                gap_ids, gap_spans = self._second_encoder.encode_with_spans(text, (done, end))
                 ids += gap_ids
-                spans += [(done + start, done + stop) for start, stop in gap_spans]
+                spans += gap_spans
             if match is not None:
                 ids.append(self._raw_ids[match.group()])
                 spans.append(match.span())

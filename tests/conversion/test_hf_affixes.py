@@ -122,6 +122,32 @@ def test_trained_affixed_vocabularies_encode_and_decode_as_tokenizers(prefix: st
         assert_offsets_in_transformers(document, folder, texts[-size // 2:])
 
 
+def test_offsets_between_added_tokens_matched_first_are_tokenizers_backend(tmp_path: Path) -> None:
+    """Added tokens raw and normalized that overlap, which ``BPETokenizer`` matches in two phases (the
+    model encodes the text between raw tokens): a model whose byte fallback spells affixes past their
+    piece, where `tokenizers` reads the positions in the whole text, gives ``TokenizersBackend``'s ids
+    and offsets on the saved folder."""
+    import transformers
+    from tokenizers import AddedToken
+
+    from hf_bpe.transformers import BPETokenizer
+
+    document = _trained("##", "</w>", 1, unk=True, byte_fallback=True, clip_steps=True)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    ours = BPETokenizer.from_model(conversion.hf.load(path), **conversion.hf.special_token_settings(path))
+    ours.add_tokens([AddedToken("<r>", normalized=False), AddedToken("Q<r", normalized=True)])
+    assert ours._added_tokens().in_python(split_special_tokens=False)  # the two phases
+    ours.save_pretrained(tmp_path / "saved")
+    backend = transformers.TokenizersBackend.from_pretrained(str(tmp_path / "saved"))
+    rng = random.Random(7)
+    texts = [rng.choice(["<r>", "q<r>", "Q<r", " <r> "]).join(_texts(rng, 4)[::-1]) for _ in range(scaled(60, 20))]
+    for text in texts:
+        got, expected = (each(text, return_offsets_mapping=True) for each in (ours, backend))
+        assert got["input_ids"] == expected["input_ids"], text
+        assert list(map(tuple, got["offset_mapping"])) == list(map(tuple, expected["offset_mapping"])), text
+
+
 @pytest.mark.parametrize("byte_fallback", [False, True])
 def test_affixed_models_write_back_to_tokenizer_json_and_the_model_file(byte_fallback: bool, tmp_path: Path) -> None:
     document = _trained("##", "</w>", 3, unk=True, fuse=True, ignore_merges=True, byte_fallback=byte_fallback,

@@ -978,16 +978,32 @@ impl Model {
         out: &mut Vec<Rank>,
         spans: &mut Vec<(usize, usize)>,
     ) -> Result<(), SplitError> {
+        self.encode_with_spans_within(text, 0..text.len(), allowed, out, spans)
+    }
+
+    /// [`Model::encode_with_spans`] of `text[within]` with spans in bytes of all of `text`, as
+    /// `tokenizers` gives them when it encodes the text between tokens it cut out first (positions
+    /// past a piece stay as they are, see [`PieceSpan::Raw`]). Panics unless `within` is a range of
+    /// `text` on character boundaries.
+    pub fn encode_with_spans_within(
+        &self,
+        text: &str,
+        within: std::ops::Range<usize>,
+        allowed: &SpecialMatcher,
+        out: &mut Vec<Rank>,
+        spans: &mut Vec<(usize, usize)>,
+    ) -> Result<(), SplitError> {
+        let (base, text) = (within.start, &text[within]);
         let mut done = 0;
         for special in allowed.find_all(text) {
-            self.encode_ordinary_with_spans(&text[done..special.start.max(done)], done, out, spans)?;
+            self.encode_ordinary_with_spans(&text[done..special.start.max(done)], base + done, out, spans)?;
             memory::reserve(out, 1, "the ids", text.len(), "bytes of text");
             memory::reserve(spans, 1, "the offsets", text.len(), "bytes of text");
             out.push(special.id);
-            spans.push((special.start, special.end));
+            spans.push((base + special.start, base + special.end));
             done = special.end;
         }
-        self.encode_ordinary_with_spans(&text[done..], done, out, spans)
+        self.encode_ordinary_with_spans(&text[done..], base + done, out, spans)
     }
 
     /// Splits (normalized) text and merges its pieces; offsets as for

@@ -983,21 +983,35 @@ impl CoreBPE {
     }
 
     /// Ids and the characters each token covers, `(start, end)`, as `tokenizers` reports an
-    /// encoding's offsets (see `Model::encode_with_spans`).
+    /// encoding's offsets (see `Model::encode_with_spans`); with `within`, a range of characters,
+    /// of that part of `text` only, the spans in all of it (`Model::encode_with_spans_within`).
+    #[pyo3(signature = (text, policy, within=None))]
     fn encode_with_spans<'py>(
         &self,
         py: Python<'py>,
         text: &Bound<'py, PyAny>,
         policy: &SpecialPolicy,
+        within: Option<(usize, usize)>,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
         guarded(py, || {
             let text = text_of(text, "encode")?;
+            let within = match within {
+                None => 0..text.len(),
+                Some((start, end)) => char_range_bytes(&text, start, end).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "within = ({start}, {end}) is not a range of the text's {} characters",
+                        text.chars().count()
+                    ))
+                })?,
+            };
             let work = || -> Result<(Vec<Rank>, Vec<(usize, usize)>), EncodeFailure> {
-                if let Some((token, _)) = policy.disallowed.find(&text) {
+                if let Some((token, _)) = policy.disallowed.find(&text[within.clone()]) {
                     return Err(EncodeFailure::Disallowed(token.to_owned()));
                 }
                 let (mut ids, mut spans) = (Vec::new(), Vec::new());
-                self.model.encode_with_spans(&text, &policy.allowed, &mut ids, &mut spans).map_err(EncodeFailure::Split)?;
+                self.model
+                    .encode_with_spans_within(&text, within.clone(), &policy.allowed, &mut ids, &mut spans)
+                    .map_err(EncodeFailure::Split)?;
                 Ok((ids, byte_to_char_spans(&text, spans)))
             };
             let (ids, spans) = self.run(py, text.len(), work).map_err(|f| f.into_py(py))?;
@@ -1604,6 +1618,18 @@ impl IdStream {
             bytes_of(py, &out)
         })
     }
+}
+
+/// The bytes of the characters `start..end` of `text`, or None when they are not a range of its
+/// characters.
+fn char_range_bytes(text: &str, start: usize, end: usize) -> Option<std::ops::Range<usize>> {
+    if start > end {
+        return None;
+    }
+    let mut boundaries = text.char_indices().map(|(at, _)| at).chain(std::iter::once(text.len()));
+    let from = boundaries.nth(start)?;
+    let to = if end == start { from } else { boundaries.nth(end - start - 1)? };
+    Some(from..to)
 }
 
 /// What [`CoreBPE::affixed`] gives: symbols, merges, unknown, fuse_unknown, ignore_merges,
