@@ -2,11 +2,13 @@
 ``end_of_word_suffix`` (CLIP's ``</w>``; what ``BpeTrainer`` writes with either), read and written
 as models whose symbols carry word affixes (:mod:`hf_bpe._word_affixes`).
 
-Read with them: ``unk_token`` (the id symbols the vocabulary lacks become; without it they are left
-out, as `tokenizers` leaves them), ``fuse_unk`` and ``ignore_merges``. Refused by name: affixes
-with characters outside the byte-level alphabet, an ``unk_token`` the vocabulary lacks, and a merge
-whose token `tokenizers` cannot form (it refuses such files too). ``byte_fallback`` files are read
-as SentencePiece-style files, which refuse the affixes.
+Read with them: ``byte_fallback`` (a symbol the vocabulary lacks becomes the ``<0xXX>`` tokens of its
+UTF-8 bytes, affixes included, when the vocabulary has them all), ``unk_token`` (the id other such
+symbols become; without it they are left out, as `tokenizers` leaves them), ``fuse_unk`` and
+``ignore_merges``. Refused by name: affixes with characters outside the byte-level alphabet, an
+``unk_token`` the vocabulary lacks, and a merge whose token `tokenizers` cannot form (it refuses such
+files too). ``byte_fallback`` files without a ``ByteLevel`` step are read as SentencePiece-style
+files, which refuse the affixes.
 """
 
 from __future__ import annotations
@@ -45,11 +47,12 @@ def word_affixes_of(model: dict[str, Any], refuse: Any) -> WordAffixes | None:
         if model.get(key) and try_str_to_token(model[key]) is None:
             raise refuse(f"model.{key} = {model[key]!r} has characters outside the byte-level alphabet, which "
                          "hf_bpe does not read (its tokens then decode as UTF-8 text, not byte symbols)")
-    fuse = model.get("fuse_unk", False)
-    if not isinstance(fuse, bool):
-        raise refuse(f"model.fuse_unk is {fuse!r:.40}; expected true or false")
+    flags = {key: model.get(key, False) for key in ("fuse_unk", "byte_fallback")}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise refuse(f"model.{key} is {value!r:.40}; expected true or false")
     return WordAffixes(model.get("continuing_subword_prefix"), model.get("end_of_word_suffix"), model.get("unk_token"),
-                       fuse)
+                       flags["fuse_unk"], flags["byte_fallback"])
 
 
 def _pair(merge: Any) -> list[Any] | None:
@@ -112,8 +115,8 @@ def built(model: dict[str, Any], pattern: Any, specials: dict[str, int], affixes
 
 def reduced(model: dict[str, Any], added_ids: dict[str, int], merges: int) -> dict[str, Any]:
     """``model`` cut to its first ``merges`` merges, the tokens they use and form, every symbol of one
-    character (with its affixes), the unknown token and the added tokens' entries (as
-    ``conversion.hf._reduced`` cuts models without affixes)."""
+    character (with its affixes), the byte fallback tokens (``<0xXX>``), the unknown token and the added
+    tokens' entries (as ``conversion.hf._reduced`` cuts models without affixes)."""
     vocab, listed = model["vocab"], model.get("merges") or []
     prefix, suffix = model.get("continuing_subword_prefix") or "", model.get("end_of_word_suffix") or ""
 
@@ -121,7 +124,8 @@ def reduced(model: dict[str, Any], added_ids: dict[str, int], merges: int) -> di
         spelled = spelled[len(prefix):] if prefix and spelled.startswith(prefix) else spelled
         return spelled[:-len(suffix)] if suffix and spelled.endswith(suffix) else spelled
 
-    kept = {spelled: token_id for spelled, token_id in vocab.items() if len(bare(spelled)) == 1}
+    byte_tokens = {f"<0x{byte:02X}>" for byte in range(256)} if model.get("byte_fallback") else set()
+    kept = {spelled: token_id for spelled, token_id in vocab.items() if len(bare(spelled)) == 1 or spelled in byte_tokens}
     kept.update(added_ids)
     if model.get("unk_token") in vocab:
         kept[model["unk_token"]] = vocab[model["unk_token"]]
@@ -145,4 +149,4 @@ def bpe_settings(model: BPE) -> dict[str, Any]:
     settings = {key: value for key, value in (("continuing_subword_prefix", affixes.continuing_subword_prefix),
                                               ("end_of_word_suffix", affixes.end_of_word_suffix),
                                               ("unk_token", affixes.unk_token)) if value is not None}
-    return settings | {"fuse_unk": affixes.fuse_unk}
+    return settings | {"fuse_unk": affixes.fuse_unk, "byte_fallback": affixes.byte_fallback}

@@ -46,6 +46,7 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from conversion import _hf_sentencepiece
+from conversion._hf_affixes import has_affixes
 from conversion._hf_normalizers import normalizer_steps
 from conversion._hf_pretokenizers import describe, probe_texts, split_probe_texts
 from hf_bpe.errors import InvalidVocabularyError, TokenizerFileError
@@ -71,18 +72,22 @@ Refuse = Callable[[str], TokenizerFileError]
 
 
 def is_sentencepiece_style(document: dict[str, Any]) -> bool:
-    """A file of SentencePiece-style BPE: byte fallback, a ``Metaspace`` pre-tokenizer or decoder,
-    a ``ByteFallback`` decoder step, or a normalizer that writes ``▁`` (without a ``ByteLevel`` step).
+    """A file of SentencePiece-style BPE: byte fallback (but for a byte-level model with word affixes,
+    :mod:`conversion._hf_affixes`), a ``Metaspace`` pre-tokenizer or decoder, a ``ByteFallback``
+    decoder step, or a normalizer that writes ``▁`` (without a ``ByteLevel`` step).
 
     >>> is_sentencepiece_style({"model": {"type": "BPE", "byte_fallback": True}})
     True
     >>> is_sentencepiece_style({"model": {"type": "BPE"}, "pre_tokenizer": {"type": "ByteLevel"}})
     False
+    >>> is_sentencepiece_style({"model": {"type": "BPE", "byte_fallback": True, "end_of_word_suffix": "</w>"},
+    ...                         "pre_tokenizer": {"type": "ByteLevel"}})
+    False
     """
     model = document.get("model")
-    if isinstance(model, dict) and model.get("byte_fallback"):
-        return True
     kinds = set(_kinds(document.get("pre_tokenizer"), "pretokenizers")) | set(_kinds(document.get("decoder"), "decoders"))
+    if isinstance(model, dict) and model.get("byte_fallback") and not (has_affixes(model) and "ByteLevel" in kinds):
+        return True
     if kinds & {"Metaspace", "ByteFallback"}:
         return True
     if "ByteLevel" in kinds:  # a byte-level file whose normalizer happens to write ▁

@@ -61,10 +61,12 @@ class AddedTokensEncoder:
         :meth:`BPE.encode_with_offsets`)."""
         return self._core.encode_with_offsets(text, self._policy)  # type: ignore[no-any-return]
 
-    def encode_with_spans(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+    def encode_with_spans(self, text: str, within: tuple[int, int] | None = None) -> tuple[list[int], list[tuple[int, int]]]:
         """Like :meth:`encode`, also returning the characters each token covers (see
-        :func:`hf_bpe.model.encode_with_spans`)."""
-        return self._core.encode_with_spans(text, self._policy)  # type: ignore[no-any-return]
+        :func:`hf_bpe.model.encode_with_spans`); with ``within`` (characters ``start, end``), of that part
+        of ``text`` alone, the spans in all of it, as `tokenizers` gives them for text between tokens
+        it cut out first."""
+        return self._core.encode_with_spans(text, self._policy, within)  # type: ignore[no-any-return]
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
         """:meth:`encode` on each text, in parallel (GIL released); ``None`` threads: every core."""

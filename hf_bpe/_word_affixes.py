@@ -3,7 +3,10 @@
 
 Each byte of a piece is a symbol: its character of the byte-level alphabet, with the prefix unless it
 is the first, with the suffix if it is the last, looked up in the vocabulary. A symbol the vocabulary
-lacks becomes ``unk_token`` (a run of them one, with ``fuse_unk``) or is left out when there is none.
+lacks becomes, with ``byte_fallback``, the ``<0xXX>`` tokens of its UTF-8 bytes (affixes included) when
+the vocabulary has them all; else ``unk_token`` (a run of them one, with ``fuse_unk``, which a byte
+fallback between them does not end, placing the unknown token after it, as `tokenizers` does), or it is
+left out when there is none.
 A merge ``(a, b)`` makes ``a + b`` without the prefix's length in bytes (as `tokenizers` cuts it,
 whatever ``b`` starts with); the merge of lowest line applies first, leftmost on ties; with
 ``ignore_merges`` a piece that is a token is emitted whole, undecorated. Token bytes are their
@@ -36,11 +39,13 @@ class WordAffixes:
     end_of_word_suffix: str | None = None
     unk_token: str | None = None
     fuse_unk: bool = False
+    byte_fallback: bool = False
 
     def document(self) -> dict[str, Any]:
-        """The settings as a JSON object (the model file's ``word_affixes``)."""
-        return {"continuing_subword_prefix": self.continuing_subword_prefix,
-                "end_of_word_suffix": self.end_of_word_suffix, "unk_token": self.unk_token, "fuse_unk": self.fuse_unk}
+        """The settings as a JSON object (the model file's ``word_affixes``; ``byte_fallback`` only when set)."""
+        document = {"continuing_subword_prefix": self.continuing_subword_prefix,
+                    "end_of_word_suffix": self.end_of_word_suffix, "unk_token": self.unk_token, "fuse_unk": self.fuse_unk}
+        return document | ({"byte_fallback": True} if self.byte_fallback else {})
 
     @classmethod
     def from_document(cls, value: Any) -> WordAffixes:
@@ -50,10 +55,11 @@ class WordAffixes:
         for key in ("continuing_subword_prefix", "end_of_word_suffix", "unk_token"):
             if not isinstance(value.get(key), str | None):
                 raise TypeError(f"word_affixes.{key} must be a string or null")
-        if not isinstance(value.get("fuse_unk", False), bool):
-            raise TypeError("word_affixes.fuse_unk must be true or false")
+        for key in ("fuse_unk", "byte_fallback"):
+            if not isinstance(value.get(key, False), bool):
+                raise TypeError(f"word_affixes.{key} must be true or false")
         return cls(value.get("continuing_subword_prefix"), value.get("end_of_word_suffix"), value.get("unk_token"),
-                   value.get("fuse_unk", False))
+                   value.get("fuse_unk", False), value.get("byte_fallback", False))
 
 
 def word_affixes(model: object) -> WordAffixes | None:
@@ -120,5 +126,21 @@ def from_affixed_merges(cls: type[BPE], vocab: Mapping[bytes, int], merges: Iter
                 f"unk_token {affixes.unk_token!r} is not a token of the vocabulary (spelled in the byte-level "
                 "alphabet): tokenizers fails on text with unknown symbols"
             )
-    return cls._from_affixed_rule(vocab, symbols, triples, unknown, affixes, pattern, special_tokens,
+    fallback = _byte_fallback(vocab, affixes) if affixes.byte_fallback else None
+    return cls._from_affixed_rule(vocab, symbols, triples, unknown, fallback, affixes, pattern, special_tokens,
                                   ignore_merges=ignore_merges, name=name)
+
+
+def _byte_fallback(vocab: Mapping[bytes, int], affixes: WordAffixes) -> list[list[list[int]]]:
+    """For each place of a byte in its piece (alone, first, inside, last) and each byte, the ids of the
+    ``<0xXX>`` tokens of the UTF-8 bytes of its symbol as `tokenizers` spells it (its character with the
+    affixes), or an empty list when the vocabulary lacks one of them."""
+    prefix, suffix = affixes.continuing_subword_prefix or "", affixes.end_of_word_suffix or ""
+    byte_tokens = [vocab.get(f"<0x{byte:02X}>".encode()) for byte in range(256)]
+
+    def spelled(symbol: str) -> list[int]:
+        ids = [byte_tokens[byte] for byte in symbol.encode()]
+        return [token_id for token_id in ids if token_id is not None] if None not in ids else []
+
+    return [[spelled(before + token_to_str(bytes([byte])) + after) for byte in range(256)]
+            for before, after in (("", suffix), ("", ""), (prefix, ""), (prefix, suffix))]

@@ -457,6 +457,7 @@ class BPE(_Encoder):
         symbols: list[list[int | None]],
         merges: list[tuple[int, int, int]],
         unknown: int | None,
+        byte_fallback: list[list[list[int]]] | None,
         affixes: WordAffixes,
         pattern: str | patterns.Split | Sequence[patterns.Step],
         special_tokens: Mapping[str, int],
@@ -468,7 +469,7 @@ class BPE(_Encoder):
         specials = dict(special_tokens)
         split = patterns.to_core(patterns.resolve(pattern))
         core = _core.CoreBPE.from_affixed(vocab, symbols, merges, unknown, affixes.fuse_unk,
-                                          vocab if ignore_merges else None, split, specials)
+                                          vocab if ignore_merges else None, byte_fallback, split, specials)
         model = cls.__new__(cls)
         model._setup(core, specials, name)
         model._word_affixes = affixes
@@ -1055,8 +1056,10 @@ def encode_with_spans(
     trims them): a token holding part of a character covers all of it; under a normalizer, a token
     covers the characters of the original text its normalized bytes come from (the ``f`` of an NFKC
     ``ﬁ`` covers the ``ﬁ``); a special token covers its match, with the whitespace its ``lstrip`` or
-    ``rstrip`` rule takes in. Not for SentencePiece models, whose offsets `tokenizers` computes from
-    its own pieces, nor for models whose symbols carry word affixes.
+    ``rstrip`` rule takes in. For a model whose symbols carry word affixes, a token covers the characters
+    of the symbols merged into it; byte fallback tokens spelling affixes run past their piece, and
+    `tokenizers` gives those its own positions in the spelling as they are (read as offsets into the
+    whole text). Not for SentencePiece models, whose offsets `tokenizers` computes from its own pieces.
 
     >>> import hf_bpe
     >>> encode_with_spans(hf_bpe.get_encoding("gpt2"), "héllo world")
@@ -1066,11 +1069,6 @@ def encode_with_spans(
         raise NotImplementedError(
             f"encode_with_spans is not available for SentencePiece models ({model!r}): the offsets of byte "
             "pieces and of the dummy prefix's \u2581 would differ from tokenizers'; use encode_with_offsets"
-        )
-    if model._word_affixes is not None:
-        raise NotImplementedError(
-            f"encode_with_spans is not available for {model!r}, whose symbols carry word affixes; use "
-            "encode_with_offsets"
         )
     return model._core.encode_with_spans(  # type: ignore[no-any-return]
         text, model._policy(allowed_special, disallowed_special))

@@ -181,9 +181,9 @@ class AddedTokens:
         for match in [*self.first_phase.finditer(text), None]:
             end = len(text) if match is None else match.start()
             if end > done:
-                gap_ids, gap_spans = self._second_encoder.encode_with_spans(text[done:end])
+                gap_ids, gap_spans = self._second_encoder.encode_with_spans(text, (done, end))
                 ids += gap_ids
-                spans += [(done + start, done + stop) for start, stop in gap_spans]
+                spans += gap_spans
             if match is not None:
                 ids.append(self._raw_ids[match.group()])
                 spans.append(match.span())

@@ -13,7 +13,6 @@ from transformers.tokenization_utils_base import AddedToken, BatchEncoding, Padd
 
 from hf_bpe._added_tokens import AddedTokensEncoder
 from hf_bpe._byte_level import token_to_str
-from hf_bpe._word_affixes import word_affixes
 from hf_bpe.model import BPE, IdType, Nulls, _arrow_strings, id_type_for
 from hf_bpe.sentencepiece_bpe import NORMAL
 from hf_bpe.transformers._added_tokens import AddedTokens
@@ -124,11 +123,6 @@ class CoreEncoding(PreTrainedTokenizer):
         if self._model.kind == "sentencepiece":  # the alignment of its tokenizer.json's normalizer
             ids, spans = self._added_tokens().sentencepiece_spans(text, split_special_tokens)
             return Encoded(ids, spans)
-        if word_affixes(self._model) is not None:
-            raise NotImplementedError(
-                f"return_offsets_mapping=True is not available for {self._model!r}, whose symbols carry word affixes: "
-                "its tokens' texts hold the affixes; the starts are model.encode_with_offsets's"
-            )
         added = self._added_tokens()
         if added.first_phase is not None and not split_special_tokens:
             ids, spans = added.two_phase_spans(text)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conversion_support import assert_loads_like_tokenizers
+from conversion_support import assert_loads_like_tokenizers, assert_offsets_in_transformers
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from suite import FULL_SIZE, scaled
@@ -268,41 +268,9 @@ def test_generated_configurations_encode_as_tokenizers(size: int, tmp_path: Path
             token_id = document["added_tokens"][0]["id"]
             post_processor = dict(post_processor, sep=["<|endoftext|>", token_id], cls=["<|endoftext|>", token_id])
         document["post_processor"] = post_processor
-        _assert_offsets_in_transformers(document, Path(tempfile.mkdtemp(dir=tmp_path)), texts)
+        assert_offsets_in_transformers(document, Path(tempfile.mkdtemp(dir=tmp_path)), texts)
 
     check()
-
-
-def _assert_offsets_in_transformers(document: dict, folder: Path, texts: list[str]) -> None:
-    """``BPETokenizer`` on the file gives `tokenizers`' offsets on each text (with and without
-    special tokens), and on a batch of pairs and a truncated batch the ``offset_mapping`` of
-    transformers' ``TokenizersBackend`` on the folder ``save_pretrained`` writes."""
-    import transformers
-
-    from hf_bpe.transformers import BPETokenizer
-
-    path = folder / "tokenizer.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    theirs = Tokenizer.from_file(str(path))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MissingBytesWarning)
-        ours = BPETokenizer.from_model(conversion.hf.load(path), **conversion.hf.special_token_settings(path))
-    for number, text in enumerate(texts):
-        add_special_tokens = number % 3 == 0
-        encoding = theirs.encode(text, add_special_tokens=add_special_tokens)
-        got = ours(text, add_special_tokens=add_special_tokens, return_offsets_mapping=True)
-        assert got["input_ids"] == encoding.ids, text
-        assert [tuple(span) for span in got["offset_mapping"]] == encoding.offsets, (text, encoding.tokens)
-    ours.save_pretrained(folder / "saved")
-    (folder / "written").mkdir()  # the tokenizer.json the save wrote, read by transformers alone
-    (folder / "written" / "tokenizer.json").write_bytes((folder / "saved" / "tokenizer.json").read_bytes())
-    backend = transformers.AutoTokenizer.from_pretrained(str(folder / "written"))
-    assert type(backend).__name__ == "TokenizersBackend"
-    for seconds, options in ((texts[1:] + texts[:1], {}), (None, {"truncation": True, "max_length": 8})):
-        got, expected = (each(texts, seconds, return_offsets_mapping=True, **options) for each in (ours, backend))
-        assert got["input_ids"] == expected["input_ids"], options
-        assert [list(map(tuple, row)) for row in got["offset_mapping"]] == \
-            [list(map(tuple, row)) for row in expected["offset_mapping"]], options
 
 
 # ---------------------------------------------------------------------------------- missing bytes

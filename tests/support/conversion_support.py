@@ -235,7 +235,6 @@ def assert_loads_like_tokenizers(document: dict[str, Any], path: Path, texts: Se
     from tokenizers import Tokenizer
 
     import conversion.hf
-    from hf_bpe._word_affixes import word_affixes
     from hf_bpe.errors import MissingBytesWarning
     from hf_bpe.model import encode_with_spans
 
@@ -249,6 +248,41 @@ def assert_loads_like_tokenizers(document: dict[str, Any], path: Path, texts: Se
         ids, starts = model.encode_with_offsets(text, allowed_special="all")
         assert ids == encoding.ids, (text, document["normalizer"], document["pre_tokenizer"])
         assert starts == [start for start, _ in encoding.offsets], (text, ids)
-        if model.kind != "sentencepiece" and word_affixes(model) is None:  # both refused by encode_with_spans
+        if model.kind != "sentencepiece":  # refused by encode_with_spans
             assert encode_with_spans(model, text, allowed_special="all") == (ids, encoding.offsets), text
         assert model.decode(ids) == theirs.decode(ids, skip_special_tokens=False), text
+
+
+def assert_offsets_in_transformers(document: dict[str, Any], folder: Path, texts: list[str]) -> None:
+    """``BPETokenizer`` on the file gives `tokenizers`' offsets on each text (with and without
+    special tokens), and on a batch of pairs and a truncated batch the ``offset_mapping`` of
+    transformers' ``TokenizersBackend`` on the folder ``save_pretrained`` writes."""
+    import transformers
+    from tokenizers import Tokenizer
+
+    import conversion.hf
+    from hf_bpe.errors import MissingBytesWarning
+    from hf_bpe.transformers import BPETokenizer
+
+    path = folder / "tokenizer.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    theirs = Tokenizer.from_file(str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MissingBytesWarning)
+        ours = BPETokenizer.from_model(conversion.hf.load(path), **conversion.hf.special_token_settings(path))
+    for number, text in enumerate(texts):
+        add_special_tokens = number % 3 == 0
+        encoding = theirs.encode(text, add_special_tokens=add_special_tokens)
+        got = ours(text, add_special_tokens=add_special_tokens, return_offsets_mapping=True)
+        assert got["input_ids"] == encoding.ids, text
+        assert [tuple(span) for span in got["offset_mapping"]] == encoding.offsets, (text, encoding.tokens)
+    ours.save_pretrained(folder / "saved")
+    (folder / "written").mkdir()  # the tokenizer.json the save wrote, read by transformers alone
+    (folder / "written" / "tokenizer.json").write_bytes((folder / "saved" / "tokenizer.json").read_bytes())
+    backend = transformers.AutoTokenizer.from_pretrained(str(folder / "written"))
+    assert type(backend).__name__ == "TokenizersBackend"
+    for seconds, options in ((texts[1:] + texts[:1], {}), (None, {"truncation": True, "max_length": 8})):
+        got, expected = (each(texts, seconds, return_offsets_mapping=True, **options) for each in (ours, backend))
+        assert got["input_ids"] == expected["input_ids"], options
+        assert [list(map(tuple, row)) for row in got["offset_mapping"]] == \
+            [list(map(tuple, row)) for row in expected["offset_mapping"]], options

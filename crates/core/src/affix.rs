@@ -3,8 +3,10 @@
 //!
 //! Each byte of a piece (one character of `tokenizers`' byte-level alphabet) starts as a symbol:
 //! its character with the prefix unless it is the first, with the suffix if it is the last, looked
-//! up in the vocabulary. A symbol the vocabulary lacks becomes the unknown token (a run of them one,
-//! with `fuse_unk`), or is left out when there is none. Then the listed merge of lowest line joins
+//! up in the vocabulary. A symbol the vocabulary lacks becomes, with `byte_fallback`, the `<0xXX>`
+//! tokens of its UTF-8 bytes (affixes included) when the vocabulary has them all; else the unknown
+//! token (a run of them one, with `fuse_unk`, which a byte fallback between them does not end), or
+//! it is left out when there is none. Then the listed merge of lowest line joins
 //! its adjacent pair, leftmost on ties, into the token the file names for it (left + right without
 //! the prefix), until none applies: `tokenizers`' `merge_word` and `Word::merge_all`. The plain
 //! byte-level path ([`crate::merge`]) merges bytes into the tokens they spell, which these are not;
@@ -41,6 +43,24 @@ pub struct Affixed {
     fuse_unknown: bool,
     /// With `ignore_merges`, the pieces that are tokens (their bytes) and their ids.
     whole: Option<FxHashMap<Box<[u8]>, Rank>>,
+    /// With `byte_fallback`: at `place * 256 + byte`, the ids of the `<0xXX>` tokens spelling the
+    /// byte's symbol there, empty when the vocabulary lacks one.
+    fallback: Option<Box<[Box<[Rank]>]>>,
+    /// The most ids one byte of a piece gives (more than one only by byte fallback).
+    most_ids_per_byte: usize,
+}
+
+/// Where a token of a piece stands, as `tokenizers` reports it: the symbols merged into it take
+/// positions in the piece's byte-level spelling (each one its character's length, one for a byte
+/// fallback token, the lengths of the characters it stands for for an unknown one), one after the
+/// other, skipping the symbols left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PieceSpan {
+    /// The bytes `start..end` of the piece, whose spelling holds the token's positions.
+    Bytes(usize, usize),
+    /// Positions `start..end` past the spelling's end (byte fallback spells the affixes too):
+    /// `tokenizers` then reports them as they are, as offsets into the whole text.
+    Raw(usize, usize),
 }
 
 /// A symbol of the merge loop: its id, its length in the piece's byte-level spelling (one or two
@@ -86,7 +106,37 @@ impl Affixed {
                 merge_list.push((left, right));
             }
         }
-        Self { symbols: Box::new(symbols), merges: table, merge_list, unknown, fuse_unknown, whole }
+        Self { symbols: Box::new(symbols), merges: table, merge_list, unknown, fuse_unknown, whole, fallback: None, most_ids_per_byte: 1 }
+    }
+
+    /// The rule with `byte_fallback`: `fallback[place][byte]` lists the ids of the `<0xXX>` tokens
+    /// of the UTF-8 bytes of the byte's symbol at that place (its character with its affixes), or
+    /// is empty when the vocabulary lacks one of them. Panics unless there are 4 places of 256.
+    pub fn with_byte_fallback(mut self, fallback: Vec<Vec<Vec<Rank>>>) -> Self {
+        assert!(fallback.len() == 4 && fallback.iter().all(|place| place.len() == 256), "4 places of 256 bytes");
+        let fallback: Box<[Box<[Rank]>]> = fallback.into_iter().flatten().map(Vec::into_boxed_slice).collect();
+        self.most_ids_per_byte = fallback.iter().map(|ids| ids.len()).max().unwrap_or(0).max(1);
+        self.fallback = Some(fallback);
+        self
+    }
+
+    /// The most ids one byte of a piece gives (more than one only by byte fallback).
+    pub fn most_ids_per_byte(&self) -> usize {
+        self.most_ids_per_byte
+    }
+
+    /// The byte fallback ids of each place and byte (see [`Affixed::with_byte_fallback`]), or None
+    /// without `byte_fallback`.
+    pub fn byte_fallback(&self) -> Option<Vec<Vec<Vec<Rank>>>> {
+        let fallback = self.fallback.as_ref()?;
+        Some(fallback.chunks(256).map(|place| place.iter().map(|ids| ids.to_vec()).collect()).collect())
+    }
+
+    /// Every id the rule may give for a symbol: the symbols', the byte fallback tokens' and the
+    /// unknown token's.
+    pub fn symbol_ids(&self) -> impl Iterator<Item = Rank> + '_ {
+        let fallback = self.fallback.iter().flat_map(|fallback| fallback.iter().flat_map(|ids| ids.iter().copied()));
+        self.symbols.iter().flatten().copied().filter(|&id| id != NO_SYMBOL).chain(fallback).chain(self.unknown)
     }
 
     /// The listed pairs in priority order.
@@ -111,21 +161,21 @@ impl Affixed {
         &self.symbols
     }
 
-    /// Appends the ids of `piece` to `out`, and with `starts` the byte offset (`start` + where in
-    /// the piece) of each, as `tokenizers` places them: each token after the symbols kept before
-    /// it, in the byte-level spelling, mapped back to the byte spelled there.
-    pub fn encode_piece(&self, piece: &[u8], start: usize, out: &mut Vec<Rank>, starts: Option<&mut Vec<usize>>) {
+    /// Appends the ids of `piece` to `out`, and with `spans` where each stands in the piece (see
+    /// [`PieceSpan`]).
+    pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<Rank>, spans: Option<&mut Vec<PieceSpan>>) {
         if piece.is_empty() {
             return;
         }
         if let Some(&id) = self.whole.as_ref().and_then(|whole| whole.get(piece)) {
             out.push(id);
-            if let Some(starts) = starts {
-                starts.push(start);
+            if let Some(spans) = spans {
+                spans.push(PieceSpan::Bytes(0, piece.len()));
             }
             return;
         }
-        let mut symbols: Vec<Symbol> = memory::with_capacity(piece.len(), "merging a piece", piece.len(), "bytes");
+        let room = piece.len().saturating_mul(self.most_ids_per_byte);
+        let mut symbols: Vec<Symbol> = memory::with_capacity(room, "merging a piece", piece.len(), "bytes");
         let mut pending: Option<Symbol> = None; // an unknown symbol not yet added (fused with the next)
         let last = piece.len() - 1;
         for (at, &byte) in piece.iter().enumerate() {
@@ -137,9 +187,13 @@ impl Affixed {
             };
             let spelled = spelled_len(byte);
             let id = self.symbols[place][usize::from(byte)];
+            let fallback = self.fallback.as_ref().map_or(&[][..], |fallback| &fallback[place * 256 + usize::from(byte)]);
             if id != NO_SYMBOL {
                 symbols.extend(pending.take());
                 symbols.push(Symbol { id, spelled, prev: END, next: END });
+            } else if !fallback.is_empty() {
+                // as `tokenizers`: an unknown symbol before stays pending, to come after these
+                symbols.extend(fallback.iter().map(|&id| Symbol { id, spelled: 1, prev: END, next: END }));
             } else if let Some(unknown) = self.unknown {
                 pending = Some(match pending {
                     Some(mut fused) if self.fuse_unknown => {
@@ -155,20 +209,24 @@ impl Affixed {
         }
         symbols.extend(pending);
         self.merge(&mut symbols);
-        let before = out.len();
         let mut at = if symbols.is_empty() { END } else { 0 };
-        let mut offsets = starts.map(|starts| (starts, spelled_starts(piece), 0u32));
+        let mut placed = spans.map(|spans| (spans, spelled_starts(piece), 0usize));
         while at != END {
             let symbol = symbols[at as usize];
             out.push(symbol.id);
-            if let Some((starts, spelled_starts, position)) = offsets.as_mut() {
-                let byte = spelled_starts.partition_point(|&spelled_start| spelled_start <= *position) - 1;
-                starts.push(start + byte);
-                *position += symbol.spelled;
+            if let Some((spans, spelled_starts, position)) = placed.as_mut() {
+                let end = *position + symbol.spelled as usize;
+                spans.push(match spelled_starts.last() {
+                    Some(&spelling_end) if end <= spelling_end => {
+                        let byte_at = |position: usize| spelled_starts.partition_point(|&start| start <= position) - 1;
+                        PieceSpan::Bytes(byte_at(*position), byte_at(end - 1) + 1)
+                    }
+                    _ => PieceSpan::Raw(*position, end),
+                });
+                *position = end;
             }
             at = symbol.next;
         }
-        debug_assert!(out.len() >= before);
     }
 
     /// `tokenizers`' `Word::merge_all`: a heap of (priority, position), stale entries skipped.
@@ -214,17 +272,19 @@ impl Affixed {
     }
 }
 
-/// Where each byte of `piece` starts in its byte-level spelling.
-fn spelled_starts(piece: &[u8]) -> Vec<u32> {
+/// Where each byte of `piece` starts in its byte-level spelling, and where the spelling ends.
+fn spelled_starts(piece: &[u8]) -> Vec<usize> {
     let mut position = 0;
-    piece
+    let mut starts: Vec<usize> = piece
         .iter()
         .map(|&byte| {
             let start = position;
-            position += spelled_len(byte);
+            position += spelled_len(byte) as usize;
             start
         })
-        .collect()
+        .collect();
+    starts.push(position);
+    starts
 }
 
 #[cfg(test)]
@@ -246,31 +306,35 @@ mod tests {
         Affixed::new(symbols, merges, unknown, fuse, None)
     }
 
-    fn encoded(rule: &Affixed, piece: &[u8]) -> (Vec<Rank>, Vec<usize>) {
-        let (mut ids, mut starts) = (Vec::new(), Vec::new());
-        rule.encode_piece(piece, 10, &mut ids, Some(&mut starts));
-        (ids, starts)
+    fn encoded(rule: &Affixed, piece: &[u8]) -> (Vec<Rank>, Vec<PieceSpan>) {
+        let (mut ids, mut spans) = (Vec::new(), Vec::new());
+        rule.encode_piece(piece, &mut ids, Some(&mut spans));
+        (ids, spans)
+    }
+
+    fn bytes(spans: &[(usize, usize)]) -> Vec<PieceSpan> {
+        spans.iter().map(|&(start, end)| PieceSpan::Bytes(start, end)).collect()
     }
 
     #[test]
     fn symbols_take_their_place_and_unknown_ones_drop_or_fuse() {
         let plain = rule(&[], None, false);
-        assert_eq!(encoded(&plain, b"ab"), (vec![97, 768 + 98], vec![10, 11]));
+        assert_eq!(encoded(&plain, b"ab"), (vec![97, 768 + 98], bytes(&[(0, 1), (1, 2)])));
         assert_eq!(encoded(&plain, b"c"), (vec![], vec![]));
-        assert_eq!(encoded(&plain, b"cc"), (vec![99], vec![10]));
+        assert_eq!(encoded(&plain, b"cc"), (vec![99], bytes(&[(0, 1)])));
         let mut symbols = *plain.symbols();
         symbols[INSIDE][usize::from(b'c')] = NO_SYMBOL;
         let unknown = Affixed::new(symbols, &[], Some(5000), false, None);
-        assert_eq!(encoded(&unknown, b"xcc"), (vec![120, 5000, 5000], vec![10, 11, 12]));
+        assert_eq!(encoded(&unknown, b"xcc"), (vec![120, 5000, 5000], bytes(&[(0, 1), (1, 2), (2, 3)])));
         let fused = Affixed::new(symbols, &[], Some(5000), true, None);
-        assert_eq!(encoded(&fused, b"xcc"), (vec![120, 5000], vec![10, 11]));
+        assert_eq!(encoded(&fused, b"xcc"), (vec![120, 5000], bytes(&[(0, 1), (1, 3)])));
     }
 
     #[test]
     fn the_lowest_line_merges_first_leftmost_on_ties_and_a_pair_takes_its_last_line() {
         // a + ##a -> 1000, 1000 + ##a</w> -> 1001; "aaa": the first pair merges, then with the third.
         let merges = [(97, 256 + 97, 1000), (1000, 768 + 97, 1001)];
-        assert_eq!(encoded(&rule(&merges, None, false), b"aaa"), (vec![1001], vec![10]));
+        assert_eq!(encoded(&rule(&merges, None, false), b"aaa"), (vec![1001], bytes(&[(0, 3)])));
         let repeated = [(97, 256 + 97, 1000), (256 + 97, 768 + 97, 1002), (97, 256 + 97, 1000)];
         // the pair (a, ##a) now comes after (##a, ##a</w>): "aaa" -> a + [##a ##a</w>]
         assert_eq!(encoded(&rule(&repeated, None, false), b"aaa").0, vec![97, 1002]);
@@ -283,6 +347,29 @@ mod tests {
         let mut symbols = *plain.symbols();
         symbols[INSIDE][usize::from(b'c')] = NO_SYMBOL;
         let dropping = Affixed::new(symbols, &[], None, false, None);
-        assert_eq!(encoded(&dropping, b" cab"), (vec![32, 256 + 97, 768 + 98], vec![10, 11, 12]));
+        assert_eq!(encoded(&dropping, b" cab"), (vec![32, 256 + 97, 768 + 98], bytes(&[(0, 1), (1, 2), (2, 3)])));
+        let merged = Affixed::new(symbols, &[(32, 256 + 97, 1000)], None, false, None);
+        assert_eq!(encoded(&merged, b" cab"), (vec![1000, 768 + 98], bytes(&[(0, 2), (2, 3)])));
+    }
+
+    #[test]
+    fn byte_fallback_spells_a_missing_symbol_and_its_affixes_past_the_piece() {
+        // "c" inside lacks a symbol and falls back to three tokens (a prefix byte and its own two),
+        // which run past the piece's spelling (4 bytes): the last ones are placed as they are.
+        let plain = rule(&[], Some(5000), false);
+        let mut symbols = *plain.symbols();
+        symbols[INSIDE][usize::from(b'c')] = NO_SYMBOL;
+        symbols[INSIDE][usize::from(b'd')] = NO_SYMBOL;
+        let mut fallback = vec![vec![Vec::new(); 256]; 4];
+        fallback[INSIDE][usize::from(b'c')] = vec![2000, 2001, 2002];
+        let falling_back = Affixed::new(symbols, &[], Some(5000), true, None).with_byte_fallback(fallback);
+        let (ids, spans) = encoded(&falling_back, b"xcb");
+        assert_eq!(ids, vec![120, 2000, 2001, 2002, 768 + 98]);
+        let within = bytes(&[(0, 1), (1, 2), (2, 3)]);
+        assert_eq!(spans, [&within[..], &[PieceSpan::Raw(3, 4), PieceSpan::Raw(4, 5)]].concat());
+        // an unknown symbol before a fallback comes after it, fused with one after it
+        let (ids, spans) = encoded(&falling_back, b"xdcdb");
+        assert_eq!(ids, vec![120, 2000, 2001, 2002, 5000, 768 + 98]);
+        assert_eq!(spans[3..], [PieceSpan::Bytes(3, 4), PieceSpan::Raw(4, 6), PieceSpan::Raw(6, 7)]);
     }
 }

@@ -19,7 +19,7 @@ use std::fmt;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::affix::Affixed;
+use crate::affix::{Affixed, PieceSpan};
 use crate::cache::{CacheGuard, PieceCache, ShardedCache};
 use crate::halves::Halves;
 use crate::memory;
@@ -339,6 +339,24 @@ fn piece_bytes<'a>(bytes: &'a [u8], start: usize, end: usize, space: bool, space
 /// offsets become characters).
 fn text_end(start: usize, space: bool, at: usize) -> usize {
     if space { start + at.saturating_sub(1).max(1) } else { start + at }
+}
+
+/// The span of `text` that the (normalized) bytes `start..end` stand for, as `tokenizers` maps
+/// offsets back: through the normalizer's alignments `align` (from the origin of the first byte
+/// to the end of the last one's), or without a normalizer the bytes widened to whole characters;
+/// an empty span stays at its start.
+fn original_span(text: &str, align: Option<&[(usize, usize)]>, start: usize, end: usize) -> (usize, usize) {
+    match align {
+        None => {
+            let start = text.floor_char_boundary(start);
+            (start, if end > start { text.ceil_char_boundary(end) } else { start })
+        }
+        Some(align) => match align.get(start) {
+            Some(&(from, _)) if end > start => (from, align[end - 1].1),
+            Some(&(from, _)) => (from, from),
+            None => (text.len(), text.len()),
+        },
+    }
 }
 
 /// Bytes that never occur in UTF-8 text.
@@ -746,8 +764,7 @@ impl Model {
                 return Err(BuildError::UnknownMergeId { line, id });
             }
         }
-        let symbols = affixed.symbols().iter().flatten().copied().filter(|&id| id != crate::affix::NO_SYMBOL);
-        if let Some(id) = symbols.chain(affixed.unknown()).find(|id| !ids.contains(id)) {
+        if let Some(id) = affixed.symbol_ids().find(|id| !ids.contains(id)) {
             return Err(BuildError::UnknownSymbolId { id });
         }
         let ignore_merges = affixed.ignore_merges();
@@ -956,7 +973,7 @@ impl Model {
         text: &str,
         base: usize,
         out: &mut Vec<Rank>,
-        starts: Option<&mut Vec<usize>>,
+        mut starts: Option<&mut Vec<usize>>,
     ) -> Result<(), SplitError> {
         let byte_level = match &self.rule {
             Rule::ByteLevel(byte_level) => byte_level,
@@ -965,6 +982,12 @@ impl Model {
                 return model.encode(text, base, out, starts);
             }
         };
+        if let (Some(affixed), Some(starts)) = (&byte_level.affixed, starts.as_deref_mut()) {
+            let mut spans = Vec::new();
+            Self::encode_affixed_with_spans(byte_level, affixed, text, base, out, &mut spans)?;
+            starts.extend(spans.iter().map(|&(start, _)| start));
+            return Ok(());
+        }
         let Some(normalizer) = &byte_level.normalizer else {
             return self.encode_split(byte_level, text, base, out, starts, None);
         };
@@ -1009,30 +1032,23 @@ impl Model {
                 return Ok(());
             }
         };
-        match &byte_level.normalizer {
-            None => {
-                self.encode_split(byte_level, text, 0, out, Some(&mut starts), Some(&mut ends))?;
-                memory::reserve(spans, starts.len(), "the offsets", text.len(), "bytes of text");
-                spans.extend(starts.iter().zip(&ends).map(|(&start, &end)| {
-                    let start = text.floor_char_boundary(start);
-                    (base + start, base + if end > start { text.ceil_char_boundary(end) } else { start })
-                }));
-            }
+        if let Some(affixed) = &byte_level.affixed {
+            return Self::encode_affixed_with_spans(byte_level, affixed, text, base, out, spans);
+        }
+        let normalized = match &byte_level.normalizer {
+            None => None,
             Some(normalizer) => {
                 ensure_working_room(text);
-                let (normalized, align) = normalizer.normalize_with_alignments(text)?;
-                self.encode_split(byte_level, &normalized, 0, out, Some(&mut starts), Some(&mut ends))?;
-                memory::reserve(spans, starts.len(), "the offsets", text.len(), "bytes of text");
-                spans.extend(starts.iter().zip(&ends).map(|(&start, &end)| {
-                    let (from, to) = match align.get(start) {
-                        Some(&(from, _)) if end > start => (from, align[end - 1].1),
-                        Some(&(from, _)) => (from, from),
-                        None => (text.len(), text.len()),
-                    };
-                    (base + from, base + to)
-                }));
+                Some(normalizer.normalize_with_alignments(text)?)
             }
-        }
+        };
+        let (split, align) = normalized.as_ref().map_or((text, None), |(normalized, align)| (normalized.as_str(), Some(&align[..])));
+        self.encode_split(byte_level, split, 0, out, Some(&mut starts), Some(&mut ends))?;
+        memory::reserve(spans, starts.len(), "the offsets", text.len(), "bytes of text");
+        spans.extend(starts.iter().zip(&ends).map(|(&start, &end)| {
+            let (from, to) = original_span(text, align, start, end);
+            (base + from, base + to)
+        }));
         debug_assert_eq!(out.len() - before, starts.len());
         Ok(())
     }
@@ -1051,16 +1067,33 @@ impl Model {
         if let Some(later) = allowed.later_in_normalized() {
             return self.encode_normalizing_first(text, allowed, later, out, Offsets::Spans(spans));
         }
+        self.encode_with_spans_within(text, 0..text.len(), allowed, out, spans)
+    }
+
+    /// [`Model::encode_with_spans`] of `text[within]` with spans in bytes of all of `text`, as
+    /// `tokenizers` gives them when it encodes the text between tokens it cut out first (positions
+    /// past a piece stay as they are, see [`PieceSpan::Raw`]). Panics unless `within` is a range of
+    /// `text` on character boundaries. (Tokens `allowed` matches in normalized text are not looked
+    /// for: [`Model::encode_with_spans`] takes those.)
+    pub fn encode_with_spans_within(
+        &self,
+        text: &str,
+        within: std::ops::Range<usize>,
+        allowed: &SpecialMatcher,
+        out: &mut Vec<Rank>,
+        spans: &mut Vec<(usize, usize)>,
+    ) -> Result<(), SplitError> {
+        let (base, text) = (within.start, &text[within]);
         let mut done = 0;
         for special in allowed.find_all(text) {
-            self.encode_ordinary_with_spans(&text[done..special.start.max(done)], done, out, spans)?;
+            self.encode_ordinary_with_spans(&text[done..special.start.max(done)], base + done, out, spans)?;
             memory::reserve(out, 1, "the ids", text.len(), "bytes of text");
             memory::reserve(spans, 1, "the offsets", text.len(), "bytes of text");
             out.push(special.id);
-            spans.push((special.start, special.end));
+            spans.push((base + special.start, base + special.end));
             done = special.end;
         }
-        self.encode_ordinary_with_spans(&text[done..], done, out, spans)
+        self.encode_ordinary_with_spans(&text[done..], base + done, out, spans)
     }
 
     /// Encodes `text` as `tokenizers` does with `normalized` added tokens under a normalizer that
@@ -1190,7 +1223,8 @@ impl Model {
         mut ends: Option<&mut Vec<usize>>,
     ) -> Result<(), SplitError> {
         if let Some(affixed) = &byte_level.affixed {
-            return Self::encode_split_affixed(byte_level, affixed, text, base, out, starts);
+            debug_assert!(starts.is_none() && ends.is_none(), "offsets come from encode_affixed_with_spans");
+            return Self::encode_split_affixed(byte_level, affixed, text, out, None);
         }
         let ByteLevel { splitter, merges, whole_piece, empty_matches, dropped_bytes, .. } = byte_level;
         let bytes = text.as_bytes();
@@ -1242,31 +1276,64 @@ impl Model {
         })
     }
 
-    /// [`Model::encode_split`] for a model whose symbols carry word affixes.
-    fn encode_split_affixed(
+    /// [`Model::encode_ordinary_with_spans`] for a model whose symbols carry word affixes: a token
+    /// within its piece's spelling spans the (original) characters of its bytes, as other tokens
+    /// do; one past it (byte fallback spells affixes too) the positions `tokenizers` gives it, as
+    /// they are.
+    fn encode_affixed_with_spans(
         byte_level: &ByteLevel,
         affixed: &Affixed,
         text: &str,
         base: usize,
         out: &mut Vec<Rank>,
-        mut starts: Option<&mut Vec<usize>>,
+        spans: &mut Vec<(usize, usize)>,
+    ) -> Result<(), SplitError> {
+        let normalized = match &byte_level.normalizer {
+            None => None,
+            Some(normalizer) => {
+                ensure_working_room(text);
+                Some(normalizer.normalize_with_alignments(text)?)
+            }
+        };
+        let (split, align) = normalized.as_ref().map_or((text, None), |(normalized, align)| (normalized.as_str(), Some(&align[..])));
+        let mut placed = Vec::new();
+        Self::encode_split_affixed(byte_level, affixed, split, out, Some(&mut placed))?;
+        memory::reserve(spans, placed.len(), "the offsets", text.len(), "bytes of text");
+        spans.extend(placed.into_iter().map(|span| match span {
+            PieceSpan::Bytes(start, end) => {
+                let (from, to) = original_span(text, align, start, end);
+                (base + from, base + to)
+            }
+            PieceSpan::Raw(start, end) => (start, end),
+        }));
+        Ok(())
+    }
+
+    /// [`Model::encode_split`] for a model whose symbols carry word affixes; `spans` gets where each
+    /// token stands ([`PieceSpan::Bytes`]: bytes of `text`).
+    fn encode_split_affixed(
+        byte_level: &ByteLevel,
+        affixed: &Affixed,
+        text: &str,
+        out: &mut Vec<Rank>,
+        mut spans: Option<&mut Vec<PieceSpan>>,
     ) -> Result<(), SplitError> {
         let bytes = text.as_bytes();
-        let (mut spaced, mut piece_starts) = (Vec::new(), Vec::new());
+        let (mut spaced, mut piece_spans) = (Vec::new(), Vec::new());
         byte_level.splitter.for_each_match(text, false, |start, end, space| {
             let piece = piece_bytes(bytes, start, end, space, &mut spaced);
-            memory::reserve(out, piece.len(), "the ids", text.len(), "bytes of text");
-            if let Some(starts) = starts.as_deref_mut() {
-                memory::reserve(starts, piece.len(), "the offsets", text.len(), "bytes of text");
-                if space {
-                    // the added space stands where the piece starts (see `text_offset`)
-                    piece_starts.clear();
-                    affixed.encode_piece(piece, 0, out, Some(&mut piece_starts));
-                    starts.extend(piece_starts.iter().map(|&at| text_offset(base + start, true, at)));
-                    return;
-                }
-            }
-            affixed.encode_piece(piece, base + start, out, starts.as_deref_mut());
+            let most = piece.len().saturating_mul(affixed.most_ids_per_byte());
+            memory::reserve(out, most, "the ids", text.len(), "bytes of text");
+            let Some(spans) = spans.as_deref_mut() else {
+                return affixed.encode_piece(piece, out, None);
+            };
+            piece_spans.clear();
+            affixed.encode_piece(piece, out, Some(&mut piece_spans));
+            memory::reserve(spans, piece_spans.len(), "the offsets", text.len(), "bytes of text");
+            spans.extend(piece_spans.iter().map(|&span| match span {
+                PieceSpan::Bytes(first, end) => PieceSpan::Bytes(text_offset(start, space, first), text_end(start, space, end)),
+                raw => raw,
+            }));
         })
     }
 

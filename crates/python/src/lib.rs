@@ -773,7 +773,9 @@ impl CoreBPE {
     /// first, inside, last) the id of each byte's symbol there (None: the vocabulary lacks it);
     /// `merges` lists `(left, right, merged)` ids in priority order; `unknown` is the id unknown
     /// symbols become (None: they are left out), fused into one per run with `fuse_unknown`;
-    /// `whole` maps the pieces that are tokens to their ids (`ignore_merges`), or is None.
+    /// `whole` maps the pieces that are tokens to their ids (`ignore_merges`), or is None;
+    /// `byte_fallback` gives for each place and byte the ids of the `<0xXX>` tokens of the symbol's
+    /// UTF-8 bytes (empty: the vocabulary lacks one), or is None without `byte_fallback`.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
     fn from_affixed(
@@ -783,6 +785,7 @@ impl CoreBPE {
         unknown: Option<Rank>,
         fuse_unknown: bool,
         whole: Option<&Bound<'_, PyDict>>,
+        byte_fallback: Option<Vec<Vec<Vec<Rank>>>>,
         split: &Bound<'_, PyAny>,
         special_tokens: &Bound<'_, PyDict>,
     ) -> PyResult<Self> {
@@ -804,8 +807,14 @@ impl CoreBPE {
                     *slot = id.unwrap_or(NO_SYMBOL);
                 }
             }
+            if byte_fallback.as_ref().is_some_and(|places| places.len() != 4 || places.iter().any(|place| place.len() != 256)) {
+                return Err(PyValueError::new_err("byte_fallback must be 4 lists of 256 lists of ids, or None"));
+            }
             let (normalizers, split) = model_split_of(split)?;
-            let affixed = Affixed::new(table, &merges, unknown, fuse_unknown, whole);
+            let mut affixed = Affixed::new(table, &merges, unknown, fuse_unknown, whole);
+            if let Some(byte_fallback) = byte_fallback {
+                affixed = affixed.with_byte_fallback(byte_fallback);
+            }
             let mut model = py
                 .detach(|| Model::from_affixed(vocab, affixed, split, specials))
                 .map_err(|error| build_error(py, error))?;
@@ -815,17 +824,18 @@ impl CoreBPE {
     }
 
     /// For a model whose symbols carry word affixes: `(symbols, merges, unknown, fuse_unknown,
-    /// ignore_merges)` as [`CoreBPE::from_affixed`] takes them (merges as `(left, right)`); else None.
+    /// ignore_merges, byte_fallback)` as [`CoreBPE::from_affixed`] takes them (merges as `(left,
+    /// right)`); else None.
     #[getter]
-    #[allow(clippy::type_complexity)]
-    fn affixed(&self) -> Option<(Vec<Vec<Option<Rank>>>, Vec<(Rank, Rank)>, Option<Rank>, bool, bool)> {
+    fn affixed(&self) -> Option<AffixedParts> {
         let affixed = self.model.affixed()?;
         let symbols = affixed
             .symbols()
             .iter()
             .map(|row| row.iter().map(|&id| (id != NO_SYMBOL).then_some(id)).collect())
             .collect();
-        Some((symbols, affixed.merge_list().to_vec(), affixed.unknown(), affixed.fuse_unknown(), affixed.ignore_merges()))
+        let (unknown, fuse_unknown, ignore_merges) = (affixed.unknown(), affixed.fuse_unknown(), affixed.ignore_merges());
+        Some((symbols, affixed.merge_list().to_vec(), unknown, fuse_unknown, ignore_merges, affixed.byte_fallback()))
     }
 
     /// A SentencePiece BPE model: `pieces` are `(text, score, type)` with the protobuf's type
@@ -975,21 +985,35 @@ impl CoreBPE {
     }
 
     /// Ids and the characters each token covers, `(start, end)`, as `tokenizers` reports an
-    /// encoding's offsets (see `Model::encode_with_spans`).
+    /// encoding's offsets (see `Model::encode_with_spans`); with `within`, a range of characters,
+    /// of that part of `text` only, the spans in all of it (`Model::encode_with_spans_within`).
+    #[pyo3(signature = (text, policy, within=None))]
     fn encode_with_spans<'py>(
         &self,
         py: Python<'py>,
         text: &Bound<'py, PyAny>,
         policy: &SpecialPolicy,
+        within: Option<(usize, usize)>,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
         guarded(py, || {
             let text = text_of(text, "encode")?;
+            let within = match within {
+                None => 0..text.len(),
+                Some((start, end)) => char_range_bytes(&text, start, end).ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "within = ({start}, {end}) is not a range of the text's {} characters",
+                        text.chars().count()
+                    ))
+                })?,
+            };
             let work = || -> Result<(Vec<Rank>, Vec<(usize, usize)>), EncodeFailure> {
-                if let Some((token, _)) = policy.disallowed.find(&text) {
+                if let Some((token, _)) = policy.disallowed.find(&text[within.clone()]) {
                     return Err(EncodeFailure::Disallowed(token.to_owned()));
                 }
                 let (mut ids, mut spans) = (Vec::new(), Vec::new());
-                self.model.encode_with_spans(&text, &policy.allowed, &mut ids, &mut spans).map_err(EncodeFailure::Split)?;
+                self.model
+                    .encode_with_spans_within(&text, within.clone(), &policy.allowed, &mut ids, &mut spans)
+                    .map_err(EncodeFailure::Split)?;
                 Ok((ids, byte_to_char_spans(&text, spans)))
             };
             let (ids, spans) = self.run(py, text.len(), work).map_err(|f| f.into_py(py))?;
@@ -1607,6 +1631,23 @@ impl IdStream {
     }
 }
 
+/// The bytes of the characters `start..end` of `text`, or None when they are not a range of its
+/// characters.
+fn char_range_bytes(text: &str, start: usize, end: usize) -> Option<std::ops::Range<usize>> {
+    if start > end {
+        return None;
+    }
+    let mut boundaries = text.char_indices().map(|(at, _)| at).chain(std::iter::once(text.len()));
+    let from = boundaries.nth(start)?;
+    let to = if end == start { from } else { boundaries.nth(end - start - 1)? };
+    Some(from..to)
+}
+
+/// What [`CoreBPE::affixed`] gives: symbols, merges, unknown, fuse_unknown, ignore_merges,
+/// byte_fallback.
+type AffixedParts =
+    (Vec<Vec<Option<Rank>>>, Vec<(Rank, Rank)>, Option<Rank>, bool, bool, Option<Vec<Vec<Vec<Rank>>>>);
+
 /// `bytes` as a Python bytes object: MemoryError when CPython cannot allocate it (`PyBytes::new`
 /// would panic).
 fn bytes_of<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
@@ -1616,8 +1657,14 @@ fn bytes_of<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyBytes>>
     })
 }
 
-/// Converts ascending byte offsets into `text` to the index of the character holding each byte.
+/// Converts byte offsets into `text` to the index of the character holding each byte, as
+/// `tokenizers` converts an encoding's offsets: an offset past the text's last byte stays as it is.
 fn byte_to_char_offsets(text: &str, byte_offsets: Vec<usize>) -> Vec<usize> {
+    if !byte_offsets.is_sorted() || byte_offsets.last().is_some_and(|&last| last >= text.len()) {
+        // only the positions `tokenizers` gives tokens past their piece (see `PieceSpan::Raw`)
+        let char_of = char_of_bytes(text);
+        return byte_offsets.into_iter().map(|start| char_of.get(start).copied().unwrap_or(start)).collect();
+    }
     let bytes = text.as_bytes();
     let mut chars_started = 0;
     let mut byte = 0;
@@ -1636,22 +1683,32 @@ fn byte_to_char_offsets(text: &str, byte_offsets: Vec<usize>) -> Vec<usize> {
         .collect()
 }
 
-/// Byte spans in `text` as character spans, as `tokenizers` converts an encoding's offsets: each end
-/// to the character holding that byte (the number of characters at the end of the text); a span
-/// starting at the end of the text keeps its byte offsets.
-fn byte_to_char_spans(text: &str, spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
-    if text.is_ascii() {
-        return spans;
-    }
-    let mut char_of = Vec::with_capacity(text.len() + 1);
+/// The index of the character holding each byte of `text`.
+fn char_of_bytes(text: &str) -> Vec<usize> {
+    let mut char_of = Vec::with_capacity(text.len());
     for (index, char) in text.chars().enumerate() {
         char_of.extend(std::iter::repeat_n(index, char.len_utf8()));
     }
-    let count = char_of.last().map_or(0, |&last| last + 1);
+    char_of
+}
+
+/// Byte spans in `text` as character spans, as `tokenizers` converts an encoding's offsets
+/// (`BytesToCharOffsetConverter`): each end to the character holding that byte, an end past the
+/// text's last byte to one past the character holding the byte before it (two past the start's
+/// character when that byte too is past the text); a span starting past the text's last byte keeps
+/// its byte offsets.
+fn byte_to_char_spans(text: &str, spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    if text.is_ascii() && spans.iter().all(|&(_, end)| end <= text.len()) {
+        return spans;
+    }
+    let char_of = char_of_bytes(text);
     spans
         .into_iter()
         .map(|(start, end)| match char_of.get(start) {
-            Some(&first) => (first, char_of.get(end).copied().unwrap_or(count)),
+            Some(&first) => match char_of.get(end) {
+                Some(&last) => (first, last),
+                None => (first, end.checked_sub(1).and_then(|before| char_of.get(before)).map_or(first + 1, |&c| c) + 1),
+            },
             None => (start, end),
         })
         .collect()
