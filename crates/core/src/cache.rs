@@ -77,6 +77,9 @@ pub struct PieceCache {
     /// when its tag matches, and a piece that is not cached (a third of lookups on held-out text,
     /// each followed by a merge) costs no read of the slots at all.
     tags: Box<[u32]>,
+    /// This thread's table of short pieces (see [`crate::fused`]), made on the first encode that
+    /// uses it.
+    fused: Option<Box<crate::fused::Table>>,
     /// The filter of dropped pieces: one bit per hash (see [`filter_bit`]), and how many are set.
     dropped: Box<[u64]>,
     dropped_set: usize,
@@ -128,6 +131,21 @@ const _: () = assert!(TAG_SHIFT + 16 <= 41 && TRACK_ONE_IN == 8);
 /// Bytes the caches of the process have grown by, beyond their first [`SLOTS`] slots.
 static GROWN: AtomicUsize = AtomicUsize::new(0);
 
+/// Claims `bytes` of the growth budget the caches of the process share (see [`growth_budget`]) for
+/// another table that grows beside them ([`crate::fused`]); false when they do not fit. Released
+/// with [`release_growth`].
+pub(crate) fn claim_growth(bytes: usize) -> bool {
+    if GROWN.fetch_add(bytes, Ordering::Relaxed) + bytes > growth_budget() {
+        GROWN.fetch_sub(bytes, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+pub(crate) fn release_growth(bytes: usize) {
+    GROWN.fetch_sub(bytes, Ordering::Relaxed);
+}
+
 const SLOT_BYTES: usize = std::mem::size_of::<Slot>();
 
 /// The bytes all caches of the process may grow by: [`GROWTH_BUDGET`], or `HF_BPE_CACHE_GROWTH_MB`
@@ -153,6 +171,7 @@ impl PieceCache {
             tags: vec![0; slots / 2].into_boxed_slice(),
             dropped: vec![0; FILTER_BITS / 64].into_boxed_slice(),
             dropped_set: 0,
+            fused: None,
             lookups: 0,
             returns: 0,
         }
@@ -161,6 +180,19 @@ impl PieceCache {
     #[inline]
     fn sets(&self) -> usize {
         self.tags.len()
+    }
+
+    /// This thread's table of short pieces, made from `seed` if it has none of it (taken out, to be
+    /// used beside the cache; [`PieceCache::put_table`] gives it back).
+    pub fn take_table(&mut self, seed: &std::sync::Arc<crate::fused::Seed>) -> Box<crate::fused::Table> {
+        match self.fused.take() {
+            Some(table) if table.is_of(seed) => table,
+            _ => Box::new(crate::fused::Table::new(seed.clone())),
+        }
+    }
+
+    pub fn put_table(&mut self, table: Box<crate::fused::Table>) {
+        self.fused = Some(table);
     }
 
     /// How many pieces it can hold.
@@ -265,6 +297,7 @@ impl PieceCache {
         // Pieces dropped before still count as returns.
         std::mem::swap(&mut grown.dropped, &mut self.dropped);
         grown.dropped_set = self.dropped_set;
+        grown.fused = self.fused.take();
         // The old cache gives back its share of the budget as it drops; the grown one holds it,
         // with the `more` added above.
         GROWN.fetch_add((self.capacity() - SLOTS.min(self.capacity())) * SLOT_BYTES, Ordering::Relaxed);

@@ -13,6 +13,7 @@ pub mod byte_level_split;
 pub mod cache;
 pub mod char_merge;
 pub mod cpu_time;
+pub mod fused;
 pub mod halves;
 pub mod hf_normalize;
 pub mod huge;

@@ -15,12 +15,14 @@
 //! stand in for the other, which is what converting between these formats needs.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::affix::{Affixed, PieceSpan};
 use crate::cache::{CacheGuard, PieceCache, ShardedCache};
+use crate::fused::Seed;
 use crate::halves::Halves;
 use crate::memory;
 use crate::hf_normalize::{NormalizeStep, Normalizer};
@@ -449,6 +451,9 @@ pub struct Model {
     rule: Rule,
     /// Merged pieces, by thread (see [`crate::cache`]).
     cache: ShardedCache,
+    /// The short tokens as each thread's table of short pieces starts (see [`crate::fused`]),
+    /// made on the first encode that uses one.
+    seed: OnceLock<Arc<Seed>>,
 }
 
 /// Checks mergeable tokens: ids in range and unique, bytes unique. The empty token is allowed (as
@@ -822,6 +827,7 @@ impl Model {
             max_id,
             rule: Rule::SentencePiece(Box::new(model)),
             cache: ShardedCache::new(),
+            seed: OnceLock::new(),
         })
     }
 
@@ -863,7 +869,7 @@ impl Model {
             },
         );
         drop(token_of_id);
-        Ok(Self { encoder, short, long, tokens, specials, max_id, rule, cache: ShardedCache::new() })
+        Ok(Self { encoder, short, long, tokens, specials, max_id, rule, cache: ShardedCache::new(), seed: OnceLock::new() })
     }
 
     pub fn kind(&self) -> Kind {
@@ -1230,6 +1236,26 @@ impl Model {
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
+        if let (Some(scanner), None, None, None, true, Some(cache)) =
+            (splitter.scanner(), &starts, &ends, dropped_bytes, *whole_piece, cache.as_deref_mut())
+        {
+            // The common case on its own: ids only, from a scanner, every byte a token, a piece
+            // that is a token its id. Short pieces are asked a chunk at a time of the thread's
+            // table, which holds the tokens and the pieces merged before (see `crate::fused`).
+            let seed = self.seed.get_or_init(|| Arc::new(Seed::new(self.encoder.iter().map(|(token, &id)| (&token[..], id)))));
+            let mut table = cache.take_table(seed);
+            let mut long = |piece: &[u8], out: &mut Vec<Rank>| self.encode_piece(merges, true, piece, Some(&mut *cache), out);
+            let merge = |piece: &[u8], out: &mut Vec<Rank>| merges.encode_piece(piece, out);
+            scanner.for_each_piece(text, |start, end| {
+                table.pack(bytes, start, end);
+                if table.full() {
+                    table.encode_chunk(bytes, out, &mut long, merge);
+                }
+            });
+            table.encode_chunk(bytes, out, &mut long, merge);
+            cache.put_table(table);
+            return Ok(());
+        }
         if let (Some(scanner), None, None, None) = (splitter.scanner(), &starts, &ends, dropped_bytes) {
             // The common case on its own: ids only, from a scanner, every byte a token. (The general
             // loop below, with its offsets and added spaces, ran it 2-4% slower.)
