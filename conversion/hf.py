@@ -882,6 +882,9 @@ def _load(document: dict[str, Any], path: str | os.PathLike[str], *, name: str |
 
     def settings() -> tuple[dict[str, int], dict[str, set[str]]]:
         decoder = document.get("decoder")
+        if decoder is None:
+            raise refuse("the file has no decoder, so tokenizers decodes a byte-level token as its symbols "
+                         "('Ġhello'), where hf_bpe decodes bytes; set the decoder to {\"type\": \"ByteLevel\"} to load it")
         if not is_byte_level(decoder):
             raise refuse(f"the decoder {describe(decoder)} is not supported; byte-level BPE decodes with ByteLevel")
         return _added_tokens(document, spelled_model, normalizers, refuse)

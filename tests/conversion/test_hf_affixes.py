@@ -137,7 +137,6 @@ def test_offsets_between_added_tokens_matched_first_are_tokenizers_backend(tmp_p
     path.write_text(json.dumps(document), encoding="utf-8")
     ours = BPETokenizer.from_model(conversion.hf.load(path), **conversion.hf.special_token_settings(path))
     ours.add_tokens([AddedToken("<r>", normalized=False), AddedToken("Q<r", normalized=True)])
-    assert ours._added_tokens().in_python(split_special_tokens=False)  # the two phases
     ours.save_pretrained(tmp_path / "saved")
     backend = transformers.TokenizersBackend.from_pretrained(str(tmp_path / "saved"))
     rng = random.Random(7)

@@ -1070,17 +1070,13 @@ impl Model {
         out: &mut Vec<Rank>,
         spans: &mut Vec<(usize, usize)>,
     ) -> Result<(), SplitError> {
-        if let Some(later) = allowed.later_in_normalized() {
-            return self.encode_normalizing_first(text, allowed, later, out, Offsets::Spans(spans));
-        }
         self.encode_with_spans_within(text, 0..text.len(), allowed, out, spans)
     }
 
     /// [`Model::encode_with_spans`] of `text[within]` with spans in bytes of all of `text`, as
     /// `tokenizers` gives them when it encodes the text between tokens it cut out first (positions
     /// past a piece stay as they are, see [`PieceSpan::Raw`]). Panics unless `within` is a range of
-    /// `text` on character boundaries. (Tokens `allowed` matches in normalized text are not looked
-    /// for: [`Model::encode_with_spans`] takes those.)
+    /// `text` on character boundaries.
     pub fn encode_with_spans_within(
         &self,
         text: &str,
@@ -1090,6 +1086,9 @@ impl Model {
         spans: &mut Vec<(usize, usize)>,
     ) -> Result<(), SplitError> {
         let (base, text) = (within.start, &text[within]);
+        if let Some(later) = allowed.later_in_normalized() {
+            return self.encode_normalizing_first(text, base, allowed, later, out, Offsets::Spans(spans));
+        }
         let mut done = 0;
         for special in allowed.find_all(text) {
             self.encode_ordinary_with_spans(&text[done..special.start.max(done)], base + done, out, spans)?;
@@ -1112,6 +1111,7 @@ impl Model {
     fn encode_normalizing_first(
         &self,
         text: &str,
+        base: usize,
         allowed: &SpecialMatcher,
         later: &SpecialMatcher,
         out: &mut Vec<Rank>,
@@ -1123,11 +1123,12 @@ impl Model {
         };
         let mut done = 0;
         for special in allowed.find_all(text) {
-            self.encode_stretch_normalizing_first(byte_level, &text[done..special.start.max(done)], done, later, out, &mut offsets)?;
-            offsets.push(out, special.id, special.start, special.end, text.len());
+            let stretch = &text[done..special.start.max(done)];
+            self.encode_stretch_normalizing_first(byte_level, stretch, base + done, later, out, &mut offsets)?;
+            offsets.push(out, special.id, base + special.start, base + special.end, base + text.len());
             done = special.end;
         }
-        self.encode_stretch_normalizing_first(byte_level, &text[done..], done, later, out, &mut offsets)
+        self.encode_stretch_normalizing_first(byte_level, &text[done..], base + done, later, out, &mut offsets)
     }
 
     /// One stretch of [`Model::encode_normalizing_first`] between the tokens matched in the text as
@@ -1200,6 +1201,26 @@ impl Model {
             }
             None => (std::borrow::Cow::Borrowed(part), own),
         };
+        if let Some(affixed) = &byte_level.affixed {
+            // Each token's symbols in `part`, or positions past its piece, which stay as they are
+            // (see `PieceSpan::Raw`).
+            let (mut placed, before) = (Vec::new(), out.len());
+            Self::encode_split_affixed(byte_level, affixed, &part, out, Some(&mut placed))?;
+            let ids: Vec<Rank> = out.drain(before..).collect();
+            let past = align.last().map_or(0, |&(_, end)| end);
+            for (id, span) in ids.into_iter().zip(placed) {
+                let (from, to) = match span {
+                    PieceSpan::Bytes(start, end) => match align.get(start) {
+                        Some(&(from, _)) if end > start => (base + from, base + align[end - 1].1),
+                        Some(&(from, _)) => (base + from, base + from),
+                        None => (base + past, base + past),
+                    },
+                    PieceSpan::Raw(start, end) => (start, end),
+                };
+                offsets.push(out, id, from, to, base + past);
+            }
+            return Ok(());
+        }
         let (mut starts, mut ends) = (Vec::new(), Vec::new());
         let before = out.len();
         self.encode_split(byte_level, &part, 0, out, Some(&mut starts), Some(&mut ends))?;
@@ -1635,7 +1656,7 @@ impl Model {
     ) -> Result<(), SplitError> {
         if let Some(later) = allowed.later_in_normalized() {
             let offsets = starts.map_or(Offsets::None, Offsets::Starts);
-            return self.encode_normalizing_first(text, allowed, later, out, offsets);
+            return self.encode_normalizing_first(text, 0, allowed, later, out, offsets);
         }
         let mut done = 0;
         for special in allowed.find_all(text) {
