@@ -42,6 +42,7 @@ use crate::Rank;
 
 /// The longest piece (in bytes) the cache holds, and the most ids it may merge to (see `tuning`).
 pub use crate::tuning::{CACHED_IDS as MAX_IDS, CACHED_PIECE_BYTES as KEY_BYTES};
+use crate::tuning::FUSED_AFTER;
 use crate::tuning::{
     CACHE_GROWTH_BUDGET as GROWTH_BUDGET, CACHE_GROW_WHEN as GROW_WHEN, CACHE_MAX_SLOTS as MAX_SLOTS,
     CACHE_SHARDS as SHARDS, CACHE_SLOTS as SLOTS, CACHE_WINDOW as WINDOW,
@@ -80,6 +81,9 @@ pub struct PieceCache {
     /// This thread's table of short pieces (see [`crate::fused`]), made on the first encode that
     /// uses it.
     fused: Option<Box<crate::fused::Table>>,
+    /// Bytes this thread encoded through the table's path before it had a table (see
+    /// [`PieceCache::wants_table`]).
+    scanned: usize,
     /// The filter of dropped pieces: one bit per hash (see [`filter_bit`]), and how many are set.
     dropped: Box<[u64]>,
     dropped_set: usize,
@@ -172,6 +176,7 @@ impl PieceCache {
             dropped: vec![0; FILTER_BITS / 64].into_boxed_slice(),
             dropped_set: 0,
             fused: None,
+            scanned: 0,
             lookups: 0,
             returns: 0,
         }
@@ -180,6 +185,17 @@ impl PieceCache {
     #[inline]
     fn sets(&self) -> usize {
         self.tags.len()
+    }
+
+    /// Whether encoding `bytes` more should take the table of short pieces: once this thread has one,
+    /// or has encoded [`FUSED_AFTER`] bytes without (making one costs some 30 ms for o200k, which a
+    /// few short texts would not earn back).
+    pub fn wants_table(&mut self, bytes: usize) -> bool {
+        if self.fused.is_some() {
+            return true;
+        }
+        self.scanned = self.scanned.saturating_add(bytes);
+        self.scanned >= FUSED_AFTER
     }
 
     /// This thread's table of short pieces, made from `seed` if it has none of it (taken out, to be
@@ -298,6 +314,7 @@ impl PieceCache {
         std::mem::swap(&mut grown.dropped, &mut self.dropped);
         grown.dropped_set = self.dropped_set;
         grown.fused = self.fused.take();
+        grown.scanned = self.scanned;
         // The old cache gives back its share of the budget as it drops; the grown one holds it,
         // with the `more` added above.
         GROWN.fetch_add((self.capacity() - SLOTS.min(self.capacity())) * SLOT_BYTES, Ordering::Relaxed);

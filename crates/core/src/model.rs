@@ -1257,8 +1257,9 @@ impl Model {
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
+        let fused = splitter.scanner().is_some() && *whole_piece && cache.as_deref_mut().is_some_and(|cache| cache.wants_table(bytes.len()));
         if let (Some(scanner), None, None, None, true, Some(cache)) =
-            (splitter.scanner(), &starts, &ends, dropped_bytes, *whole_piece, cache.as_deref_mut())
+            (splitter.scanner(), &starts, &ends, dropped_bytes, fused, cache.as_deref_mut())
         {
             // The common case on its own: ids only, from a scanner, every byte a token, a piece
             // that is a token its id. Short pieces are asked a chunk at a time of the thread's
@@ -2208,6 +2209,33 @@ mod tests {
         };
         assert_eq!(lone(b"abcd"), ids(&model, "abcd"));
         assert_eq!(lone(b"abc"), vec![300, b'c' as Rank]);
+    }
+
+    #[test]
+    fn the_table_of_short_pieces_gives_the_ids_of_the_per_piece_path() {
+        // Past `FUSED_AFTER` bytes a thread encodes through its table of short pieces (tokens and
+        // pieces merged before, `crate::fused`); the path with offsets never does. Pieces short and
+        // long (past the table's 15 bytes), tokens, merged, seen again, in chunks and across them.
+        let model = small_model();
+        let mut random = crate::test_rng::numbers(0x7AB1E);
+        let words = ["hello", "hell", "he", "llo", "oh", "hellohello", "héllo", "a", "  ", "\n", "17", "ll!", "hellohellohellohello", "xyzzyxyzzyxyzzy"];
+        let mut text = String::new();
+        while text.len() < 3 * crate::tuning::FUSED_AFTER {
+            text.push_str(words[random() as usize % words.len()]);
+            if random() % 3 == 0 {
+                text.push(' ');
+            }
+        }
+        let mut reference = Vec::new();
+        model.encode_ordinary_with_offsets(&text, 0, &mut reference, Some(&mut Vec::new())).unwrap();
+        for _ in 0..2 {
+            assert_eq!(ids(&model, &text), reference);
+        }
+        for part in text.as_bytes().chunks(1000).map(|part| String::from_utf8_lossy(part).into_owned()) {
+            let mut expected = Vec::new();
+            model.encode_ordinary_with_offsets(&part, 0, &mut expected, Some(&mut Vec::new())).unwrap();
+            assert_eq!(ids(&model, &part), expected);
+        }
     }
 
     #[test]

@@ -39,6 +39,11 @@ pub(crate) const CACHE_SLOTS: usize = 1 << 16;
 /// its first size, the largest size encoded the shared corpora with o200k 1.33x faster than the
 /// first (`compare_builds.py --seen`, 7.6 MB: 121,000 pieces of up to 30 bytes that are no token).
 pub(crate) const CACHE_MAX_SLOTS: usize = 1 << 19;
+/// Bytes a thread encodes through the per-piece path before it makes its table of short pieces
+/// (`crate::fused`): making one (the model's seed, then the thread's copy: 32 MB for o200k) costs
+/// some 30-50 ms, which a one-off short text would pay on top of encoding in microseconds; after
+/// 256 KB the table has saved more than that on seen text.
+pub const FUSED_AFTER: usize = 1 << 18;
 /// A piece cache weighs its growth over this many lookups.
 pub(crate) const CACHE_WINDOW: usize = 1 << 16;
 /// A piece cache grows when more than one lookup in this many missed a piece it had dropped: each
