@@ -126,9 +126,10 @@ fn prefetch<T>(pointer: *const T, first_level: bool) {
 type Slots = allocator_api2::boxed::Box<[Entry], crate::huge::HugePages>;
 
 /// A model's seed: its short tokens, each as its own id, in a table of the size every thread's
-/// table has. Built once per model, copied into each thread's table.
+/// table has. Built once per model, copied into each thread's table. (On ordinary pages: it is only
+/// read in order, and asking the system for huge pages can cost it a compaction of memory.)
 pub struct Seed {
-    slots: Slots,
+    slots: Box<[Entry]>,
     len: usize,
 }
 
@@ -146,7 +147,7 @@ impl Seed {
         let mut short: Vec<(&[u8], Rank)> = tokens.filter(|(bytes, _)| (1..=SHORT).contains(&bytes.len())).collect();
         short.sort_unstable_by_key(|&(_, id)| id);
         let size = (short.len() * SLOTS_PER_SEED).next_power_of_two().max(MIN_SLOTS);
-        let mut table = Seed { slots: crate::huge::filled(EMPTY, size), len: 0 };
+        let mut table = Seed { slots: vec![EMPTY; size].into_boxed_slice(), len: 0 };
         for (bytes, id) in short {
             let key = key(bytes);
             let hashed = hash(key);
@@ -248,37 +249,48 @@ impl Table {
         let bytes = size * std::mem::size_of::<Entry>();
         let grow = self.returns * GROW_WHEN > self.merges && size * 2 <= MAX_SLOTS && crate::cache::claim_growth(bytes);
         (self.merges, self.returns) = (0, 0);
-        let old = std::mem::replace(&mut self.slots, crate::huge::filled(EMPTY, if grow { size * 2 } else { size }));
-        let spill = std::mem::take(&mut self.spill);
-        self.len = 0;
-        // The seed first, so its tokens keep their home slots; then the learned pieces, kept when
-        // growing and dropped (remembered) otherwise.
-        let seeded = self.seed.slots.len() == self.slots.len();
-        if seeded {
-            self.slots.copy_from_slice(&self.seed.slots);
-            self.len = self.seed.len;
-        } else {
-            let seed = self.seed.clone();
-            for entry in seed.slots.iter().filter(|entry| entry.key != 0) {
-                self.place(*entry);
-            }
-        }
-        for entry in old.iter().filter(|entry| entry.key != 0 && !(entry.len == 1 && entry.ids[1] == SEED)) {
-            if grow {
+        let learned = |entry: &&Entry| entry.key != 0 && !(entry.len == 1 && entry.ids[1] == SEED);
+        if grow {
+            // The seed first, so its tokens keep their home slots; then the learned pieces.
+            let old = std::mem::replace(&mut self.slots, crate::huge::filled(EMPTY, size * 2));
+            let spill = std::mem::take(&mut self.spill);
+            self.seed_again();
+            for entry in old.iter().filter(learned) {
                 let len = entry.len as usize;
                 let ids: &[Rank] = if len <= INLINE { &entry.ids[..len] } else { &spill[entry.ids[0] as usize..][..len] };
                 let mut moved = Entry { key: entry.key, len: entry.len, ids: [0; INLINE] };
                 self.fill(&mut moved, ids);
                 self.place(moved);
-            } else {
-                if self.dropped_set * 8 >= FILTER_BITS {
-                    self.dropped.fill(0);
-                    self.dropped_set = 0;
-                }
-                let bit = filter_bit(hash(entry.key));
-                self.dropped_set += (self.dropped[bit / 64] >> (bit % 64) & 1 ^ 1) as usize;
-                self.dropped[bit / 64] |= 1 << (bit % 64);
             }
+            return;
+        }
+        // Starting over in place (a fresh allocation would have the system zero its pages again):
+        // the learned pieces are remembered as dropped, then the seed is written over them.
+        for entry in self.slots.iter().filter(learned) {
+            if self.dropped_set * 8 >= FILTER_BITS {
+                self.dropped.fill(0);
+                self.dropped_set = 0;
+            }
+            let bit = filter_bit(hash(entry.key));
+            self.dropped_set += (self.dropped[bit / 64] >> (bit % 64) & 1 ^ 1) as usize;
+            self.dropped[bit / 64] |= 1 << (bit % 64);
+        }
+        self.spill.clear();
+        self.seed_again();
+    }
+
+    /// Empties the table and puts the seed's tokens back.
+    fn seed_again(&mut self) {
+        if self.seed.slots.len() == self.slots.len() {
+            self.slots.copy_from_slice(&self.seed.slots);
+            self.len = self.seed.len;
+            return;
+        }
+        self.slots.fill(EMPTY);
+        self.len = 0;
+        let seed = self.seed.clone();
+        for entry in seed.slots.iter().filter(|entry| entry.key != 0) {
+            self.place(*entry);
         }
     }
 
