@@ -26,12 +26,16 @@ _AFFIXES = ("continuing_subword_prefix", "end_of_word_suffix")
 
 
 def has_affixes(model: dict[str, Any]) -> bool:
-    """Whether a ``tokenizer.json`` model sets either affix (``""`` included, which is kept).
+    """Whether a byte-level ``tokenizer.json`` model takes this path: it sets either affix (``""``
+    included, which is kept), or ``byte_fallback``, which `tokenizers`' own merge rule applies (a
+    symbol the vocabulary lacks becomes its ``<0xXX>`` tokens).
 
     >>> has_affixes({"type": "BPE", "end_of_word_suffix": "</w>"}), has_affixes({"type": "BPE"})
     (True, False)
+    >>> has_affixes({"type": "BPE", "byte_fallback": True})
+    True
     """
-    return any(model.get(key) is not None for key in _AFFIXES)
+    return any(model.get(key) is not None for key in _AFFIXES) or model.get("byte_fallback") is True
 
 
 def word_affixes_of(model: dict[str, Any], refuse: Any) -> WordAffixes | None:

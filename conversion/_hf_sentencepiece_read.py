@@ -46,7 +46,6 @@ from typing import Any
 from tokenizers import Tokenizer
 
 from conversion import _hf_sentencepiece
-from conversion._hf_affixes import has_affixes
 from conversion._hf_normalizers import normalizer_steps
 from conversion._hf_pretokenizers import describe, probe_texts, split_probe_texts
 from hf_bpe.errors import InvalidVocabularyError, TokenizerFileError
@@ -72,8 +71,8 @@ Refuse = Callable[[str], TokenizerFileError]
 
 
 def is_sentencepiece_style(document: dict[str, Any]) -> bool:
-    """A file of SentencePiece-style BPE: byte fallback (but for a byte-level model with word affixes,
-    :mod:`conversion._hf_affixes`), a ``Metaspace`` pre-tokenizer or decoder, a ``ByteFallback``
+    """A file of SentencePiece-style BPE: byte fallback (but for a byte-level model, which
+    :mod:`conversion._hf_affixes` reads), a ``Metaspace`` pre-tokenizer or decoder, a ``ByteFallback``
     decoder step, or a normalizer that writes ``▁`` (without a ``ByteLevel`` step).
 
     >>> is_sentencepiece_style({"model": {"type": "BPE", "byte_fallback": True}})
@@ -86,7 +85,8 @@ def is_sentencepiece_style(document: dict[str, Any]) -> bool:
     """
     model = document.get("model")
     kinds = set(_kinds(document.get("pre_tokenizer"), "pretokenizers")) | set(_kinds(document.get("decoder"), "decoders"))
-    if isinstance(model, dict) and model.get("byte_fallback") and not (has_affixes(model) and "ByteLevel" in kinds):
+    byte_level_split = "ByteLevel" in _kinds(document.get("pre_tokenizer"), "pretokenizers")
+    if isinstance(model, dict) and model.get("byte_fallback") and not byte_level_split:
         return True
     if kinds & {"Metaspace", "ByteFallback"}:
         return True

@@ -198,6 +198,11 @@ def check_no_word_affixes(model: BPE, target: str) -> None:
     (`tokenizers`' ``continuing_subword_prefix`` / ``end_of_word_suffix``), which only ``tokenizer.json``
     and hf_bpe's own model file hold: ``target`` merges plain bytes."""
     affixes = word_affixes(model)
+    if affixes is not None and affixes.continuing_subword_prefix is None and affixes.end_of_word_suffix is None:
+        raise ConversionError(
+            f"{model!r} cannot be written as {target}: it merges by tokenizers' rule with byte_fallback (a symbol "
+            f"its vocabulary lacks becomes <0xXX> tokens), which {target} cannot say; save it as tokenizer.json instead"
+        )
     if affixes is not None:
         raise ConversionError(
             f"{model!r} cannot be written as {target}: its symbols carry word affixes (continuing_subword_prefix "

@@ -161,8 +161,6 @@ def minimal_document() -> dict:
     ("change", "problem"),
     [
         (lambda doc: doc["model"].update(type="WordPiece"), "the model is 'WordPiece'; hf_bpe reads BPE models only"),
-        (lambda doc: doc["model"].update(byte_fallback=True),
-         "the pre_tokenizer 'ByteLevel' is not supported in a SentencePiece-style file"),
         (lambda doc: doc["model"].update(dropout=0.1), "dropout"),
         (lambda doc: doc["model"].update(continuing_subword_prefix="##"),
          r"merge 0 \('a' 'b'\): cutting the 2 bytes of continuing_subword_prefix off its right token leaves no text"),

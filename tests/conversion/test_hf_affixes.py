@@ -97,7 +97,10 @@ _CONFIGURATIONS = [
     ("\u0120", "@@", True, True, False, False), ("##", None, True, False, False, True),
     (None, "</w>", False, False, False, True), ("##", "</w>", True, True, False, True),
     ("##", "</w>", True, False, True, True), ("\u0120", "\u0120", False, False, False, True),
+    (None, None, True, False, False, True), (None, None, False, False, True, True),
 ]
+"""Affixes, unknown token, fuse_unk, ignore_merges, byte_fallback; the last two without affixes: a
+byte-level file with byte fallback alone takes tokenizers' rule too."""
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(40, 8), id="ci"),

@@ -456,6 +456,16 @@ pub struct Model {
     seed: OnceLock<Arc<Seed>>,
 }
 
+/// `text` as `byte_level`'s normalizer writes it, with where each of its bytes comes from in `text`;
+/// `None` for a model without a normalizer.
+fn normalized_with_alignments(byte_level: &ByteLevel, text: &str) -> Result<Option<(String, Vec<(usize, usize)>)>, SplitError> {
+    let Some(normalizer) = &byte_level.normalizer else {
+        return Ok(None);
+    };
+    ensure_working_room(text);
+    Ok(Some(normalizer.normalize_with_alignments(text)?))
+}
+
 /// Checks mergeable tokens: ids in range and unique, bytes unique. The empty token is allowed (as
 /// tiktoken allows it: Whisper's `multilingual.tiktoken` has one): it decodes to nothing and no
 /// merge makes or joins it; see [`ByteLevel::empty_matches`] for the one way encoding emits it.
@@ -1041,13 +1051,7 @@ impl Model {
         if let Some(affixed) = &byte_level.affixed {
             return Self::encode_affixed_with_spans(byte_level, affixed, text, base, out, spans);
         }
-        let normalized = match &byte_level.normalizer {
-            None => None,
-            Some(normalizer) => {
-                ensure_working_room(text);
-                Some(normalizer.normalize_with_alignments(text)?)
-            }
-        };
+        let normalized = normalized_with_alignments(byte_level, text)?;
         let (split, align) = normalized.as_ref().map_or((text, None), |(normalized, align)| (normalized.as_str(), Some(&align[..])));
         self.encode_split(byte_level, split, 0, out, Some(&mut starts), Some(&mut ends))?;
         memory::reserve(spans, starts.len(), "the offsets", text.len(), "bytes of text");
@@ -1336,13 +1340,7 @@ impl Model {
         out: &mut Vec<Rank>,
         spans: &mut Vec<(usize, usize)>,
     ) -> Result<(), SplitError> {
-        let normalized = match &byte_level.normalizer {
-            None => None,
-            Some(normalizer) => {
-                ensure_working_room(text);
-                Some(normalizer.normalize_with_alignments(text)?)
-            }
-        };
+        let normalized = normalized_with_alignments(byte_level, text)?;
         let (split, align) = normalized.as_ref().map_or((text, None), |(normalized, align)| (normalized.as_str(), Some(&align[..])));
         let mut placed = Vec::new();
         Self::encode_split_affixed(byte_level, affixed, split, out, Some(&mut placed))?;
