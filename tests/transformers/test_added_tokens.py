@@ -220,6 +220,18 @@ print("RESULT " + json.dumps(results))
 """
 
 
+def _probed_without_hf_bpe(tmp_path: Path, cases: list[tuple[Any, str, list[str]]]) -> list[dict[str, Any]]:
+    """What ``PROBE`` gives, in a process without hf_bpe, for each case's folder and texts."""
+    (tmp_path / "cases.json").write_text(json.dumps([[folder, texts] for _, folder, texts in cases]), encoding="utf-8")
+    (tmp_path / "probe.py").write_text(PROBE, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(tmp_path / "probe.py"), str(tmp_path / "cases.json")],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results: list[dict[str, Any]] = json.loads(done.stdout.split("RESULT ", 1)[1])
+    return results
+
+
 def test_the_saved_folder_keeps_the_flags_and_loads_without_hf_bpe(trained: str, tmp_path: Path) -> None:
     """Both files of the folder hold the flags; transformers alone reads them and encodes as we do."""
     cases = []
@@ -234,14 +246,7 @@ def test_the_saved_folder_keeps_the_flags_and_loads_without_hf_bpe(trained: str,
         assert in_file["<mask>"]["lstrip"] and in_file["<s>"]["normalized"] and not in_file["<mask>"]["normalized"]
         texts = texts_around(random.Random(prefix_space), ["<mask>", *SPECIALS], scaled(25, 15))
         cases.append((ours, str(folder), texts))
-    (tmp_path / "cases.json").write_text(json.dumps([[folder, texts] for _, folder, texts in cases]), encoding="utf-8")
-    (tmp_path / "probe.py").write_text(PROBE, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(tmp_path / "probe.py"), str(tmp_path / "cases.json")],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    results = json.loads(done.stdout.split("RESULT ", 1)[1])
-    for (ours, _, texts), result in zip(cases, results):
+    for (ours, _, texts), result in zip(cases, _probed_without_hf_bpe(tmp_path, cases)):
         assert result["class"] == "TokenizersBackend"
         assert result["flags"]["<mask>"] == [True, False, False, False]
         encoded = ours(texts, return_offsets_mapping=True, return_special_tokens_mask=True)
@@ -309,13 +314,7 @@ def test_tokens_added_later_with_rules_encode_as_tokenizers_backend_on_the_saved
         assert [ours.convert_tokens_to_ids(ours.tokenize(text)) for text in texts] == \
             [backend(text, add_special_tokens=False)["input_ids"] for text in texts]
         cases.append((ours, str(folder), texts))
-    (tmp_path / "cases.json").write_text(json.dumps([[folder, texts] for _, folder, texts in cases]), encoding="utf-8")
-    (tmp_path / "probe.py").write_text(PROBE, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(tmp_path / "probe.py"), str(tmp_path / "cases.json")],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    for (ours, _, texts), result in zip(cases, json.loads(done.stdout.split("RESULT ", 1)[1])):
+    for (ours, _, texts), result in zip(cases, _probed_without_hf_bpe(tmp_path, cases)):
         assert result["class"] == "TokenizersBackend"
         encoded = ours(texts, return_offsets_mapping=True, return_special_tokens_mask=True)
         assert encoded["input_ids"] == result["input_ids"]

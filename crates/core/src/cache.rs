@@ -188,8 +188,8 @@ impl PieceCache {
     }
 
     /// Whether encoding `bytes` more should take the table of short pieces: once this thread has one,
-    /// or has encoded [`FUSED_AFTER`] bytes without (making one costs some 30 ms for o200k, which a
-    /// few short texts would not earn back).
+    /// or has encoded [`FUSED_AFTER`] bytes without (making one costs some 0.1-0.2 s for o200k, which
+    /// a few short texts would not earn back). Only bytes of calls that could take it are counted.
     pub fn wants_table(&mut self, bytes: usize) -> bool {
         if self.fused.is_some() {
             return true;

@@ -340,7 +340,7 @@ impl Table {
     }
 
     /// Encodes the pieces of the chunk in order, appending their ids to `out`, and empties it.
-    /// `slow(piece, out)` encodes a piece the table cannot answer (longer than [`SHORT`]), and
+    /// `long(piece, out)` encodes a piece the table cannot answer (longer than [`SHORT`]), and
     /// `merge(piece, out)` a short one it does not hold, which it then learns.
     pub fn encode_chunk(
         &mut self,

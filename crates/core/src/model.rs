@@ -1261,30 +1261,15 @@ impl Model {
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
-        let fused = splitter.scanner().is_some() && *whole_piece && cache.as_deref_mut().is_some_and(|cache| cache.wants_table(bytes.len()));
-        if let (Some(scanner), None, None, None, true, Some(cache)) =
-            (splitter.scanner(), &starts, &ends, dropped_bytes, fused, cache.as_deref_mut())
-        {
-            // The common case on its own: ids only, from a scanner, every byte a token, a piece
-            // that is a token its id. Short pieces are asked a chunk at a time of the thread's
-            // table, which holds the tokens and the pieces merged before (see `crate::fused`).
-            let seed = self.seed.get_or_init(|| Arc::new(Seed::new(self.encoder.iter().map(|(token, &id)| (&token[..], id)))));
-            let mut table = cache.take_table(seed);
-            let mut long = |piece: &[u8], out: &mut Vec<Rank>| self.encode_piece(merges, true, piece, Some(&mut *cache), out);
-            let merge = |piece: &[u8], out: &mut Vec<Rank>| merges.encode_piece(piece, out);
-            scanner.for_each_piece(text, |start, end| {
-                table.pack(bytes, start, end);
-                if table.full() {
-                    table.encode_chunk(bytes, out, &mut long, merge);
-                }
-            });
-            table.encode_chunk(bytes, out, &mut long, merge);
-            cache.put_table(table);
-            return Ok(());
-        }
         if let (Some(scanner), None, None, None) = (splitter.scanner(), &starts, &ends, dropped_bytes) {
             // The common case on its own: ids only, from a scanner, every byte a token. (The general
             // loop below, with its offsets and added spaces, ran it 2-4% slower.)
+            if let Some(cache) = cache.as_deref_mut() {
+                if *whole_piece && cache.wants_table(bytes.len()) {
+                    self.encode_scanned_with_table(scanner, merges, text, cache, out);
+                    return Ok(());
+                }
+            }
             scanner.for_each_piece(text, |start, end| {
                 let piece = &bytes[start..end];
                 memory::reserve(out, piece.len() + 1, "the ids", text.len(), "bytes of text");
@@ -1353,6 +1338,26 @@ impl Model {
             PieceSpan::Raw(start, end) => (start, end),
         }));
         Ok(())
+    }
+
+    /// [`Model::encode_split`]'s ids of `text` cut by `scanner`, for a model whose pieces that are
+    /// tokens encode as themselves: short pieces are asked a chunk at a time of the thread's table,
+    /// which holds the tokens and the pieces merged before (see `crate::fused`); longer ones take
+    /// the per-piece path with `cache`.
+    fn encode_scanned_with_table(&self, scanner: crate::scan::Scanner, merges: &MergeTable, text: &str, cache: &mut PieceCache, out: &mut Vec<Rank>) {
+        let bytes = text.as_bytes();
+        let seed = self.seed.get_or_init(|| Arc::new(Seed::new(self.encoder.iter().map(|(token, &id)| (&token[..], id)))));
+        let mut table = cache.take_table(seed);
+        let mut long = |piece: &[u8], out: &mut Vec<Rank>| self.encode_piece(merges, true, piece, Some(&mut *cache), out);
+        let merge = |piece: &[u8], out: &mut Vec<Rank>| merges.encode_piece(piece, out);
+        scanner.for_each_piece(text, |start, end| {
+            table.pack(bytes, start, end);
+            if table.full() {
+                table.encode_chunk(bytes, out, &mut long, merge);
+            }
+        });
+        table.encode_chunk(bytes, out, &mut long, merge);
+        cache.put_table(table);
     }
 
     /// [`Model::encode_split`] for a model whose symbols carry word affixes; `spans` gets where each

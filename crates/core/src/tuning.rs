@@ -41,8 +41,8 @@ pub(crate) const CACHE_SLOTS: usize = 1 << 16;
 pub(crate) const CACHE_MAX_SLOTS: usize = 1 << 19;
 /// Bytes a thread encodes through the per-piece path before it makes its table of short pieces
 /// (`crate::fused`): making one (the model's seed, then the thread's copy: 32 MB for o200k) costs
-/// some 30-50 ms, which a one-off short text would pay on top of encoding in microseconds; after
-/// 256 KB the table has saved more than that on seen text.
+/// some 0.1-0.2 s (most of it the system finding huge pages), which a one-off short text would pay
+/// on top of encoding in microseconds.
 pub const FUSED_AFTER: usize = 1 << 18;
 /// A piece cache weighs its growth over this many lookups.
 pub(crate) const CACHE_WINDOW: usize = 1 << 16;
