@@ -9,8 +9,9 @@
 //!
 //! Layout: a fixed array of slots, each holding its key and ids inline (no allocation after the
 //! first use), two-way set associative: a piece may sit in one of two neighbouring slots, and a
-//! new piece replaces the one used less recently. Pieces longer than [`KEY_BYTES`] or merging to
-//! more than [`MAX_IDS`] ids are not cached. Beside the slots, a small array of tags (16 hash bits
+//! new piece replaces the one used less recently. Pieces longer than [`KEY_BYTES`] go to a store of
+//! long pieces beside it ([`crate::long_pieces`]); shorter ones merging to more than [`MAX_IDS`] ids
+//! are not cached. Beside the slots, a small array of tags (16 hash bits
 //! per slot) lets a lookup skip the slots when no tag matches: only a matching tag's slot is read
 //! and its key compared, so a tag never decides a hit.
 //!
@@ -81,6 +82,8 @@ pub struct PieceCache {
     /// This thread's table of short pieces (see [`crate::fused`]), made on the first encode that
     /// uses it.
     fused: Option<Box<crate::fused::Table>>,
+    /// Merged pieces longer than [`KEY_BYTES`] (see [`crate::long_pieces`]).
+    long: crate::long_pieces::LongPieces,
     /// Bytes this thread encoded through the table's path before it had a table (see
     /// [`PieceCache::wants_table`]).
     scanned: usize,
@@ -176,6 +179,7 @@ impl PieceCache {
             dropped: vec![0; FILTER_BITS / 64].into_boxed_slice(),
             dropped_set: 0,
             fused: None,
+            long: Default::default(),
             scanned: 0,
             lookups: 0,
             returns: 0,
@@ -219,7 +223,10 @@ impl PieceCache {
     /// The cached ids of `piece`, if it is cached.
     #[inline]
     pub fn get(&mut self, piece: &[u8]) -> Option<&[Rank]> {
-        if piece.len() > KEY_BYTES || piece.is_empty() {
+        if piece.len() > KEY_BYTES {
+            return self.long.get(piece);
+        }
+        if piece.is_empty() {
             return None;
         }
         self.lookups += 1;
@@ -242,7 +249,10 @@ impl PieceCache {
     /// [`PieceCache::get`] of it missed.
     #[inline]
     pub fn insert(&mut self, piece: &[u8], ids: &[Rank]) {
-        if piece.len() > KEY_BYTES || piece.is_empty() || ids.len() > MAX_IDS {
+        if piece.len() > KEY_BYTES {
+            return self.long.insert(piece, ids);
+        }
+        if piece.is_empty() || ids.len() > MAX_IDS {
             return;
         }
         let hashed = hash(piece);
@@ -314,6 +324,7 @@ impl PieceCache {
         std::mem::swap(&mut grown.dropped, &mut self.dropped);
         grown.dropped_set = self.dropped_set;
         grown.fused = self.fused.take();
+        grown.long = std::mem::take(&mut self.long);
         grown.scanned = self.scanned;
         // The old cache gives back its share of the budget as it drops; the grown one holds it,
         // with the `more` added above.
@@ -442,15 +453,19 @@ mod tests {
     }
 
     #[test]
-    fn holds_what_was_inserted_and_refuses_what_is_too_long() {
+    fn holds_what_was_inserted_long_pieces_beside_and_refuses_what_is_too_long() {
         let mut cache = PieceCache::new();
         assert_eq!(cache.get(b"hello"), None);
         cache.insert(b"hello", &[1, 2]);
         assert_eq!(cache.get(b"hello"), Some(&[1, 2][..]));
         assert_eq!(cache.get(b"hell"), None);
         let long = [b'x'; KEY_BYTES + 1];
-        cache.insert(&long, &[7]);
         assert_eq!(cache.get(&long), None);
+        cache.insert(&long, &[7]);
+        assert_eq!(cache.get(&long), Some(&[7][..]), "kept in the store of long pieces");
+        let too_long = vec![b'x'; crate::long_pieces::LONG_PIECE_MOST + 1];
+        cache.insert(&too_long, &[7]);
+        assert_eq!(cache.get(&too_long), None);
         cache.insert(b"many", &[0; MAX_IDS + 1]);
         assert_eq!(cache.get(b"many"), None);
     }

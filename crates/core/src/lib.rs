@@ -17,6 +17,7 @@ pub mod fused;
 pub mod halves;
 pub mod hf_normalize;
 pub mod huge;
+pub mod long_pieces;
 pub mod memory;
 pub mod merge;
 pub mod model;

@@ -1,0 +1,189 @@
+//! Merged pieces too long for the piece cache's slots (more than [`crate::tuning::CACHED_PIECE_BYTES`]
+//! bytes): each thread's cache keeps them here, by their whole bytes, so that a long word, a run of
+//! CJK characters or of digits seen before costs a hash and a compare instead of its merges.
+//!
+//! The keys and ids sit back to back in two arrays, indexed by an open-addressed table of 16-byte
+//! entries. The store holds at most [`LONG_PIECES_BYTES`] bytes of keys and ids (pieces longer than
+//! [`LONG_PIECE_MOST`] bytes are not kept); when the next one does not fit it starts over empty, so
+//! its memory is bounded whatever the text, and grows only as long pieces arrive. Like the piece
+//! cache it only stores what the merge loop returned for the same bytes: it cannot change an id.
+
+use std::hash::Hasher;
+
+use rustc_hash::FxHasher;
+
+pub use crate::tuning::{LONG_PIECES_BYTES, LONG_PIECE_MOST};
+use crate::Rank;
+
+/// Where one piece's key and ids are; `key_len` 0 marks an empty entry.
+#[derive(Clone, Copy, Default)]
+struct Entry {
+    key_at: u32,
+    key_len: u16,
+    ids_len: u16,
+    ids_at: u32,
+    /// High bits of the key's hash: most entries that are not the piece are passed without
+    /// reading its key.
+    tag: u32,
+}
+
+/// Entries of a store's first table (a power of two); it doubles while half full.
+const FIRST_ENTRIES: usize = 1 << 10;
+
+const _: () =
+    assert!(LONG_PIECE_MOST <= u16::MAX as usize && LONG_PIECES_BYTES <= u32::MAX as usize);
+
+#[derive(Default)]
+pub struct LongPieces {
+    entries: Vec<Entry>,
+    keys: Vec<u8>,
+    ids: Vec<Rank>,
+    held: usize,
+}
+
+fn hash(piece: &[u8]) -> u64 {
+    let mut hasher = FxHasher::default();
+    hasher.write(piece);
+    hasher.finish()
+}
+
+/// An entry's place in a table of `mask + 1` entries: FxHash mixes upward, so the bits above the
+/// lowest 20 (the tag is the top 32).
+#[inline]
+fn home(hashed: u64, mask: usize) -> usize {
+    (hashed >> 20) as usize & mask
+}
+
+impl LongPieces {
+    /// Where `piece` is, or the empty entry where it would go.
+    fn find(&self, piece: &[u8], hashed: u64) -> Result<usize, usize> {
+        let mask = self.entries.len() - 1;
+        let tag = (hashed >> 32) as u32;
+        let mut at = home(hashed, mask);
+        loop {
+            let entry = &self.entries[at];
+            if entry.key_len == 0 {
+                return Err(at);
+            }
+            if entry.tag == tag && usize::from(entry.key_len) == piece.len() {
+                let start = entry.key_at as usize;
+                if &self.keys[start..start + piece.len()] == piece {
+                    return Ok(at);
+                }
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// The ids `piece` merged to, if kept.
+    #[inline]
+    pub fn get(&self, piece: &[u8]) -> Option<&[Rank]> {
+        if self.held == 0 || piece.len() > LONG_PIECE_MOST {
+            return None;
+        }
+        let entry = self.entries[self.find(piece, hash(piece)).ok()?];
+        let start = entry.ids_at as usize;
+        Some(&self.ids[start..start + usize::from(entry.ids_len)])
+    }
+
+    /// Keeps `piece` -> `ids` (after a [`LongPieces::get`] of it missed); starts over when it would
+    /// pass its bound. Pieces or id lists too long to keep are ignored.
+    pub fn insert(&mut self, piece: &[u8], ids: &[Rank]) {
+        let size = piece.len() + ids.len() * 4;
+        if piece.is_empty() || piece.len() > LONG_PIECE_MOST || ids.len() > LONG_PIECE_MOST {
+            return;
+        }
+        if self.keys.len() + self.ids.len() * 4 + size > LONG_PIECES_BYTES {
+            self.held = 0;
+            self.keys.clear();
+            self.ids.clear();
+            self.entries.fill(Entry::default());
+        }
+        if (self.held + 1) * 2 > self.entries.len() {
+            self.grow();
+        }
+        let hashed = hash(piece);
+        let Err(at) = self.find(piece, hashed) else {
+            return;
+        };
+        self.entries[at] = Entry {
+            key_at: self.keys.len() as u32,
+            key_len: piece.len() as u16,
+            ids_len: ids.len() as u16,
+            ids_at: self.ids.len() as u32,
+            tag: (hashed >> 32) as u32,
+        };
+        self.keys.extend_from_slice(piece);
+        self.ids.extend_from_slice(ids);
+        self.held += 1;
+    }
+
+    /// Doubles the table (the first: [`FIRST_ENTRIES`]), placing every kept piece again.
+    fn grow(&mut self) {
+        let size = (self.entries.len() * 2).max(FIRST_ENTRIES);
+        let old = std::mem::replace(&mut self.entries, vec![Entry::default(); size]);
+        for entry in old.into_iter().filter(|entry| entry.key_len != 0) {
+            let start = entry.key_at as usize;
+            let key = &self.keys[start..start + usize::from(entry.key_len)];
+            let Err(at) = self.find(key, hash(key)) else {
+                unreachable!("a kept piece is kept once")
+            };
+            self.entries[at] = entry;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn piece(n: usize, len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| b"abcdefghijklmnopqrstuvwxyz"[(n * 7 + i * (n % 5 + 1)) % 26] ^ (n >> 8) as u8)
+            .collect()
+    }
+
+    #[test]
+    fn kept_pieces_come_back_with_their_ids_and_others_do_not() {
+        let mut store = LongPieces::default();
+        assert_eq!(store.get(b"never kept, and long enough"), None);
+        let pieces: Vec<Vec<u8>> = (0..5000).map(|n| piece(n, 31 + n % 200)).collect();
+        for (n, key) in pieces.iter().enumerate() {
+            if store.get(key).is_none() {
+                store.insert(key, &[n as Rank, 7, n as Rank * 3]);
+            }
+        }
+        for (n, key) in pieces.iter().enumerate() {
+            // A piece made twice (equal bytes) keeps the ids of its first insertion.
+            let first = pieces.iter().position(|other| other == key).unwrap();
+            assert_eq!(
+                store.get(key),
+                Some(&[first as Rank, 7, first as Rank * 3][..]),
+                "piece {n}"
+            );
+        }
+        let mut longer = pieces[0].clone();
+        longer.push(b'x');
+        assert_eq!(store.get(&longer), None);
+        assert_eq!(store.get(&pieces[0][1..]), None);
+    }
+
+    #[test]
+    fn the_store_starts_over_within_its_bound_and_skips_what_it_cannot_hold() {
+        let mut store = LongPieces::default();
+        let mut n = 0;
+        let mut most = 0;
+        while n < 4 * LONG_PIECES_BYTES / 300 {
+            let key = piece(n, 300);
+            store.insert(&key, &[1; 20]);
+            assert_eq!(store.get(&key), Some(&[1; 20][..]));
+            most = most.max(store.keys.len() + store.ids.len() * 4);
+            n += 1;
+        }
+        assert!(most <= LONG_PIECES_BYTES, "{most}");
+        assert!(store.held < n, "it started over");
+        let too_long = vec![b'a'; LONG_PIECE_MOST + 1];
+        store.insert(&too_long, &[1]);
+        assert_eq!(store.get(&too_long), None);
+    }
+}
