@@ -46,6 +46,8 @@ Nulls = Literal["raise", "empty", "null"]
 """What a null string of an Arrow column becomes (:meth:`BPE.encode_arrow`)."""
 
 _NOTHING: frozenset[str] = frozenset()
+# Empty ``disallowed_special`` values of these types ask for no check at all (the ordinary policy).
+_EMPTY_COLLECTIONS = (tuple, list, set, frozenset)
 
 MODEL_FORMAT = "hf_bpe"
 MODEL_FORMAT_VERSION = 1
@@ -101,6 +103,7 @@ class _Encoder:
         self._special_tokens_set = frozenset(specials)
         self.name = name
         self._default_policy = self._core.special_policy([], list(specials))
+        self._ordinary_policy = self._core.special_policy([], [])
         self._policies: dict[tuple[frozenset[str], frozenset[str]], Any] = {}
 
     def encode_ordinary(self, text: str) -> list[int]:
@@ -264,8 +267,11 @@ class _Encoder:
 
     def _policy(self, allowed_special: AllowedSpecial, disallowed_special: DisallowedSpecial) -> Any:
         """The core's special-token policy for these arguments (cached)."""
-        if allowed_special is _NOTHING and disallowed_special == "all":
-            return self._default_policy
+        if allowed_special is _NOTHING:
+            if disallowed_special == "all":
+                return self._default_policy
+            if type(disallowed_special) in _EMPTY_COLLECTIONS and not disallowed_special:
+                return self._ordinary_policy
         if allowed_special == "all":
             allowed = self._special_tokens_set
         elif isinstance(allowed_special, (str, bytes)) or not isinstance(allowed_special, Collection):

@@ -261,10 +261,7 @@ class Encoding(_Encoder):
         >>> array.tolist(), array.dtype.name
         ([31373, 995], 'uint32')
         """
-        import numpy as np
-
-        policy = self._policy(allowed_special, disallowed_special)
-        return np.frombuffer(self._core.encode_u32(text, policy), dtype=np.uint32)
+        return self._core.encode_numpy(text, self._policy(allowed_special, disallowed_special))
 
     def encode_ordinary_batch(self, text: Iterable[str], *, num_threads: int | None = 8) -> list[list[int]]:
         """Encode many texts in parallel, special tokens as ordinary text (``num_threads`` as tiktoken's).

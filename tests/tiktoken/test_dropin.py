@@ -127,11 +127,13 @@ def test_special_token_policies_are_tiktokens(pair: tuple[Any, Any]) -> None:
     for _ in range(rounds):
         text = "".join(rng.choice([*specials, " hello", "<|", "world", "|>", "\n", "<|not_special|>"])
                        for _ in range(rng.randint(0, 8)))
-        allowed: Any = rng.choice(["all", set(), set(rng.sample(names, rng.randint(1, 3)))])
-        disallowed: Any = rng.choice(["all", (), set(rng.sample(names[:-1], rng.randint(1, 3)))])
-        expected = outcome(theirs.encode, text, allowed_special=allowed, disallowed_special=disallowed)
-        got = outcome(ours.encode, text, allowed_special=allowed, disallowed_special=disallowed)
-        assert got == expected, (text, allowed, disallowed)
+        allowed: Any = rng.choice(["all", set(), set(rng.sample(names, rng.randint(1, 3))), "not given"])
+        disallowed: Any = rng.choice(["all", (), [], frozenset(), set(rng.sample(names[:-1], rng.randint(1, 3)))])
+        policy = {"disallowed_special": disallowed} | ({} if allowed == "not given" else {"allowed_special": allowed})
+        for call in ("encode", "encode_to_numpy"):
+            expected = outcome(getattr(theirs, call), text, **policy)
+            got = outcome(getattr(ours, call), text, **policy)
+            assert got == expected, (call, text, policy)
 
 
 def test_single_tokens_are_tiktokens(pair: tuple[Any, Any]) -> None:

@@ -312,6 +312,23 @@ pub(crate) fn thread_pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::Thr
     Ok(pool)
 }
 
+/// `ids` as a NumPy `uint32` array (`numpy.frombuffer` of their native bytes; numpy is imported
+/// on first use, once).
+fn numpy_u32<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyAny>> {
+    static FROMBUFFER: pyo3::sync::PyOnceLock<(Py<PyAny>, Py<PyAny>)> = pyo3::sync::PyOnceLock::new();
+    let (frombuffer, uint32) = FROMBUFFER.get_or_try_init(py, || -> PyResult<_> {
+        let numpy = py.import("numpy")?;
+        Ok((numpy.getattr("frombuffer")?.unbind(), numpy.getattr("uint32")?.unbind()))
+    })?;
+    let bytes = PyBytes::new_with(py, ids.len() * 4, |buffer| {
+        for (chunk, &id) in buffer.chunks_exact_mut(4).zip(ids) {
+            chunk.copy_from_slice(&id.to_ne_bytes());
+        }
+        Ok(())
+    })?;
+    frombuffer.bind(py).call1((bytes, uint32.bind(py)))
+}
+
 /// `work` applied to each item on `pool`'s threads, results in order. A panic in a worker is
 /// re-raised in the calling thread (rayon's `install`), where [`guarded`] reports it.
 pub(crate) fn parallel_map<I: Sync, O: Send>(
@@ -1036,26 +1053,21 @@ impl CoreBPE {
         })
     }
 
-    /// Like `encode`, as one buffer for NumPy (native `uint32` ids): no Python int per id, and on
-    /// the calling thread as `encode` (a batch call hands the text to the pool, which costs more than
-    /// a short text's encoding).
+    /// Like `encode`, as a NumPy `uint32` array: no Python int per id, and on the calling thread
+    /// as `encode` (a batch call hands the text to the pool, which costs more than a short text's
+    /// encoding).
     #[pyo3(signature = (text, policy=None))]
-    fn encode_u32<'py>(
+    fn encode_numpy<'py>(
         &self,
         py: Python<'py>,
         text: &Bound<'py, PyAny>,
         policy: Option<&SpecialPolicy>,
-    ) -> PyResult<Bound<'py, PyBytes>> {
+    ) -> PyResult<Bound<'py, PyAny>> {
         guarded(py, || {
-            let text = text_of(text, "encode")?;
+            let text = text_of(text, "encode_to_numpy")?;
             let policy = policy.unwrap_or(&self.ordinary);
             let ids = self.encode_one(py, &text, policy)?.map_err(|f| f.into_py(py))?;
-            PyBytes::new_with(py, ids.len() * 4, |buffer| {
-                for (chunk, &id) in buffer.chunks_exact_mut(4).zip(&ids) {
-                    chunk.copy_from_slice(&id.to_ne_bytes());
-                }
-                Ok(())
-            })
+            numpy_u32(py, &ids)
         })
     }
 
