@@ -67,10 +67,10 @@ def one_thread(encode, text: str) -> list[int]:
 
 def parts_taken(encode, text: str, parts: int) -> tuple[list[int], int]:
     """``encode(text)`` proposing ``parts`` parts, and how many parts the core encoded."""
-    before, fallbacks = _core._parallel_counts()
+    before, fallbacks, _ = _core._parallel_counts()
     with parallel(parts):
         ids = encode(text)
-    after, fallbacks_after = _core._parallel_counts()
+    after, fallbacks_after, _ = _core._parallel_counts()
     assert fallbacks_after == fallbacks, "a part did not end at its cut"
     return list(ids), after - before
 
@@ -164,6 +164,24 @@ def test_long_texts_take_the_parallel_path_by_default() -> None:
     after = _core._parallel_counts()
     assert after[0] - before[0] >= 2 and after[1] == before[1]
     assert ids == one_thread(model.encode_ordinary, text)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_parts_through_the_table_of_short_pieces_give_tiktokens_ids(encoding_pair, name: str) -> None:
+    """Past 256 KB a thread encodes through its table of short pieces (tokens and the pieces merged
+    before), parts of a long text too: text of every kind, read several times so that the table's
+    learned pieces answer, in parts of every size."""
+    ours, theirs = encoding_pair(name)
+    rng = random.Random(13)
+    text = textgen.document(rng, scaled(1_500_000, minimum=700_000))
+    expected = theirs.encode_ordinary(text)
+    through_table = 0
+    for parts in (4, 16, 64):
+        before = _core._parallel_counts()
+        ids, taken = parts_taken(ours.encode_ordinary, text, parts)
+        through_table += _core._parallel_counts()[2] - before[2]
+        assert ids == expected, parts
+    assert through_table > 0, "no part went through a table: this test would assert nothing of it"
 
 
 def _encode_in_child(queue, text) -> None:  # runs in a forked process

@@ -1345,12 +1345,26 @@ impl Model {
     /// which holds the tokens and the pieces merged before (see `crate::fused`); longer ones take
     /// the per-piece path with `cache`.
     fn encode_scanned_with_table(&self, scanner: crate::scan::Scanner, merges: &MergeTable, text: &str, cache: &mut PieceCache, out: &mut Vec<Rank>) {
+        self.encode_scanned_with_table_until(scanner, merges, text, text.len(), cache, out);
+    }
+
+    /// [`Model::encode_scanned_with_table`] for the pieces that start before byte `stop` (as
+    /// [`crate::scan::Scanner::for_each_piece_until`]); returns where the last of them ends.
+    fn encode_scanned_with_table_until(
+        &self,
+        scanner: crate::scan::Scanner,
+        merges: &MergeTable,
+        text: &str,
+        stop: usize,
+        cache: &mut PieceCache,
+        out: &mut Vec<Rank>,
+    ) -> usize {
         let bytes = text.as_bytes();
         let seed = self.seed.get_or_init(|| Arc::new(Seed::new(self.encoder.iter().map(|(token, &id)| (&token[..], id)))));
         let mut table = cache.take_table(seed);
         let mut long = |piece: &[u8], out: &mut Vec<Rank>| self.encode_piece(merges, true, piece, Some(&mut *cache), out);
         let merge = |piece: &[u8], out: &mut Vec<Rank>| merges.encode_piece(piece, out);
-        scanner.for_each_piece(text, |start, end| {
+        let ended = scanner.for_each_piece_until(text, stop, |start, end| {
             table.pack(bytes, start, end);
             if table.full() {
                 table.encode_chunk(bytes, out, &mut long, merge);
@@ -1358,6 +1372,7 @@ impl Model {
         });
         table.encode_chunk(bytes, out, &mut long, merge);
         cache.put_table(table);
+        ended
     }
 
     /// [`Model::encode_split`] for a model whose symbols carry word affixes; `spans` gets where each
@@ -1633,6 +1648,12 @@ impl Model {
         let bytes = text.as_bytes();
         let mut guard = self.cache.lock();
         let mut cache = guard.as_mut().map(CacheGuard::cache);
+        if let Some(cache) = cache.as_deref_mut() {
+            if *whole_piece && cache.wants_table(stop) {
+                crate::parallel::count_table_part();
+                return Some(self.encode_scanned_with_table_until(scanner, merges, text, stop, cache, out));
+            }
+        }
         Some(scanner.for_each_piece_until(text, stop, |start, end| {
             memory::reserve(out, end - start, "the ids", text.len(), "bytes of text");
             self.encode_piece(merges, *whole_piece, &bytes[start..end], cache.as_deref_mut(), out);

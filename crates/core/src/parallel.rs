@@ -30,6 +30,8 @@ use crate::Rank;
 
 /// Parts encoded on the parallel path, since the process started.
 static PARTS: AtomicUsize = AtomicUsize::new(0);
+/// Parts encoded through their thread's table of short pieces (`crate::fused`).
+static TABLE_PARTS: AtomicUsize = AtomicUsize::new(0);
 /// Texts encoded again on one thread because a part did not end at its cut.
 static FALLBACKS: AtomicUsize = AtomicUsize::new(0);
 /// For tests: texts from this many bytes take the parallel path (0: [`PARALLEL_FROM`]).
@@ -40,6 +42,15 @@ static PARTS_FOR_TESTS: AtomicUsize = AtomicUsize::new(0);
 /// How many parts the parallel path has encoded in this process (tests check that it ran).
 pub fn parts_encoded() -> usize {
     PARTS.load(Ordering::Relaxed)
+}
+
+/// How many parts the parallel path has encoded through their thread's table of short pieces.
+pub fn table_parts() -> usize {
+    TABLE_PARTS.load(Ordering::Relaxed)
+}
+
+pub(crate) fn count_table_part() {
+    TABLE_PARTS.fetch_add(1, Ordering::Relaxed);
 }
 
 /// How many texts the parallel path encoded again on one thread because a part did not end at

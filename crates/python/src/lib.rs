@@ -1728,11 +1728,13 @@ fn byte_to_char_spans(text: &str, spans: Vec<(usize, usize)>) -> Vec<(usize, usi
 
 /// How many parts one long text was cut into and encoded on several threads, in all, and how
 /// often a text was encoded again on one thread because a part did not end at its cut (never, by
-/// the cut rule): tests check that the parallel path ran, and ran exactly.
+/// the cut rule), and how many parts went through their thread's table of short pieces: tests
+/// check that the parallel path ran, and ran exactly.
 #[pyfunction]
 #[pyo3(name = "_parallel_counts")]
-fn parallel_counts() -> (usize, usize) {
-    (hf_bpe_core::parallel::parts_encoded(), hf_bpe_core::parallel::fallbacks())
+fn parallel_counts() -> (usize, usize, usize) {
+    use hf_bpe_core::parallel::{fallbacks, parts_encoded, table_parts};
+    (parts_encoded(), fallbacks(), table_parts())
 }
 
 /// For tests: one text of at least `threshold` bytes is cut into `parts` parts (None: the
