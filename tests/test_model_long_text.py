@@ -209,3 +209,30 @@ def test_the_shared_corpora_encode_in_parts_like_tiktoken(encoding_pair, name: s
     ids, taken = parts_taken(ours.encode_ordinary, text, 24)
     assert taken >= 20
     assert ids == theirs.encode_ordinary(text)
+
+
+def test_a_long_texts_list_is_filled_part_by_part_and_owns_its_small_ints() -> None:
+    """The parts' ids are copied into one list on the pool's threads: the list is whole, tracked by
+    the garbage collector, and holds one reference to each small int per slot (as any list does)."""
+    import gc
+    import sys
+
+    model = hf_bpe.get_encoding("gpt2")
+    text = FILLER * 6_000  # some 80,000 ids: a list filled on the pool's threads
+    expected = one_thread(model.encode_ordinary, text)
+    small = next(id for id in expected if id <= 256)
+    gc.collect()
+    gc.disable()  # nothing else may release a reference to the small int meanwhile
+    try:
+        before, parts_before = sys.getrefcount(small), _core._parallel_counts()[0]
+        with parallel(8):
+            ids = model.encode_ordinary(text)  # the list made by the core, not a copy
+        assert ids == expected and _core._parallel_counts()[0] - parts_before == 8
+        held = sum(1 for id in ids if id is small)
+        assert type(ids) is list and gc.is_tracked(ids) and held > 0
+        if sys.version_info < (3, 12):  # CPython's small ints are immortal from 3.12 on
+            assert sys.getrefcount(small) - before == held
+        del ids
+        assert sys.getrefcount(small) == before
+    finally:
+        gc.enable()

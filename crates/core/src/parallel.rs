@@ -106,20 +106,39 @@ impl Model {
     /// parts encoded on the current rayon pool's threads when [`Model::parallel_parts`] says so
     /// (callers install their own pool: rayon's global one does not survive a fork).
     pub fn encode_parallel(&self, text: &str, allowed: &SpecialMatcher, out: &mut Vec<Rank>) -> Result<(), SplitError> {
-        let proposed = self.parallel_parts(text.len(), rayon::current_num_threads);
-        self.encode_in_parts(text, allowed, proposed, out)
+        let parts = self.encode_parallel_parts(text, allowed)?;
+        let total = parts.iter().map(Vec::len).sum::<usize>();
+        memory::reserve(out, total, "the ids", text.len(), "bytes of text");
+        for ids in &parts {
+            out.extend_from_slice(ids);
+        }
+        Ok(())
     }
 
-    /// [`Model::encode_parallel`] with `proposed` parts proposed (fewer than 2: encoded whole).
+    /// The ids of `text` as [`Model::encode_parallel`] makes them, part by part (one after another
+    /// they are the text's ids; one part when the text is encoded whole): callers that copy the ids
+    /// elsewhere copy each part on its own thread.
+    pub fn encode_parallel_parts(&self, text: &str, allowed: &SpecialMatcher) -> Result<Vec<Vec<Rank>>, SplitError> {
+        let proposed = self.parallel_parts(text.len(), rayon::current_num_threads);
+        self.encode_in_parts(text, allowed, proposed)
+    }
+
+    /// The text's ids whole, as one part.
+    fn encode_whole(&self, text: &str, allowed: &SpecialMatcher) -> Result<Vec<Vec<Rank>>, SplitError> {
+        let mut ids = memory::with_capacity(text.len() / 3, "the ids", text.len(), "bytes of text");
+        self.encode(text, allowed, &mut ids)?;
+        Ok(vec![ids])
+    }
+
+    /// [`Model::encode_parallel_parts`] with `proposed` parts proposed (fewer than 2: encoded whole).
     fn encode_in_parts(
         &self,
         text: &str,
         allowed: &SpecialMatcher,
         proposed: usize,
-        out: &mut Vec<Rank>,
-    ) -> Result<(), SplitError> {
+    ) -> Result<Vec<Vec<Rank>>, SplitError> {
         if proposed < 2 || self.unsettled_pieces().is_none() {
-            return self.encode(text, allowed, out);
+            return self.encode_whole(text, allowed);
         }
         // Ordinary segments and the special token after each (as `encode_with_offsets` cuts them).
         let mut segments: Vec<(usize, usize, Option<Rank>)> = Vec::new();
@@ -159,24 +178,20 @@ impl Model {
             .par_iter()
             .map(|part| {
                 let length = part.stop - part.start;
-                let mut ids = memory::with_capacity(length / 3, "the ids", length, "bytes of text");
+                let mut ids = memory::with_capacity(length / 3 + 1, "the ids", length, "bytes of text");
                 let ended = self.encode_until(&text[part.start..part.segment_end], length, &mut ids)?;
+                ids.extend(part.special_after);
                 (ended == length).then_some(ids)
             })
             .collect();
         PARTS.fetch_add(parts.len(), Ordering::Relaxed);
-        if encoded.iter().any(Option::is_none) {
-            FALLBACKS.fetch_add(1, Ordering::Relaxed);
-            return self.encode(text, allowed, out);
+        match encoded.into_iter().collect::<Option<Vec<_>>>() {
+            Some(parts) => Ok(parts),
+            None => {
+                FALLBACKS.fetch_add(1, Ordering::Relaxed);
+                self.encode_whole(text, allowed)
+            }
         }
-
-        let total = encoded.iter().flatten().map(Vec::len).sum::<usize>() + segments.len();
-        memory::reserve(out, total, "the ids", text.len(), "bytes of text");
-        for (part, ids) in parts.iter().zip(encoded.into_iter().flatten()) {
-            out.extend_from_slice(&ids);
-            out.extend(part.special_after);
-        }
-        Ok(())
     }
 }
 
@@ -221,8 +236,7 @@ mod tests {
                     let mut whole = Vec::new();
                     model.encode(&text, &allowed, &mut whole).unwrap();
                     for proposed in [2, 3, 7, 16, 61] {
-                        let mut ids = Vec::new();
-                        model.encode_in_parts(&text, &allowed, proposed, &mut ids).unwrap();
+                        let ids = model.encode_in_parts(&text, &allowed, proposed).unwrap().concat();
                         assert_eq!(ids, whole, "{scanner:?} {names:?} {proposed} parts: {text:?}");
                         compared += 1;
                     }
@@ -240,8 +254,7 @@ mod tests {
         let model = model(crate::scan::O200K);
         let none = SpecialMatcher::new([]);
         let text = format!("ab {} cd", "a".repeat(10_000));
-        let mut ids = Vec::new();
-        model.encode_in_parts(&text, &none, 8, &mut ids).unwrap();
+        let ids = model.encode_in_parts(&text, &none, 8).unwrap().concat();
         let mut whole = Vec::new();
         model.encode_ordinary(&text, &mut whole).unwrap();
         assert_eq!(ids, whole);
@@ -253,8 +266,8 @@ mod tests {
             .unwrap();
         assert_eq!(custom.parallel_parts(1 << 30, || 8), 1);
         let text = "aaa aab ".repeat(100);
-        let (mut ids, mut whole) = (Vec::new(), Vec::new());
-        custom.encode_in_parts(&text, &SpecialMatcher::new([]), 8, &mut ids).unwrap();
+        let ids = custom.encode_in_parts(&text, &SpecialMatcher::new([]), 8).unwrap().concat();
+        let mut whole = Vec::new();
         custom.encode_ordinary(&text, &mut whole).unwrap();
         assert_eq!(ids, whole);
         assert_eq!(model(crate::scan::GPT2).parallel_parts(PARALLEL_FROM, || 2), PARALLEL_FROM / PARALLEL_PART);

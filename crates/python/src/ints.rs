@@ -306,6 +306,24 @@ unsafe impl Sync for Unshared {}
 struct Unfilled(Vec<Unshared>);
 
 #[cfg(not(Py_GIL_DISABLED))]
+impl Unfilled {
+    /// The lists, every slot of which has been filled and referenced ([`IntTable::fill_in_parallel`]),
+    /// tracked again and owned as usual.
+    fn into_whole<'py>(mut self, py: Python<'py>) -> Vec<Bound<'py, PyAny>> {
+        // SAFETY: with the GIL held; the lists are whole, and this thread owns a reference to each.
+        unsafe {
+            std::mem::take(&mut self.0)
+                .into_iter()
+                .map(|Unshared(list)| {
+                    ffi::PyObject_GC_Track(list.cast());
+                    Bound::from_owned_ptr(py, list)
+                })
+                .collect()
+        }
+    }
+}
+
+#[cfg(not(Py_GIL_DISABLED))]
 impl Drop for Unfilled {
     fn drop(&mut self) {
         // SAFETY: runs with the GIL held (the lists are only ever dropped in the thread that made
@@ -481,41 +499,95 @@ impl IntTable {
         pool: &rayon::ThreadPool,
         panic_at: Option<(usize, usize)>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let ints = self.table(py)?;
-        let threads = pool.current_num_threads();
         let mut unfilled = Unfilled(Vec::with_capacity(rows.len()));
         for ids in rows {
-            // SAFETY: untracked, the new list is never looked at half-filled by the cycle collector
-            // (which another Python thread may run while the GIL is released); it is tracked again
-            // once whole. Its garbage slots are all overwritten, by the workers or by `Unfilled`.
-            unsafe {
-                let list = new_unfilled_list(py, ids.len())?;
-                ffi::PyObject_GC_UnTrack(list.cast());
-                unfilled.0.push(Unshared(list));
+            unfilled.0.push(Unshared(unsafe { untracked_unfilled_list(py, ids.len())? }));
+        }
+        let stretches: Vec<Stretch<'_>> = rows.iter().enumerate().map(|(list, ids)| Stretch { list, at: 0, ids }).collect();
+        self.fill_in_parallel(py, &unfilled, &stretches, pool, panic_at)?;
+        let lists: Vec<Bound<'py, PyAny>> = unfilled.into_whole(py);
+        PyList::new(py, lists)
+    }
+
+    /// One Python list of the ids of `parts`, one after another: filled on `pool`'s threads, a part
+    /// each, when there are several and they are long (see the module's comment), else on the
+    /// calling thread.
+    pub(crate) fn list_of_parts<'py>(
+        &self,
+        py: Python<'py>,
+        parts: &[Vec<Rank>],
+        pool: &rayon::ThreadPool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if let [ids] = parts {
+            return self.list(py, ids);
+        }
+        #[cfg(not(Py_GIL_DISABLED))]
+        {
+            let total: usize = parts.iter().map(Vec::len).sum();
+            let shared = self.table(py)?.len();
+            if pool.current_num_threads() >= 2
+                && (PARALLEL_FROM..=u32::MAX as usize).contains(&total)
+                && shared >= self.n_vocab
+                && parts.iter().flatten().all(|&id| (id as usize) < shared)
+            {
+                let unfilled = Unfilled(vec![Unshared(unsafe { untracked_unfilled_list(py, total)? })]);
+                let mut at = 0;
+                let stretches: Vec<Stretch<'_>> = parts
+                    .iter()
+                    .map(|ids| {
+                        at += ids.len();
+                        Stretch { list: 0, at: at - ids.len(), ids }
+                    })
+                    .collect();
+                self.fill_in_parallel(py, &unfilled, &stretches, pool, None)?;
+                let list = unfilled.into_whole(py).pop().expect("one list");
+                return Ok(list.cast_into().expect("a list"));
             }
         }
+        #[cfg(Py_GIL_DISABLED)]
+        let _ = pool;
+        self.list(py, &parts.concat())
+    }
+
+    /// Stores every stretch's shared ints into its list on `pool`'s threads, without the GIL, then
+    /// (with it) takes the references those slots need: afterwards every slot of the stretches is
+    /// whole. For tests, the worker writing stretch `s` panics at its id `i` when `panic_at` is
+    /// `Some((s, i))`.
+    #[cfg(not(Py_GIL_DISABLED))]
+    fn fill_in_parallel(
+        &self,
+        py: Python<'_>,
+        unfilled: &Unfilled,
+        stretches: &[Stretch<'_>],
+        pool: &rayon::ThreadPool,
+        panic_at: Option<(usize, usize)>,
+    ) -> PyResult<()> {
+        let ints = self.table(py)?;
+        let threads = pool.current_num_threads();
         // Only the ints that take references are counted (with immortal ints, CPython's small ones).
         let counted = ints.referenced_below();
         let counts: Vec<Mutex<Vec<u32>>> = (0..threads).map(|_| Mutex::new(Vec::new())).collect();
         py.detach(|| {
             pool.install(|| {
-                rows.par_iter().zip(unfilled.0.par_iter()).enumerate().for_each(|(row, (ids, &Unshared(list)))| {
+                stretches.par_iter().enumerate().for_each(|(index, stretch)| {
+                    let Unshared(list) = unfilled.0[stretch.list];
                     let worker = rayon::current_thread_index().unwrap_or(0) % threads;
                     let mut counts = counts[worker].lock().unwrap_or_else(|poison| poison.into_inner());
                     if counts.is_empty() {
                         counts.resize(counted, 0);
                     }
-                    let panic_index = panic_at.filter(|&(panic_row, _)| panic_row == row).map(|(_, index)| index);
-                    for (index, &id) in ids.iter().enumerate() {
-                        if panic_index == Some(index) {
+                    let panic_index = panic_at.filter(|&(panic_stretch, _)| panic_stretch == index).map(|(_, at)| at);
+                    for (offset, &id) in stretch.ids.iter().enumerate() {
+                        if panic_index == Some(offset) {
                             panic!("deliberate panic for tests (lists)");
                         }
-                        // SAFETY: `list` has exactly `ids.len()` slots and this worker alone writes
-                        // it; `ints` outlives the call (the model owns it). The reference the slot
-                        // needs, if any, is taken below, by the count.
+                        // SAFETY: `list` has a slot for every id of every stretch written into it
+                        // (the stretches of one list do not overlap) and this worker alone writes
+                        // this stretch; `ints` outlives the call (the model owns it). The reference
+                        // the slot needs, if any, is taken below, by the count.
                         unsafe {
                             let int = ints.get(id as usize).expect("every id has a shared int (checked above)");
-                            ffi::PyList_SET_ITEM(list, index as ffi::Py_ssize_t, int);
+                            ffi::PyList_SET_ITEM(list, (stretch.at + offset) as ffi::Py_ssize_t, int);
                         }
                         if let Some(count) = counts.get_mut(id as usize) {
                             *count += 1;
@@ -530,9 +602,8 @@ impl IntTable {
             .filter(|count| !count.is_empty())
             .collect();
         // SAFETY: with the GIL held again: each shared int that takes references gets one per slot
-        // that holds it (one increment per element; immortal ints take none), which makes every
-        // list whole; then they are tracked and owned as usual.
-        let lists: Vec<Bound<'py, PyAny>> = unsafe {
+        // that holds it (one increment per element; immortal ints take none).
+        unsafe {
             for id in 0..counted {
                 let times: u32 = counts.iter().map(|count| count[id]).sum();
                 if times == 0 {
@@ -543,14 +614,29 @@ impl IntTable {
                     ffi::Py_INCREF(int);
                 }
             }
-            std::mem::take(&mut unfilled.0)
-                .into_iter()
-                .map(|Unshared(list)| {
-                    ffi::PyObject_GC_Track(list.cast());
-                    Bound::from_owned_ptr(py, list)
-                })
-                .collect()
-        };
-        PyList::new(py, lists)
+        }
+        Ok(())
     }
+}
+
+/// Ids written into slots `at..` of list `list` (an index into an [`Unfilled`]) by one worker.
+#[cfg(not(Py_GIL_DISABLED))]
+struct Stretch<'a> {
+    list: usize,
+    at: usize,
+    ids: &'a [Rank],
+}
+
+/// A new list of `length` garbage slots, untracked: the cycle collector (which another Python
+/// thread may run while the GIL is released) never looks at it half-filled; it is tracked again
+/// once whole ([`Unfilled::into_whole`]).
+///
+/// # Safety
+/// Every slot must be overwritten before the list is handed to Python or released (by the workers,
+/// or by [`Unfilled`]'s drop).
+#[cfg(not(Py_GIL_DISABLED))]
+unsafe fn untracked_unfilled_list(py: Python<'_>, length: usize) -> PyResult<*mut ffi::PyObject> {
+    let list = new_unfilled_list(py, length)?;
+    ffi::PyObject_GC_UnTrack(list.cast());
+    Ok(list)
 }

@@ -312,16 +312,17 @@ pub(crate) fn thread_pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::Thr
     Ok(pool)
 }
 
-/// `ids` as a NumPy `uint32` array (`numpy.frombuffer` of their native bytes; numpy is imported
-/// on first use, once).
-fn numpy_u32<'py>(py: Python<'py>, ids: &[Rank]) -> PyResult<Bound<'py, PyAny>> {
+/// The ids of `parts`, one after another, as a NumPy `uint32` array (`numpy.frombuffer` of their
+/// native bytes; numpy is imported on first use, once).
+fn numpy_u32<'py>(py: Python<'py>, parts: &[Vec<Rank>]) -> PyResult<Bound<'py, PyAny>> {
     static FROMBUFFER: pyo3::sync::PyOnceLock<(Py<PyAny>, Py<PyAny>)> = pyo3::sync::PyOnceLock::new();
     let (frombuffer, uint32) = FROMBUFFER.get_or_try_init(py, || -> PyResult<_> {
         let numpy = py.import("numpy")?;
         Ok((numpy.getattr("frombuffer")?.unbind(), numpy.getattr("uint32")?.unbind()))
     })?;
-    let bytes = PyBytes::new_with(py, ids.len() * 4, |buffer| {
-        for (chunk, &id) in buffer.chunks_exact_mut(4).zip(ids) {
+    let total: usize = parts.iter().map(Vec::len).sum();
+    let bytes = PyBytes::new_with(py, total * 4, |buffer| {
+        for (chunk, &id) in buffer.chunks_exact_mut(4).zip(parts.iter().flatten()) {
             chunk.copy_from_slice(&id.to_ne_bytes());
         }
         Ok(())
@@ -571,43 +572,44 @@ impl CoreBPE {
         text: &str,
         policy: &SpecialPolicy,
     ) -> Result<Vec<Rank>, EncodeFailure> {
-        self.encode_policy_on(text, policy, false)
-    }
-
-    /// [`CoreBPE::encode_policy`]; with `parallel`, a long text is cut into parts encoded on the
-    /// current pool's threads ([`Model::encode_parallel`]).
-    fn encode_policy_on(
-        &self,
-        text: &str,
-        policy: &SpecialPolicy,
-        parallel: bool,
-    ) -> Result<Vec<Rank>, EncodeFailure> {
         if let Some((token, _)) = policy.disallowed.find(text) {
             return Err(EncodeFailure::Disallowed(token.to_owned()));
         }
         let mut ids = hf_bpe_core::memory::with_capacity(text.len() / 3, "the ids", text.len(), "bytes of text");
-        if parallel {
-            self.model.encode_parallel(text, &policy.allowed, &mut ids)
-        } else {
-            self.model.encode(text, &policy.allowed, &mut ids)
-        }
-        .map_err(EncodeFailure::Split)?;
+        self.model.encode(text, &policy.allowed, &mut ids).map_err(EncodeFailure::Split)?;
         Ok(ids)
     }
 
-    /// The ids of one text: a long one (see [`Model::parallel_parts`]) cut into parts encoded on
-    /// this process's pool, without the GIL; others on the calling thread.
+    /// The ids of one text, in parts that follow one another: a long one (see
+    /// [`Model::parallel_parts`]) cut into parts encoded on this process's pool, without the GIL
+    /// ([`Model::encode_parallel_parts`]); others whole, on the calling thread.
     fn encode_one(
         &self,
         py: Python<'_>,
         text: &str,
         policy: &SpecialPolicy,
-    ) -> PyResult<Result<Vec<Rank>, EncodeFailure>> {
+    ) -> PyResult<Result<Vec<Vec<Rank>>, EncodeFailure>> {
         if self.model.parallel_parts(text.len(), default_threads) < 2 {
-            return Ok(self.run(py, text.len(), || self.encode_policy(text, policy)));
+            return Ok(self.run(py, text.len(), || self.encode_policy(text, policy)).map(|ids| vec![ids]));
         }
         let pool = thread_pool(None)?;
-        Ok(py.detach(|| pool.install(|| self.encode_policy_on(text, policy, true))))
+        Ok(py.detach(|| {
+            pool.install(|| {
+                if let Some((token, _)) = policy.disallowed.find(text) {
+                    return Err(EncodeFailure::Disallowed(token.to_owned()));
+                }
+                self.model.encode_parallel_parts(text, &policy.allowed).map_err(EncodeFailure::Split)
+            })
+        }))
+    }
+
+    /// A Python list of the ids of `parts` (from [`CoreBPE::encode_one`]): several parts are
+    /// copied into it on the pool's threads.
+    fn list_of_parts<'py>(&self, py: Python<'py>, parts: &[Vec<Rank>]) -> PyResult<Bound<'py, PyList>> {
+        match parts {
+            [ids] => self.ints.list(py, ids),
+            _ => self.ints.list_of_parts(py, parts, &*thread_pool(None)?),
+        }
     }
 
     /// The ids of every text of `texts` (an iterable of str), encoded in parallel without the GIL.
@@ -959,8 +961,8 @@ impl CoreBPE {
     fn encode_ordinary<'py>(&self, py: Python<'py>, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         guarded(py, || {
             let text = text_of(text, "encode_ordinary")?;
-            let ids = self.encode_one(py, &text, &self.ordinary)?.map_err(|f| f.into_py(py))?;
-            self.ints.list(py, &ids)
+            let parts = self.encode_one(py, &text, &self.ordinary)?.map_err(|f| f.into_py(py))?;
+            self.list_of_parts(py, &parts)
         })
     }
 
@@ -972,8 +974,8 @@ impl CoreBPE {
     ) -> PyResult<Bound<'py, PyList>> {
         guarded(py, || {
             let text = text_of(text, "encode")?;
-            let ids = self.encode_one(py, &text, policy)?.map_err(|f| f.into_py(py))?;
-            self.ints.list(py, &ids)
+            let parts = self.encode_one(py, &text, policy)?.map_err(|f| f.into_py(py))?;
+            self.list_of_parts(py, &parts)
         })
     }
 
@@ -1066,8 +1068,8 @@ impl CoreBPE {
         guarded(py, || {
             let text = text_of(text, "encode_to_numpy")?;
             let policy = policy.unwrap_or(&self.ordinary);
-            let ids = self.encode_one(py, &text, policy)?.map_err(|f| f.into_py(py))?;
-            numpy_u32(py, &ids)
+            let parts = self.encode_one(py, &text, policy)?.map_err(|f| f.into_py(py))?;
+            numpy_u32(py, &parts)
         })
     }
 
