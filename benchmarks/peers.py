@@ -154,9 +154,12 @@ def ours_batch(model: Any, threads: int) -> Callable[[list[str]], list[list[int]
     return lambda texts: model.encode_ordinary_batch(texts, num_threads=threads)
 
 
-def ours_long(model: Any, threads: int) -> list[tuple[str, Callable[[str], Any]]]:
-    """One call on one text; and the parallel encode of one text, if the model has one."""
+def ours_long(model: Any, name: str, threads: int) -> list[tuple[str, Callable[[str], Any]]]:
+    """One call on one text, as a list and (as GigaToken's ``encode`` gives it) as NumPy; and the
+    parallel encode of one text, if the model has one."""
     variants: list[tuple[str, Callable[[str], Any]]] = [("encode_ordinary", model.encode_ordinary)]
+    label, numpy_call = ours_numpy(model, name)
+    variants.append((label, numpy_call))
     parallel = getattr(model, "encode_ordinary_parallel", None)
     if parallel is not None:
         variants.append((f"encode_ordinary_parallel, {threads} threads",
@@ -165,17 +168,16 @@ def ours_long(model: Any, threads: int) -> list[tuple[str, Callable[[str], Any]]
 
 
 def ours_numpy(model: Any, name: str) -> tuple[str, Callable[[str], Any]]:
-    """The NumPy call of hf_bpe's tiktoken drop-in (``hf_bpe.tiktoken``, as tiktoken's users call it) for
-    a named encoding; else NumPy of the list."""
-    import numpy as np
-
+    """The NumPy call of hf_bpe's tiktoken drop-in (``hf_bpe.tiktoken``, as tiktoken's users call it):
+    the named encoding, or a drop-in ``Encoding`` made of the model's ranks, pattern and specials."""
     import hf_bpe.tiktoken
 
     if name in hf_bpe.tiktoken.list_encoding_names():
         encoding = hf_bpe.tiktoken.get_encoding(name)
-        return "hf_bpe.tiktoken encode_to_numpy", lambda text: encoding.encode_to_numpy(text, disallowed_special=())
-    return "np.array(encode_ordinary(text), uint32)", lambda text: np.array(model.encode_ordinary(text),
-                                                                            dtype=np.uint32)
+    else:
+        encoding = hf_bpe.tiktoken.Encoding(name, pat_str=str(model.pattern), mergeable_ranks=model.mergeable_ranks,
+                                            special_tokens=model.special_tokens)
+    return "hf_bpe.tiktoken encode_to_numpy", lambda text: encoding.encode_to_numpy(text, disallowed_special=())
 
 
 def ours_flat(model: Any, threads: int) -> Callable[[Any], Any]:
@@ -624,8 +626,9 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
         return out, "tiktoken"
 
     if row == "long":
-        add("hf_bpe", lambda: [Contender("hf_bpe", label, call, per_document=True)
-                               for label, call in ours_long(models.ours(name), threads)])
+        add("hf_bpe", lambda: [Contender("hf_bpe", label, call, per_document=True,
+                                         output="numpy" if "numpy" in label else "list")
+                               for label, call in ours_long(models.ours(name), name, threads)])
         add("gigatoken", lambda: [
             Contender("gigatoken", "encode (uint32, 1 thread)", models.gigatoken(name).encode, per_document=True,
                       output="numpy"),
