@@ -1,4 +1,5 @@
-"""transformers' own tokenizer test suite (``TokenizerTesterMixin``) run against ``BPETokenizer``.
+"""transformers' own tokenizer test suite (``TokenizerTesterMixin``) run against ``BPETokenizer``, and
+against transformers' GPT-2 fast tokenizer with ``hf_bpe.patch_transformers()`` in effect.
 
 The mixin is not part of the transformers wheel, and it is not copied into this repository: at test
 time ``pip download`` fetches the source release of the installed transformers version (cached in the
@@ -244,3 +245,54 @@ def test_the_installed_transformers_is_a_release_the_pipeline_was_checked_agains
     )
     pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8")
     assert f'"transformers{_pipeline.TRANSFORMERS_CHECKED}"' in pyproject, "pyproject.toml pins another range"
+
+
+class TestPatchedTransformersConformance(common.TokenizerTesterMixin, unittest.TestCase):
+    """transformers' own GPT-2 fast tokenizer (``TokenizersBackend``, from GPT-2's original files) with
+    ``hf_bpe.patch_transformers()`` in effect for the whole class: every tokenizer the mixin loads
+    encodes and decodes on hf_bpe (checked in ``setUpClass``), and each test passes as it does on
+    `tokenizers`."""
+
+    tokenizer_class = transformers.GPT2Tokenizer
+    test_seq2seq = False
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        from hf_bpe.transformers._patch import Backend
+
+        reference = _gpt2_reference()
+        reference.pad_token = "<|pad|>"
+        cls.source = tempfile.mkdtemp()
+        reference.save_pretrained(cls.source)
+        cls.from_pretrained_id = [cls.source]
+        hf_bpe.patch_transformers()
+        try:
+            loaded = transformers.AutoTokenizer.from_pretrained(cls.source)
+            assert isinstance(loaded._tokenizer, Backend), "the patch left GPT-2's tokenizer on tokenizers"
+            super().setUpClass()
+        except BaseException:
+            hf_bpe.unpatch_transformers()  # tearDownClass does not run after a failed setUpClass
+            raise
+        text = cls.integration_test_input_string
+        cls.integration_expected_tokens = reference.tokenize(text)
+        cls.integration_expected_token_ids = reference.encode(text, add_special_tokens=False)
+        cls.integration_expected_decoded_text = text
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        super().tearDownClass()
+        hf_bpe.unpatch_transformers()
+        shutil.rmtree(cls.source, ignore_errors=True)
+
+    @classmethod
+    def get_tokenizer(cls, pretrained_name: str | None = None, **kwargs: object) -> transformers.PreTrainedTokenizerBase:
+        """The mixin's tokenizer, checked to encode on hf_bpe (a test on `tokenizers` would say nothing)."""
+        from hf_bpe.transformers._patch import Backend
+
+        tokenizer = super().get_tokenizer(pretrained_name, **kwargs)
+        assert isinstance(tokenizer._tokenizer, Backend), f"{pretrained_name or cls.tmpdirname} stayed on tokenizers"
+        return tokenizer
+
+    def test_conversion_reversible(self) -> None:
+        test = common.TokenizerTesterMixin.test_conversion_reversible
+        getattr(test, "__wrapped__", test)(self)
