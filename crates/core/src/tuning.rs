@@ -30,8 +30,8 @@ pub(crate) const SMALL_LEVELS: usize = 64;
 pub const CACHED_PIECE_BYTES: usize = 30;
 /// The most ids a cached piece may merge to (see [`CACHED_PIECE_BYTES`]).
 pub const CACHED_IDS: usize = 8;
-/// Bytes of keys and ids each thread's cache keeps of pieces longer than [`CACHED_PIECE_BYTES`] or
-/// merging to more than [`CACHED_IDS`] ids (`crate::long_pieces`), starting over when full; pieces longer than [`LONG_PIECE_MOST`] bytes are
+/// Bytes of keys and ids each thread's cache keeps of pieces longer than [`CACHED_PIECE_BYTES`]
+/// (`crate::long_pieces`), starting over when full; pieces longer than [`LONG_PIECE_MOST`] bytes are
 /// merged every time. On the shared corpora 4.5% of o200k's bytes are in pieces of more than 30
 /// bytes (CJK runs, long words), merged at some 3 µs each: a fifth of a seen document's time.
 pub const LONG_PIECES_BYTES: usize = 4 << 20;
