@@ -180,7 +180,7 @@ def test_parts_through_the_table_of_short_pieces_give_tiktokens_ids(encoding_pai
         before = _core._parallel_counts()
         ids, taken = parts_taken(ours.encode_ordinary, text, parts)
         through_table += _core._parallel_counts()[2] - before[2]
-        assert ids == expected, parts
+        assert ids == expected and taken >= parts // 2, (parts, taken)
     assert through_table > 0, "no part went through a table: this test would assert nothing of it"
 
 
