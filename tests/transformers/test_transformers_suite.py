@@ -21,7 +21,7 @@ import tarfile
 import tempfile
 import unittest
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -135,6 +135,15 @@ def _gpt2_reference() -> transformers.PreTrainedTokenizerBase:
     return transformers.GPT2Tokenizer.from_pretrained(folder)
 
 
+def _expect_as(test: Any, reference: Any) -> None:
+    """The mixin's integration test expects what ``reference`` (transformers' own GPT-2 tokenizer,
+    unpatched) gives for its input string."""
+    text = test.integration_test_input_string
+    test.integration_expected_tokens = reference.tokenize(text)
+    test.integration_expected_token_ids = reference.encode(text, add_special_tokens=False)
+    test.integration_expected_decoded_text = text
+
+
 class BPETokenizerConformance(common.TokenizerTesterMixin):
     """The mixin's setup: our folder is loaded with ``AutoTokenizer`` and saved again (the mixin's
     own ``setUpClass``), so every test also runs on a tokenizer that went through a save/load."""
@@ -150,11 +159,7 @@ class BPETokenizerConformance(common.TokenizerTesterMixin):
         _gpt2_tokenizer(**cls.policy).save_pretrained(cls.source)
         cls.from_pretrained_id = [cls.source]
         super().setUpClass()
-        reference = _gpt2_reference()
-        text = cls.integration_test_input_string
-        cls.integration_expected_tokens = reference.tokenize(text)
-        cls.integration_expected_token_ids = reference.encode(text, add_special_tokens=False)
-        cls.integration_expected_decoded_text = text
+        _expect_as(cls, _gpt2_reference())
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -273,10 +278,7 @@ class TestPatchedTransformersConformance(common.TokenizerTesterMixin, unittest.T
         except BaseException:
             hf_bpe.unpatch_transformers()  # tearDownClass does not run after a failed setUpClass
             raise
-        text = cls.integration_test_input_string
-        cls.integration_expected_tokens = reference.tokenize(text)
-        cls.integration_expected_token_ids = reference.encode(text, add_special_tokens=False)
-        cls.integration_expected_decoded_text = text
+        _expect_as(cls, reference)
 
     @classmethod
     def tearDownClass(cls) -> None:

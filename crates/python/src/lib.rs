@@ -320,14 +320,18 @@ fn numpy_u32<'py>(py: Python<'py>, parts: &[Vec<Rank>]) -> PyResult<Bound<'py, P
         let numpy = py.import("numpy")?;
         Ok((numpy.getattr("frombuffer")?.unbind(), numpy.getattr("uint32")?.unbind()))
     })?;
-    let total: usize = parts.iter().map(Vec::len).sum();
-    let bytes = PyBytes::new_with(py, total * 4, |buffer| {
-        for (chunk, &id) in buffer.chunks_exact_mut(4).zip(parts.iter().flatten()) {
+    frombuffer.bind(py).call1((u32_bytes(py, parts)?, uint32.bind(py)))
+}
+
+/// The ids of `rows`, one row after another, as bytes of native `uint32`s.
+fn u32_bytes<'py>(py: Python<'py>, rows: &[Vec<Rank>]) -> PyResult<Bound<'py, PyBytes>> {
+    let total: usize = rows.iter().map(Vec::len).sum();
+    PyBytes::new_with(py, total * 4, |buffer| {
+        for (chunk, &id) in buffer.chunks_exact_mut(4).zip(rows.iter().flatten()) {
             chunk.copy_from_slice(&id.to_ne_bytes());
         }
         Ok(())
-    })?;
-    frombuffer.bind(py).call1((bytes, uint32.bind(py)))
+    })
 }
 
 /// `work` applied to each item on `pool`'s threads, results in order. A panic in a worker is
@@ -1086,13 +1090,7 @@ impl CoreBPE {
         guarded(py, || {
             let pool = thread_pool(num_threads)?;
             let rows = self.batch(py, texts, policy, &pool, "encode_batch")?;
-            let total: usize = rows.iter().map(Vec::len).sum();
-            let ids = PyBytes::new_with(py, total * 4, |buffer| {
-                for (chunk, &id) in buffer.chunks_exact_mut(4).zip(rows.iter().flatten()) {
-                    chunk.copy_from_slice(&id.to_ne_bytes());
-                }
-                Ok(())
-            })?;
+            let ids = u32_bytes(py, &rows)?;
             let lengths = PyBytes::new_with(py, rows.len() * 8, |buffer| {
                 for (chunk, row) in buffer.chunks_exact_mut(8).zip(&rows) {
                     chunk.copy_from_slice(&(row.len() as u64).to_ne_bytes());
