@@ -78,7 +78,7 @@ struct Part {
 }
 
 impl Model {
-    /// How many parts [`Model::encode_parallel`] would propose for a text of `len` bytes on
+    /// How many parts [`Model::encode_parallel_parts`] would propose for a text of `len` bytes on
     /// `threads()` threads (asked only for a long text): 1 (encode it whole) for short texts, a
     /// single thread, and models whose split has no bound on what later text changes
     /// ([`Model::unsettled_pieces`]: custom patterns, normalizers, SentencePiece).
@@ -102,22 +102,11 @@ impl Model {
         }
     }
 
-    /// Appends the ids of `text` to `out`, as [`Model::encode`] does, the ordinary text cut into
-    /// parts encoded on the current rayon pool's threads when [`Model::parallel_parts`] says so
-    /// (callers install their own pool: rayon's global one does not survive a fork).
-    pub fn encode_parallel(&self, text: &str, allowed: &SpecialMatcher, out: &mut Vec<Rank>) -> Result<(), SplitError> {
-        let parts = self.encode_parallel_parts(text, allowed)?;
-        let total = parts.iter().map(Vec::len).sum::<usize>();
-        memory::reserve(out, total, "the ids", text.len(), "bytes of text");
-        for ids in &parts {
-            out.extend_from_slice(ids);
-        }
-        Ok(())
-    }
-
-    /// The ids of `text` as [`Model::encode_parallel`] makes them, part by part (one after another
-    /// they are the text's ids; one part when the text is encoded whole): callers that copy the ids
-    /// elsewhere copy each part on its own thread.
+    /// The ids of `text`, as [`Model::encode`] gives them, in parts that follow one another: the
+    /// ordinary text cut into parts encoded on the current rayon pool's threads when
+    /// [`Model::parallel_parts`] says so (callers install their own pool: rayon's global one does not
+    /// survive a fork), else one part. Callers that copy the ids elsewhere copy each part on its own
+    /// thread.
     pub fn encode_parallel_parts(&self, text: &str, allowed: &SpecialMatcher) -> Result<Vec<Vec<Rank>>, SplitError> {
         let proposed = self.parallel_parts(text.len(), rayon::current_num_threads);
         self.encode_in_parts(text, allowed, proposed)

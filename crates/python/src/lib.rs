@@ -576,9 +576,7 @@ impl CoreBPE {
         text: &str,
         policy: &SpecialPolicy,
     ) -> Result<Vec<Rank>, EncodeFailure> {
-        if let Some((token, _)) = policy.disallowed.find(text) {
-            return Err(EncodeFailure::Disallowed(token.to_owned()));
-        }
+        refuse_disallowed(text, policy)?;
         let mut ids = hf_bpe_core::memory::with_capacity(text.len() / 3, "the ids", text.len(), "bytes of text");
         self.model.encode(text, &policy.allowed, &mut ids).map_err(EncodeFailure::Split)?;
         Ok(ids)
@@ -599,9 +597,7 @@ impl CoreBPE {
         let pool = thread_pool(None)?;
         Ok(py.detach(|| {
             pool.install(|| {
-                if let Some((token, _)) = policy.disallowed.find(text) {
-                    return Err(EncodeFailure::Disallowed(token.to_owned()));
-                }
+                refuse_disallowed(text, policy)?;
                 self.model.encode_parallel_parts(text, &policy.allowed).map_err(EncodeFailure::Split)
             })
         }))
@@ -646,6 +642,14 @@ impl CoreBPE {
         } else {
             work()
         }
+    }
+}
+
+/// `Err` naming the first text of `policy`'s disallowed ones that `text` holds.
+fn refuse_disallowed(text: &str, policy: &SpecialPolicy) -> Result<(), EncodeFailure> {
+    match policy.disallowed.find(text) {
+        Some((token, _)) => Err(EncodeFailure::Disallowed(token.to_owned())),
+        None => Ok(()),
     }
 }
 
@@ -993,9 +997,7 @@ impl CoreBPE {
         guarded(py, || {
             let text = text_of(text, "encode")?;
             let work = || -> Result<(Vec<Rank>, Vec<usize>), EncodeFailure> {
-                if let Some((token, _)) = policy.disallowed.find(&text) {
-                    return Err(EncodeFailure::Disallowed(token.to_owned()));
-                }
+                refuse_disallowed(&text, policy)?;
                 let (mut ids, mut starts) = (Vec::new(), Vec::new());
                 self.model
                     .encode_with_offsets(&text, &policy.allowed, &mut ids, Some(&mut starts))
@@ -1030,9 +1032,7 @@ impl CoreBPE {
                 })?,
             };
             let work = || -> Result<(Vec<Rank>, Vec<(usize, usize)>), EncodeFailure> {
-                if let Some((token, _)) = policy.disallowed.find(&text[within.clone()]) {
-                    return Err(EncodeFailure::Disallowed(token.to_owned()));
-                }
+                refuse_disallowed(&text[within.clone()], policy)?;
                 let (mut ids, mut spans) = (Vec::new(), Vec::new());
                 self.model
                     .encode_with_spans_within(&text, within.clone(), &policy.allowed, &mut ids, &mut spans)
@@ -1167,9 +1167,7 @@ impl CoreBPE {
             }
             let policy = policy.unwrap_or(&self.ordinary);
             let encode = |text: &str, out: &mut Vec<Rank>| -> Result<(), EncodeFailure> {
-                if let Some((token, _)) = policy.disallowed.find(text) {
-                    return Err(EncodeFailure::Disallowed(token.to_owned()));
-                }
+                refuse_disallowed(text, policy)?;
                 self.model.encode(text, &policy.allowed, out).map_err(EncodeFailure::Split)
             };
             let framing = arrow::Framing { prefix: &prefix, suffix: &suffix, nulls };
