@@ -1266,7 +1266,7 @@ impl Model {
             // loop below, with its offsets and added spaces, ran it 2-4% slower.)
             if let Some(cache) = cache.as_deref_mut() {
                 if *whole_piece && cache.wants_table(bytes.len()) {
-                    self.encode_scanned_with_table(scanner, merges, text, cache, out);
+                    self.encode_scanned_with_table(scanner, merges, text, text.len(), cache, out);
                     return Ok(());
                 }
             }
@@ -1340,17 +1340,12 @@ impl Model {
         Ok(())
     }
 
-    /// [`Model::encode_split`]'s ids of `text` cut by `scanner`, for a model whose pieces that are
-    /// tokens encode as themselves: short pieces are asked a chunk at a time of the thread's table,
-    /// which holds the tokens and the pieces merged before (see `crate::fused`); longer ones take
-    /// the per-piece path with `cache`.
-    fn encode_scanned_with_table(&self, scanner: crate::scan::Scanner, merges: &MergeTable, text: &str, cache: &mut PieceCache, out: &mut Vec<Rank>) {
-        self.encode_scanned_with_table_until(scanner, merges, text, text.len(), cache, out);
-    }
-
-    /// [`Model::encode_scanned_with_table`] for the pieces that start before byte `stop` (as
-    /// [`crate::scan::Scanner::for_each_piece_until`]); returns where the last of them ends.
-    fn encode_scanned_with_table_until(
+    /// [`Model::encode_split`]'s ids of the pieces `scanner` cuts from `text` that start before byte
+    /// `stop` (as [`crate::scan::Scanner::for_each_piece_until`]; returns where the last of them
+    /// ends), for a model whose pieces that are tokens encode as themselves: short pieces are asked
+    /// a chunk at a time of the thread's table, which holds the tokens and the pieces merged before
+    /// (see `crate::fused`); longer ones take the per-piece path with `cache`.
+    fn encode_scanned_with_table(
         &self,
         scanner: crate::scan::Scanner,
         merges: &MergeTable,
@@ -1651,7 +1646,7 @@ impl Model {
         if let Some(cache) = cache.as_deref_mut() {
             if *whole_piece && cache.wants_table(stop) {
                 crate::parallel::count_table_part();
-                return Some(self.encode_scanned_with_table_until(scanner, merges, text, stop, cache, out));
+                return Some(self.encode_scanned_with_table(scanner, merges, text, stop, cache, out));
             }
         }
         Some(scanner.for_each_piece_until(text, stop, |start, end| {

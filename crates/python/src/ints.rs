@@ -470,23 +470,27 @@ impl IntTable {
         panic_at: Option<(usize, usize)>,
     ) -> PyResult<Bound<'py, PyList>> {
         #[cfg(not(Py_GIL_DISABLED))]
-        {
-            let total: usize = rows.iter().map(Vec::len).sum();
-            // Counts are u32; every id must have a shared int (added tokens can lie past the
-            // vocabulary: a batch holding one is filled on the calling thread).
-            let shared = self.table(py)?.len();
-            if pool.current_num_threads() >= 2
-                && (PARALLEL_FROM..=u32::MAX as usize).contains(&total)
-                && shared >= self.n_vocab
-                && rows.iter().flatten().all(|&id| (id as usize) < shared)
-            {
-                return self.lists_in_parallel(py, rows, pool, panic_at);
-            }
+        if self.fills_on_pool(py, rows, pool)?.is_some() {
+            return self.lists_in_parallel(py, rows, pool, panic_at);
         }
         #[cfg(Py_GIL_DISABLED)]
         let _ = (pool, panic_at);
         let lists = rows.iter().map(|ids| self.list(py, ids)).collect::<PyResult<Vec<_>>>()?;
         PyList::new(py, lists)
+    }
+
+    /// The number of ids in `rows` when they are to be copied into lists on `pool`'s threads: the
+    /// pool has two threads or more, they are many (counts are u32), and every id has a shared int
+    /// (added tokens can lie past the vocabulary: rows holding one are filled on the calling thread).
+    #[cfg(not(Py_GIL_DISABLED))]
+    fn fills_on_pool(&self, py: Python<'_>, rows: &[Vec<Rank>], pool: &rayon::ThreadPool) -> PyResult<Option<usize>> {
+        let total: usize = rows.iter().map(Vec::len).sum();
+        let shared = self.table(py)?.len();
+        Ok((pool.current_num_threads() >= 2
+            && (PARALLEL_FROM..=u32::MAX as usize).contains(&total)
+            && shared >= self.n_vocab
+            && rows.iter().flatten().all(|&id| (id as usize) < shared))
+        .then_some(total))
     }
 
     /// [`IntTable::lists`] on `pool`'s threads (see the module's comment): every id has a shared int,
@@ -522,27 +526,19 @@ impl IntTable {
             return self.list(py, ids);
         }
         #[cfg(not(Py_GIL_DISABLED))]
-        {
-            let total: usize = parts.iter().map(Vec::len).sum();
-            let shared = self.table(py)?.len();
-            if pool.current_num_threads() >= 2
-                && (PARALLEL_FROM..=u32::MAX as usize).contains(&total)
-                && shared >= self.n_vocab
-                && parts.iter().flatten().all(|&id| (id as usize) < shared)
-            {
-                let unfilled = Unfilled(vec![Unshared(unsafe { untracked_unfilled_list(py, total)? })]);
-                let mut at = 0;
-                let stretches: Vec<Stretch<'_>> = parts
-                    .iter()
-                    .map(|ids| {
-                        at += ids.len();
-                        Stretch { list: 0, at: at - ids.len(), ids }
-                    })
-                    .collect();
-                self.fill_in_parallel(py, &unfilled, &stretches, pool, None)?;
-                let list = unfilled.into_whole(py).pop().expect("one list");
-                return Ok(list.cast_into().expect("a list"));
-            }
+        if let Some(total) = self.fills_on_pool(py, parts, pool)? {
+            let unfilled = Unfilled(vec![Unshared(unsafe { untracked_unfilled_list(py, total)? })]);
+            let mut at = 0;
+            let stretches: Vec<Stretch<'_>> = parts
+                .iter()
+                .map(|ids| {
+                    at += ids.len();
+                    Stretch { list: 0, at: at - ids.len(), ids }
+                })
+                .collect();
+            self.fill_in_parallel(py, &unfilled, &stretches, pool, None)?;
+            let list = unfilled.into_whole(py).pop().expect("one list");
+            return Ok(list.cast_into().expect("a list"));
         }
         #[cfg(Py_GIL_DISABLED)]
         let _ = pool;
