@@ -194,10 +194,9 @@ def ours_count(model: Any, threads: int) -> tuple[str, Callable[[list[str]], Any
     method = getattr(model, "count_utf8_batch", None)
     function = getattr(hf_bpe, "count_utf8_batch", None) or getattr(hf_bpe.counting, "count_utf8_batch", None)
     if method is not None:
-        return "count_utf8_batch", lambda texts: method([text.encode() for text in texts], num_threads=threads)
+        return "count_utf8_batch", lambda texts: method(texts, num_threads=threads)
     if function is not None:
-        return "count_utf8_batch", lambda texts: function(model, [text.encode() for text in texts],
-                                                          num_threads=threads)
+        return "count_utf8_batch", lambda texts: function(model, texts, num_threads=threads)
     return "len of encode_ordinary_batch", lambda texts: [len(ids) for ids in
                                                          model.encode_ordinary_batch(texts, num_threads=threads)]
 

@@ -125,7 +125,7 @@ class CoreBPE:
         self, texts: Iterable[str], policy: SpecialPolicy | None = None, num_threads: int | None = None
     ) -> tuple[bytes, bytes]: ...
     def count_utf8_batch(
-        self, parts: Sequence[bytes], policy: SpecialPolicy | None = None, num_threads: int | None = None
+        self, parts: Sequence[bytes | str], policy: SpecialPolicy | None = None, num_threads: int | None = None
     ) -> list[int]: ...
     # `texts`: a pyarrow string array, a ChunkedArray of them, or anything with `__arrow_c_array__`
     # or `__arrow_c_stream__`; the result is a pyarrow ListArray, or a ChunkedArray for chunked input.

@@ -55,15 +55,16 @@ def piece_token_counts(model: BPE, counts: _core.PieceCounts) -> Any:
 
 
 def count_utf8_batch(
-    model: BPE, parts: Sequence[bytes], *, allowed_special: AllowedSpecial = _NOTHING, num_threads: int | None = None
+    model: BPE, parts: Sequence[bytes | str], *, allowed_special: AllowedSpecial = _NOTHING,
+    num_threads: int | None = None
 ) -> list[int]:
-    """The number of ids of each of ``parts``, UTF-8 bytes (as read from a file), counted in
-    parallel without making the ids or a ``str``: ``len(model.encode_ordinary(part.decode()))`` for
-    each, with the special tokens of ``allowed_special`` (``"all"``: every one) cut out as one id each.
-    ``ValueError`` naming the part and byte when one is not UTF-8.
+    """The number of ids of each of ``parts``, UTF-8 bytes (as read from a file) or ``str``, counted
+    in parallel without making the ids (nor a ``str`` of bytes): ``len(model.encode_ordinary(text))``
+    for each text (a bytes part's decoded), with the special tokens of ``allowed_special`` (``"all"``:
+    every one) cut out as one id each. ``ValueError`` naming the part and byte when bytes are not UTF-8.
 
     >>> import hf_bpe
-    >>> count_utf8_batch(hf_bpe.get_encoding("gpt2"), [b"hello world", "caf\u00e9".encode(), b"<|endoftext|>"])
+    >>> count_utf8_batch(hf_bpe.get_encoding("gpt2"), [b"hello world", "caf\u00e9", b"<|endoftext|>"])
     [2, 3, 7]
     """
     if allowed_special is _NOTHING or not allowed_special:

@@ -331,6 +331,23 @@ def test_encode_ordinary_matches_tiktoken_on_shared_corpora(pair: tuple[Any, Any
                         ordinary_differs(ours, theirs))
 
 
+def test_counts_of_str_and_of_utf8_parts_match_tiktoken(pair: tuple[Any, Any], generated_docs: list[str]) -> None:
+    """``count_utf8_batch`` takes ``str`` parts and UTF-8 ``bytes`` parts, mixed in one batch: each
+    count is the length of tiktoken's encoding (lone surrogates as tiktoken replaces them)."""
+    from hf_bpe.counting import count_utf8_batch
+
+    ours, theirs = pair
+    docs = generated_docs[:scaled(400, 80)]
+    expected = [len(ids) for ids in theirs_encode_ordinary(theirs, "generated, counted", docs)]
+    as_bytes = [doc.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode() for doc in docs]
+    mixed = [doc if index % 2 else data for index, (doc, data) in enumerate(zip(docs, as_bytes))]
+    for name, parts in (("str", docs), ("bytes", as_bytes), ("mixed", mixed)):
+        for threads in (1, 2):
+            assert count_utf8_batch(ours, parts, num_threads=threads) == expected, f"{theirs.name}, {name} parts"
+    with pytest.raises(TypeError, match="part 1 is int, not bytes or str"):
+        count_utf8_batch(ours, ["text", 7])
+
+
 def long_pieces(rng: random.Random, count: int) -> list[str]:
     """Pieces the piece cache's slots cannot hold: runs of CJK and kana, long Latin, Cyrillic and
     Greek words (31 bytes to a few KB), and words of 16 to 30 bytes in scripts the vocabularies have

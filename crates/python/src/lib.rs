@@ -230,6 +230,12 @@ fn text_of<'a, 'py>(value: &'a Bound<'py, PyAny>, what: &str) -> PyResult<Cow<'a
     }
 }
 
+/// A part to count: a `str`'s text, or bytes still to be checked as UTF-8.
+enum Part<'a> {
+    Text(Cow<'a, str>),
+    Utf8(&'a [u8]),
+}
+
 /// Ids from a Python sequence of ints, each checked against the vocabulary's id range.
 fn ids_of(py: Python<'_>, value: &Bound<'_, PyAny>, n_vocab: usize) -> PyResult<Vec<Rank>> {
     if value.is_instance_of::<PyString>() || value.is_instance_of::<PyBytes>() {
@@ -1101,24 +1107,42 @@ impl CoreBPE {
         })
     }
 
-    /// The number of ids of each of `parts` (UTF-8 bytes, checked on the worker threads), without
-    /// making the ids: counting a file read as bytes needs no `str` and no list of ints.
+    /// The number of ids of each of `parts` (`str`, or UTF-8 bytes checked on the worker threads),
+    /// without making the ids: counting texts, or a file read as bytes, needs no list of ints (and
+    /// bytes no `str`).
     #[pyo3(signature = (parts, policy=None, num_threads=None))]
     fn count_utf8_batch(
         &self,
         py: Python<'_>,
-        parts: Vec<Bound<'_, PyBytes>>,
+        parts: Vec<Bound<'_, PyAny>>,
         policy: Option<&SpecialPolicy>,
         num_threads: Option<usize>,
     ) -> PyResult<Vec<usize>> {
         guarded(py, || {
             let pool = thread_pool(num_threads)?;
-            let slices: Vec<&[u8]> = parts.iter().map(|part| part.as_bytes()).collect();
+            let parts: Vec<Part<'_>> = parts
+                .iter()
+                .enumerate()
+                .map(|(index, part)| match part.cast::<PyBytes>() {
+                    Ok(bytes) => Ok(Part::Utf8(bytes.as_bytes())),
+                    Err(_) if part.is_instance_of::<PyString>() => text_of(part, "count_utf8_batch").map(Part::Text),
+                    Err(_) => Err(PyTypeError::new_err(format!(
+                        "count_utf8_batch: part {index} is {}, not bytes or str",
+                        part.get_type().name().map(|name| name.to_string()).unwrap_or_default()
+                    ))),
+                })
+                .collect::<PyResult<_>>()?;
             let policy = policy.unwrap_or(&self.ordinary);
             let counted = py.detach(|| {
-                parallel_map(&pool, &slices, |bytes| match std::str::from_utf8(bytes) {
-                    Ok(text) => self.encode_policy(text, policy).map(|ids| Ok(ids.len())),
-                    Err(error) => Ok(Err(error.valid_up_to())),
+                parallel_map(&pool, &parts, |part| {
+                    let text = match part {
+                        Part::Text(text) => text,
+                        Part::Utf8(bytes) => match std::str::from_utf8(bytes) {
+                            Ok(text) => text,
+                            Err(error) => return Ok(Err(error.valid_up_to())),
+                        },
+                    };
+                    self.encode_policy(text, policy).map(|ids| Ok(ids.len()))
                 })
             });
             counted
