@@ -3,16 +3,18 @@
 //! CJK characters or of digits seen before costs a hash and a compare instead of its merges.
 //!
 //! The keys and ids sit back to back in two arrays, indexed by an open-addressed table of 16-byte
-//! entries. The store holds at most [`LONG_PIECES_BYTES`] bytes of keys and ids (pieces longer than
-//! [`LONG_PIECE_MOST`] bytes are not kept); when the next one does not fit it starts over empty, so
-//! its memory is bounded whatever the text, and grows only as long pieces arrive. Like the piece
+//! entries. The store holds at most [`LONG_PIECES_FIRST`] bytes of keys and ids at first (pieces
+//! longer than [`LONG_PIECE_MOST`] bytes are not kept); when the next one does not fit its bound
+//! doubles, claimed from the growth budget the piece caches share (`crate::cache`), up to
+//! [`LONG_PIECES_BYTES`]; past that, or without budget, it starts over empty. So its memory is
+//! bounded whatever the text, and grows only as long pieces arrive. Like the piece
 //! cache it only stores what the merge loop returned for the same bytes: it cannot change an id.
 
 use std::hash::Hasher;
 
 use rustc_hash::FxHasher;
 
-pub use crate::tuning::{LONG_PIECES_BYTES, LONG_PIECE_MOST};
+pub use crate::tuning::{LONG_PIECES_BYTES, LONG_PIECES_FIRST, LONG_PIECE_MOST};
 use crate::Rank;
 
 /// Where one piece's key and ids are; `key_len` 0 marks an empty entry.
@@ -30,15 +32,33 @@ struct Entry {
 /// Entries of a store's first table (a power of two); it doubles while half full.
 const FIRST_ENTRIES: usize = 1 << 10;
 
-const _: () =
-    assert!(LONG_PIECE_MOST <= u16::MAX as usize && LONG_PIECES_BYTES <= u32::MAX as usize);
+const _: () = assert!(
+    LONG_PIECE_MOST <= u16::MAX as usize
+        && LONG_PIECES_BYTES <= u32::MAX as usize
+        && LONG_PIECES_BYTES % LONG_PIECES_FIRST == 0
+        && (LONG_PIECES_BYTES / LONG_PIECES_FIRST).is_power_of_two()
+);
 
-#[derive(Default)]
 pub struct LongPieces {
     entries: Vec<Entry>,
     keys: Vec<u8>,
     ids: Vec<Rank>,
     held: usize,
+    /// Bytes of keys and ids it may hold now: [`LONG_PIECES_FIRST`], doubled within the growth
+    /// budget up to [`LONG_PIECES_BYTES`] (what it grew by is released when it drops).
+    bound: usize,
+}
+
+impl Default for LongPieces {
+    fn default() -> Self {
+        Self { entries: Vec::new(), keys: Vec::new(), ids: Vec::new(), held: 0, bound: LONG_PIECES_FIRST }
+    }
+}
+
+impl Drop for LongPieces {
+    fn drop(&mut self) {
+        crate::cache::release_growth(self.bound - LONG_PIECES_FIRST);
+    }
 }
 
 fn hash(piece: &[u8]) -> u64 {
@@ -93,7 +113,7 @@ impl LongPieces {
         if piece.is_empty() || piece.len() > LONG_PIECE_MOST || ids.len() > LONG_PIECE_MOST {
             return;
         }
-        if self.keys.len() + self.ids.len() * 4 + size > LONG_PIECES_BYTES {
+        if self.keys.len() + self.ids.len() * 4 + size > self.bound && !self.grow_bound() {
             self.held = 0;
             self.keys.clear();
             self.ids.clear();
@@ -116,6 +136,16 @@ impl LongPieces {
         self.keys.extend_from_slice(piece);
         self.ids.extend_from_slice(ids);
         self.held += 1;
+    }
+
+    /// Doubles the bound, keeping every piece, when below [`LONG_PIECES_BYTES`] and the growth
+    /// budget has room.
+    fn grow_bound(&mut self) -> bool {
+        let grows = self.bound < LONG_PIECES_BYTES && crate::cache::claim_growth(self.bound);
+        if grows {
+            self.bound *= 2;
+        }
+        grows
     }
 
     /// Doubles the table (the first: [`FIRST_ENTRIES`]), placing every kept piece again.
@@ -181,6 +211,7 @@ mod tests {
             n += 1;
         }
         assert!(most <= LONG_PIECES_BYTES, "{most}");
+        assert!(most > LONG_PIECES_FIRST, "{most}: its bound doubled within the growth budget");
         assert!(store.held < n, "it started over");
         let too_long = vec![b'a'; LONG_PIECE_MOST + 1];
         store.insert(&too_long, &[1]);

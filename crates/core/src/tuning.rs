@@ -30,11 +30,15 @@ pub(crate) const SMALL_LEVELS: usize = 64;
 pub const CACHED_PIECE_BYTES: usize = 30;
 /// The most ids a cached piece may merge to (see [`CACHED_PIECE_BYTES`]).
 pub const CACHED_IDS: usize = 8;
-/// Bytes of keys and ids each thread's cache keeps of pieces longer than [`CACHED_PIECE_BYTES`]
-/// (`crate::long_pieces`), starting over when full; pieces longer than [`LONG_PIECE_MOST`] bytes are
-/// merged every time. On the shared corpora 4.5% of o200k's bytes are in pieces of more than 30
-/// bytes (CJK runs, long words), merged at some 3 µs each: a fifth of a seen document's time.
+/// The most bytes of keys and ids each thread's cache keeps of pieces longer than
+/// [`CACHED_PIECE_BYTES`] (`crate::long_pieces`): it starts at [`LONG_PIECES_FIRST`], doubles when
+/// full within the growth budget the caches share, and starts over when full at this size; pieces
+/// longer than [`LONG_PIECE_MOST`] bytes are merged every time. On the shared corpora 4.5% of
+/// o200k's bytes are in pieces of more than 30 bytes (CJK runs, long words), merged at some 3 µs
+/// each: a fifth of a seen document's time.
 pub const LONG_PIECES_BYTES: usize = 4 << 20;
+/// The bound a thread's store of long pieces starts with (see [`LONG_PIECES_BYTES`]).
+pub const LONG_PIECES_FIRST: usize = 256 << 10;
 /// The longest piece (in bytes) kept by `crate::long_pieces`.
 pub const LONG_PIECE_MOST: usize = 4096;
 /// Slots per piece cache (a power of two): 4.2 MB each, and 128 KB of tags. Trades memory for
