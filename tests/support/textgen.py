@@ -483,8 +483,10 @@ LATIN1_LETTERS = [chr(code) for code in range(0xC0, 0x100) if chr(code).isalpha(
 
 
 def repeated_letter(run: int, size: int) -> str:
-    """One letter repeated (one piece under every pattern), behind a run-specific first letter."""
-    return "xyzqwvkj"[run] + "a" * (size - 1)
+    """One letter repeated (one piece under every pattern), behind a run-specific prefix of letters
+    (the run's octal digits, each as one of eight letters)."""
+    prefix = "".join("xyzqwvkj"[int(digit)] for digit in f"{run:o}")
+    return prefix + "a" * (size - len(prefix))
 
 
 def random_non_whitespace(run: int, size: int) -> str:
