@@ -9,9 +9,8 @@
 //!
 //! Layout: a fixed array of slots, each holding its key and ids inline (no allocation after the
 //! first use), two-way set associative: a piece may sit in one of two neighbouring slots, and a
-//! new piece replaces the one used less recently. Pieces longer than [`KEY_BYTES`] go to a store of
-//! long pieces beside it ([`crate::long_pieces`]); shorter ones merging to more than [`MAX_IDS`] ids
-//! are not cached. Beside the slots, a small array of tags (16 hash bits
+//! new piece replaces the one used less recently. Pieces longer than [`KEY_BYTES`], or merging to
+//! more than [`MAX_IDS`] ids, go to a store of long pieces beside it ([`crate::long_pieces`]). Beside the slots, a small array of tags (16 hash bits
 //! per slot) lets a lookup skip the slots when no tag matches: only a matching tag's slot is read
 //! and its key compared, so a tag never decides a hit.
 //!
@@ -82,7 +81,7 @@ pub struct PieceCache {
     /// This thread's table of short pieces (see [`crate::fused`]), made on the first encode that
     /// uses it.
     fused: Option<Box<crate::fused::Table>>,
-    /// Merged pieces longer than [`KEY_BYTES`] (see [`crate::long_pieces`]).
+    /// Merged pieces longer than [`KEY_BYTES`] or of more than [`MAX_IDS`] ids (see [`crate::long_pieces`]).
     long: crate::long_pieces::LongPieces,
     /// Bytes this thread encoded through the table's path before it had a table (see
     /// [`PieceCache::wants_table`]).
@@ -242,17 +241,19 @@ impl PieceCache {
                 return Some(&slot.ids[..usize::from(slot.n_ids & !TRACKED)]);
             }
         }
-        None
+        // A piece merging to more ids than a slot holds (a word of a script the vocabulary has few
+        // tokens for) is kept with the long ones; nothing is looked up there while it holds none.
+        self.long.get(piece)
     }
 
     /// Remembers that `piece` merges to `ids` (ignored when either is too long to hold), after a
     /// [`PieceCache::get`] of it missed.
     #[inline]
     pub fn insert(&mut self, piece: &[u8], ids: &[Rank]) {
-        if piece.len() > KEY_BYTES {
+        if piece.len() > KEY_BYTES || ids.len() > MAX_IDS {
             return self.long.insert(piece, ids);
         }
-        if piece.is_empty() || ids.len() > MAX_IDS {
+        if piece.is_empty() {
             return;
         }
         let hashed = hash(piece);
@@ -467,7 +468,7 @@ mod tests {
         cache.insert(&too_long, &[7]);
         assert_eq!(cache.get(&too_long), None);
         cache.insert(b"many", &[0; MAX_IDS + 1]);
-        assert_eq!(cache.get(b"many"), None);
+        assert_eq!(cache.get(b"many"), Some(&[0; MAX_IDS + 1][..]), "kept with the long pieces");
     }
 
     #[test]

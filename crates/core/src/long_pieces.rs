@@ -1,6 +1,7 @@
-//! Merged pieces too long for the piece cache's slots (more than [`crate::tuning::CACHED_PIECE_BYTES`]
-//! bytes): each thread's cache keeps them here, by their whole bytes, so that a long word, a run of
-//! CJK characters or of digits seen before costs a hash and a compare instead of its merges.
+//! Merged pieces the piece cache's slots cannot hold (more than [`crate::tuning::CACHED_PIECE_BYTES`]
+//! bytes, or more than [`crate::tuning::CACHED_IDS`] ids): each thread's cache keeps them here, by
+//! their whole bytes, so that a long word, a run of CJK characters or a word of a script with few
+//! tokens seen before costs a hash and a compare instead of its merges.
 //!
 //! The keys and ids sit back to back in two arrays, indexed by an open-addressed table of 16-byte
 //! entries. The store holds at most [`LONG_PIECES_FIRST`] bytes of keys and ids at first (pieces
