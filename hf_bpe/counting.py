@@ -67,6 +67,9 @@ def count_utf8_batch(
     >>> count_utf8_batch(hf_bpe.get_encoding("gpt2"), [b"hello world", "caf\u00e9", b"<|endoftext|>"])
     [2, 3, 7]
     """
+    if isinstance(parts, (str, bytes, bytearray)):
+        raise TypeError(f"count_utf8_batch expects a sequence of bytes or str, got a single {type(parts).__name__}"
+                        " (put it in a list to count it)")
     if allowed_special is _NOTHING or not allowed_special:
         return model._core.count_utf8_batch(list(parts), None, num_threads)  # type: ignore[no-any-return]
     policy = model._policy(allowed_special, ())

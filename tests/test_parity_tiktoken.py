@@ -346,6 +346,9 @@ def test_counts_of_str_and_of_utf8_parts_match_tiktoken(pair: tuple[Any, Any], g
             assert count_utf8_batch(ours, parts, num_threads=threads) == expected, f"{theirs.name}, {name} parts"
     with pytest.raises(TypeError, match="part 1 is int, not bytes or str"):
         count_utf8_batch(ours, ["text", 7])
+    for single in ("one text", b"one text"):
+        with pytest.raises(TypeError, match="got a single"):
+            count_utf8_batch(ours, single)  # type: ignore[arg-type]
 
 
 def long_pieces(rng: random.Random, count: int) -> list[str]:
