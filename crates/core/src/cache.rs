@@ -214,6 +214,11 @@ impl PieceCache {
         self.fused = Some(table);
     }
 
+    /// A [`SetPrefetcher`] for this cache as it is now.
+    pub fn prefetcher(&self) -> SetPrefetcher {
+        SetPrefetcher { slots: self.slots.as_ptr(), sets: self.sets() }
+    }
+
     /// How many pieces it can hold.
     pub fn capacity(&self) -> usize {
         self.slots.len()
@@ -352,6 +357,28 @@ impl PieceCache {
 impl Drop for PieceCache {
     fn drop(&mut self) {
         GROWN.fetch_sub((self.capacity() - SLOTS.min(self.capacity())) * SLOT_BYTES, Ordering::Relaxed);
+    }
+}
+
+/// Brings the set a piece of [`KEY_BYTES`] or fewer would be in into the core's second-level cache,
+/// ahead of its lookup (its tags are small enough to stay there). It keeps the slots' address, not a
+/// borrow: a cache that grows or drops meanwhile only makes its prefetches useless (a prefetch reads
+/// nothing and cannot fault).
+#[derive(Clone, Copy)]
+pub struct SetPrefetcher {
+    slots: *const Slot,
+    sets: usize,
+}
+
+impl SetPrefetcher {
+    #[inline(always)]
+    pub fn prefetch(&self, piece: &[u8]) {
+        if piece.len() <= KEY_BYTES {
+            let (set, _) = place(hash(piece), self.sets);
+            let first = self.slots.wrapping_add(set * 2);
+            crate::fused::prefetch(first, false);
+            crate::fused::prefetch(first.wrapping_add(1), false);
+        }
     }
 }
 

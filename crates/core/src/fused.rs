@@ -108,7 +108,7 @@ fn hash(key: u128) -> u64 {
 }
 
 #[inline(always)]
-fn prefetch<T>(pointer: *const T, first_level: bool) {
+pub(crate) fn prefetch<T>(pointer: *const T, first_level: bool) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch reads nothing and has no effect on memory; any address is allowed.
     unsafe {

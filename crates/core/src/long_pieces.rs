@@ -36,7 +36,7 @@ const FIRST_ENTRIES: usize = 1 << 10;
 const _: () = assert!(
     LONG_PIECE_MOST <= u16::MAX as usize
         && LONG_PIECES_BYTES <= u32::MAX as usize
-        && LONG_PIECES_BYTES % LONG_PIECES_FIRST == 0
+        && LONG_PIECES_BYTES.is_multiple_of(LONG_PIECES_FIRST)
         && (LONG_PIECES_BYTES / LONG_PIECES_FIRST).is_power_of_two()
 );
 

@@ -1357,9 +1357,15 @@ impl Model {
         let bytes = text.as_bytes();
         let seed = self.seed.get_or_init(|| Arc::new(Seed::new(self.encoder.iter().map(|(token, &id)| (&token[..], id)))));
         let mut table = cache.take_table(seed);
+        // Pieces longer than the table's are asked of the cache when their chunk is encoded: their
+        // set is fetched as they are packed.
+        let sets = cache.prefetcher();
         let mut long = |piece: &[u8], out: &mut Vec<Rank>| self.encode_piece(merges, true, piece, Some(&mut *cache), out);
         let merge = |piece: &[u8], out: &mut Vec<Rank>| merges.encode_piece(piece, out);
         let ended = scanner.for_each_piece_until(text, stop, |start, end| {
+            if end - start > crate::short_tokens::SHORT {
+                sets.prefetch(&bytes[start..end]);
+            }
             table.pack(bytes, start, end);
             if table.full() {
                 table.encode_chunk(bytes, out, &mut long, merge);
