@@ -10,9 +10,10 @@
 //! Layout: a fixed array of slots, each holding its key and ids inline (no allocation after the
 //! first use), two-way set associative: a piece may sit in one of two neighbouring slots, and a
 //! new piece replaces the one used less recently. Pieces longer than [`KEY_BYTES`], or merging to
-//! more than [`MAX_IDS`] ids, go to a store of long pieces beside it ([`crate::long_pieces`]). Beside the slots, a small array of tags (16 hash bits
-//! per slot) lets a lookup skip the slots when no tag matches: only a matching tag's slot is read
-//! and its key compared, so a tag never decides a hit.
+//! more than [`MAX_IDS`] ids, go to a store of long pieces beside it ([`crate::long_pieces`]).
+//! Beside the slots, a small array of tags (16 hash bits per slot) lets a lookup skip the slots when
+//! no tag matches: only a matching tag's slot is read and its key compared, so a tag never decides a
+//! hit.
 //!
 //! Size: a cache starts at [`SLOTS`] slots and doubles, up to [`MAX_SLOTS`], when the pieces it
 //! dropped to make room come back: text read again (a corpus in several passes, the same documents
@@ -81,7 +82,8 @@ pub struct PieceCache {
     /// This thread's table of short pieces (see [`crate::fused`]), made on the first encode that
     /// uses it.
     fused: Option<Box<crate::fused::Table>>,
-    /// Merged pieces longer than [`KEY_BYTES`] or of more than [`MAX_IDS`] ids (see [`crate::long_pieces`]).
+    /// Merged pieces longer than [`KEY_BYTES`] or of more than [`MAX_IDS`] ids (see
+    /// [`crate::long_pieces`]).
     long: crate::long_pieces::LongPieces,
     /// Bytes this thread encoded through the table's path before it had a table (see
     /// [`PieceCache::wants_table`]).
