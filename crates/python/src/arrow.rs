@@ -251,7 +251,7 @@ pub(crate) fn ids_array(
 /// stream, such as a chunked array).
 pub(crate) fn string_chunks(value: &Bound<'_, PyAny>) -> PyResult<(Vec<ArrayRef>, bool)> {
     let any: AnyArray = value.extract().map_err(|_| {
-        let type_name = value.get_type().name().map(|name| name.to_string()).unwrap_or_default();
+        let type_name = crate::type_name(value);
         PyTypeError::new_err(format!(
             "encode_arrow expects an Arrow array of strings (pyarrow.Array, pyarrow.ChunkedArray or any \
              object with __arrow_c_array__ or __arrow_c_stream__), got {type_name}"

@@ -210,11 +210,7 @@ fn unknown_token<'py>(py: Python<'py>, id: impl IntoPyObject<'py>, n_vocab: usiz
 /// with `surrogatepass`, which joins valid surrogate pairs and replaces lone ones with U+FFFD.
 fn text_of<'a, 'py>(value: &'a Bound<'py, PyAny>, what: &str) -> PyResult<Cow<'a, str>> {
     let text = value.cast::<PyString>().map_err(|_| {
-        let type_name = value
-            .get_type()
-            .name()
-            .map(|name| name.to_string())
-            .unwrap_or_default();
+        let type_name = type_name(value);
         PyTypeError::new_err(format!("{what} expects str, got {type_name}"))
     })?;
     match text.to_str() {
@@ -228,6 +224,11 @@ fn text_of<'a, 'py>(value: &'a Bound<'py, PyAny>, what: &str) -> PyResult<Cow<'a
             ))
         }
     }
+}
+
+/// The name of `value`'s type, for error messages ("" if it has none).
+pub(crate) fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value.get_type().name().map(|name| name.to_string()).unwrap_or_default()
 }
 
 /// A part to count: a `str`'s text, or bytes still to be checked as UTF-8.
@@ -258,11 +259,7 @@ fn ids_of(py: Python<'_>, value: &Bound<'_, PyAny>, n_vocab: usize) -> PyResult<
                     }
                 }
             }
-            let type_name = value
-                .get_type()
-                .name()
-                .map(|name| name.to_string())
-                .unwrap_or_default();
+            let type_name = type_name(value);
             return Err(PyTypeError::new_err(format!(
                 "expected a sequence of int token ids, got {type_name}"
             )));
@@ -1128,7 +1125,7 @@ impl CoreBPE {
                     Err(_) if part.is_instance_of::<PyString>() => text_of(part, "count_utf8_batch").map(Part::Text),
                     Err(_) => Err(PyTypeError::new_err(format!(
                         "count_utf8_batch: part {index} is {}, not bytes or str",
-                        part.get_type().name().map(|name| name.to_string()).unwrap_or_default()
+                        type_name(part)
                     ))),
                 })
                 .collect::<PyResult<_>>()?;

@@ -107,11 +107,7 @@ fn piece_of(piece: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(bytes) = piece.cast::<PyBytes>() {
         return Ok(bytes.as_bytes().to_vec());
     }
-    let type_name = piece
-        .get_type()
-        .name()
-        .map(|name| name.to_string())
-        .unwrap_or_default();
+    let type_name = crate::type_name(piece);
     Err(PyTypeError::new_err(format!(
         "a piece is str or bytes, got {type_name}"
     )))
@@ -489,11 +485,7 @@ impl PyPieceCounter {
                 .map(|text| match text.cast::<PyString>() {
                     Ok(text) => Ok(text.to_string_lossy().into_owned()),
                     Err(_) => {
-                        let type_name = text
-                            .get_type()
-                            .name()
-                            .map(|name| name.to_string())
-                            .unwrap_or_default();
+                        let type_name = crate::type_name(text);
                         Err(PyTypeError::new_err(format!(
                             "the corpus must yield str (the text of each document), got {type_name}"
                         )))

@@ -97,11 +97,7 @@ impl PyWordCounter {
                 .map(|text| match text.cast::<PyString>() {
                     Ok(text) => Ok(text.to_str()?.to_owned()),
                     Err(_) => {
-                        let type_name = text
-                            .get_type()
-                            .name()
-                            .map(|name| name.to_string())
-                            .unwrap_or_default();
+                        let type_name = crate::type_name(text);
                         Err(PyTypeError::new_err(format!(
                             "the corpus must yield str (the text of each document), got {type_name}"
                         )))
