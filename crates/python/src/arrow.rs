@@ -6,6 +6,7 @@
 //! written straight into the values and offsets buffers of an Arrow list array that pyarrow takes
 //! over without copying.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -106,8 +107,12 @@ struct Unit {
     rows: std::ops::Range<usize>,
 }
 
-/// Runs of rows of about [`UNIT_BYTES`] of text each (a longer text is a unit of its own).
-fn units_of(texts: &[Option<&str>]) -> Vec<Unit> {
+/// Runs of rows of about [`UNIT_BYTES`] of text each (a longer text is a unit of its own); with
+/// one thread, all the rows in one unit, whose ids then become the array's values as they are.
+fn units_of(texts: &[Option<&str>], threads: usize) -> Vec<Unit> {
+    if threads <= 1 {
+        return vec![Unit { rows: 0..texts.len() }];
+    }
     let mut units = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (row, text) in texts.iter().enumerate() {
@@ -125,6 +130,31 @@ fn units_of(texts: &[Option<&str>]) -> Vec<Unit> {
         });
     }
     units
+}
+
+/// The most ids a unit's buffer starts with room for (64 MB); a larger unit's buffer grows.
+const MOST_ROOM: usize = 1 << 24;
+
+/// Ids per byte of text seen so far in one call, to size each unit's buffer so that it rarely
+/// grows (a grown buffer is copied): a model's ids per byte range from under a quarter to one.
+struct IdsPerByte {
+    ids: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+impl IdsPerByte {
+    /// Room for the ids of `bytes` of text: the rate so far and an eighth more, or half an id per
+    /// byte before any unit is done.
+    fn room(&self, bytes: usize) -> usize {
+        let (ids, seen) = (self.ids.load(Ordering::Relaxed), self.bytes.load(Ordering::Relaxed));
+        let estimate = if seen == 0 { bytes / 2 } else { (bytes as u128 * ids as u128 * 9 / 8 / seen as u128) as usize };
+        estimate.min(bytes).min(MOST_ROOM) + 16
+    }
+
+    fn add(&self, ids: usize, bytes: usize) {
+        self.ids.fetch_add(ids, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
 }
 
 /// The ids of one unit, one row after another, and the number of ids of each row.
@@ -189,6 +219,27 @@ fn list_array<T: ArrowPrimitiveType, O: OffsetSizeTrait>(
     }
     let nulls = (framing.nulls == Nulls::Null && texts.iter().any(Option::is_none))
         .then(|| NullBuffer::from_iter(texts.iter().map(Option::is_some)));
+    finish::<T, O>(values, offsets, nulls)
+}
+
+/// The `uint32` list array of one unit's rows, none framed or null: its ids become the values as
+/// they are, without a copy.
+fn unit_array<O: OffsetSizeTrait>(unit: Encoded) -> PyResult<ArrayRef> {
+    let mut offsets: Vec<O> = Vec::with_capacity(unit.lengths.len() + 1);
+    offsets.push(O::usize_as(0));
+    let mut end = 0;
+    offsets.extend(unit.lengths.iter().map(|&length| {
+        end += length;
+        O::usize_as(end)
+    }));
+    finish::<UInt32Type, O>(unit.ids, offsets, None)
+}
+
+fn finish<T: ArrowPrimitiveType, O: OffsetSizeTrait>(
+    values: Vec<T::Native>,
+    offsets: Vec<O>,
+    nulls: Option<NullBuffer>,
+) -> PyResult<ArrayRef> {
     let values = PrimitiveArray::<T>::new(ScalarBuffer::from(values), None);
     let field = Arc::new(Field::new("item", T::DATA_TYPE, false));
     // SAFETY: the offsets start at 0 and never decrease (each is the values' length so far).
@@ -201,11 +252,18 @@ fn list_array<T: ArrowPrimitiveType, O: OffsetSizeTrait>(
 /// [`list_array`] with `i32` offsets when they fit (a `list` array), `i64` otherwise (`large_list`).
 pub(crate) fn ids_array(
     texts: &[Option<&str>],
-    encoded: &[Encoded],
+    mut encoded: Vec<Encoded>,
     framing: &Framing<'_>,
     id_type: IdType,
 ) -> PyResult<ArrayRef> {
-    let total = framing.total_ids(encoded);
+    let total = framing.total_ids(&encoded);
+    let framed = !framing.prefix.is_empty() || !framing.suffix.is_empty();
+    let null_rows = framing.nulls == Nulls::Null && texts.iter().any(Option::is_none);
+    if id_type == IdType::UInt32 && encoded.len() == 1 && !framed && !null_rows {
+        let unit = encoded.pop().expect("one unit");
+        return if total <= i32::MAX as usize { unit_array::<i32>(unit) } else { unit_array::<i64>(unit) };
+    }
+    let encoded = &encoded[..];
     if id_type == IdType::UInt16 {
         let every_id = encoded
             .iter()
@@ -316,7 +374,7 @@ pub(crate) fn encode_chunks<F: Send>(
         .windows(2)
         .enumerate()
         .flat_map(|(chunk, bounds)| {
-            units_of(&texts[bounds[0]..bounds[1]])
+            units_of(&texts[bounds[0]..bounds[1]], pool.current_num_threads())
                 .into_iter()
                 .map(move |unit| {
                     (
@@ -328,6 +386,7 @@ pub(crate) fn encode_chunks<F: Send>(
                 })
         })
         .collect();
+    let rate = IdsPerByte { ids: AtomicUsize::new(0), bytes: AtomicUsize::new(0) };
     let results = crate::parallel_map(
         pool,
         &units,
@@ -337,7 +396,7 @@ pub(crate) fn encode_chunks<F: Send>(
                 .map(|text| text.map_or(0, str::len))
                 .sum();
             let mut encoded = Encoded {
-                ids: Vec::with_capacity(text_bytes / 3 + 16),
+                ids: Vec::with_capacity(rate.room(text_bytes)),
                 lengths: Vec::with_capacity(unit.rows.len()),
             };
             for row in unit.rows.clone() {
@@ -346,6 +405,7 @@ pub(crate) fn encode_chunks<F: Send>(
                     .map_err(|failure| RowFailure { row, failure })?;
                 encoded.lengths.push(encoded.ids.len() - before);
             }
+            rate.add(encoded.ids.len(), text_bytes);
             Ok(encoded)
         },
     );

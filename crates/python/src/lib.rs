@@ -1196,7 +1196,7 @@ impl CoreBPE {
                 let encoded = arrow::encode_chunks(&pool, &rows, &starts, encode)?;
                 Ok(pool.install(|| {
                     encoded
-                        .par_iter()
+                        .into_par_iter()
                         .zip(starts.par_windows(2))
                         .map(|(units, bounds)| arrow::ids_array(&rows[bounds[0]..bounds[1]], units, &framing, id_type))
                         .collect::<Vec<PyResult<_>>>()
