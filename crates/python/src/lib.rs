@@ -315,15 +315,17 @@ pub(crate) fn thread_pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::Thr
     Ok(pool)
 }
 
-/// The ids of `parts`, one after another, as a NumPy `uint32` array (`numpy.frombuffer` of their
-/// native bytes; numpy is imported on first use, once).
-fn numpy_u32<'py>(py: Python<'py>, parts: &[Vec<Rank>]) -> PyResult<Bound<'py, PyAny>> {
-    static FROMBUFFER: pyo3::sync::PyOnceLock<(Py<PyAny>, Py<PyAny>)> = pyo3::sync::PyOnceLock::new();
-    let (frombuffer, uint32) = FROMBUFFER.get_or_try_init(py, || -> PyResult<_> {
-        let numpy = py.import("numpy")?;
-        Ok((numpy.getattr("frombuffer")?.unbind(), numpy.getattr("uint32")?.unbind()))
-    })?;
-    frombuffer.bind(py).call1((u32_bytes(py, parts)?, uint32.bind(py)))
+/// The ids of `parts`, one after another, as a NumPy `uint32` array that owns them: one part's
+/// buffer is handed over as it is (cut to its length when it has much more room), several are
+/// joined first. numpy is imported on first use, once, so that its absence is an `ImportError`.
+fn numpy_u32<'py>(py: Python<'py>, mut parts: Vec<Vec<Rank>>) -> PyResult<Bound<'py, PyAny>> {
+    static NUMPY: pyo3::sync::PyOnceLock<()> = pyo3::sync::PyOnceLock::new();
+    NUMPY.get_or_try_init(py, || py.import("numpy").map(drop))?;
+    let mut ids = if parts.len() == 1 { parts.pop().unwrap_or_default() } else { parts.concat() };
+    if ids.capacity() - ids.len() > ids.len() / 4 + 64 {
+        ids.shrink_to_fit();
+    }
+    Ok(numpy::PyArray1::from_vec(py, ids).into_any())
 }
 
 /// The ids of `rows`, one row after another, as bytes of native `uint32`s.
@@ -1076,7 +1078,7 @@ impl CoreBPE {
             let text = text_of(text, "encode_to_numpy")?;
             let policy = policy.unwrap_or(&self.ordinary);
             let parts = self.encode_one(py, &text, policy)?.map_err(|f| f.into_py(py))?;
-            numpy_u32(py, &parts)
+            numpy_u32(py, parts)
         })
     }
 
