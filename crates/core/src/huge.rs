@@ -9,10 +9,14 @@
 //! encoding 19% faster at best (8-20% in medians); cl100k's tables, half the size, gained within the
 //! noise. See BENCHMARKS.md, "o200k: where its time goes".
 //!
-//! [`HugePages`] is an allocator: allocations of at least [`HUGE_PAGE`] bytes are aligned to it,
-//! rounded up to whole huge pages and advised (Linux `madvise(MADV_HUGEPAGE)`, which works when
-//! transparent huge pages are `always` or `madvise`, the usual defaults); smaller ones, and every
-//! allocation elsewhere, are plain. The advice is only a hint: the contents are the same either way.
+//! [`HugePages`] is an allocator: on Linux, allocations of at least [`HUGE_PAGE`] bytes are fresh
+//! mappings of their own, aligned to it, rounded up to whole huge pages and advised
+//! (`madvise(MADV_HUGEPAGE)`, which works when transparent huge pages are `always` or `madvise`,
+//! the usual defaults) before anything touches them, so that their first touch faults in huge
+//! pages. (From `malloc`, such a block can be memory the heap had already touched on 4 KB pages,
+//! where the advice only lets the kernel's background thread collapse it, slowly: a 16 MB table
+//! was seen with 2 MB of it on huge pages.) Smaller ones, and every allocation elsewhere, are
+//! plain. The advice is only a hint: the contents are the same either way.
 //! `HF_BPE_HUGE_PAGES=0` in the environment (read at each such allocation) leaves them on ordinary
 //! pages: for memory-tight systems (a table rounds up to whole 2 MB pages), and for measuring.
 
@@ -37,50 +41,88 @@ fn huge_layout(layout: Layout) -> Option<Layout> {
     Layout::from_size_align(size, layout.align().max(HUGE_PAGE)).ok()
 }
 
+/// Whether huge blocks are advised: not when `HF_BPE_HUGE_PAGES=0` (read at each allocation).
 #[cfg(target_os = "linux")]
-fn advise(block: NonNull<u8>, size: usize) {
-    if std::env::var_os("HF_BPE_HUGE_PAGES").is_some_and(|value| value == "0") {
-        return;
-    }
-    // SAFETY: the range is one whole allocation of ours; the advice changes no contents and a
-    // failure (e.g. huge pages disabled) leaves ordinary pages.
-    unsafe {
-        libc::madvise(block.as_ptr().cast(), size, libc::MADV_HUGEPAGE);
-    }
+fn advised() -> bool {
+    !std::env::var_os("HF_BPE_HUGE_PAGES").is_some_and(|value| value == "0")
 }
 
-#[cfg(not(target_os = "linux"))]
-fn advise(_block: NonNull<u8>, _size: usize) {}
-
-/// A block for `layout` from `allocate` (one of the global allocator's methods): a huge-page one,
-/// advised, when `layout` is large enough.
-fn allocate_with(
-    layout: Layout,
-    allocate: impl Fn(Layout) -> Result<NonNull<[u8]>, AllocError>,
-) -> Result<NonNull<[u8]>, AllocError> {
-    let Some(huge) = huge_layout(layout) else {
-        return allocate(layout);
+/// A fresh anonymous mapping of `huge` (a layout from [`huge_layout`]), aligned to it, advised;
+/// zeroed, as every fresh mapping is.
+#[cfg(target_os = "linux")]
+fn map(huge: Layout) -> Result<NonNull<[u8]>, AllocError> {
+    let (size, align) = (huge.size(), huge.align());
+    let span = size.checked_add(align).ok_or(AllocError)?;
+    // SAFETY: a new private anonymous mapping at an address of the kernel's choosing touches no
+    // existing memory.
+    let base = unsafe {
+        libc::mmap(std::ptr::null_mut(), span, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
     };
-    let block = allocate(huge)?;
-    advise(block.cast(), huge.size());
-    Ok(block)
+    if base == libc::MAP_FAILED {
+        return Err(AllocError);
+    }
+    // The aligned block starts within `align` bytes of the mapping's start (the span's slack); what
+    // lies outside the block (whole pages: the mapping and `align` are page-aligned) is unmapped.
+    let start = (base as usize).next_multiple_of(align);
+    let (head, tail) = (start - base as usize, span - (start - base as usize) - size);
+    // SAFETY: both ranges are parts of the mapping just made, outside the block kept.
+    unsafe {
+        if head > 0 {
+            libc::munmap(base, head);
+        }
+        if tail > 0 {
+            libc::munmap((start + size) as *mut libc::c_void, tail);
+        }
+    }
+    if advised() {
+        // SAFETY: the range is the block just mapped; the advice changes no contents and a failure
+        // (e.g. huge pages disabled) leaves ordinary pages.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, size, libc::MADV_HUGEPAGE);
+        }
+    }
+    let block = NonNull::new(start as *mut u8).ok_or(AllocError)?;
+    Ok(NonNull::slice_from_raw_parts(block, size))
 }
 
-// SAFETY: blocks come from the global allocator with the layout `huge_layout` gives, which is a
+// SAFETY: on Linux, large blocks are mappings made for the layout `huge_layout` gives, which is a
 // pure function of the requested layout (and gives itself back for any size between the requested
-// one and the block's), so `deallocate` frees each with the layout it was made with.
+// one and the block's), so `deallocate` unmaps each with the size it was mapped with; the others
+// come from the global allocator, and go back to it with the layout they were made with.
 unsafe impl Allocator for HugePages {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        allocate_with(layout, |layout| Global.allocate(layout))
+        match huge_layout(layout) {
+            #[cfg(target_os = "linux")]
+            Some(huge) => map(huge),
+            #[cfg(not(target_os = "linux"))]
+            Some(huge) => Global.allocate(huge),
+            None => Global.allocate(layout),
+        }
     }
 
     fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        allocate_with(layout, |layout| Global.allocate_zeroed(layout))
+        match huge_layout(layout) {
+            #[cfg(target_os = "linux")]
+            Some(huge) => map(huge),
+            #[cfg(not(target_os = "linux"))]
+            Some(huge) => Global.allocate_zeroed(huge),
+            None => Global.allocate_zeroed(layout),
+        }
     }
 
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
-        // SAFETY: `ptr` was allocated by `allocate` with this `layout`, so with `huge_layout`'s.
-        unsafe { Global.deallocate(ptr, huge_layout(layout).unwrap_or(layout)) }
+        match huge_layout(layout) {
+            #[cfg(target_os = "linux")]
+            // SAFETY: `ptr` is a block `map` made of `huge.size()` bytes.
+            Some(huge) => unsafe {
+                libc::munmap(ptr.as_ptr().cast(), huge.size());
+            },
+            #[cfg(not(target_os = "linux"))]
+            // SAFETY: `ptr` was allocated by the global allocator with `huge`.
+            Some(huge) => unsafe { Global.deallocate(ptr, huge) },
+            // SAFETY: `ptr` was allocated by the global allocator with `layout`.
+            None => unsafe { Global.deallocate(ptr, layout) },
+        }
     }
 }
 
@@ -139,6 +181,36 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The mappings of this process whose range holds `address`, from `/proc/self/maps`.
+    #[cfg(target_os = "linux")]
+    fn mappings_holding(address: usize) -> Vec<(usize, usize)> {
+        std::fs::read_to_string("/proc/self/maps")
+            .expect("/proc/self/maps")
+            .lines()
+            .filter_map(|line| {
+                let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+                Some((usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?))
+            })
+            .filter(|&(start, end)| (start..end).contains(&address))
+            .collect()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_large_block_is_a_fresh_mapping_of_its_own_and_is_unmapped_when_freed() {
+        // A block the heap had touched before could sit on 4 KB pages whatever the advice.
+        let size = 3 * HUGE_PAGE + 100;
+        let block = filled(1u8, size);
+        let start = block.as_ptr() as usize;
+        let mappings = mappings_holding(start);
+        assert_eq!(mappings.len(), 1);
+        let (first, end) = mappings[0];
+        assert!(first <= start && end >= start + 4 * HUGE_PAGE, "{first:#x}-{end:#x} holds the block");
+        assert!(block.iter().all(|&byte| byte == 1));
+        drop(block);
+        assert!(mappings_holding(start).is_empty() || mappings_holding(start)[0] != (first, end));
     }
 
     #[test]
