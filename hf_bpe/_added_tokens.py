@@ -72,6 +72,10 @@ class AddedTokensEncoder:
         """:meth:`encode` on each text, in parallel (GIL released); ``None`` threads: every core."""
         return self._core.encode_batch(texts, self._policy, num_threads)  # type: ignore[no-any-return]
 
+    def encode_rows(self, texts: Sequence[str], *, num_threads: int | None = None) -> Any:
+        """:meth:`encode_batch`, the ids kept in the core until ``padded`` lays them out as NumPy arrays."""
+        return self._core.encode_rows(texts, self._policy, num_threads)
+
     def encode_batch_flat(self, texts: Sequence[str], *, num_threads: int | None = None) -> tuple[bytes, bytes]:
         """:meth:`encode_batch` as two buffers instead of lists of ints: every text's ids one after the
         other (native-endian ``uint32``), and each text's number of ids (native-endian ``uint64``),

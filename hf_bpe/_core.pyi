@@ -49,6 +49,25 @@ class SpecialPolicy:
     """Which special tokens ``encode`` turns into their ids, and which make it raise."""
 
 @final
+class EncodedRows:
+    """The ids of each text of a batch, kept in the core until they are laid out as padded arrays."""
+
+    def __init__(self, rows: list[list[int]]) -> None: ...
+    def __len__(self) -> int: ...
+    def lengths(self) -> Any: ...
+    def row(self, index: int) -> list[int]: ...
+    def padded(
+        self,
+        target: int,
+        pad: int,
+        left: bool,
+        bos: int | None = None,
+        eos: int | None = None,
+        attention_mask: bool = True,
+        num_threads: int | None = None,
+    ) -> tuple[Any, Any | None]: ...
+
+@final
 class CoreBPE:
     """The Rust model behind ``hf_bpe.BPE``."""
 
@@ -124,6 +143,9 @@ class CoreBPE:
     def encode_batch_flat(
         self, texts: Iterable[str], policy: SpecialPolicy | None = None, num_threads: int | None = None
     ) -> tuple[bytes, bytes]: ...
+    def encode_rows(
+        self, texts: Iterable[str], policy: SpecialPolicy | None = None, num_threads: int | None = None
+    ) -> EncodedRows: ...
     def count_utf8_batch(
         self, parts: Sequence[bytes | str], policy: SpecialPolicy | None = None, num_threads: int | None = None
     ) -> list[int]: ...

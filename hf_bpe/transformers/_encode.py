@@ -179,48 +179,43 @@ class CoreEncoding(PreTrainedTokenizer):
         return BatchEncoding(outputs, tensor_type=request.return_tensors)
 
     def _padded_arrays(self, texts: list[str], request: BatchRequest) -> dict[str, Any] | None:
-        """``_encode_texts_batch`` for padded NumPy output, built as arrays from the core's flat
-        buffer instead of as lists of Python ints; None where the rows would not all fit the padded
-        length (then the list path gives transformers' own result or error)."""
+        """``_encode_texts_batch`` for padded NumPy output: arrays laid out by the core from the ids it
+        keeps (or, where added tokens are cut out in Python first, from the lists of ids), without
+        lists of Python ints; None where the rows would not all fit the padded length (then the list
+        path gives transformers' own result or error)."""
         import numpy as np
 
         encoder = self._core_encoder(request.split_special_tokens)
-        if encoder is None:
-            rows = self._encode_texts(texts, request.split_special_tokens)
-            flat = np.fromiter((token for row in rows for token in row), dtype=np.int64)
-            lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
+        rows = encoder.encode_rows(texts) if encoder is not None else None
+        lists = self._encode_texts(texts, request.split_special_tokens) if rows is None else None
+        if rows is not None:
+            lengths = rows.lengths()
         else:
-            ids, counts = encoder.encode_batch_flat(texts)
-            flat = np.frombuffer(ids, dtype=np.uint32).astype(np.int64)
-            lengths = np.frombuffer(counts, dtype=np.uint64).astype(np.int64)
+            assert lists is not None
+            lengths = np.fromiter((len(row) for row in lists), dtype=np.int64, count=len(lists))
         bos = int(request.add_special_tokens and self._add_bos)
         eos = int(request.add_special_tokens and self._add_eos)
         totals = lengths + (bos + eos)
         longest = int(totals.max())
         if request.max_length is None and request.verbose and longest > self.model_max_length:
             row = int(totals.argmax())
-            start = int(lengths[:row].sum())
-            ids_of_row = flat[start : start + int(lengths[row])].tolist()
+            ids_of_row = rows.row(row) if rows is not None else lists[row]  # type: ignore[index]
             sequence = [self.bos_token_id] * bos + ids_of_row + [self.eos_token_id] * eos
             self._eventual_warn_about_too_long_sequence(sequence, request.max_length, request.verbose)
         target = request.padded_length(longest)
         if target is None or longest > target:
             return None
         left = request.pads_left(self.padding_side)
-        starts = target - totals if left else np.zeros_like(totals)  # where each row's tokens begin
-        columns = np.arange(target)
-        content = (columns >= (starts + bos)[:, None]) & (columns < (starts + bos + lengths)[:, None])
-        input_ids = np.full((len(texts), target), self.pad_token_id, dtype=np.int64)
-        input_ids[content] = flat  # row-major order: each row's ids in turn
-        rows_index = np.arange(len(texts))
-        if bos:
-            input_ids[rows_index, starts] = self.bos_token_id
-        if eos:
-            input_ids[rows_index, starts + bos + lengths] = self.eos_token_id
+        if rows is None:
+            from hf_bpe._core import EncodedRows
+
+            rows = EncodedRows(lists)
+        input_ids, attention = rows.padded(target, self.pad_token_id, left,
+                                           self.bos_token_id if bos else None, self.eos_token_id if eos else None,
+                                           request.return_attention_mask)
         arrays: dict[str, Any] = {"input_ids": input_ids}
         if request.return_attention_mask:
-            attention = (columns >= starts[:, None]) & (columns < (starts + totals)[:, None])
-            arrays["attention_mask"] = attention.astype(np.int64)
+            arrays["attention_mask"] = attention
         return arrays
 
 

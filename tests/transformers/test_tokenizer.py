@@ -500,6 +500,37 @@ def test_padded_arrays_equal_the_padded_lists(padding_side: str, split_special_t
         assert arrays[key].tolist() == lists[key]
 
 
+@pytest.mark.parametrize("options", [
+    {"padding": "max_length", "max_length": 3000},
+    {"padding": True, "pad_to_multiple_of": 64, "padding_side": "left"},
+    {"padding": True, "return_attention_mask": False},
+    {"padding": True, "add_special_tokens": False},
+], ids=["max_length", "multiple_left", "no_mask", "no_specials"])
+def test_padded_arrays_equal_the_padded_lists_for_each_padding_option(options: dict[str, Any]) -> None:
+    tokenizer = tokenizer_for("gpt2", add_bos_token=True, add_eos_token=True)
+    texts = [*varied_documents(40, seed=9), "", " "]
+    lists = tokenizer(texts, **options)
+    arrays = tokenizer(texts, return_tensors="np", **options)
+    assert sorted(arrays.keys()) == sorted(lists.keys())
+    for key in lists:
+        assert arrays[key].dtype == np.int64 and arrays[key].tolist() == lists[key], key
+
+
+def test_rows_kept_in_the_core_refuse_a_padded_length_they_do_not_fit() -> None:
+    from hf_bpe._core import EncodedRows
+
+    rows = EncodedRows([[5, 6, 7], []])
+    assert rows.lengths().tolist() == [3, 0] and rows.row(0) == [5, 6, 7] and len(rows) == 2
+    ids, mask = rows.padded(5, 0, True, bos=1, eos=2)
+    assert ids.tolist() == [[1, 5, 6, 7, 2], [0, 0, 0, 1, 2]] and mask.tolist() == [[1] * 5, [0, 0, 0, 1, 1]]
+    with pytest.raises(ValueError, match="row 0 has 5 ids with its special tokens, more than the padded length 4"):
+        rows.padded(4, 0, False, bos=1, eos=2)
+    with pytest.raises(IndexError, match="row 2 of a batch of 2 rows"):
+        rows.row(2)
+    empty, no_mask = EncodedRows([[], []]).padded(0, 0, False, attention_mask=False)
+    assert empty.shape == (2, 0) and no_mask is None
+
+
 def test_decode_skips_special_tokens_and_keeps_everything_else() -> None:
     tokenizer = tokenizer_for("cl100k_base", add_bos_token=True)
     tokenizer.add_tokens(["café au lait"])

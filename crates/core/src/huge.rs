@@ -126,6 +126,26 @@ unsafe impl Allocator for HugePages {
     }
 }
 
+/// Advises the whole huge pages inside `items` (Linux), for a large buffer of the global allocator
+/// about to be written once from end to end (an output array): pages not yet touched then fault in
+/// as huge pages, a few hundred faults instead of one per 4 KB. Contents are unchanged.
+pub fn advise_within<T>(items: &[T]) {
+    #[cfg(target_os = "linux")]
+    {
+        let start = items.as_ptr() as usize;
+        let end = start + std::mem::size_of_val(items);
+        let (first, last) = (start.next_multiple_of(HUGE_PAGE), end / HUGE_PAGE * HUGE_PAGE);
+        if last > first && advised() {
+            // SAFETY: the range is whole pages inside `items`; the advice changes no contents.
+            unsafe {
+                libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = items;
+}
+
 /// A slice of `len` copies of `value` in [`HugePages`] memory.
 pub fn filled<T: Clone>(value: T, len: usize) -> allocator_api2::boxed::Box<[T], HugePages> {
     let mut items = allocator_api2::vec::Vec::with_capacity_in(len, HugePages);

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 mod arrow;
 mod guard;
 mod ints;
+mod padded;
 mod parity;
 mod tokenizer_json;
 mod train;
@@ -1082,6 +1083,22 @@ impl CoreBPE {
         })
     }
 
+    /// Like `encode_batch`, the ids kept in Rust (`EncodedRows`) until they are laid out as padded
+    /// NumPy arrays.
+    #[pyo3(signature = (texts, policy=None, num_threads=None))]
+    fn encode_rows(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        policy: Option<&SpecialPolicy>,
+        num_threads: Option<usize>,
+    ) -> PyResult<padded::EncodedRows> {
+        guarded(py, || {
+            let pool = thread_pool(num_threads)?;
+            Ok(padded::EncodedRows { rows: self.batch(py, texts, policy, &pool, "encode_batch")? })
+        })
+    }
+
     /// Like `encode_batch`, as two buffers for NumPy: every text's ids one after another (native
     /// `uint32`), and the number of ids of each text (native `uint64`).
     #[pyo3(signature = (texts, policy=None, num_threads=None))]
@@ -1772,6 +1789,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     hf_bpe_core::scan::prepare();
     module.add_class::<CoreBPE>()?;
     module.add_class::<SpecialPolicy>()?;
+    module.add_class::<padded::EncodedRows>()?;
     module.add_class::<TextStream>()?;
     module.add_class::<IdStream>()?;
     module.add_function(wrap_pyfunction!(guard::panic_for_tests, module)?)?;
