@@ -317,15 +317,35 @@ pub(crate) fn thread_pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::Thr
 }
 
 /// The ids of `parts`, one after another, as a NumPy `uint32` array that owns them: one part's
-/// buffer is handed over as it is (cut to its length when it has much more room), several are
-/// joined first. numpy is imported on first use, once, so that its absence is an `ImportError`.
+/// buffer is handed over as it is (cut to its length when it has much more room); several (the
+/// parts of a long text) are copied into one buffer on the pool's threads, each part by one
+/// thread, on huge pages where it spans some. numpy is imported on first use, once, so that its
+/// absence is an `ImportError`.
 fn numpy_u32<'py>(py: Python<'py>, mut parts: Vec<Vec<Rank>>) -> PyResult<Bound<'py, PyAny>> {
     static NUMPY: pyo3::sync::PyOnceLock<()> = pyo3::sync::PyOnceLock::new();
     NUMPY.get_or_try_init(py, || py.import("numpy").map(drop))?;
-    let mut ids = if parts.len() == 1 { parts.pop().unwrap_or_default() } else { parts.concat() };
-    if ids.capacity() - ids.len() > ids.len() / 4 + 64 {
-        ids.shrink_to_fit();
-    }
+    let ids = if parts.len() == 1 {
+        let mut ids = parts.pop().unwrap_or_default();
+        if ids.capacity() - ids.len() > ids.len() / 4 + 64 {
+            ids.shrink_to_fit();
+        }
+        ids
+    } else {
+        let pool = thread_pool(None)?;
+        py.detach(|| {
+            let mut ids: Vec<Rank> = vec![0; parts.iter().map(Vec::len).sum()];
+            hf_bpe_core::huge::advise_within(&ids);
+            let mut slices = Vec::with_capacity(parts.len());
+            let mut rest = &mut ids[..];
+            for part in &parts {
+                let (slice, after) = rest.split_at_mut(part.len());
+                slices.push(slice);
+                rest = after;
+            }
+            pool.install(|| slices.into_par_iter().zip(&parts).for_each(|(slice, part)| slice.copy_from_slice(part)));
+            ids
+        })
+    };
     Ok(numpy::PyArray1::from_vec(py, ids).into_any())
 }
 
