@@ -14,8 +14,9 @@
 //! and the line of each one's home slot is prefetched; then the chunk is encoded in order, each
 //! piece's line prefetched again [`AHEAD`] pieces before its turn. A piece found in its home slot
 //! with at most [`INLINE`] ids (most pieces of natural text once it has been read a while) costs a
-//! compare and a copy; anything else (a piece further along its probe, a longer one, one never
-//! seen) takes the slow path, which asks the table again, or merges and learns.
+//! compare and a copy; one in its home slot with more ids, a copy of a block of the side array;
+//! anything else (a piece further along its probe, a longer one, one never seen) takes the slow
+//! path, which asks the table again, or merges and learns.
 //!
 //! The table only holds what the model's merge gives for the same bytes (each short token of a
 //! model whose pieces that are tokens encode as themselves, and the merge loop's output), so it
@@ -390,12 +391,19 @@ impl Table {
             }
             let pending = self.chunk[at];
             let piece = &bytes[pending.start as usize..pending.end as usize];
-            // A piece gives at most one id per byte.
-            room(out, 0, piece.len() + 1);
+            // A piece gives at most one id per byte ([`SPILL_BLOCK`] for a spilled one's copy).
+            room(out, 0, (piece.len() + 1).max(SPILL_BLOCK));
             if pending.key == LONG {
                 long(piece, out);
             } else {
-                self.slow(pending.key, pending.hashed, piece, out, &mut merge);
+                // SAFETY: `home` is below the slots' length.
+                let entry = unsafe { &*self.slots.as_ptr().add(home(pending.hashed, self.slots.len())) };
+                if entry.key == pending.key {
+                    // In its home slot with its ids in the side array.
+                    push_spilled(out, &self.spill, entry.ids[0] as usize, entry.len as usize);
+                } else {
+                    self.slow(pending.key, pending.hashed, piece, out, &mut merge);
+                }
             }
             at += 1;
             room(out, filled - at, INLINE);
@@ -414,8 +422,7 @@ impl Table {
                 if len <= INLINE {
                     out.extend_from_slice(&entry.ids[..len]);
                 } else {
-                    let first = entry.ids[0] as usize;
-                    out.extend_from_slice(&self.spill[first..first + len]);
+                    push_spilled(out, &self.spill, entry.ids[0] as usize, len);
                 }
                 // Moved to its home slot, so that it is found there next time; the entry that was
                 // there stays on its probe (linear probing: it moves further along a run of full
@@ -441,6 +448,31 @@ impl Table {
                 self.len += 1;
             }
         }
+    }
+}
+
+/// Ids copied at once from the side array: a spilled entry's ids (a short piece's, at most one a
+/// byte) fit in this many.
+const SPILL_BLOCK: usize = 16;
+const _: () = assert!(SHORT <= SPILL_BLOCK);
+
+/// Appends `spill[first..first + len]` (a spilled entry's ids) to `out`: one copy of a whole
+/// [`SPILL_BLOCK`] where the side array has that many ids from `first` (a few ids are not worth
+/// a call into `memcpy`, which a copy of a length known only at run time becomes), else a copy of
+/// the `len` ids.
+#[inline(always)]
+fn push_spilled(out: &mut Vec<Rank>, spill: &[Rank], first: usize, len: usize) {
+    debug_assert!(len <= SPILL_BLOCK);
+    match spill.get(first..first + SPILL_BLOCK) {
+        Some(block) if out.capacity() - out.len() >= SPILL_BLOCK => {
+            // SAFETY: `SPILL_BLOCK` ids fit past the length (checked above), the block is
+            // `SPILL_BLOCK` ids long, and the first `len <= SPILL_BLOCK` copied are the entry's.
+            unsafe {
+                std::ptr::copy_nonoverlapping(block.as_ptr(), out.as_mut_ptr().add(out.len()), SPILL_BLOCK);
+                out.set_len(out.len() + len);
+            }
+        }
+        _ => out.extend_from_slice(&spill[first..first + len]),
     }
 }
 
@@ -563,6 +595,44 @@ mod tests {
             encode(&mut stream, &text, &cuts, &mut 0);
         }
         assert_eq!(stream.slots.len(), MIN_SLOTS, "new text never grows it");
+    }
+
+    #[test]
+    fn pieces_of_many_ids_met_again_give_their_ids_from_the_side_array() {
+        // Pieces of 4-15 bytes, one id a byte: every one spilled, met again in its home slot or
+        // further along, the last ones spilled with fewer than a block of ids after them.
+        let seed = Arc::new(Seed::new(std::iter::once((&b"t"[..], 0))));
+        let mut table = Table::new(seed);
+        let mut text = Vec::new();
+        let mut cuts = Vec::new();
+        for number in 0..3000u32 {
+            let len = 4 + (number as usize * 7) % 12;
+            text.extend(format!("{number:0len$}").into_bytes());
+            cuts.push(text.len());
+        }
+        let expected: Vec<Rank> = text.iter().map(|&byte| Rank::from(byte)).collect();
+        let many = |piece: &[u8], out: &mut Vec<Rank>| out.extend(piece.iter().map(|&byte| Rank::from(byte)));
+        for pass in 0..3 {
+            let mut merges = 0;
+            let mut out = Vec::new();
+            let mut start = 0;
+            for &end in &cuts {
+                table.pack(&text, start, end);
+                start = end;
+                if table.full() {
+                    table.encode_chunk(&text, &mut out, many, |piece, out| {
+                        merges += 1;
+                        many(piece, out)
+                    });
+                }
+            }
+            table.encode_chunk(&text, &mut out, many, |piece, out| {
+                merges += 1;
+                many(piece, out)
+            });
+            assert_eq!(out, expected, "pass {pass}");
+            assert_eq!(merges, if pass == 0 { 3000 } else { 0 }, "pass {pass}");
+        }
     }
 
     #[test]
