@@ -223,8 +223,12 @@ fn list_array<T: ArrowPrimitiveType, O: OffsetSizeTrait>(
 }
 
 /// The `uint32` list array of one unit's rows, none framed or null: its ids become the values as
-/// they are, without a copy.
-fn unit_array<O: OffsetSizeTrait>(unit: Encoded) -> PyResult<ArrayRef> {
+/// they are, without a copy (cut to their length when the buffer has much more room: the array
+/// may be kept long after).
+fn unit_array<O: OffsetSizeTrait>(mut unit: Encoded) -> PyResult<ArrayRef> {
+    if unit.ids.capacity() - unit.ids.len() > unit.ids.len() / 4 + 64 {
+        unit.ids.shrink_to_fit();
+    }
     let mut offsets: Vec<O> = Vec::with_capacity(unit.lengths.len() + 1);
     offsets.push(O::usize_as(0));
     let mut end = 0;
