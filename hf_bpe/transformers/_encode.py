@@ -1,5 +1,5 @@
 """Ids from the core for :class:`~hf_bpe.BPETokenizer`: single texts, batches (on threads), character
-offsets, padded NumPy arrays built from the core's flat buffer, and Arrow list columns (built by the
+offsets, padded NumPy arrays laid out by the core, and Arrow list columns (built by the
 core, or from the tokenizer's own call where the core cannot match the added tokens alone); the lookups
 they need (added-token matchers, token strings)."""
 

@@ -529,6 +529,8 @@ def test_rows_kept_in_the_core_refuse_a_padded_length_they_do_not_fit() -> None:
         rows.row(2)
     empty, no_mask = EncodedRows([[], []]).padded(0, 0, False, attention_mask=False)
     assert empty.shape == (2, 0) and no_mask is None
+    with pytest.raises(MemoryError, match="could not allocate 2 x 1152921504606846976 int64 ids"):
+        rows.padded(2**60, 0, False)
 
 
 def test_decode_skips_special_tokens_and_keeps_everything_else() -> None:

@@ -2,9 +2,11 @@
 //! `BPETokenizer(texts, padding=..., return_tensors="np")` returns, filled on the pool's threads
 //! straight into the arrays' buffers (no flat buffer converted to `int64`, no boolean masks).
 
+use std::mem::MaybeUninit;
+
 use hf_bpe_core::Rank;
 use numpy::{PyArray1, PyArrayMethods};
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use rayon::prelude::*;
@@ -25,31 +27,46 @@ struct Layout {
 }
 
 impl Layout {
-    /// Fills `line` (and `mask`, if any) with `ids` framed by the BOS and EOS ids and padded.
-    fn fill(&self, ids: &[Rank], line: &mut [i64], mask: Option<&mut [i64]>) {
+    /// Writes every cell of `line` (and of `mask`, if any): `ids` framed by the BOS and EOS ids,
+    /// and padding.
+    fn fill(&self, ids: &[Rank], line: &mut [MaybeUninit<i64>], mask: Option<&mut [MaybeUninit<i64>]>) {
         let total = ids.len() + usize::from(self.bos.is_some()) + usize::from(self.eos.is_some());
         let start = if self.left { self.target - total } else { 0 };
-        line[..start].fill(self.pad);
+        line[..start].fill(MaybeUninit::new(self.pad));
         let mut at = start;
         if let Some(bos) = self.bos {
-            line[at] = bos;
+            line[at].write(bos);
             at += 1;
         }
         for (cell, &id) in line[at..at + ids.len()].iter_mut().zip(ids) {
-            *cell = i64::from(id);
+            cell.write(i64::from(id));
         }
         at += ids.len();
         if let Some(eos) = self.eos {
-            line[at] = eos;
+            line[at].write(eos);
             at += 1;
         }
-        line[at..].fill(self.pad);
+        line[at..].fill(MaybeUninit::new(self.pad));
         if let Some(mask) = mask {
-            mask[..start].fill(0);
-            mask[start..start + total].fill(1);
-            mask[start + total..].fill(0);
+            mask[..start].fill(MaybeUninit::new(0));
+            mask[start..start + total].fill(MaybeUninit::new(1));
+            mask[start + total..].fill(MaybeUninit::new(0));
         }
     }
+}
+
+/// An empty buffer with room for `cells` int64 cells, advised onto huge pages before anything
+/// touches it; a `MemoryError` naming the array when the system has no memory for it.
+fn buffer(cells: usize, rows: usize, columns: usize) -> PyResult<Vec<i64>> {
+    let mut cells_buffer = Vec::new();
+    cells_buffer.try_reserve_exact(cells).map_err(|_| {
+        PyMemoryError::new_err(format!(
+            "out of memory: could not allocate {rows} x {columns} int64 ids for the padded batch; pad to a \
+             smaller length or encode fewer texts at once"
+        ))
+    })?;
+    hf_bpe_core::huge::advise_within(cells_buffer.spare_capacity_mut());
+    Ok(cells_buffer)
 }
 
 /// A `rows x columns` int64 array owning `cells` (row-major).
@@ -108,27 +125,33 @@ impl EncodedRows {
             )));
         }
         let cells = self.rows.len().checked_mul(target).ok_or_else(|| {
-            PyValueError::new_err(format!("{} rows of {target} ids do not fit in memory", self.rows.len()))
+            PyMemoryError::new_err(format!("{} rows of {target} ids cannot be held in memory", self.rows.len()))
         })?;
         let pool = crate::thread_pool(num_threads)?;
-        let (ids, mask) = py.detach(|| {
-            // Zeroed by the system (large ones are fresh mappings), then written once on huge pages.
-            let mut ids = vec![0i64; cells];
-            let mut mask = if attention_mask { vec![0i64; cells] } else { Vec::new() };
-            hf_bpe_core::huge::advise_within(&ids);
-            hf_bpe_core::huge::advise_within(&mask);
+        let mut ids = buffer(cells, self.rows.len(), target)?;
+        let mut mask = if attention_mask { buffer(cells, self.rows.len(), target)? } else { Vec::new() };
+        py.detach(|| {
             if target > 0 {
                 pool.install(|| {
-                    let lines = ids.par_chunks_mut(target).zip(&self.rows);
+                    let lines = ids.spare_capacity_mut()[..cells].par_chunks_mut(target).zip(&self.rows);
                     if attention_mask {
-                        lines.zip(mask.par_chunks_mut(target)).for_each(|((line, row), mask)| layout.fill(row, line, Some(mask)));
+                        lines
+                            .zip(mask.spare_capacity_mut()[..cells].par_chunks_mut(target))
+                            .for_each(|((line, row), mask)| layout.fill(row, line, Some(mask)));
                     } else {
                         lines.for_each(|(line, row)| layout.fill(row, line, None));
                     }
                 });
             }
-            (ids, mask)
         });
+        // SAFETY: every cell below `cells` was written: one line of `target` cells per row, each
+        // written whole by `Layout::fill` (and there are no cells when `target` is 0).
+        unsafe {
+            ids.set_len(cells);
+            if attention_mask {
+                mask.set_len(cells);
+            }
+        }
         let rows = self.rows.len();
         let mask = if attention_mask { Some(matrix(py, mask, rows, target)?) } else { None };
         Ok((matrix(py, ids, rows, target)?, mask))
