@@ -10,6 +10,7 @@ from hf_bpe.patterns import ByteLevel, Split
 
 __all__ = [
     "CoreBPE",
+    "EncodedRows",
     "IdStream",
     "PieceCounter",
     "PieceCounts",
@@ -52,7 +53,7 @@ class SpecialPolicy:
 class EncodedRows:
     """The ids of each text of a batch, kept in the core until they are laid out as padded arrays."""
 
-    def __init__(self, rows: list[list[int]]) -> None: ...
+    def __new__(cls, rows: list[list[int]]) -> EncodedRows: ...
     def __len__(self) -> int: ...
     def lengths(self) -> Any: ...
     def row(self, index: int) -> list[int]: ...

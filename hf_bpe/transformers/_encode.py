@@ -180,36 +180,30 @@ class CoreEncoding(PreTrainedTokenizer):
 
     def _padded_arrays(self, texts: list[str], request: BatchRequest) -> dict[str, Any] | None:
         """``_encode_texts_batch`` for padded NumPy output: arrays laid out by the core from the ids it
-        keeps (or, where added tokens are cut out in Python first, from the lists of ids), without
-        lists of Python ints; None where the rows would not all fit the padded length (then the list
+        keeps (where added tokens are cut out in Python first, from their lists), without lists of
+        Python ints; None where the rows would not all fit the padded length (then the list
         path gives transformers' own result or error)."""
-        import numpy as np
+        from hf_bpe._core import EncodedRows
 
         encoder = self._core_encoder(request.split_special_tokens)
-        rows = encoder.encode_rows(texts) if encoder is not None else None
-        lists = self._encode_texts(texts, request.split_special_tokens) if rows is None else None
-        if rows is not None:
-            lengths = rows.lengths()
+        if encoder is not None:
+            rows = encoder.encode_rows(texts)
         else:
-            assert lists is not None
-            lengths = np.fromiter((len(row) for row in lists), dtype=np.int64, count=len(lists))
+            rows = EncodedRows(self._encode_texts(texts, request.split_special_tokens))
+        lengths = rows.lengths()
         bos = int(request.add_special_tokens and self._add_bos)
         eos = int(request.add_special_tokens and self._add_eos)
         totals = lengths + (bos + eos)
         longest = int(totals.max())
         if request.max_length is None and request.verbose and longest > self.model_max_length:
             row = int(totals.argmax())
-            ids_of_row = rows.row(row) if rows is not None else lists[row]  # type: ignore[index]
+            ids_of_row = rows.row(row)
             sequence = [self.bos_token_id] * bos + ids_of_row + [self.eos_token_id] * eos
             self._eventual_warn_about_too_long_sequence(sequence, request.max_length, request.verbose)
         target = request.padded_length(longest)
         if target is None or longest > target:
             return None
         left = request.pads_left(self.padding_side)
-        if rows is None:
-            from hf_bpe._core import EncodedRows
-
-            rows = EncodedRows(lists)
         input_ids, attention = rows.padded(target, self.pad_token_id, left,
                                            self.bos_token_id if bos else None, self.eos_token_id if eos else None,
                                            request.return_attention_mask)

@@ -316,14 +316,19 @@ pub(crate) fn thread_pool(num_threads: Option<usize>) -> PyResult<Arc<rayon::Thr
     Ok(pool)
 }
 
+/// numpy, imported on first use (once): without it, an `ImportError` rather than a panic of the
+/// array API's first use.
+pub(crate) fn numpy_imported(py: Python<'_>) -> PyResult<()> {
+    static NUMPY: pyo3::sync::PyOnceLock<()> = pyo3::sync::PyOnceLock::new();
+    NUMPY.get_or_try_init(py, || py.import("numpy").map(drop)).map(|_| ())
+}
+
 /// The ids of `parts`, one after another, as a NumPy `uint32` array that owns them: one part's
 /// buffer is handed over as it is (cut to its length when it has much more room); several (the
 /// parts of a long text) are copied into one buffer on the pool's threads, each part by one
-/// thread, on huge pages where it spans some. numpy is imported on first use, once, so that its
-/// absence is an `ImportError`.
+/// thread, on huge pages where it spans some.
 fn numpy_u32<'py>(py: Python<'py>, mut parts: Vec<Vec<Rank>>) -> PyResult<Bound<'py, PyAny>> {
-    static NUMPY: pyo3::sync::PyOnceLock<()> = pyo3::sync::PyOnceLock::new();
-    NUMPY.get_or_try_init(py, || py.import("numpy").map(drop))?;
+    numpy_imported(py)?;
     let ids = if parts.len() == 1 {
         let mut ids = parts.pop().unwrap_or_default();
         if ids.capacity() - ids.len() > ids.len() / 4 + 64 {

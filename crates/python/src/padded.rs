@@ -87,8 +87,9 @@ impl EncodedRows {
     }
 
     /// The number of ids of each row, as an int64 array.
-    fn lengths<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        PyArray1::from_vec(py, self.rows.iter().map(|row| row.len() as i64).collect())
+    fn lengths<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        crate::numpy_imported(py)?;
+        Ok(PyArray1::from_vec(py, self.rows.iter().map(|row| row.len() as i64).collect()))
     }
 
     /// The ids of row `index`, as a list.
@@ -116,6 +117,7 @@ impl EncodedRows {
         attention_mask: bool,
         num_threads: Option<usize>,
     ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
+        crate::numpy_imported(py)?;
         let layout = Layout { target, pad, left, bos, eos };
         let framing = usize::from(bos.is_some()) + usize::from(eos.is_some());
         if let Some((index, row)) = self.rows.iter().enumerate().find(|(_, row)| row.len() + framing > target) {
