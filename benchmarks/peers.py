@@ -17,6 +17,10 @@ Rows (``--rows``; each is run for its encodings, narrowed by ``--encodings``):
 - ``hf``: through transformers, ``tokenizer(texts)`` on batches of ``--batch-size``: transformers'
   ``TokenizersBackend`` (what ``AutoTokenizer`` gives), the same class after fastokens'
   ``patch_transformers()``, ``hf_bpe.BPETokenizer`` and GigaToken's ``as_hf()``.
+- ``prompt``: through transformers, ``tokenizer(text)`` on one prompt at a time, of 10 KB, 100 KB and 1 MB
+  (the start of the long document: the time to a first token of a long prompt): transformers'
+  ``TokenizersBackend``, the same class after fastokens' and after hf_bpe's ``patch_transformers()``,
+  and GigaToken's ``as_hf()``.
 - ``numpy``: one call per document, ids as a NumPy array.
 - ``flat``: all documents in one call, ids as flat buffers (Arrow, awkward, bytes), no Python int per id.
 - ``bulk_seen``: the engine alone (flat output), one thread, on the whole corpora (``--bulk-mb``),
@@ -58,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import datetime
 import gc
 import hashlib
@@ -123,6 +128,7 @@ ROWS: dict[str, tuple[str, tuple[str, ...]]] = {
     "count": ("counts only, batch, {threads} threads", ("cl100k_base", "o200k_base")),
     "json": ("through tokenizer.json, per document", (LLAMA3, "o200k_base")),
     "hf": ("through transformers, tokenizer(batch of {batch_size})", (LLAMA3, "o200k_base")),
+    "prompt": ("through transformers, tokenizer(prompt) on prompts of 10 KB, 100 KB, 1 MB", (LLAMA3, "o200k_base")),
     "numpy": ("ids as NumPy, per document", ("cl100k_base", "o200k_base")),
     "flat": ("flat ids for a batch, {threads} threads", ("o200k_base", LLAMA3)),
     "bulk_seen": ("engine only, 1 thread, text seen before", ENCODINGS),
@@ -321,6 +327,8 @@ class Models:
         self.cache = cache  # tiktoken's rank files (TIKTOKEN_CACHE_DIR)
         self.workdir = workdir
         self.made: dict[tuple[str, str], Any] = {}
+        self.undo: list[Callable[[], None]] = []
+        """What a row changed in the process (a patch), undone once the row is timed."""
         self.llama3_ranks = find_llama3(args.llama3)
 
     def get(self, what: str, name: str, make: Callable[[], Any]) -> Any:
@@ -676,6 +684,54 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
                                          per_document=True))
         return out, "tokenizers"
 
+    def transformers_backend() -> Any:
+        from transformers import TokenizersBackend
+
+        return TokenizersBackend.from_pretrained(str(models.tokenizer_json(name)))
+
+    def patched() -> Any:
+        import fastokens
+        from transformers import TokenizersBackend
+
+        transformers_backend()  # transformers imported (and hf_bpe's registration done) before patching
+        fastokens.patch_transformers()
+        try:
+            return TokenizersBackend.from_pretrained(str(models.tokenizer_json(name)))
+        finally:
+            fastokens.unpatch_transformers()
+
+    if row == "prompt":
+        def ours_patched() -> Any:
+            from transformers import TokenizersBackend
+
+            # The other contenders' tokenizers first: the patch holds until the row is timed.
+            models.get("TokenizersBackend", name, transformers_backend)
+            if "fastokens" in wanted:
+                with contextlib.suppress(Exception):  # Skip included: fastokens' own add reports it
+                    models.get("patched TokenizersBackend", name, patched)
+            hf_bpe.patch_transformers()
+            models.undo.append(hf_bpe.unpatch_transformers)
+            tokenizer = TokenizersBackend.from_pretrained(str(models.tokenizer_json(name)))
+            if type(tokenizer._tokenizer).__module__ != "hf_bpe.transformers._patch":
+                raise Skip("hf_bpe.patch_transformers() left this tokenizer on `tokenizers`")
+            return tokenizer
+
+        def prompt_ids(outputs: list[Any]) -> list[Any]:
+            return [output["input_ids"] for output in outputs]
+
+        add("hf_bpe", lambda: Contender("hf_bpe", "TokenizersBackend after hf_bpe.patch_transformers()",
+                                        ours_patched(), lists=prompt_ids, per_document=True))
+        add("transformers", lambda: Contender("transformers", "TokenizersBackend (AutoTokenizer's class)",
+                                              models.get("TokenizersBackend", name, transformers_backend),
+                                              lists=prompt_ids, per_document=True))
+        add("fastokens", lambda: Contender("fastokens", "TokenizersBackend after patch_transformers()",
+                                           models.get("patched TokenizersBackend", name, patched),
+                                           lists=prompt_ids, per_document=True))
+        add("gigatoken", lambda: Contender("gigatoken", "Tokenizer(tokenizer.json).as_hf()",
+                                           models.gigatoken_json(name).as_hf(), lists=prompt_ids,
+                                           per_document=True))
+        return out, "tokenizers"
+
     if row == "hf":
         size = args.batch_size
 
@@ -686,22 +742,6 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
 
         def input_ids(outputs: list[Any]) -> list[Any]:
             return [ids for output in outputs for ids in output["input_ids"]]
-
-        def transformers_backend() -> Any:
-            from transformers import TokenizersBackend
-
-            return TokenizersBackend.from_pretrained(str(models.tokenizer_json(name)))
-
-        def patched() -> Any:
-            import fastokens
-            from transformers import TokenizersBackend
-
-            transformers_backend()  # transformers imported (and hf_bpe's registration done) before patching
-            fastokens.patch_transformers()
-            try:
-                return TokenizersBackend.from_pretrained(str(models.tokenizer_json(name)))
-            finally:
-                fastokens.unpatch_transformers()
 
         add("hf_bpe", lambda: Contender("hf_bpe", "BPETokenizer.from_model(hf_bpe.load(tokenizer.json))",
                                         chunked(ours_tokenizer(models.ours_json(name))), lists=input_ids))
@@ -795,9 +835,20 @@ def contenders(row: str, name: str, models: Models, inputs: Inputs, args: argpar
     raise ValueError(f"unknown row {row!r}")
 
 
+PROMPT_BYTES = (10_000, 100_000, 1_000_000)
+"""Sizes of the prompt row's texts (UTF-8 bytes, cut back to a character boundary)."""
+
+
+def prefix_of(text: str, size: int) -> str:
+    """The longest start of ``text`` of at most ``size`` UTF-8 bytes."""
+    return text.encode("utf-8")[:size].decode("utf-8", errors="ignore")
+
+
 def row_inputs(row: str, inputs: Inputs) -> list[str]:
     if row == "long":
         return [inputs.long_text]
+    if row == "prompt":
+        return [prefix_of(inputs.long_text, size) for size in PROMPT_BYTES]
     if row.startswith("bulk"):
         return inputs.bulk
     return inputs.docs
@@ -980,7 +1031,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     inputs.bulk_arrow = pa.array(inputs.bulk, type=pa.large_string())
                 row_contenders, owner = contenders(row, name, models, inputs, args, skipped)
                 size = textgen.utf8_size(texts) / MB
-                run_row(row, name, row_contenders, owner, texts, inputs, references, args)
+                try:
+                    run_row(row, name, row_contenders, owner, texts, inputs, references, args)
+                finally:
+                    while models.undo:
+                        models.undo.pop()()
                 for contender in row_contenders:  # keep the verdicts and rates, not the tokenizers
                     contender.call = contender.setup = None  # type: ignore[assignment]
                 results.append((row, name, row_contenders, size))
