@@ -753,8 +753,22 @@ def _pieces(pattern: patterns.Pattern, texts: Sequence[str]) -> list[list[str]]:
 
 def _split_differences(texts: Sequence[str], ours: Sequence[list[str]], theirs: Sequence[list[str]]) -> list[str]:
     """The texts cut differently (``ours`` and ``theirs`` are the pieces of each), described."""
-    return [f"{text[:40]!r} into {mine[:8]} rather than {other[:8]}"
-            for text, mine, other in zip(texts, ours, theirs) if mine != other]
+    return [_difference(text, mine, other) for text, mine, other in zip(texts, ours, theirs) if mine != other]
+
+
+def _difference(text: str, mine: list[str], other: list[str]) -> str:
+    """Where two cuts of ``text`` part: the text from two pieces before the first piece they differ
+    in, and the next pieces of each (a long text's first pieces are often the same in both)."""
+    at = next((index for index, (a, b) in enumerate(zip(mine, other)) if a != b), min(len(mine), len(other)))
+    start = max(0, at - 2)
+    offset = sum(len(piece) for piece in mine[:start])  # the pieces before `start` are the same in both
+    where = f" (from character {offset})" if offset else ""
+    lead = "..., " if start else ""
+
+    def shown(cut: list[str]) -> str:
+        tail = ", ...]" if len(cut) > start + 6 else "]"
+        return "[" + lead + ", ".join(repr(piece) for piece in cut[start:start + 6]) + tail
+    return f"{text[offset:offset + 40]!r}{where} into {shown(mine)} rather than {shown(other)}"
 
 
 def _byte_level_entries(model: BPE, pre: str, user_defined: set[str], *, lossy: bool) -> list[tuple[str, Value]]:

@@ -226,6 +226,19 @@ def test_save_writes_gpt2_exactly(tmp_path: Path) -> None:
         assert vocab.encode(text) == model.encode_ordinary(text), text
 
 
+def test_a_refusal_shows_where_the_two_splits_part() -> None:
+    """A long probe text whose first pieces agree is shown from two pieces before the first that
+    differs, so the two lists of the message differ."""
+    from conversion.gguf import _difference
+
+    same = ["¨©", "ª", "«¬", "²", "³", "´µ", "¶·¸", "¹"]
+    text = "".join([*same, "abcd"])
+    message = _difference(text, [*same, "ab", "cd"], [*same, "abc", "d"])
+    assert message == "'¶·¸¹abcd' (from character 9) into [..., '¶·¸', '¹', 'ab', 'cd'] rather than " \
+                      "[..., '¶·¸', '¹', 'abc', 'd']"
+    assert _difference("x'ſt", ["x", "'ſ", "t"], ["x", "'ſt"]) == "\"x'ſt\" into ['x', \"'ſ\", 't'] rather than ['x', \"'ſt\"]"
+
+
 def test_save_refuses_cl100k_whose_split_no_pre_tokenizer_runs_and_writes_it_when_lossy(tmp_path: Path) -> None:
     """The closest is Llama 3's, as llama.cpp spells it: cl100k also cuts whitespace at the end of the text
     whole (``\\s++$``), and its ``(?i:...)`` contractions take ``'ſ`` (long s folds to s), llama.cpp's
