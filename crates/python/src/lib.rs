@@ -337,19 +337,34 @@ fn numpy_u32<'py>(py: Python<'py>, mut parts: Vec<Vec<Rank>>) -> PyResult<Bound<
         ids
     } else {
         let pool = thread_pool(None)?;
+        let total: usize = parts.iter().map(Vec::len).sum();
+        let mut ids: Vec<Rank> = Vec::new();
+        ids.try_reserve_exact(total).map_err(|_| {
+            pyo3::exceptions::PyMemoryError::new_err(format!(
+                "out of memory: could not allocate the array of {total} ids; encode the text in smaller parts"
+            ))
+        })?;
+        hf_bpe_core::huge::advise_within(ids.spare_capacity_mut());
         py.detach(|| {
-            let mut ids: Vec<Rank> = vec![0; parts.iter().map(Vec::len).sum()];
-            hf_bpe_core::huge::advise_within(&ids);
             let mut slices = Vec::with_capacity(parts.len());
-            let mut rest = &mut ids[..];
+            let mut rest = &mut ids.spare_capacity_mut()[..total];
             for part in &parts {
                 let (slice, after) = rest.split_at_mut(part.len());
                 slices.push(slice);
                 rest = after;
             }
-            pool.install(|| slices.into_par_iter().zip(&parts).for_each(|(slice, part)| slice.copy_from_slice(part)));
-            ids
-        })
+            pool.install(|| {
+                slices.into_par_iter().zip(&parts).for_each(|(slice, part)| {
+                    // SAFETY: `slice` is `part.len()` cells of the buffer's spare room, apart from
+                    // every other part's.
+                    unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), slice.as_mut_ptr().cast::<Rank>(), part.len()) }
+                });
+            });
+        });
+        // SAFETY: the parts' lengths add up to `total`, and each part was copied into its own
+        // cells, one after another from the start.
+        unsafe { ids.set_len(total) };
+        ids
     };
     Ok(numpy::PyArray1::from_vec(py, ids).into_any())
 }
