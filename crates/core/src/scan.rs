@@ -194,7 +194,7 @@ impl Scanner {
         let bytes = text.as_bytes();
         let stop = stop.min(bytes.len());
         match self {
-            Scanner::Gpt2 => split(classes, bytes, stop, ClassTable::gpt2_piece, on_piece),
+            Scanner::Gpt2 => gpt2_split(classes, bytes, stop, on_piece),
             Scanner::Cl100k => {
                 split(classes, bytes, stop, ClassTable::word_piece::<true, LETTER, 3, true, true>, on_piece)
             }
@@ -301,6 +301,162 @@ fn split(
         start = end;
     }
     start
+}
+
+/// Bytes of a block the gpt2 scanner classifies at once.
+const BLOCK: usize = 64;
+/// Bytes the gpt2 scanner splits without blocks after a block that settled fewer than two pieces,
+/// at first and at most (doubling while blocks keep failing).
+const FIRST_BACKOFF: usize = 4 * BLOCK;
+const LAST_BACKOFF: usize = 64 * BLOCK;
+/// Of a block's piece starts, those below this bit are trusted: a start is decided by the byte
+/// before it and up to two after it (a contraction's letters).
+const TRUSTED: usize = BLOCK - 3;
+
+/// One bit per byte of a block (bit `i`: byte `i`), for each class gpt2's split tells apart among
+/// ASCII bytes.
+struct BlockMasks {
+    letter: u64,
+    digit: u64,
+    space: u64,
+    /// White space other than the space: `\t \n \v \f \r`.
+    other_space: u64,
+    apostrophe: u64,
+    /// Bytes of 0x80 and above: characters the masks do not classify.
+    high: u64,
+}
+
+/// The high bit of each byte of `word` that lies in `first..=last` once `fold` is or-ed into it
+/// (for bytes below 0x80; others never match).
+#[inline(always)]
+fn bytes_in(word: u64, first: u8, last: u8, fold: u8) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let low = (word | (ONES * u64::from(fold))) & !HIGH;
+    let from_first = low + ONES * u64::from(0x80 - first);
+    let past_last = low + ONES * u64::from(0x7F - last);
+    from_first & !past_last & !word & HIGH
+}
+
+/// The eight high bits of `bits` (one per byte) as the low eight bits, byte 0 first.
+#[inline(always)]
+fn gather(bits: u64) -> u64 {
+    ((bits >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
+}
+
+impl BlockMasks {
+    #[inline(always)]
+    fn of(block: &[u8]) -> BlockMasks {
+        let mut masks = BlockMasks { letter: 0, digit: 0, space: 0, other_space: 0, apostrophe: 0, high: 0 };
+        for (index, chunk) in block[..BLOCK].chunks_exact(8).enumerate() {
+            let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+            let shift = 8 * index;
+            masks.letter |= gather(bytes_in(word, b'a', b'z', 0x20)) << shift;
+            masks.digit |= gather(bytes_in(word, b'0', b'9', 0)) << shift;
+            masks.space |= gather(bytes_in(word, b' ', b' ', 0)) << shift;
+            masks.other_space |= gather(bytes_in(word, b'\t', b'\r', 0)) << shift;
+            masks.apostrophe |= gather(bytes_in(word, b'\'', b'\'', 0)) << shift;
+            masks.high |= gather(word & 0x8080_8080_8080_8080) << shift;
+        }
+        masks
+    }
+}
+
+/// gpt2's split of `bytes` (see [`Scanner::for_each_piece_until`]), a block of 64 bytes at a time
+/// where the block is ASCII: each class a bit mask, the piece starts derived from them with bit
+/// operations, and the pieces read off the starts (no decision per piece); the scalar scanner
+/// ([`ClassTable::gpt2_piece`]) for a piece the block cannot settle (it reaches a character that is
+/// not ASCII, or past the trusted bits), and for a while after a block that settled few pieces.
+///
+/// Among ASCII bytes gpt2's pattern starts a piece at:
+/// - each byte whose class (letter, digit, white space, other) differs from the byte's before,
+///   but one after a space (0x20) that is not white space: ` ?X+` takes the space into its run;
+/// - the last white space before a byte that is not (`\s+(?!\S)` gives it back): that piece is
+///   the white space alone, or the space that starts the run after it;
+/// - after a contraction (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`) at an apostrophe that starts a
+///   piece, and nowhere inside it.
+///
+/// The tests compare it with the scalar scanner and with the regex engines on every short text.
+fn gpt2_split(classes: &ClassTable, bytes: &[u8], stop: usize, mut on_piece: impl FnMut(usize, usize)) -> usize {
+    let mut start = 0;
+    // Blocks are not tried before this byte: after one that settled fewer than two pieces (text
+    // that is mostly not ASCII), for a stretch that doubles while they keep failing.
+    let mut scalar_until = 0;
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        // The scalar scanner, up to where a block is tried.
+        while start < stop && start < scalar_until {
+            let end = classes.gpt2_piece(bytes, start);
+            on_piece(start, end);
+            start = end;
+        }
+        if start >= stop {
+            return start;
+        }
+        if bytes.len() - start < BLOCK {
+            scalar_until = usize::MAX;
+            continue;
+        }
+        let masks = BlockMasks::of(&bytes[start..]);
+        let trusted = if masks.high == 0 { TRUSTED } else { (masks.high.trailing_zeros() as usize).saturating_sub(2).min(TRUSTED) };
+        let starts = gpt2_starts(bytes, start, &masks) & ((1u64 << trusted) - 1);
+        // Pieces between consecutive trusted starts; the last one starts the next block.
+        let mut rest = starts & !1;
+        let block = start;
+        let mut settled = 0;
+        while rest != 0 && start < stop {
+            let end = block + rest.trailing_zeros() as usize;
+            on_piece(start, end);
+            start = end;
+            rest &= rest - 1;
+            settled += 1;
+        }
+        #[cfg(test)]
+        tests::BLOCK_PIECES.fetch_add(settled, std::sync::atomic::Ordering::Relaxed);
+        if settled >= 2 {
+            backoff = FIRST_BACKOFF;
+            scalar_until = start;
+        } else {
+            // The piece at `start` (when none was settled) is left to the scalar scanner.
+            scalar_until = start + backoff.max(1);
+            backoff = (backoff * 2).min(LAST_BACKOFF);
+        }
+    }
+}
+
+/// The piece starts of gpt2's split in the block at `at` (bit 0, `at` itself, is a piece start),
+/// from its masks; bits at and past a byte that is not ASCII, or past [`TRUSTED`], are not settled.
+#[inline(always)]
+fn gpt2_starts(bytes: &[u8], at: usize, masks: &BlockMasks) -> u64 {
+    let white = masks.space | masks.other_space;
+    let other = !(masks.letter | masks.digit | white | masks.high);
+    let not_white = masks.letter | masks.digit | other;
+    let run_starts = |class: u64| class & !(class << 1);
+    let mut starts = run_starts(masks.letter) | run_starts(masks.digit) | run_starts(other) | run_starts(white);
+    // ` ?X+`: a space before what is not white space starts that run.
+    starts &= !(not_white & (masks.space << 1));
+    // `\s+(?!\S)`: the last white space before what is not white space starts a piece.
+    starts |= white & (not_white >> 1);
+    starts |= 1;
+    let mut apostrophes = masks.apostrophe & starts;
+    while apostrophes != 0 {
+        let bit = apostrophes.trailing_zeros() as usize;
+        apostrophes &= apostrophes - 1;
+        let after = at + bit + 1;
+        let length = match (bytes.get(after), bytes.get(after + 1)) {
+            (Some(b's' | b'd' | b'm' | b't'), _) => 2,
+            (Some(b'l'), Some(b'l')) | (Some(b'v' | b'r'), Some(b'e')) => 3,
+            _ => continue,
+        };
+        if bit + length < BLOCK {
+            let inside = ((1u64 << (length - 1)) - 1) << (bit + 1);
+            starts = (starts & !inside) | (1u64 << (bit + length));
+        } else {
+            // Past the block: nothing after the apostrophe is settled.
+            starts &= (1u64 << (bit + 1)) - 1;
+        }
+    }
+    starts
 }
 
 // Class bits of a character.
@@ -991,6 +1147,55 @@ mod tests {
         assert!(always_ends_piece("\r\n中", 2) && always_ends_piece("!\u{3000}", 1));
         assert!(!always_ends_piece(" a", 1) && !always_ends_piece(".\n", 1) && !always_ends_piece("\n/", 1));
         assert!(!always_ends_piece("\r\n", 1) && !always_ends_piece("ab", 1) && !always_ends_piece("é", 1));
+    }
+
+    /// Pieces settled by gpt2's blocks (rather than by its scalar scanner), in this process.
+    pub(super) static BLOCK_PIECES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    #[test]
+    fn gpt2_blocks_split_as_the_scalar_scanner_and_the_regex() {
+        // Mostly ASCII, as the blocks need, with every case of their rules: contractions (and
+        // near misses) at block edges, runs of white space of each kind, spaces before each class,
+        // runs longer than a block, and characters that are not ASCII.
+        const PARTS: &[&str] = &[
+            "a", "s", "l", "e", "v", "r", "d", "m", "t", "X", "Q", " ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c",
+            "'", "'s", "'ll", "'l", "'ve", "'re", "'r", "'d", "'m", "'t", "'S", "1", "42", "!", ".", "-", "\x1f", "\x7f",
+            "word", " word", " 12", " ...", "\t\tx", " \n ", "é", "中", "\u{A0}", "\u{85}", "😀", "\u{17F}",
+            "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz",
+            "                                                                      ",
+        ];
+        let classes = ClassTable::get();
+        let mut next = crate::test_rng::numbers(0x6A09_E667_F3BC_C908u64);
+        let regex = crate::pretokenize::Splitter::regex_only(Scanner::Gpt2.pattern()).unwrap();
+        let ascii: Vec<&str> = PARTS.iter().copied().filter(|part| part.is_ascii()).collect();
+        let before = BLOCK_PIECES.load(std::sync::atomic::Ordering::Relaxed);
+        for n in 0..4000 {
+            // Every other text all ASCII: most of its blocks are settled by the masks.
+            let parts = if n % 2 == 0 { &ascii[..] } else { PARTS };
+            let text: String = (0..10 + n % 120).map(|_| parts[next() as usize % parts.len()]).collect();
+            let bytes = text.as_bytes();
+            let scalar = |stop: usize| {
+                let mut pieces = Vec::new();
+                let end = split(classes, bytes, stop, ClassTable::gpt2_piece, |start, end| pieces.push((start, end)));
+                (end, pieces)
+            };
+            let blocks = |stop: usize| {
+                let mut pieces = Vec::new();
+                let end = gpt2_split(classes, bytes, stop, |start, end| pieces.push((start, end)));
+                (end, pieces)
+            };
+            assert_eq!(blocks(bytes.len()), scalar(bytes.len()), "{text:?}");
+            for stop in [1, 63, 64, 65, 100, bytes.len() / 2, bytes.len().saturating_sub(1)] {
+                let stop = stop.min(bytes.len()); // as `for_each_piece_until` bounds it
+                assert_eq!(blocks(stop), scalar(stop), "{text:?} up to {stop}");
+            }
+            if n % 8 == 0 {
+                let expected: Vec<&str> = regex.pieces(&text).unwrap();
+                assert_eq!(pieces(Scanner::Gpt2, &text), expected, "{text:?}");
+            }
+        }
+        let settled = BLOCK_PIECES.load(std::sync::atomic::Ordering::Relaxed) - before;
+        assert!(settled > 100_000, "only {settled} pieces were settled by blocks");
     }
 
     #[test]
