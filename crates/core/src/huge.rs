@@ -41,10 +41,18 @@ fn huge_layout(layout: Layout) -> Option<Layout> {
     Layout::from_size_align(size, layout.align().max(HUGE_PAGE)).ok()
 }
 
-/// Whether huge blocks are advised: not when `HF_BPE_HUGE_PAGES=0` (read at each allocation).
+/// Advises the `len` bytes at `start` (whole pages) onto huge pages, unless `HF_BPE_HUGE_PAGES=0`
+/// (read at each call). The advice changes no contents; a failure (e.g. huge pages disabled) leaves
+/// ordinary pages.
 #[cfg(target_os = "linux")]
-fn advised() -> bool {
-    !std::env::var_os("HF_BPE_HUGE_PAGES").is_some_and(|value| value == "0")
+fn advise(start: usize, len: usize) {
+    if std::env::var_os("HF_BPE_HUGE_PAGES").is_some_and(|value| value == "0") {
+        return;
+    }
+    // SAFETY: the caller gives whole pages of memory of its own; advice reads and writes nothing.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+    }
 }
 
 /// A fresh anonymous mapping of `huge` (a layout from [`huge_layout`]), aligned to it, advised;
@@ -74,15 +82,25 @@ fn map(huge: Layout) -> Result<NonNull<[u8]>, AllocError> {
             libc::munmap((start + size) as *mut libc::c_void, tail);
         }
     }
-    if advised() {
-        // SAFETY: the range is the block just mapped; the advice changes no contents and a failure
-        // (e.g. huge pages disabled) leaves ordinary pages.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, size, libc::MADV_HUGEPAGE);
-        }
-    }
+    advise(start, size);
     let block = NonNull::new(start as *mut u8).ok_or(AllocError)?;
     Ok(NonNull::slice_from_raw_parts(block, size))
+}
+
+/// A block for `layout`: on Linux a mapping of its own ([`map`], zeroed) when `layout` is large
+/// enough, else one from `allocate` (one of the global allocator's methods), of the huge layout
+/// when there is one.
+fn allocate_with(
+    layout: Layout,
+    allocate: impl Fn(Layout) -> Result<NonNull<[u8]>, AllocError>,
+) -> Result<NonNull<[u8]>, AllocError> {
+    match huge_layout(layout) {
+        #[cfg(target_os = "linux")]
+        Some(huge) => map(huge),
+        #[cfg(not(target_os = "linux"))]
+        Some(huge) => allocate(huge),
+        None => allocate(layout),
+    }
 }
 
 // SAFETY: on Linux, large blocks are mappings made for the layout `huge_layout` gives, which is a
@@ -91,23 +109,11 @@ fn map(huge: Layout) -> Result<NonNull<[u8]>, AllocError> {
 // come from the global allocator, and go back to it with the layout they were made with.
 unsafe impl Allocator for HugePages {
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        match huge_layout(layout) {
-            #[cfg(target_os = "linux")]
-            Some(huge) => map(huge),
-            #[cfg(not(target_os = "linux"))]
-            Some(huge) => Global.allocate(huge),
-            None => Global.allocate(layout),
-        }
+        allocate_with(layout, |layout| Global.allocate(layout))
     }
 
     fn allocate_zeroed(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
-        match huge_layout(layout) {
-            #[cfg(target_os = "linux")]
-            Some(huge) => map(huge),
-            #[cfg(not(target_os = "linux"))]
-            Some(huge) => Global.allocate_zeroed(huge),
-            None => Global.allocate_zeroed(layout),
-        }
+        allocate_with(layout, |layout| Global.allocate_zeroed(layout))
     }
 
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
@@ -135,11 +141,8 @@ pub fn advise_within<T>(items: &[T]) {
         let start = items.as_ptr() as usize;
         let end = start + std::mem::size_of_val(items);
         let (first, last) = (start.next_multiple_of(HUGE_PAGE), end / HUGE_PAGE * HUGE_PAGE);
-        if last > first && advised() {
-            // SAFETY: the range is whole pages inside `items`; the advice changes no contents.
-            unsafe {
-                libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_HUGEPAGE);
-            }
+        if last > first {
+            advise(first, last - first);
         }
     }
     #[cfg(not(target_os = "linux"))]
