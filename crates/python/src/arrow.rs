@@ -226,9 +226,7 @@ fn list_array<T: ArrowPrimitiveType, O: OffsetSizeTrait>(
 /// they are, without a copy (cut to their length when the buffer has much more room: the array
 /// may be kept long after).
 fn unit_array<O: OffsetSizeTrait>(mut unit: Encoded) -> PyResult<ArrayRef> {
-    if unit.ids.capacity() - unit.ids.len() > unit.ids.len() / 4 + 64 {
-        unit.ids.shrink_to_fit();
-    }
+    crate::trim_room(&mut unit.ids);
     let mut offsets: Vec<O> = Vec::with_capacity(unit.lengths.len() + 1);
     offsets.push(O::usize_as(0));
     let mut end = 0;
@@ -239,6 +237,7 @@ fn unit_array<O: OffsetSizeTrait>(mut unit: Encoded) -> PyResult<ArrayRef> {
     finish::<UInt32Type, O>(unit.ids, offsets, None)
 }
 
+/// The list array of `values` cut at `offsets`, with `nulls`.
 fn finish<T: ArrowPrimitiveType, O: OffsetSizeTrait>(
     values: Vec<T::Native>,
     offsets: Vec<O>,

@@ -323,6 +323,26 @@ pub(crate) fn numpy_imported(py: Python<'_>) -> PyResult<()> {
     NUMPY.get_or_try_init(py, || py.import("numpy").map(drop)).map(|_| ())
 }
 
+/// Cuts `items` to its length when its buffer has much more room (over a quarter more, and 64
+/// items): for a buffer handed to Python as it is (an array), which may be kept long after.
+pub(crate) fn trim_room<T>(items: &mut Vec<T>) {
+    if items.capacity() - items.len() > items.len() / 4 + 64 {
+        items.shrink_to_fit();
+    }
+}
+
+/// An empty buffer with room for exactly `len` items, to be written once from end to end (an
+/// output array), its whole huge pages advised before anything touches them; a `MemoryError` with
+/// `message()` when the system has no memory for it.
+pub(crate) fn output_buffer<T>(len: usize, message: impl FnOnce() -> String) -> PyResult<Vec<T>> {
+    let mut items = Vec::new();
+    items
+        .try_reserve_exact(len)
+        .map_err(|_| pyo3::exceptions::PyMemoryError::new_err(message()))?;
+    hf_bpe_core::huge::advise_within(items.spare_capacity_mut());
+    Ok(items)
+}
+
 /// The ids of `parts`, one after another, as a NumPy `uint32` array that owns them: one part's
 /// buffer is handed over as it is (cut to its length when it has much more room); several (the
 /// parts of a long text) are copied into one buffer on the pool's threads, each part by one
@@ -331,20 +351,14 @@ fn numpy_u32<'py>(py: Python<'py>, mut parts: Vec<Vec<Rank>>) -> PyResult<Bound<
     numpy_imported(py)?;
     let ids = if parts.len() == 1 {
         let mut ids = parts.pop().unwrap_or_default();
-        if ids.capacity() - ids.len() > ids.len() / 4 + 64 {
-            ids.shrink_to_fit();
-        }
+        trim_room(&mut ids);
         ids
     } else {
         let pool = thread_pool(None)?;
         let total: usize = parts.iter().map(Vec::len).sum();
-        let mut ids: Vec<Rank> = Vec::new();
-        ids.try_reserve_exact(total).map_err(|_| {
-            pyo3::exceptions::PyMemoryError::new_err(format!(
-                "out of memory: could not allocate the array of {total} ids; encode the text in smaller parts"
-            ))
+        let mut ids: Vec<Rank> = output_buffer(total, || {
+            format!("out of memory: could not allocate the array of {total} ids; encode the text in smaller parts")
         })?;
-        hf_bpe_core::huge::advise_within(ids.spare_capacity_mut());
         py.detach(|| {
             let mut slices = Vec::with_capacity(parts.len());
             let mut rest = &mut ids.spare_capacity_mut()[..total];

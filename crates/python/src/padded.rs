@@ -55,18 +55,14 @@ impl Layout {
     }
 }
 
-/// An empty buffer with room for `cells` int64 cells, advised onto huge pages before anything
-/// touches it; a `MemoryError` naming the array when the system has no memory for it.
-fn buffer(cells: usize, rows: usize, columns: usize) -> PyResult<Vec<i64>> {
-    let mut cells_buffer = Vec::new();
-    cells_buffer.try_reserve_exact(cells).map_err(|_| {
-        PyMemoryError::new_err(format!(
+/// An empty buffer for the `rows x columns` cells of one array ([`crate::output_buffer`]).
+fn buffer(rows: usize, columns: usize) -> PyResult<Vec<i64>> {
+    crate::output_buffer(rows * columns, || {
+        format!(
             "out of memory: could not allocate {rows} x {columns} int64 ids for the padded batch; pad to a \
              smaller length or encode fewer texts at once"
-        ))
-    })?;
-    hf_bpe_core::huge::advise_within(cells_buffer.spare_capacity_mut());
-    Ok(cells_buffer)
+        )
+    })
 }
 
 /// A `rows x columns` int64 array owning `cells` (row-major).
@@ -130,8 +126,8 @@ impl EncodedRows {
             PyMemoryError::new_err(format!("{} rows of {target} ids cannot be held in memory", self.rows.len()))
         })?;
         let pool = crate::thread_pool(num_threads)?;
-        let mut ids = buffer(cells, self.rows.len(), target)?;
-        let mut mask = if attention_mask { buffer(cells, self.rows.len(), target)? } else { Vec::new() };
+        let mut ids = buffer(self.rows.len(), target)?;
+        let mut mask = if attention_mask { buffer(self.rows.len(), target)? } else { Vec::new() };
         py.detach(|| {
             if target > 0 {
                 pool.install(|| {
