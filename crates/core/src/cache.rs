@@ -218,7 +218,7 @@ impl PieceCache {
 
     /// A [`SetPrefetcher`] for this cache as it is now.
     pub fn prefetcher(&self) -> SetPrefetcher {
-        SetPrefetcher { slots: self.slots.as_ptr(), sets: self.sets() }
+        SetPrefetcher { slots: self.slots.as_ptr(), sets: self.sets(), long: self.long.prefetcher() }
     }
 
     /// How many pieces it can hold.
@@ -362,14 +362,16 @@ impl Drop for PieceCache {
     }
 }
 
-/// Brings the set a piece of [`KEY_BYTES`] or fewer would be in into the core's second-level cache,
-/// ahead of its lookup (its tags are small enough to stay there). It keeps the slots' address, not a
-/// borrow: a cache that grows or drops meanwhile only makes its prefetches useless (a prefetch reads
-/// nothing and cannot fault).
+/// Brings where a piece would be into the core's second-level cache, ahead of its lookup: the set
+/// of a piece of [`KEY_BYTES`] or fewer (its tags are small enough to stay there), and its entry in
+/// the store of long pieces (which also holds short ones of more than [`MAX_IDS`] ids). It keeps
+/// addresses, not a borrow: a cache that grows or drops meanwhile only makes its prefetches useless
+/// (a prefetch reads nothing and cannot fault).
 #[derive(Clone, Copy)]
 pub struct SetPrefetcher {
     slots: *const Slot,
     sets: usize,
+    long: crate::long_pieces::EntryPrefetcher,
 }
 
 impl SetPrefetcher {
@@ -381,6 +383,7 @@ impl SetPrefetcher {
             crate::fused::prefetch(first, false);
             crate::fused::prefetch(first.wrapping_add(1), false);
         }
+        self.long.prefetch(piece);
     }
 }
 

@@ -3,11 +3,12 @@
 //! their whole bytes, so that a long word, a run of CJK characters or a word of a script with few
 //! tokens seen before costs a hash and a compare instead of its merges.
 //!
-//! The keys and ids sit back to back in two arrays, indexed by an open-addressed table of 16-byte
-//! entries. The store holds at most [`LONG_PIECES_FIRST`] bytes of keys and ids at first (pieces
-//! longer than [`LONG_PIECE_MOST`] bytes are not kept); when the next one does not fit its bound
-//! doubles, claimed from the growth budget the piece caches share (`crate::cache`), up to
-//! [`LONG_PIECES_BYTES`]; past that, or without budget, it starts over empty. So its memory is
+//! Each piece's ids and key sit together in one array (the ids first, then the key's bytes packed
+//! into whole ids' room), indexed by an open-addressed table of 12-byte entries: a lookup reads an
+//! entry and one stretch of memory. The store holds at most [`LONG_PIECES_FIRST`] bytes of them at
+//! first (pieces longer than [`LONG_PIECE_MOST`] bytes are not kept); when the next one does not
+//! fit its bound doubles, claimed from the growth budget the piece caches share (`crate::cache`),
+//! up to [`LONG_PIECES_BYTES`]; past that, or without budget, it starts over empty. So its memory is
 //! bounded whatever the text, and grows only as long pieces arrive. Like the piece
 //! cache it only stores what the merge loop returned for the same bytes: it cannot change an id.
 
@@ -18,13 +19,13 @@ use rustc_hash::FxHasher;
 pub use crate::tuning::{LONG_PIECES_BYTES, LONG_PIECES_FIRST, LONG_PIECE_MOST};
 use crate::Rank;
 
-/// Where one piece's key and ids are; `key_len` 0 marks an empty entry.
+/// Where one piece's ids and key are; `key_len` 0 marks an empty entry.
 #[derive(Clone, Copy, Default)]
 struct Entry {
-    key_at: u32,
+    /// Where its ids start in the array; its key follows them.
+    at: u32,
     key_len: u16,
     ids_len: u16,
-    ids_at: u32,
     /// High bits of the key's hash: most entries that are not the piece are passed without
     /// reading its key.
     tag: u32,
@@ -42,8 +43,8 @@ const _: () = assert!(
 
 pub struct LongPieces {
     entries: Vec<Entry>,
-    keys: Vec<u8>,
-    ids: Vec<Rank>,
+    /// Each kept piece's ids, then its key's bytes in `key_len.div_ceil(4)` ids' room.
+    data: Vec<Rank>,
     held: usize,
     /// Bytes of keys and ids it may hold now: [`LONG_PIECES_FIRST`], doubled within the growth
     /// budget up to [`LONG_PIECES_BYTES`] (what it grew by is released when it drops).
@@ -52,7 +53,7 @@ pub struct LongPieces {
 
 impl Default for LongPieces {
     fn default() -> Self {
-        Self { entries: Vec::new(), keys: Vec::new(), ids: Vec::new(), held: 0, bound: LONG_PIECES_FIRST }
+        Self { entries: Vec::new(), data: Vec::new(), held: 0, bound: LONG_PIECES_FIRST }
     }
 }
 
@@ -62,7 +63,7 @@ impl Drop for LongPieces {
     }
 }
 
-fn hash(piece: &[u8]) -> u64 {
+pub(crate) fn hash(piece: &[u8]) -> u64 {
     let mut hasher = FxHasher::default();
     hasher.write(piece);
     hasher.finish()
@@ -75,7 +76,35 @@ fn home(hashed: u64, mask: usize) -> usize {
     (hashed >> 20) as usize & mask
 }
 
+/// Where a store's entry for a piece is, kept by the code that asks for it later: its address
+/// only, not a borrow, so a store that grows meanwhile only makes a prefetch from it useless (a
+/// prefetch reads nothing and cannot fault).
+#[derive(Clone, Copy)]
+pub struct EntryPrefetcher {
+    entries: *const Entry,
+    mask: usize,
+}
+
+impl EntryPrefetcher {
+    /// Brings the line of the entry `piece` starts its probe at into the core's second-level cache.
+    #[inline(always)]
+    pub fn prefetch(&self, piece: &[u8]) {
+        if self.mask != 0 {
+            crate::fused::prefetch(self.entries.wrapping_add(home(hash(piece), self.mask)), false);
+        }
+    }
+}
+
 impl LongPieces {
+    /// The key of `entry` (one the store holds).
+    #[inline]
+    fn key(&self, entry: &Entry) -> &[u8] {
+        let words = &self.data[entry.at as usize + usize::from(entry.ids_len)..][..usize::from(entry.key_len).div_ceil(4)];
+        // SAFETY: the words hold the key's bytes, then zeros: `key_len` bytes are within them,
+        // and any bytes are valid `u8`s.
+        unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), usize::from(entry.key_len)) }
+    }
+
     /// Where `piece` is, or the empty entry where it would go.
     fn find(&self, piece: &[u8], hashed: u64) -> Result<usize, usize> {
         let mask = self.entries.len() - 1;
@@ -86,14 +115,17 @@ impl LongPieces {
             if entry.key_len == 0 {
                 return Err(at);
             }
-            if entry.tag == tag && usize::from(entry.key_len) == piece.len() {
-                let start = entry.key_at as usize;
-                if &self.keys[start..start + piece.len()] == piece {
-                    return Ok(at);
-                }
+            if entry.tag == tag && usize::from(entry.key_len) == piece.len() && self.key(entry) == piece {
+                return Ok(at);
             }
             at = (at + 1) & mask;
         }
+    }
+
+    /// Something that prefetches where a piece's entry would be (nothing while the store is empty).
+    pub fn prefetcher(&self) -> EntryPrefetcher {
+        let mask = if self.held == 0 { 0 } else { self.entries.len() - 1 };
+        EntryPrefetcher { entries: self.entries.as_ptr(), mask }
     }
 
     /// The ids `piece` merged to, if kept.
@@ -103,21 +135,24 @@ impl LongPieces {
             return None;
         }
         let entry = self.entries[self.find(piece, hash(piece)).ok()?];
-        let start = entry.ids_at as usize;
-        Some(&self.ids[start..start + usize::from(entry.ids_len)])
+        Some(&self.data[entry.at as usize..][..usize::from(entry.ids_len)])
+    }
+
+    /// Bytes of the array a piece of `key_len` bytes and `ids` ids takes.
+    fn size(key_len: usize, ids: usize) -> usize {
+        (ids + key_len.div_ceil(4)) * std::mem::size_of::<Rank>()
     }
 
     /// Keeps `piece` -> `ids` (after a [`LongPieces::get`] of it missed); starts over when it would
     /// pass its bound. Pieces or id lists too long to keep are ignored.
     pub fn insert(&mut self, piece: &[u8], ids: &[Rank]) {
-        let size = piece.len() + ids.len() * 4;
         if piece.is_empty() || piece.len() > LONG_PIECE_MOST || ids.len() > LONG_PIECE_MOST {
             return;
         }
-        if self.keys.len() + self.ids.len() * 4 + size > self.bound && !self.grow_bound() {
+        let size = Self::size(piece.len(), ids.len());
+        if self.data.len() * std::mem::size_of::<Rank>() + size > self.bound && !self.grow_bound() {
             self.held = 0;
-            self.keys.clear();
-            self.ids.clear();
+            self.data.clear();
             self.entries.fill(Entry::default());
         }
         if (self.held + 1) * 2 > self.entries.len() {
@@ -127,15 +162,13 @@ impl LongPieces {
         let Err(at) = self.find(piece, hashed) else {
             return;
         };
-        self.entries[at] = Entry {
-            key_at: self.keys.len() as u32,
-            key_len: piece.len() as u16,
-            ids_len: ids.len() as u16,
-            ids_at: self.ids.len() as u32,
-            tag: (hashed >> 32) as u32,
-        };
-        self.keys.extend_from_slice(piece);
-        self.ids.extend_from_slice(ids);
+        self.entries[at] = Entry { at: self.data.len() as u32, key_len: piece.len() as u16, ids_len: ids.len() as u16, tag: (hashed >> 32) as u32 };
+        self.data.extend_from_slice(ids);
+        self.data.extend(piece.chunks(4).map(|word| {
+            let mut bytes = [0u8; 4];
+            bytes[..word.len()].copy_from_slice(word);
+            Rank::from_ne_bytes(bytes)
+        }));
         self.held += 1;
     }
 
@@ -154,8 +187,7 @@ impl LongPieces {
         let size = (self.entries.len() * 2).max(FIRST_ENTRIES);
         let old = std::mem::replace(&mut self.entries, vec![Entry::default(); size]);
         for entry in old.into_iter().filter(|entry| entry.key_len != 0) {
-            let start = entry.key_at as usize;
-            let key = &self.keys[start..start + usize::from(entry.key_len)];
+            let key = self.key(&entry);
             let Err(at) = self.find(key, hash(key)) else {
                 unreachable!("a kept piece is kept once")
             };
@@ -208,7 +240,7 @@ mod tests {
             let key = piece(n, 300);
             store.insert(&key, &[1; 20]);
             assert_eq!(store.get(&key), Some(&[1; 20][..]));
-            most = most.max(store.keys.len() + store.ids.len() * 4);
+            most = most.max(store.data.len() * 4);
             n += 1;
         }
         assert!(most <= LONG_PIECES_BYTES, "{most}");

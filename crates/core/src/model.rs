@@ -1360,7 +1360,7 @@ impl Model {
         // Pieces longer than the table's are asked of the cache when their chunk is encoded: their
         // set is fetched as they are packed.
         let sets = cache.prefetcher();
-        let mut long = |piece: &[u8], out: &mut Vec<Rank>| self.encode_piece(merges, true, piece, Some(&mut *cache), out);
+        let mut long = |piece: &[u8], out: &mut Vec<Rank>| self.encode_long_piece(merges, piece, cache, out);
         let merge = |piece: &[u8], out: &mut Vec<Rank>| merges.encode_piece(piece, out);
         let ended = scanner.for_each_piece_until(text, stop, |start, end| {
             if end - start > crate::short_tokens::SHORT {
@@ -1602,6 +1602,22 @@ impl Model {
                 cache.insert(piece, &out[before..]);
             }
         }
+    }
+
+    /// [`Model::encode_piece`] of a piece longer than the thread's table holds, for a model whose
+    /// pieces that are tokens encode as themselves: the cache first (its set was prefetched as the
+    /// piece was packed; it holds such a piece's ids whether it is a token or was merged), the
+    /// vocabulary only when the cache misses.
+    fn encode_long_piece(&self, merges: &MergeTable, piece: &[u8], cache: &mut PieceCache, out: &mut Vec<Rank>) {
+        if let Some(ids) = cache.get(piece) {
+            return out.extend_from_slice(ids);
+        }
+        let before = out.len();
+        match self.token_id(piece) {
+            Some(id) => out.push(id),
+            None => merges.encode_piece(piece, out),
+        }
+        cache.insert(piece, &out[before..]);
     }
 
     /// How many pieces at the end of a text more text can still change, when the split pattern
@@ -2260,6 +2276,31 @@ mod tests {
             let mut expected = Vec::new();
             model.encode_ordinary_with_offsets(&part, 0, &mut expected, Some(&mut Vec::new())).unwrap();
             assert_eq!(ids(&model, &part), expected);
+        }
+    }
+
+    #[test]
+    fn long_pieces_that_are_tokens_stay_whole_when_the_cache_answers_them() {
+        // Tokens past the table's 15 bytes that no merge reaches: the first meeting finds them in
+        // the vocabulary, later ones in the cache; a piece one byte longer is merged every time.
+        let mut ranks = byte_ranks();
+        ranks.push((b" xyzzyxyzzyxyzzy".to_vec(), 256));
+        ranks.push((b" abcdefghijklmnopqrstuvwxyzabcdefghi".to_vec(), 257));
+        let model = Model::from_ranks(ranks, GPT2, vec![]).unwrap();
+        let rounds = 3 * crate::tuning::FUSED_AFTER / 30;
+        let mut text = String::new();
+        for round in 0..rounds {
+            // Pieces of a space and a word: the 16-byte token, the 36-byte one, then each one byte
+            // longer or shorter (no token).
+            text.push(' ');
+            text.push_str(["xyzzyxyzzyxyzzy", "abcdefghijklmnopqrstuvwxyzabcdefghi", "xyzzyxyzzyxyzzyx", "abcdefghijklmnopqrstuvwxyzabcdefgh"][round % 4]);
+        }
+        let mut reference = Vec::new();
+        model.encode_ordinary_with_offsets(&text, 0, &mut reference, Some(&mut Vec::new())).unwrap();
+        assert_eq!(reference.iter().filter(|&&id| id == 256).count(), rounds.div_ceil(4));
+        assert_eq!(reference.iter().filter(|&&id| id == 257).count(), (rounds + 2) / 4);
+        for _ in 0..3 {
+            assert_eq!(ids(&model, &text), reference);
         }
     }
 
