@@ -5,7 +5,8 @@
 //! a cache hit costs one hash and one compare in a table about the size of the core's L2 cache.
 //!
 //! The cache only ever stores what [`crate::merge::MergeTable::encode_piece`] returned for the
-//! same bytes, so it cannot change a result; it is a pure function of the model.
+//! same bytes, or, for a model whose pieces that are tokens encode as themselves, a token's own id
+//! (`Model::encode_long_piece`), so it cannot change a result; it is a pure function of the model.
 //!
 //! Layout: a fixed array of slots, each holding its key and ids inline (no allocation after the
 //! first use), two-way set associative: a piece may sit in one of two neighbouring slots, and a

@@ -9,8 +9,9 @@
 //! first (pieces longer than [`LONG_PIECE_MOST`] bytes are not kept); when the next one does not
 //! fit its bound doubles, claimed from the growth budget the piece caches share (`crate::cache`),
 //! up to [`LONG_PIECES_BYTES`]; past that, or without budget, it starts over empty. So its memory is
-//! bounded whatever the text, and grows only as long pieces arrive. Like the piece
-//! cache it only stores what the merge loop returned for the same bytes: it cannot change an id.
+//! bounded whatever the text, and grows only as long pieces arrive. Like the piece cache it only
+//! stores what the model gives for the same bytes (what the merge loop returned, or a token's own
+//! id): it cannot change an id.
 
 use std::hash::Hasher;
 
@@ -63,7 +64,7 @@ impl Drop for LongPieces {
     }
 }
 
-pub(crate) fn hash(piece: &[u8]) -> u64 {
+fn hash(piece: &[u8]) -> u64 {
     let mut hasher = FxHasher::default();
     hasher.write(piece);
     hasher.finish()

@@ -2282,7 +2282,8 @@ mod tests {
     #[test]
     fn long_pieces_that_are_tokens_stay_whole_when_the_cache_answers_them() {
         // Tokens past the table's 15 bytes that no merge reaches: the first meeting finds them in
-        // the vocabulary, later ones in the cache; a piece one byte longer is merged every time.
+        // the vocabulary, later ones in the cache; pieces a byte longer or shorter are no tokens and
+        // merge to their bytes.
         let mut ranks = byte_ranks();
         ranks.push((b" xyzzyxyzzyxyzzy".to_vec(), 256));
         ranks.push((b" abcdefghijklmnopqrstuvwxyzabcdefghi".to_vec(), 257));
