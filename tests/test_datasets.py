@@ -201,8 +201,11 @@ dataset = datasets.load_from_disk(sys.argv[1])
 rows = int(sys.argv[2])
 dataset = dataset.select(range(rows))
 enc = hf_bpe.get_encoding("cl100k_base")
-for _ in range(3):  # imports, tables, the thread pool and each thread's piece cache
-    tokenize(dataset.select(range(1000)), enc, batch_size=200, num_threads=2)
+# Imports, tables, the thread pool, and what each thread's caches learn of the text: the rows repeat
+# one copy of a corpus (its first argv[4] rows), read three times here, so that the pieces the caches
+# keep do not count as what tokenize holds.
+for _ in range(3):
+    tokenize(dataset.select(range(int(sys.argv[4]))), enc, batch_size=200, num_threads=2)
 baseline = peak = anonymous_kb()
 done = False
 def watch():
@@ -238,10 +241,12 @@ def test_memory_is_bounded_by_the_batch_not_the_dataset(tmp_path) -> None:  # ty
     env = {**os.environ, "HF_BPE_CACHE_GROWTH_MB": "0"}
     grown = {}
     for count in (rows, 4 * rows):
-        # the least of two runs: a busy machine can delay the freeing of a batch's buffers in one run
+        # the least of three runs: a busy machine can delay the freeing of a batch's buffers in one run
         runs = [subprocess.run([sys.executable, "-c", PEAK_MEMORY, str(tmp_path / "corpus"), str(count),
-                                str(tmp_path / f"run{run}")], capture_output=True, text=True, check=True, env=env)
-                for run in range(2)]
+                                str(tmp_path / f"run{run}"), str(rows)], capture_output=True, text=True, check=True,
+                               env=env)
+                for run in range(3)]
         grown[count] = min(int(result.stdout.split()[-1]) for result in runs)
-    # kB. Measured: 11.7 MB and 12.6 MB; holding the whole output would add ~15 MB of uint32 ids.
+    # kB. Measured at the reduced scale: 28 kB, then 32-220 kB; with each row's ids held as an array
+    # instead of written to the file, 35.5 MB, then 70 MB.
     assert grown[4 * rows] < 1.5 * grown[rows] + 2_000, grown
