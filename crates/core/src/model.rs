@@ -1344,7 +1344,7 @@ impl Model {
     /// `stop` (as [`crate::scan::Scanner::for_each_piece_until`]; returns where the last of them
     /// ends), for a model whose pieces that are tokens encode as themselves: short pieces are asked
     /// a chunk at a time of the thread's table, which holds the tokens and the pieces merged before
-    /// (see `crate::fused`); longer ones take the per-piece path with `cache`.
+    /// (see `crate::fused`); longer ones are asked of `cache` first ([`Model::encode_long_piece`]).
     fn encode_scanned_with_table(
         &self,
         scanner: crate::scan::Scanner,
@@ -1357,8 +1357,8 @@ impl Model {
         let bytes = text.as_bytes();
         let seed = self.seed.get_or_init(|| Arc::new(Seed::new(self.encoder.iter().map(|(token, &id)| (&token[..], id)))));
         let mut table = cache.take_table(seed);
-        // Pieces longer than the table's are asked of the cache when their chunk is encoded: their
-        // set is fetched as they are packed.
+        // Pieces longer than the table's are asked of the cache (and its store of long pieces) when
+        // their chunk is encoded: their set and entry are fetched as they are packed.
         let sets = cache.prefetcher();
         let mut long = |piece: &[u8], out: &mut Vec<Rank>| self.encode_long_piece(merges, piece, cache, out);
         let merge = |piece: &[u8], out: &mut Vec<Rank>| merges.encode_piece(piece, out);
