@@ -195,27 +195,62 @@ impl Scanner {
         let stop = stop.min(bytes.len());
         match self {
             Scanner::Gpt2 => gpt2_split(classes, bytes, stop, on_piece),
-            Scanner::Cl100k => {
-                split(classes, bytes, stop, ClassTable::word_piece::<true, LETTER, 3, true, true>, on_piece)
-            }
-            Scanner::O200k => split(classes, bytes, stop, ClassTable::o200k_piece::<true, 3>, on_piece),
-            Scanner::Llama3 => {
-                split(classes, bytes, stop, ClassTable::word_piece::<true, LETTER, 3, true, false>, on_piece)
-            }
-            Scanner::Qwen2 => {
-                split(classes, bytes, stop, ClassTable::word_piece::<true, LETTER, 1, true, false>, on_piece)
-            }
-            Scanner::Qwen35 => split(
+            Scanner::Cl100k => block_split::<true>(
+                classes,
+                bytes,
+                stop,
+                ClassTable::word_piece::<true, LETTER, 3, true, true>,
+                word_starts::<false, 3, true, true>,
+                on_piece,
+            ),
+            Scanner::O200k => block_split::<true>(
+                classes,
+                bytes,
+                stop,
+                ClassTable::o200k_piece::<true, 3>,
+                word_starts::<true, 3, true, true>,
+                on_piece,
+            ),
+            Scanner::Llama3 => block_split::<true>(
+                classes,
+                bytes,
+                stop,
+                ClassTable::word_piece::<true, LETTER, 3, true, false>,
+                word_starts::<false, 3, true, true>,
+                on_piece,
+            ),
+            Scanner::Qwen2 => block_split::<true>(
+                classes,
+                bytes,
+                stop,
+                ClassTable::word_piece::<true, LETTER, 1, true, false>,
+                word_starts::<false, 1, true, true>,
+                on_piece,
+            ),
+            Scanner::Qwen35 => block_split::<true>(
                 classes,
                 bytes,
                 stop,
                 ClassTable::word_piece::<true, { LETTER | MARK }, 1, true, false>,
+                word_starts::<false, 1, true, true>,
                 on_piece,
             ),
-            Scanner::SeedCoder => {
-                split(classes, bytes, stop, ClassTable::word_piece::<true, LETTER, 1, false, false>, on_piece)
-            }
-            Scanner::Tekken => split(classes, bytes, stop, ClassTable::o200k_piece::<false, 1>, on_piece),
+            Scanner::SeedCoder => block_split::<true>(
+                classes,
+                bytes,
+                stop,
+                ClassTable::word_piece::<true, LETTER, 1, false, false>,
+                word_starts::<false, 1, false, true>,
+                on_piece,
+            ),
+            Scanner::Tekken => block_split::<true>(
+                classes,
+                bytes,
+                stop,
+                ClassTable::o200k_piece::<false, 1>,
+                word_starts::<true, 1, true, false>,
+                on_piece,
+            ),
         }
     }
 }
@@ -285,8 +320,9 @@ pub fn prepare() {
 }
 
 /// Cuts `bytes` into consecutive pieces, `piece_end` telling where the piece at a position ends,
-/// up to the first piece ending at or after `stop`; returns where that piece ends.
-#[inline(always)]
+/// up to the first piece ending at or after `stop`; returns where that piece ends. (The scalar
+/// scanners alone, which tests compare with the block scanners.)
+#[cfg(test)]
 fn split(
     classes: &ClassTable,
     bytes: &[u8],
@@ -313,8 +349,8 @@ const LAST_BACKOFF: usize = 64 * BLOCK;
 /// before it and up to two after it (a contraction's letters).
 const TRUSTED: usize = BLOCK - 3;
 
-/// One bit per byte of a block (bit `i`: byte `i`), for each class gpt2's split tells apart among
-/// ASCII bytes.
+/// One bit per byte of a block (bit `i`: byte `i`), for each class the block scanners tell apart
+/// among ASCII bytes. The last three only for the scanners of words (`WORDS`), 0 for gpt2's.
 struct BlockMasks {
     letter: u64,
     digit: u64,
@@ -324,6 +360,11 @@ struct BlockMasks {
     apostrophe: u64,
     /// Bytes of 0x80 and above: characters the masks do not classify.
     high: u64,
+    /// `A-Z`.
+    upper: u64,
+    /// `\r \n`.
+    newline: u64,
+    slash: u64,
 }
 
 /// The high bit of each byte of `word` that lies in `first..=last` once `fold` is or-ed into it
@@ -346,13 +387,16 @@ fn gather(bits: u64) -> u64 {
 }
 
 impl BlockMasks {
+    const EMPTY: BlockMasks =
+        BlockMasks { letter: 0, digit: 0, space: 0, other_space: 0, apostrophe: 0, high: 0, upper: 0, newline: 0, slash: 0 };
+
     /// The masks of `block[..BLOCK]`: sixteen bytes a compare (SSE2, which every x86-64 has).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    fn of(block: &[u8]) -> BlockMasks {
+    fn of<const WORDS: bool>(block: &[u8]) -> BlockMasks {
         use std::arch::x86_64::*;
         let block = &block[..BLOCK];
-        let mut masks = BlockMasks { letter: 0, digit: 0, space: 0, other_space: 0, apostrophe: 0, high: 0 };
+        let mut masks = BlockMasks::EMPTY;
         // SAFETY: SSE2 is part of x86-64; each load reads 16 of the block's 64 bytes.
         unsafe {
             // A byte in `first..first + count`: moved so that `first` lands on -128, it is below
@@ -372,20 +416,26 @@ impl BlockMasks {
                 masks.other_space |= within(vector, b'\t', 5) << shift;
                 masks.apostrophe |= equal(vector, b'\'') << shift;
                 masks.high |= (_mm_movemask_epi8(vector) as u16 as u64) << shift;
+                if WORDS {
+                    masks.upper |= within(vector, b'A', 26) << shift;
+                    masks.newline |= (equal(vector, b'\n') | equal(vector, b'\r')) << shift;
+                    masks.slash |= equal(vector, b'/') << shift;
+                }
             }
         }
         let ascii = !masks.high;
         masks.letter &= ascii;
         masks.digit &= ascii;
         masks.other_space &= ascii;
+        masks.upper &= ascii;
         masks
     }
 
     /// The masks of `block[..BLOCK]`, eight bytes a word.
     #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
     #[inline(always)]
-    fn of_words(block: &[u8]) -> BlockMasks {
-        let mut masks = BlockMasks { letter: 0, digit: 0, space: 0, other_space: 0, apostrophe: 0, high: 0 };
+    fn of_words<const WORDS: bool>(block: &[u8]) -> BlockMasks {
+        let mut masks = BlockMasks::EMPTY;
         for (index, chunk) in block[..BLOCK].chunks_exact(8).enumerate() {
             let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
             let shift = 8 * index;
@@ -395,22 +445,23 @@ impl BlockMasks {
             masks.other_space |= gather(bytes_in(word, b'\t', b'\r', 0)) << shift;
             masks.apostrophe |= gather(bytes_in(word, b'\'', b'\'', 0)) << shift;
             masks.high |= gather(word & 0x8080_8080_8080_8080) << shift;
+            if WORDS {
+                masks.upper |= gather(bytes_in(word, b'A', b'Z', 0)) << shift;
+                masks.newline |= gather(bytes_in(word, b'\n', b'\n', 0) | bytes_in(word, b'\r', b'\r', 0)) << shift;
+                masks.slash |= gather(bytes_in(word, b'/', b'/', 0)) << shift;
+            }
         }
         masks
     }
 
     #[cfg(not(target_arch = "x86_64"))]
     #[inline(always)]
-    fn of(block: &[u8]) -> BlockMasks {
-        BlockMasks::of_words(block)
+    fn of<const WORDS: bool>(block: &[u8]) -> BlockMasks {
+        BlockMasks::of_words::<WORDS>(block)
     }
 }
 
-/// gpt2's split of `bytes` (see [`Scanner::for_each_piece_until`]), a block of 64 bytes at a time
-/// where the block is ASCII: each class a bit mask, the piece starts derived from them with bit
-/// operations, and the pieces read off the starts (no decision per piece); the scalar scanner
-/// ([`ClassTable::gpt2_piece`]) for a piece the block cannot settle (it reaches a character that is
-/// not ASCII, or past the trusted bits), and for a while after a block that settled few pieces.
+/// gpt2's split of `bytes` (see [`Scanner::for_each_piece_until`]) by blocks ([`block_split`]).
 ///
 /// Among ASCII bytes gpt2's pattern starts a piece at:
 /// - each byte whose class (letter, digit, white space, other) differs from the byte's before,
@@ -422,7 +473,25 @@ impl BlockMasks {
 ///
 /// A test compares it with the scalar scanner and the regex on generated texts of up to a few
 /// hundred bytes, mostly ASCII.
-fn gpt2_split(classes: &ClassTable, bytes: &[u8], stop: usize, mut on_piece: impl FnMut(usize, usize)) -> usize {
+fn gpt2_split(classes: &ClassTable, bytes: &[u8], stop: usize, on_piece: impl FnMut(usize, usize)) -> usize {
+    block_split::<false>(classes, bytes, stop, ClassTable::gpt2_piece, gpt2_starts, on_piece)
+}
+
+/// Splits `bytes` (see [`Scanner::for_each_piece_until`]) a block of 64 bytes at a time where the
+/// block is ASCII: each class a bit mask ([`BlockMasks`], the word classes when `WORDS`), the piece
+/// starts derived from them with bit operations by `starts(bytes, at, masks)`, which also says
+/// below which bit they are settled, and the pieces read off the starts (no decision per piece);
+/// the scalar scanner `piece_end` for a piece the block cannot settle (it reaches a character that
+/// is not ASCII, or past the settled bits), and for a while after a block that settled few pieces.
+#[inline(always)]
+fn block_split<const WORDS: bool>(
+    classes: &ClassTable,
+    bytes: &[u8],
+    stop: usize,
+    piece_end: impl Fn(&ClassTable, &[u8], usize) -> usize,
+    starts: impl Fn(&[u8], usize, &BlockMasks) -> (u64, usize),
+    mut on_piece: impl FnMut(usize, usize),
+) -> usize {
     let mut start = 0;
     // Blocks are not tried before this byte: after one that settled fewer than two pieces (text
     // that is mostly not ASCII), for a stretch that doubles while they keep failing.
@@ -431,7 +500,7 @@ fn gpt2_split(classes: &ClassTable, bytes: &[u8], stop: usize, mut on_piece: imp
     loop {
         // The scalar scanner, up to where a block is tried.
         while start < stop && start < scalar_until {
-            let end = classes.gpt2_piece(bytes, start);
+            let end = piece_end(classes, bytes, start);
             on_piece(start, end);
             start = end;
         }
@@ -442,11 +511,10 @@ fn gpt2_split(classes: &ClassTable, bytes: &[u8], stop: usize, mut on_piece: imp
             scalar_until = usize::MAX;
             continue;
         }
-        let masks = BlockMasks::of(&bytes[start..]);
-        let trusted = if masks.high == 0 { TRUSTED } else { (masks.high.trailing_zeros() as usize).saturating_sub(2).min(TRUSTED) };
-        let starts = gpt2_starts(bytes, start, &masks) & ((1u64 << trusted) - 1);
-        // Pieces between consecutive trusted starts; the last one starts the next block.
-        let mut rest = starts & !1;
+        let masks = BlockMasks::of::<WORDS>(&bytes[start..]);
+        let (starts, settled_below) = starts(bytes, start, &masks);
+        // Pieces between consecutive settled starts; the last one starts the next block.
+        let mut rest = starts & low_bits(settled_below) & !1;
         let block = start;
         let mut settled = 0;
         while rest != 0 && start < stop {
@@ -469,39 +537,195 @@ fn gpt2_split(classes: &ClassTable, bytes: &[u8], stop: usize, mut on_piece: imp
     }
 }
 
-/// The piece starts of gpt2's split in the block at `at` (bit 0, `at` itself, is a piece start),
-/// from its masks; bits at and past a byte that is not ASCII, or past [`TRUSTED`], are not settled.
+/// The bits below `count` (at most 64).
 #[inline(always)]
-fn gpt2_starts(bytes: &[u8], at: usize, masks: &BlockMasks) -> u64 {
+fn low_bits(count: usize) -> u64 {
+    if count >= 64 { u64::MAX } else { (1u64 << count) - 1 }
+}
+
+/// The first bit of each run of ones of `mask`.
+#[inline(always)]
+fn run_starts(mask: u64) -> u64 {
+    mask & !(mask << 1)
+}
+
+/// The length of the contraction (`'s 't 're 've 'm 'll 'd`, the apostrophe included) at byte `at`,
+/// an apostrophe, with the letters in either case when `FOLD`; 0 if none. Reads ASCII bytes only
+/// as letters: the block scanners call it where the two bytes after the apostrophe are ASCII.
+#[inline(always)]
+fn ascii_contraction<const FOLD: bool>(bytes: &[u8], at: usize) -> usize {
+    let letter = |offset: usize| bytes.get(at + offset).map(|&byte| if FOLD && byte.is_ascii_uppercase() { byte | 0x20 } else { byte });
+    match (letter(1), letter(2)) {
+        (Some(b's' | b'd' | b'm' | b't'), _) => 2,
+        (Some(b'l'), Some(b'l')) | (Some(b'v' | b'r'), Some(b'e')) => 3,
+        _ => 0,
+    }
+}
+
+/// The piece starts of gpt2's split in the block at `at` (bit 0, `at` itself, is a piece start),
+/// from its masks, and the bit below which they are settled: the bits at and past two bytes before
+/// a byte that is not ASCII are not (a start is decided by the byte before it and up to two after
+/// it, a contraction's letters), nor the last three of the block.
+#[inline(always)]
+fn gpt2_starts(bytes: &[u8], at: usize, masks: &BlockMasks) -> (u64, usize) {
     let white = masks.space | masks.other_space;
     let other = !(masks.letter | masks.digit | white | masks.high);
     let not_white = masks.letter | masks.digit | other;
-    let run_starts = |class: u64| class & !(class << 1);
     let mut starts = run_starts(masks.letter) | run_starts(masks.digit) | run_starts(other) | run_starts(white);
     // ` ?X+`: a space before what is not white space starts that run.
     starts &= !(not_white & (masks.space << 1));
     // `\s+(?!\S)`: the last white space before what is not white space starts a piece.
     starts |= white & (not_white >> 1);
     starts |= 1;
-    let mut apostrophes = masks.apostrophe & starts;
+    let settled = (masks.high.trailing_zeros() as usize).saturating_sub(2).min(TRUSTED);
+    let mut apostrophes = masks.apostrophe & starts & low_bits(settled);
     while apostrophes != 0 {
         let bit = apostrophes.trailing_zeros() as usize;
         apostrophes &= apostrophes - 1;
-        let after = at + bit + 1;
-        let length = match (bytes.get(after), bytes.get(after + 1)) {
-            (Some(b's' | b'd' | b'm' | b't'), _) => 2,
-            (Some(b'l'), Some(b'l')) | (Some(b'v' | b'r'), Some(b'e')) => 3,
-            _ => continue,
-        };
-        if bit + length < BLOCK {
-            let inside = ((1u64 << (length - 1)) - 1) << (bit + 1);
+        let length = ascii_contraction::<false>(bytes, at + bit);
+        if length > 0 {
+            // Below bit 64: a settled apostrophe is below bit 61.
+            let inside = low_bits(length - 1) << (bit + 1);
             starts = (starts & !inside) | (1u64 << (bit + length));
-        } else {
-            // Past the block: nothing after the apostrophe is settled.
-            starts &= (1u64 << (bit + 1)) - 1;
         }
     }
-    starts
+    (starts, settled)
+}
+
+/// The piece starts of a word scanner's split in the block at `at` (see [`gpt2_starts`]): the
+/// cl100k shape (cl100k, Llama 3, Qwen 2 and 3.5, Seed-Coder), or o200k's when `O200K` (o200k,
+/// tekken); numbers of up to `DIGITS` digits; punctuation taking the line breaks after it (and
+/// o200k's slashes) when `TAIL`; contractions when `CONTRACTIONS` (o200k's after a word; the cl100k
+/// shape always has them, at a piece's start, in either case).
+///
+/// Among ASCII bytes these patterns start a piece at:
+/// - each byte whose class (letter, digit, white space, other) differs from the byte's before, and
+///   every `DIGITS` digits from the start of a run of them; o200k also at an upper-case letter after
+///   a lower-case one (`[A-Z]*[a-z]+` ends there);
+/// - but not at a letter after a character that can be a word's prefix (`[^\r\n\p{L}\p{N}]?`) and
+///   starts a piece: white space other than a line break, or "other" that starts its run, which it
+///   does unless a space comes before it (` ?[^\s\p{L}\p{N}]+` takes the space);
+/// - in a white-space run: the run's first byte (unless it is the line breaks punctuation takes),
+///   just after its last line break, and its last byte when the bytes since the line break (or since
+///   its start) are two or more (`\s+(?!\S)` gives it back); see [`ClassTable::word_piece`];
+/// - after the tail of line breaks (and o200k's slashes) of a run of other characters, and nowhere
+///   inside it;
+/// - after a contraction at an apostrophe that starts a piece (o200k's: after a letter), and nowhere
+///   inside it.
+///
+/// Settled: below two bytes before one that is not ASCII, below the last three of the block, up to
+/// the first byte of a white-space run that reaches either, and (o200k) up to just after a tail
+/// that ends with a slash and is followed by other characters (the rules for words read two bytes
+/// back, and that slash is not the start of its run). Tests compare the split with the scalar
+/// scanners' and the regexes' on generated texts.
+#[inline(always)]
+fn word_starts<const O200K: bool, const DIGITS: usize, const TAIL: bool, const CONTRACTIONS: bool>(
+    bytes: &[u8],
+    at: usize,
+    masks: &BlockMasks,
+) -> (u64, usize) {
+    let limit = masks.high.trailing_zeros() as usize;
+    let mut settled = limit.saturating_sub(2).min(TRUSTED);
+    let white = masks.space | masks.other_space;
+    let other = !(masks.letter | masks.digit | white | masks.high);
+    let letter_starts = run_starts(masks.letter);
+    let mut starts = letter_starts | run_starts(masks.digit) | run_starts(other) | run_starts(white) | 1;
+    if O200K {
+        starts |= masks.upper & ((masks.letter & !masks.upper) << 1);
+    }
+    if DIGITS == 1 {
+        starts |= masks.digit;
+    } else {
+        // Runs of more than `DIGITS` digits: a start every `DIGITS` of them.
+        let digits = masks.digit;
+        let mut long = run_starts(digits);
+        for shift in 1..=DIGITS {
+            long &= digits >> shift;
+        }
+        while long != 0 {
+            let first = long.trailing_zeros() as usize;
+            long &= long - 1;
+            let end = first + (!(digits >> first)).trailing_zeros() as usize;
+            for group in (first + DIGITS..end).step_by(DIGITS) {
+                starts |= 1 << group;
+            }
+        }
+    }
+    // A letter after a prefix that starts a piece: white space other than a line break, or other
+    // that starts its run (not after other, nor after a space, which takes it).
+    let prefix = ((white & !masks.newline) << 1) | ((other << 1) & !(other << 2) & !(masks.space << 2));
+    starts &= !(letter_starts & prefix);
+    // ` ?[^\s\p{L}\p{N}]+`: a space before other starts that run.
+    starts &= !(run_starts(other) & (masks.space << 1));
+    // Runs of white space of two bytes or more.
+    let mut runs = run_starts(white) & (white >> 1);
+    let tail = if TAIL {
+        // A tail starts at each line break after other characters (the end of their run, or a
+        // slash of a tail) and goes on over the tail's bytes. Adding the starts to the tail's bytes
+        // clears each run of them from its first start on; the other starts of a run are set in
+        // the sum instead, and put back.
+        let tail_bytes = if O200K { masks.newline | masks.slash } else { masks.newline };
+        let first = (other << 1) & masks.newline;
+        ((tail_bytes.wrapping_add(first) ^ tail_bytes) & tail_bytes) | first
+    } else {
+        0
+    };
+    while runs != 0 {
+        let first = runs.trailing_zeros() as usize;
+        runs &= runs - 1;
+        let end = first + (!(white >> first)).trailing_zeros() as usize;
+        if end >= settled {
+            settled = settled.min(first + 1);
+            break;
+        }
+        // After the line breaks punctuation takes.
+        let start = (first + (tail >> first).trailing_ones() as usize).min(end);
+        if start == end {
+            continue;
+        }
+        starts |= 1 << start;
+        let breaks = (masks.newline >> start) & low_bits(end - start);
+        let after_break = if breaks == 0 { start } else { start + 64 - breaks.leading_zeros() as usize };
+        if after_break < end {
+            starts |= 1 << after_break;
+        }
+        if end - after_break >= 2 {
+            starts |= 1 << (end - 1);
+        }
+    }
+    if TAIL {
+        // Each tail is part of its punctuation's piece, and ends one.
+        let after_tails = (tail << 1) & !tail;
+        starts = (starts & !tail) | after_tails;
+        if O200K {
+            let after_slash = after_tails & (masks.slash << 1) & other;
+            if after_slash != 0 {
+                settled = settled.min(after_slash.trailing_zeros() as usize + 1);
+            }
+        }
+    }
+    if CONTRACTIONS {
+        let after = if O200K { masks.letter << 1 } else { starts };
+        let mut apostrophes = masks.apostrophe & after & low_bits(settled);
+        // Where the last contraction ended: an apostrophe there follows its letters, not a word.
+        let mut contraction_end = usize::MAX;
+        while apostrophes != 0 {
+            let bit = apostrophes.trailing_zeros() as usize;
+            apostrophes &= apostrophes - 1;
+            if O200K && bit == contraction_end {
+                continue;
+            }
+            let length = ascii_contraction::<true>(bytes, at + bit);
+            if length > 0 {
+                contraction_end = bit + length;
+                // o200k's suffix is part of the word's piece; cl100k's contraction is a piece.
+                // Below bit 64: a settled apostrophe is below bit 61.
+                let inside = low_bits(length - 1) << (bit + 1) | if O200K { 1u64 << bit } else { 0 };
+                starts = (starts & !inside) | (1u64 << (bit + length));
+            }
+        }
+    }
+    (starts, settled)
 }
 
 // Class bits of a character.
@@ -1194,58 +1418,98 @@ mod tests {
         for round in 0..256 * BLOCK {
             let mut block: Vec<u8> = (0..BLOCK).map(|_| next() as u8).collect();
             block[round % BLOCK] = (round / BLOCK) as u8;
-            let (vector, words) = (BlockMasks::of(&block), BlockMasks::of_words(&block));
-            let fields = |masks: &BlockMasks| [masks.letter, masks.digit, masks.space, masks.other_space, masks.apostrophe, masks.high];
+            let (vector, words) = (BlockMasks::of::<true>(&block), BlockMasks::of_words::<true>(&block));
+            let fields = |masks: &BlockMasks| {
+                [
+                    masks.letter,
+                    masks.digit,
+                    masks.space,
+                    masks.other_space,
+                    masks.apostrophe,
+                    masks.high,
+                    masks.upper,
+                    masks.newline,
+                    masks.slash,
+                ]
+            };
             assert_eq!(fields(&vector), fields(&words), "{block:?}");
+            let byte = block[round % BLOCK];
+            let bit = |mask: u64| mask >> (round % BLOCK) & 1 == 1;
+            assert_eq!(bit(vector.letter), byte.is_ascii_alphabetic(), "{byte:#x}");
+            assert_eq!(bit(vector.upper), byte.is_ascii_uppercase(), "{byte:#x}");
+            assert_eq!(bit(vector.digit), byte.is_ascii_digit(), "{byte:#x}");
+            assert_eq!(bit(vector.space | vector.other_space), byte.is_ascii_whitespace() || byte == 0x0b, "{byte:#x}");
+            assert_eq!(bit(vector.newline), byte == b'\n' || byte == b'\r', "{byte:#x}");
+            assert_eq!(bit(vector.high), byte >= 0x80, "{byte:#x}");
         }
     }
 
     pub(super) static BLOCK_PIECES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+    /// Every scanner, and its scalar scanner alone.
+    fn with_scalar() -> Vec<(Scanner, fn(&ClassTable, &[u8], usize) -> usize)> {
+        vec![
+            (Scanner::Gpt2, ClassTable::gpt2_piece),
+            (Scanner::Cl100k, ClassTable::word_piece::<true, LETTER, 3, true, true>),
+            (Scanner::O200k, ClassTable::o200k_piece::<true, 3>),
+            (Scanner::Llama3, ClassTable::word_piece::<true, LETTER, 3, true, false>),
+            (Scanner::Qwen2, ClassTable::word_piece::<true, LETTER, 1, true, false>),
+            (Scanner::Qwen35, ClassTable::word_piece::<true, { LETTER | MARK }, 1, true, false>),
+            (Scanner::SeedCoder, ClassTable::word_piece::<true, LETTER, 1, false, false>),
+            (Scanner::Tekken, ClassTable::o200k_piece::<false, 1>),
+        ]
+    }
+
     #[test]
-    fn gpt2_blocks_split_as_the_scalar_scanner_and_the_regex() {
+    fn blocks_split_as_the_scalar_scanners_and_the_regexes() {
         // Mostly ASCII, as the blocks need, with every case of their rules: contractions (and
-        // near misses) at block edges, runs of white space of each kind, spaces before each class,
-        // runs longer than a block, and characters that are not ASCII.
+        // near misses, in both cases) at block edges, runs of white space of each kind, line breaks
+        // and slashes after punctuation, spaces before each class, case changes inside words, runs
+        // of digits, runs longer than a block, and characters that are not ASCII.
         const PARTS: &[&str] = &[
-            "a", "s", "l", "e", "v", "r", "d", "m", "t", "X", "Q", " ", "  ", "\t", "\n", "\r\n", "\x0b", "\x0c",
-            "'", "'s", "'ll", "'l", "'ve", "'re", "'r", "'d", "'m", "'t", "'S", "1", "42", "!", ".", "-", "\x1f", "\x7f",
-            "word", " word", " 12", " ...", "\t\tx", " \n ", "é", "中", "\u{A0}", "\u{85}", "😀", "\u{17F}",
+            "a", "s", "l", "e", "v", "r", "d", "m", "t", "X", "Q", "L", "E", "S", " ", "  ", "\t", "\n", "\r", "\r\n",
+            "\x0b", "\x0c", "'", "'s", "'ll", "'l", "'ve", "'re", "'r", "'d", "'m", "'t", "'S", "'LL", "'Ve", "'rE", "1",
+            "42", "12345", "!", ".", "-", "/", "(", "\x1f", "\x7f", "word", " word", "Word", "WORD", "wORD", "HeLLo",
+            " 12", " ...", "\t\tx", " \n ", ".\n", ".\n/", "/\n", "://", " (", "x'", "é", "中", "\u{A0}", "\u{85}",
+            "😀", "\u{17F}", "\u{2B0}", "\u{300}", "\u{2028}",
             "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz",
             "                                                                      ",
+            "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n",
         ];
         let classes = ClassTable::get();
         let mut next = crate::test_rng::numbers(0x6A09_E667_F3BC_C908u64);
-        let regex = crate::pretokenize::Splitter::regex_only(Scanner::Gpt2.pattern()).unwrap();
         let ascii: Vec<&str> = PARTS.iter().copied().filter(|part| part.is_ascii()).collect();
-        let before = BLOCK_PIECES.load(std::sync::atomic::Ordering::Relaxed);
-        for n in 0..4000 {
-            // Every other text all ASCII: most of its blocks are settled by the masks.
-            let parts = if n % 2 == 0 { &ascii[..] } else { PARTS };
-            let text: String = (0..10 + n % 120).map(|_| parts[next() as usize % parts.len()]).collect();
-            let bytes = text.as_bytes();
-            let scalar = |stop: usize| {
-                let mut pieces = Vec::new();
-                let end = split(classes, bytes, stop, ClassTable::gpt2_piece, |start, end| pieces.push((start, end)));
-                (end, pieces)
-            };
-            let blocks = |stop: usize| {
-                let mut pieces = Vec::new();
-                let end = gpt2_split(classes, bytes, stop, |start, end| pieces.push((start, end)));
-                (end, pieces)
-            };
-            assert_eq!(blocks(bytes.len()), scalar(bytes.len()), "{text:?}");
-            for stop in [1, 63, 64, 65, 100, bytes.len() / 2, bytes.len().saturating_sub(1)] {
-                let stop = stop.min(bytes.len()); // as `for_each_piece_until` bounds it
-                assert_eq!(blocks(stop), scalar(stop), "{text:?} up to {stop}");
+        for (scanner, piece_end) in with_scalar() {
+            let regex = crate::pretokenize::Splitter::regex_only(scanner.pattern()).unwrap();
+            let before = BLOCK_PIECES.load(std::sync::atomic::Ordering::Relaxed);
+            for n in 0..2000 {
+                // Every other text all ASCII: most of its blocks are settled by the masks.
+                let parts = if n % 2 == 0 { &ascii[..] } else { PARTS };
+                let text: String = (0..10 + n % 120).map(|_| parts[next() as usize % parts.len()]).collect();
+                let bytes = text.as_bytes();
+                let scalar = |stop: usize| {
+                    let mut pieces = Vec::new();
+                    let end = split(classes, bytes, stop, piece_end, |start, end| pieces.push((start, end)));
+                    (end, pieces)
+                };
+                let blocks = |stop: usize| {
+                    let mut pieces = Vec::new();
+                    let end = scanner.for_each_piece_until(&text, stop, |start, end| pieces.push((start, end)));
+                    (end, pieces)
+                };
+                assert_eq!(blocks(bytes.len()), scalar(bytes.len()), "{scanner:?} {text:?}");
+                for stop in [1, 63, 64, 65, 100, bytes.len() / 2, bytes.len().saturating_sub(1)] {
+                    let stop = stop.min(bytes.len()); // as `for_each_piece_until` bounds it
+                    assert_eq!(blocks(stop), scalar(stop), "{scanner:?} {text:?} up to {stop}");
+                }
+                if n % 8 == 0 {
+                    let expected: Vec<&str> = regex.pieces(&text).unwrap();
+                    assert_eq!(pieces(scanner, &text), expected, "{scanner:?} {text:?}");
+                }
             }
-            if n % 8 == 0 {
-                let expected: Vec<&str> = regex.pieces(&text).unwrap();
-                assert_eq!(pieces(Scanner::Gpt2, &text), expected, "{text:?}");
-            }
+            let settled = BLOCK_PIECES.load(std::sync::atomic::Ordering::Relaxed) - before;
+            assert!(settled > 40_000, "{scanner:?}: only {settled} pieces were settled by blocks");
         }
-        let settled = BLOCK_PIECES.load(std::sync::atomic::Ordering::Relaxed) - before;
-        assert!(settled > 100_000, "only {settled} pieces were settled by blocks");
     }
 
     #[test]
