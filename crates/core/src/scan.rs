@@ -195,7 +195,7 @@ impl Scanner {
         let stop = stop.min(bytes.len());
         match self {
             Scanner::Gpt2 => gpt2_split(classes, bytes, stop, on_piece),
-            Scanner::Cl100k => block_split::<true>(
+            Scanner::Cl100k => block_split::<true, { Words::Letters as u8 }>(
                 classes,
                 bytes,
                 stop,
@@ -203,7 +203,7 @@ impl Scanner {
                 word_starts::<false, 3, true, true>,
                 on_piece,
             ),
-            Scanner::O200k => block_split::<true>(
+            Scanner::O200k => block_split::<true, { Words::Cases as u8 }>(
                 classes,
                 bytes,
                 stop,
@@ -211,7 +211,7 @@ impl Scanner {
                 word_starts::<true, 3, true, true>,
                 on_piece,
             ),
-            Scanner::Llama3 => block_split::<true>(
+            Scanner::Llama3 => block_split::<true, { Words::Letters as u8 }>(
                 classes,
                 bytes,
                 stop,
@@ -219,7 +219,7 @@ impl Scanner {
                 word_starts::<false, 3, true, true>,
                 on_piece,
             ),
-            Scanner::Qwen2 => block_split::<true>(
+            Scanner::Qwen2 => block_split::<true, { Words::Letters as u8 }>(
                 classes,
                 bytes,
                 stop,
@@ -227,7 +227,7 @@ impl Scanner {
                 word_starts::<false, 1, true, true>,
                 on_piece,
             ),
-            Scanner::Qwen35 => block_split::<true>(
+            Scanner::Qwen35 => block_split::<true, { Words::LettersAndMarks as u8 }>(
                 classes,
                 bytes,
                 stop,
@@ -235,7 +235,7 @@ impl Scanner {
                 word_starts::<false, 1, true, true>,
                 on_piece,
             ),
-            Scanner::SeedCoder => block_split::<true>(
+            Scanner::SeedCoder => block_split::<true, { Words::Letters as u8 }>(
                 classes,
                 bytes,
                 stop,
@@ -243,7 +243,7 @@ impl Scanner {
                 word_starts::<false, 1, false, true>,
                 on_piece,
             ),
-            Scanner::Tekken => block_split::<true>(
+            Scanner::Tekken => block_split::<true, { Words::Cases as u8 }>(
                 classes,
                 bytes,
                 stop,
@@ -365,6 +365,8 @@ struct BlockMasks {
     /// `\r \n`.
     newline: u64,
     slash: u64,
+    /// The bytes after the first of the characters of two and three bytes classified ([`BlockMasks::classify_multibyte`]).
+    continuation: u64,
 }
 
 /// The high bit of each byte of `word` that lies in `first..=last` once `fold` is or-ed into it
@@ -388,7 +390,18 @@ fn gather(bits: u64) -> u64 {
 
 impl BlockMasks {
     const EMPTY: BlockMasks =
-        BlockMasks { letter: 0, digit: 0, space: 0, other_space: 0, apostrophe: 0, high: 0, upper: 0, newline: 0, slash: 0 };
+        BlockMasks {
+        letter: 0,
+        digit: 0,
+        space: 0,
+        other_space: 0,
+        apostrophe: 0,
+        high: 0,
+        upper: 0,
+        newline: 0,
+        slash: 0,
+        continuation: 0,
+    };
 
     /// The masks of `block[..BLOCK]`: sixteen bytes a compare (SSE2, which every x86-64 has).
     #[cfg(target_arch = "x86_64")]
@@ -459,6 +472,48 @@ impl BlockMasks {
     fn of<const WORDS: bool>(block: &[u8]) -> BlockMasks {
         BlockMasks::of_words::<WORDS>(block)
     }
+
+    /// Classifies the characters of two and three bytes of `block` from its first byte of 0x80 or
+    /// above on, up to the first character of four bytes, or one the block scanners leave
+    /// unsettled ([`TwoByte::Unsettled`]), or one cut by the block's end: its bytes take the
+    /// character's class for the scanners of [`Words`] kind `WORDS_KIND` (none: other), and leave
+    /// `high`; those after the first are marked in `continuation`.
+    #[inline(never)]
+    fn classify_multibyte<const WORDS_KIND: u8>(&mut self, classes: &ClassTable, block: &[u8]) {
+        let words = match WORDS_KIND {
+            0 => Words::Letters,
+            1 => Words::LettersAndMarks,
+            _ => Words::Cases,
+        };
+        let mut rest = self.high;
+        while rest != 0 {
+            let at = rest.trailing_zeros() as usize;
+            let lead = block[at];
+            let continuation = |offset: usize| u32::from(block[at + offset] & 0x3F);
+            let (code, len) = if (0xC2..0xE0).contains(&lead) && at + 1 < BLOCK {
+                let code_point = (u32::from(lead & 0x1F) << 6) | continuation(1);
+                (classes.two_byte[code_point as usize] >> (2 * WORDS_KIND) & 3, 2)
+            } else if (0xE0..0xF0).contains(&lead) && at + 2 < BLOCK {
+                let code_point = (u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2);
+                (TwoByte::of(classes.class_of_code_point(code_point), words) as u8, 3)
+            } else {
+                break;
+            };
+            let bytes = low_bits(len) << at;
+            match code {
+                0 => {}
+                1 => self.letter |= bytes,
+                2 => {
+                    self.letter |= bytes;
+                    self.upper |= bytes;
+                }
+                _ => break,
+            }
+            self.continuation |= bytes & !(1u64 << at);
+            rest &= !bytes;
+        }
+        self.high = rest;
+    }
 }
 
 /// gpt2's split of `bytes` (see [`Scanner::for_each_piece_until`]) by blocks ([`block_split`]).
@@ -474,7 +529,7 @@ impl BlockMasks {
 /// A test compares it with the scalar scanner and the regex on generated texts of up to a few
 /// hundred bytes, mostly ASCII.
 fn gpt2_split(classes: &ClassTable, bytes: &[u8], stop: usize, on_piece: impl FnMut(usize, usize)) -> usize {
-    block_split::<false>(classes, bytes, stop, ClassTable::gpt2_piece, gpt2_starts, on_piece)
+    block_split::<false, { Words::Letters as u8 }>(classes, bytes, stop, ClassTable::gpt2_piece, gpt2_starts, on_piece)
 }
 
 /// Splits `bytes` (see [`Scanner::for_each_piece_until`]) a block of 64 bytes at a time where the
@@ -484,7 +539,7 @@ fn gpt2_split(classes: &ClassTable, bytes: &[u8], stop: usize, on_piece: impl Fn
 /// the scalar scanner `piece_end` for a piece the block cannot settle (it reaches a character that
 /// is not ASCII, or past the settled bits), and for a while after a block that settled few pieces.
 #[inline(always)]
-fn block_split<const WORDS: bool>(
+fn block_split<const WORDS: bool, const WORDS_KIND: u8>(
     classes: &ClassTable,
     bytes: &[u8],
     stop: usize,
@@ -511,7 +566,10 @@ fn block_split<const WORDS: bool>(
             scalar_until = usize::MAX;
             continue;
         }
-        let masks = BlockMasks::of::<WORDS>(&bytes[start..]);
+        let mut masks = BlockMasks::of::<WORDS>(&bytes[start..]);
+        if masks.high != 0 {
+            masks.classify_multibyte::<WORDS_KIND>(classes, &bytes[start..start + BLOCK]);
+        }
         let (starts, settled_below) = starts(bytes, start, &masks);
         // Pieces between consecutive settled starts; the last one starts the next block.
         let mut rest = starts & low_bits(settled_below) & !1;
@@ -652,8 +710,13 @@ fn word_starts<const O200K: bool, const DIGITS: usize, const TAIL: bool, const C
         }
     }
     // A letter after a prefix that starts a piece: white space other than a line break, or other
-    // that starts its run (not after other, nor after a space, which takes it).
-    let prefix = ((white & !masks.newline) << 1) | ((other << 1) & !(other << 2) & !(masks.space << 2));
+    // alone in its run (of characters, which may have two bytes each) that a space does not take.
+    // Marked from each character of a run after its first, and from a run's first after a space,
+    // to the run's end.
+    let other_starts = run_starts(other);
+    let marks = (other & !masks.continuation & !other_starts) | (other_starts & (masks.space << 1));
+    let not_prefix = ((other.wrapping_add(marks) ^ other) & other) | marks;
+    let prefix = ((white & !masks.newline) << 1) | ((other & !not_prefix) << 1);
     starts &= !(letter_starts & prefix);
     // ` ?[^\s\p{L}\p{N}]+`: a space before other starts that run.
     starts &= !(run_starts(other) & (masks.space << 1));
@@ -774,6 +837,59 @@ struct ClassTable {
     /// Each character a contraction letter matches case-insensitively, with that (lowercase ASCII)
     /// letter: `s`, `S` and U+017F LATIN SMALL LETTER LONG S for `s`, and so on.
     folds: Box<[(char, u8)]>,
+    /// For each code point of two UTF-8 bytes (U+0080 to U+07FF, by code point), its class for the
+    /// block scanners of each [`Words`] kind: two bits per kind, a [`TwoByte`] code.
+    two_byte: Box<[u8]>,
+}
+
+/// How the block scanners see a character of two UTF-8 bytes: its two bytes take its class in the
+/// masks, or it ends what a block settles.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+enum TwoByte {
+    Other = 0,
+    /// A word character (o200k: lower case only).
+    Letter = 1,
+    /// o200k: upper case only.
+    Upper = 2,
+    /// White space and numbers (the rules count them in bytes), a character in both of o200k's
+    /// cases, and one that folds to a contraction's letter.
+    Unsettled = 3,
+}
+
+impl TwoByte {
+    /// The code of a character of class `class` (not ASCII, not folding to a contraction's letter)
+    /// for the scanners of `words`.
+    #[inline(always)]
+    fn of(class: u8, words: Words) -> TwoByte {
+        if class & (SPACE | NUMBER) != 0 {
+            return TwoByte::Unsettled;
+        }
+        match words {
+            Words::Letters if class & LETTER != 0 => TwoByte::Letter,
+            Words::LettersAndMarks if class & (LETTER | MARK) != 0 => TwoByte::Letter,
+            Words::Cases => match (class & UPPER != 0, class & LOWER != 0) {
+                (true, true) => TwoByte::Unsettled,
+                (true, false) => TwoByte::Upper,
+                (false, true) => TwoByte::Letter,
+                (false, false) if class & LETTER != 0 => TwoByte::Unsettled,
+                (false, false) => TwoByte::Other,
+            },
+            _ => TwoByte::Other,
+        }
+    }
+}
+
+/// Which characters the block scanners take as word characters.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+enum Words {
+    /// `\p{L}`: gpt2 and the cl100k shape.
+    Letters = 0,
+    /// `[\p{L}\p{M}]`: Qwen 3.5.
+    LettersAndMarks = 1,
+    /// o200k's cases: `[UPPER]` and `[LOWER]` (o200k, tekken).
+    Cases = 2,
 }
 
 /// The code points of a regex class, as `regex-syntax` (Unicode mode) parses it.
@@ -843,7 +959,27 @@ impl ClassTable {
             }
         }
 
-        ClassTable { ascii, block_of: block_of.into(), blocks: blocks.into(), folds: folds.into() }
+        // Characters of three bytes take their code from their class alone
+        // ([`BlockMasks::classify_multibyte`]): none folds to a contraction's letter.
+        assert!(folds.iter().all(|&(folded, _)| (folded as u32) < 0x800), "a contraction letter folds from {folds:?}");
+        let two_byte = (0..0x800u32)
+            .map(|code_point| {
+                let folds_to_letter = folds.iter().any(|&(folded, _)| folded as u32 == code_point);
+                [Words::Letters, Words::LettersAndMarks, Words::Cases]
+                    .iter()
+                    .map(|&words| {
+                        let code = if code_point < 0x80 || folds_to_letter {
+                            TwoByte::Unsettled
+                        } else {
+                            TwoByte::of(class_of[code_point as usize], words)
+                        };
+                        (code as u8) << (2 * words as u8)
+                    })
+                    .sum::<u8>()
+            })
+            .collect();
+
+        ClassTable { ascii, block_of: block_of.into(), blocks: blocks.into(), folds: folds.into(), two_byte }
     }
 
     #[inline(always)]
@@ -1471,7 +1607,9 @@ mod tests {
             "\x0b", "\x0c", "'", "'s", "'ll", "'l", "'ve", "'re", "'r", "'d", "'m", "'t", "'S", "'LL", "'Ve", "'rE", "1",
             "42", "12345", "!", ".", "-", "/", "(", "\x1f", "\x7f", "word", " word", "Word", "WORD", "wORD", "HeLLo",
             " 12", " ...", "\t\tx", " \n ", ".\n", ".\n/", "/\n", "://", " (", "x'", "é", "中", "\u{A0}", "\u{85}",
-            "😀", "\u{17F}", "\u{2B0}", "\u{300}", "\u{2028}",
+            "😀", "\u{17F}", "\u{2B0}", "\u{300}", "\u{2028}", "Ωμέγα", " Привет", "ПРИВЕТ", "ǅ", "ß", "«", "»",
+            "«x»", " «", "°", "§", "×", "²", "٣", "\u{301}", "א", "ʼ", "'ñ", "Ñ'S", "—", "’", "、", "。", "…", "€", " Việt", "ỆT", "日本語",
+            "\u{3000}", "\u{212A}", "Ⅻ", "\u{20DD}",
             "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz",
             "                                                                      ",
             "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n",
