@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 from conversion_support import assert_same, mistral_file, training_corpus, varied_texts
-from suite import scaled
+from suite import FULL_SIZE, scaled
 from textgen import cluster_text
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
@@ -366,7 +366,7 @@ def load_precompiled(rule: str, byte_fallback: bool, layout: str, folder: Path) 
 
 
 @pytest.mark.parametrize("size", [pytest.param(scaled(300, 60), id="ci"),
-                                  pytest.param(scaled(4_000, 400), id="full", marks=pytest.mark.slow)])
+                                  pytest.param(scaled(4_000, 400), id="full", marks=FULL_SIZE)])
 @pytest.mark.parametrize("byte_fallback", [True, False], ids=["byte-fallback", "unk"])
 @pytest.mark.parametrize("layout", CONVERTER_LAYOUTS)
 @pytest.mark.parametrize("rule", RULES)
