@@ -29,7 +29,7 @@ from naive_parity_bpe import (
     parity_pieces,
     saved_merges,
 )
-from suite import SHARED_DATA, require_shared, scaled
+from suite import FULL_SIZE, SHARED_DATA, require_shared, scaled
 
 import hf_bpe
 from hf_bpe import patterns
@@ -128,13 +128,15 @@ def test_equals_parity_bpe_trainer_on_varied_generated_text(variant: str, mode: 
 
 
 @pytest.mark.slow
-def test_equals_parity_bpe_trainer_at_full_size() -> None:
+@pytest.mark.parametrize("size", [pytest.param(5_000, id="ci"), pytest.param(30_000, id="full", marks=FULL_SIZE)])
+def test_equals_parity_bpe_trainer_on_two_to_five_languages(size: int) -> None:
+    """Six rounds: each mode with each variant, random options, 2 to 5 languages of ``size`` bytes."""
     rng = random.Random(2508)
     for round_ in range(scaled(6)):
         languages = rng.randint(2, 5)
-        corpora = [clean(textgen.documents(rng, 30_000)) for _ in range(languages)]
+        corpora = [clean(textgen.documents(rng, size)) for _ in range(languages)]
         mode, variant = ["dev", "ratio", "none"][round_ % 3], ["base", "window"][round_ % 2]
-        dev = [clean(textgen.documents(rng, 6_000)) for _ in range(languages)] if mode == "dev" else None
+        dev = [clean(textgen.documents(rng, size // 5)) for _ in range(languages)] if mode == "dev" else None
         train_all(corpora, 1_000, rng.choice(PATTERNS), dev=dev,
                   ratio=[rng.uniform(0.5, 2.5) for _ in range(languages)] if mode == "ratio" else None,
                   variant=variant, window_size=rng.choice([5, 50, 100]), global_merges=rng.choice([0, 50]),
@@ -158,14 +160,17 @@ def test_equals_parity_bpe_trainer_on_the_wiki_corpora(variant: str, mode: str) 
 
 
 @pytest.mark.slow
-def test_equals_parity_bpe_trainer_on_the_wiki_corpora_at_full_size() -> None:
+@pytest.mark.parametrize(("size", "merges"), [pytest.param(20_000, 800, id="ci"),
+                                              pytest.param(200_000, 2_000, id="full", marks=FULL_SIZE)])
+def test_equals_parity_bpe_trainer_on_the_wiki_corpora_with_random_options(size: int, merges: int) -> None:
+    """Four rounds on ``size`` bytes of each wiki corpus: each mode, each variant, random options."""
     if not all((SHARED_DATA / "corpora" / f"wiki_{language}.txt").exists() for language in WIKI):
         pytest.skip("the shared wiki corpora are absent")
     rng = random.Random(2508_04796)
     for round_ in range(scaled(4)):
-        train, dev = wiki_languages(rng, 200_000)
+        train, dev = wiki_languages(rng, size)
         variant, mode = ["base", "window"][round_ % 2], ["dev", "ratio", "none"][round_ % 3]
-        train_all(train, 2_000, rng.choice(PATTERNS), dev=dev if mode == "dev" else None,
+        train_all(train, merges, rng.choice(PATTERNS), dev=dev if mode == "dev" else None,
                   ratio=[rng.uniform(0.5, 2.5) for _ in WIKI] if mode == "ratio" else None, variant=variant,
                   window_size=rng.choice([5, 50, 100]), global_merges=rng.choice([0, 30]),
                   min_frequency=rng.choice([0, 2]), naive=False)

@@ -24,7 +24,7 @@ import textgen
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from naive_bpe import naive_pieces, naive_train, recount_train, regex_only_code_points
-from suite import SHARED_DATA, require_shared, scaled
+from suite import FULL_SIZE, SHARED_DATA, require_shared, scaled
 
 import hf_bpe
 from hf_bpe import patterns
@@ -130,15 +130,17 @@ def test_training_follows_the_rule_on_the_shared_corpora(path: str) -> None:
 
 
 @pytest.mark.slow
-def test_training_follows_the_rule_at_full_size() -> None:
+@pytest.mark.parametrize(("words", "corpus_bytes"), [pytest.param(600, scaled(10_000), id="ci"),
+                                                     pytest.param(3_000, scaled(60_000), id="full", marks=FULL_SIZE)])
+def test_training_follows_the_rule_on_large_tie_corpora_and_the_shared_corpora(words: int, corpus_bytes: int) -> None:
     rng = random.Random(2015)
-    for _ in range(scaled(2)):  # 2 tie-heavy corpora in CI, 2 N at HF_BPE_TEST_SCALE=N
+    for _ in range(scaled(2)):  # 2 tie-heavy corpora by default, 2 N at HF_BPE_TEST_SCALE=N
         seed, special_tokens = rng.randrange(2**32), rng.choice(SPECIAL_TOKENS)
-        documents = tie_corpus(seed, 3000, special_tokens)
+        documents = tie_corpus(seed, words, special_tokens)
         assert_trains_by_the_rule(documents, 2000, rng.choice(PATTERNS), special_tokens)
     for path in CORPUS_FILES:
         if (SHARED_DATA / path).exists():
-            [(_, documents)] = textgen.corpus_documents([SHARED_DATA / path], rng, limit_bytes=scaled(60_000))
+            [(_, documents)] = textgen.corpus_documents([SHARED_DATA / path], rng, limit_bytes=corpus_bytes)
             assert_trains_by_the_rule(documents, 2000, rng.choice(PATTERNS), ["<|endoftext|>"])
 
 
