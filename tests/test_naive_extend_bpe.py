@@ -24,7 +24,7 @@ from naive_extend_bpe import (
     extend_rank_model,
 )
 from naive_parity_bpe import BYTE_LEVEL, GPT2_PATTERN, from_byte_level
-from suite import SHARED_DATA, require_shared, scaled
+from suite import FULL_SIZE, SHARED_DATA, require_shared, scaled
 
 from hf_bpe import patterns
 
@@ -158,12 +158,16 @@ def test_continuing_on_the_training_corpus_is_training_longer_on_the_shared_corp
 
 
 @pytest.mark.slow
-def test_continuing_is_training_longer_at_full_size() -> None:
+@pytest.mark.parametrize(("corpus_bytes", "before", "more"), [
+    pytest.param(scaled(5_000), 100, 50, id="ci"),
+    pytest.param(scaled(15_000), 200, 100, id="full", marks=FULL_SIZE),
+])
+def test_continuing_is_training_longer_on_every_shared_corpus(corpus_bytes: int, before: int, more: int) -> None:
     rng = random.Random(2503)
     for path in CORPUS_FILES:
         if (SHARED_DATA / path).exists():
-            [(_, documents)] = textgen.corpus_documents([SHARED_DATA / path], rng, limit_bytes=scaled(15_000))
-            assert_continuing_is_training_longer(documents, rng.choice(PATTERNS), ["<|endoftext|>"], 200, 100)
+            [(_, documents)] = textgen.corpus_documents([SHARED_DATA / path], rng, limit_bytes=corpus_bytes)
+            assert_continuing_is_training_longer(documents, rng.choice(PATTERNS), ["<|endoftext|>"], before, more)
 
 
 # ------------------------------------------------------------------------------ ids never move

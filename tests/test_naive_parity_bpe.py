@@ -37,7 +37,7 @@ from naive_parity_bpe import (
     saved_merges,
     tokenizers_pre_tokenizer,
 )
-from suite import SHARED_DATA, require_shared, scaled
+from suite import FULL_SIZE, SHARED_DATA, require_shared, scaled
 
 tokenizers = pytest.importorskip("tokenizers")
 if not hasattr(tokenizers.trainers, "ParityBpeTrainer"):
@@ -178,14 +178,17 @@ def test_the_reference_is_parity_bpe_trainer_on_the_wiki_corpora(variant: str, m
 
 
 @pytest.mark.slow
-def test_the_reference_is_parity_bpe_trainer_on_the_wiki_corpora_at_full_size() -> None:
+@pytest.mark.parametrize(("size", "merges"), [pytest.param(3_000, 120, id="ci"),
+                                              pytest.param(10_000, 250, id="full", marks=FULL_SIZE)])
+def test_the_reference_is_parity_bpe_trainer_on_the_wiki_corpora_with_random_options(size: int, merges: int) -> None:
+    """Four rounds on ``size`` bytes of each wiki corpus: each mode, each variant, random options."""
     if not all((SHARED_DATA / "corpora" / f"wiki_{language}.txt").exists() for language in WIKI):
         pytest.skip("the shared wiki corpora are absent")
     rng = random.Random(2508)
     for round_ in range(scaled(4)):
-        train, dev = wiki_languages(rng, 10_000)
+        train, dev = wiki_languages(rng, size)
         variant, mode = ["base", "window"][round_ % 2], ["dev", "ratio", "none"][round_ % 3]
-        train_both(train, 250, rng.choice(PATTERNS), dev=dev if mode == "dev" else None,
+        train_both(train, merges, rng.choice(PATTERNS), dev=dev if mode == "dev" else None,
                    ratio=[rng.uniform(0.5, 2.5) for _ in WIKI] if mode == "ratio" else None, variant=variant,
                    window_size=rng.choice([5, 50, 100]), global_merges=rng.choice([0, 30]),
                    min_frequency=rng.choice([0, 2]))

@@ -25,7 +25,7 @@ from naive_superbpe import (
     superbpe_encode,
     within_limits,
 )
-from suite import SHARED_DATA, require_shared, scaled
+from suite import FULL_SIZE, SHARED_DATA, require_shared, scaled
 
 from hf_bpe import patterns
 
@@ -161,13 +161,16 @@ def test_the_model_encodes_as_tokenizers_on_the_shared_corpora(path: str) -> Non
 
 
 @pytest.mark.slow
-def test_the_model_encodes_as_tokenizers_at_full_size() -> None:
+@pytest.mark.parametrize(("corpus_bytes", "merges"), [pytest.param(scaled(3_000), 250, id="ci"),
+                                                      pytest.param(scaled(8_000), 500, id="full", marks=FULL_SIZE)])
+def test_the_model_encodes_as_tokenizers_on_four_shared_corpora(corpus_bytes: int, merges: int) -> None:
+    """Half the merges in stage one, half in stage two."""
     rng = random.Random(2025)
     for path in ["corpora/taylorswift.txt", "corpora/wiki_el.txt", "corpora/wiki_ja.txt", "cs336/corpus.en"]:
         if (SHARED_DATA / path).exists():
-            [(_, documents)] = textgen.corpus_documents([SHARED_DATA / path], rng, limit_bytes=scaled(8_000),
+            [(_, documents)] = textgen.corpus_documents([SHARED_DATA / path], rng, limit_bytes=corpus_bytes,
                                                         min_bytes=300, max_bytes=2_000)
-            model = naive_superbpe_train(documents, 256 + 1 + 500, 256 + 1 + 250, rng.choice(PATTERNS),
+            model = naive_superbpe_train(documents, 256 + 1 + merges, 256 + 1 + merges // 2, rng.choice(PATTERNS),
                                          ["<|endoftext|>"])
             assert_encodes_as_tokenizers(model, documents)
 
