@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from naive_bpe import regex_only_code_points
 from naive_extend_bpe import continue_merges, extend_merges_model, extend_rank_model
 from naive_extend_sentencepiece import continue_sentencepiece, simple_words, valid_piece
-from suite import SHARED_DATA, require_shared, scaled
+from suite import FULL_SIZE, SHARED_DATA, require_shared, scaled
 
 import hf_bpe
 from hf_bpe import patterns
@@ -164,18 +164,23 @@ def test_named_encodings_extend_as_the_reference_on_a_shared_corpus(name: str) -
 
 
 @pytest.mark.slow
-def test_extending_equals_the_reference_at_full_size() -> None:
+@pytest.mark.parametrize(("corpus_bytes", "seeds"), [pytest.param(scaled(5_000), scaled(3), id="ci"),
+                                                     pytest.param(scaled(20_000), scaled(20), id="full",
+                                                                  marks=FULL_SIZE)])
+def test_extending_equals_the_reference_on_the_shared_corpora_and_ties(corpus_bytes: int, seeds: int) -> None:
+    """Each shared corpus, then tie-heavy text with each pattern and each set of special tokens (the
+    seeds take them in turn)."""
     rng = random.Random(627)
     for path in ["corpora/wiki_ja.txt", "cs336/corpus.en", "corpora/wiki_el.txt", "corpora/taylorswift.txt"]:
         if not (SHARED_DATA / path).exists():
             continue
-        [(_, documents)] = textgen.corpus_documents([SHARED_DATA / path], rng, limit_bytes=scaled(20_000))
+        [(_, documents)] = textgen.corpus_documents([SHARED_DATA / path], rng, limit_bytes=corpus_bytes)
         pattern = rng.choice(PATTERNS)
         vocab, merges, specials = base_model(documents[: len(documents) // 2 + 1], pattern, ["<|endoftext|>"], 200,
                                              hole=True)
         assert_rank_model_equals_reference(vocab, specials, pattern, documents, 150)
         assert_merges_model_equals_reference(vocab, merges, specials, pattern, documents, 150)
-    for seed in range(scaled(20)):
+    for seed in range(seeds):
         special_tokens = SPECIAL_TOKENS[seed % 3]
         pattern = PATTERNS[seed % 3]
         vocab, merges, specials = base_model(tie_corpus(seed, 150, special_tokens), pattern, special_tokens, 150,
@@ -425,15 +430,19 @@ def test_an_extended_sentencepiece_model_encodes_as_sentencepiece_and_saves_its_
 
 
 @pytest.mark.slow
-def test_sentencepiece_extends_as_the_reference_at_full_size() -> None:
+@pytest.mark.parametrize(("corpus_chars", "seeds"), [pytest.param(scaled(15_000), scaled(5), id="ci"),
+                                                     pytest.param(scaled(60_000), scaled(30), id="full",
+                                                                  marks=FULL_SIZE)])
+def test_sentencepiece_extends_as_the_reference_on_shakespeare_and_ties(corpus_chars: int, seeds: int) -> None:
+    """Shakespeare's words with the longest pieces of 16 and of 4 characters, then tie-heavy text."""
     text = require_shared("corpora", "shakespeare_milton.txt").read_text(encoding="utf-8")
-    slices = [text[start:start + scaled(60_000)] for start in (1_000_000, 2_000_000)]
+    slices = [text[start:start + corpus_chars] for start in (1_000_000, 2_000_000)]
     first, second = ([" ".join(re.findall("[a-z]+", line.lower())) for line in part.splitlines()] for part in slices)
     for max_length in (16, 4):
         base = hf_bpe.train_sentencepiece([line for line in first if line], 600, show_progress=False,
                                           max_sentencepiece_length=max_length, **SP_OPTIONS)
         assert_sentencepiece_equals_reference(base, [line for line in second if line], 300, max_length)
-    for seed in range(scaled(30)):
+    for seed in range(seeds):
         rng = random.Random(seed)
         sentences = sp_tie_sentences(rng, 150)
         with _quiet():
