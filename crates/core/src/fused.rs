@@ -3,7 +3,8 @@
 //!
 //! A piece of at most [`SHORT`] bytes is packed with its length into a 128-bit key. The table is
 //! open-addressed (linear probing) with 32-byte entries: the key, the number of ids and up to
-//! [`INLINE`] ids in the entry itself (more in a side array of at most two ids per slot). It starts
+//! [`INLINE`] ids in the entry itself, or [`NARROW_INLINE`] of sixteen bits when every id of the
+//! model is below 65,535 (a narrow table); more in a side array of at most two ids per slot. It starts
 //! as a copy of the model's seed, which holds every short token as its own id, and learns each piece
 //! it merges, until it is half full (or its side array is); then it goes back to the seed, or doubles when the pieces it dropped the last time
 //! keep coming back (text read again that does not fit), up to [`MAX_SLOTS`] and within the growth
@@ -13,8 +14,8 @@
 //! The loop: the scanner's pieces are packed and hashed into a chunk of [`CHUNK`] as they come,
 //! and the line of each one's home slot is prefetched; then the chunk is encoded in order, each
 //! piece's line prefetched again [`AHEAD`] pieces before its turn. A piece found in its home slot
-//! with at most [`INLINE`] ids (most pieces of natural text once it has been read a while) costs a
-//! compare and a copy; one in its home slot with more ids, a copy of a block of the side array;
+//! with its ids in the entry (most pieces of natural text once it has been read a while) costs a
+//! compare and a copy (a narrow entry's eight lanes widened to eight ids by two SSE2 unpacks); one in its home slot with more ids, a copy of a block of the side array;
 //! anything else (a piece further along its probe, a longer one, one never seen) takes the slow
 //! path, which asks the table again, or merges and learns.
 //!
@@ -28,8 +29,10 @@ use std::sync::Arc;
 use crate::short_tokens::SHORT;
 use crate::Rank;
 
-/// Ids held in an entry itself.
+/// Ids held in an entry itself, and in a narrow table's ([`Seed::narrow`]: every id below
+/// [`NARROW_SEED`], sixteen bits each).
 pub const INLINE: usize = 3;
+pub const NARROW_INLINE: usize = 7;
 /// Pieces packed before a chunk is encoded.
 pub const CHUNK: usize = 256;
 /// How many pieces ahead of its turn a piece's line is prefetched into the core's first cache.
@@ -48,21 +51,78 @@ const GROW_WHEN: usize = 4;
 /// Bits of the filter of the pieces dropped when the table started over (512 KB: a table of up to
 /// half [`MAX_SLOTS`] drops at most an eighth of them at once); it is cleared when an eighth are set.
 const FILTER_BITS: usize = 1 << 22;
-/// The second id of a seed's entry: no id (a token's entry has one), and never a learned piece's.
+/// The second id of a seed's entry: no id (a token's entry has one), and never a learned piece's;
+/// in a narrow table, [`NARROW_SEED`].
 const SEED: Rank = Rank::MAX;
+const NARROW_SEED: Rank = 0xFFFF;
+/// A narrow entry's length lane has this bit when its ids are in the side array.
+const NARROW_SPILLED: u32 = 0x8000;
 
 /// A table entry: `key` 0 is an empty slot (a real key holds its length, 1 to 15, in its top byte).
+/// `data`, in a wide table: the number of ids, then up to [`INLINE`] ids, or (more ids) where they
+/// start in the side array. In a narrow table, eight lanes of sixteen bits: up to
+/// [`NARROW_INLINE`] ids, or (more ids, or an id of [`NARROW_SEED`] or above) where they start in
+/// the side array in the first two lanes; the number of ids in the last, with [`NARROW_SPILLED`]
+/// for ids in the side array.
 #[derive(Clone, Copy)]
 #[repr(C, align(32))]
 struct Entry {
     key: u128,
-    /// How many ids; up to [`INLINE`] they are in `ids`, else `ids[0]` is where they start in the
-    /// side array.
-    len: u32,
-    ids: [Rank; INLINE],
+    data: [u32; 4],
 }
 
-const EMPTY: Entry = Entry { key: 0, len: 0, ids: [0; INLINE] };
+const EMPTY: Entry = Entry { key: 0, data: [0; 4] };
+
+impl Entry {
+    /// The length lane of a narrow entry.
+    #[inline(always)]
+    fn narrow_len(&self) -> u32 {
+        self.data[3] >> 16
+    }
+
+    #[inline(always)]
+    fn len(&self, narrow: bool) -> usize {
+        if narrow { (self.narrow_len() & !NARROW_SPILLED) as usize } else { self.data[0] as usize }
+    }
+
+    /// Whether the ids are in the side array.
+    #[inline(always)]
+    fn spilled(&self, narrow: bool) -> bool {
+        if narrow { self.narrow_len() & NARROW_SPILLED != 0 } else { self.data[0] as usize > INLINE }
+    }
+
+    /// Where a spilled entry's ids start in the side array.
+    #[inline(always)]
+    fn spill_at(&self, narrow: bool) -> usize {
+        if narrow { self.data[0] as usize } else { self.data[1] as usize }
+    }
+
+    /// The `index`th inline id.
+    #[inline(always)]
+    fn id(&self, index: usize, narrow: bool) -> Rank {
+        if narrow { self.data[index / 2] >> (16 * (index % 2)) & 0xFFFF } else { self.data[1 + index] }
+    }
+
+    /// A seed's entry: the token `id` (below [`NARROW_SEED`] in a narrow table).
+    fn token(key: u128, id: Rank, narrow: bool) -> Entry {
+        let data = if narrow { [id | NARROW_SEED << 16, 0, 0, 1 << 16] } else { [1, id, SEED, 0] };
+        Entry { key, data }
+    }
+
+    fn is_seed(&self, narrow: bool) -> bool {
+        self.len(narrow) == 1 && !self.spilled(narrow) && self.id(1, narrow) == if narrow { NARROW_SEED } else { SEED }
+    }
+
+    /// Appends the ids to `out`.
+    fn push_ids(&self, spill: &[Rank], out: &mut Vec<Rank>, narrow: bool) {
+        let len = self.len(narrow);
+        if self.spilled(narrow) {
+            push_spilled(out, spill, self.spill_at(narrow), len);
+        } else {
+            out.extend((0..len).map(|index| self.id(index, narrow)));
+        }
+    }
+}
 const _: () = assert!(std::mem::size_of::<Entry>() == 32);
 const _: () = assert!(SHORT <= 15, "a key keeps its length in its top byte");
 
@@ -132,11 +192,13 @@ type Slots = allocator_api2::boxed::Box<[Entry], crate::huge::HugePages>;
 pub struct Seed {
     slots: Box<[Entry]>,
     len: usize,
+    /// Every id of the model is below [`NARROW_SEED`]: the table keeps ids in sixteen bits.
+    narrow: bool,
 }
 
 impl fmt::Debug for Seed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Seed({} tokens in {} slots)", self.len, self.slots.len())
+        write!(f, "Seed({} tokens in {} slots, narrow: {})", self.len, self.slots.len(), self.narrow)
     }
 }
 
@@ -145,15 +207,19 @@ impl Seed {
     /// go in by id, so the most frequent ones of a BPE vocabulary (the lowest ids) take their home
     /// slots first.
     pub fn new<'a>(tokens: impl Iterator<Item = (&'a [u8], Rank)>) -> Self {
-        let mut short: Vec<(&[u8], Rank)> = tokens.filter(|(bytes, _)| (1..=SHORT).contains(&bytes.len())).collect();
+        let mut narrow = true;
+        let mut short: Vec<(&[u8], Rank)> = tokens
+            .inspect(|&(_, id)| narrow &= id < NARROW_SEED)
+            .filter(|(bytes, _)| (1..=SHORT).contains(&bytes.len()))
+            .collect();
         short.sort_unstable_by_key(|&(_, id)| id);
         let size = (short.len() * SLOTS_PER_SEED).next_power_of_two().max(MIN_SLOTS);
-        let mut table = Seed { slots: vec![EMPTY; size].into_boxed_slice(), len: 0 };
+        let mut table = Seed { slots: vec![EMPTY; size].into_boxed_slice(), len: 0, narrow };
         for (bytes, id) in short {
             let key = key(bytes);
             let hashed = hash(key);
             if let Err(vacancy) = find(&table.slots, key, hashed) {
-                table.slots[vacancy] = Entry { key, len: 1, ids: [id, SEED, 0] };
+                table.slots[vacancy] = Entry::token(key, id, narrow);
                 table.len += 1;
             }
         }
@@ -250,17 +316,19 @@ impl Table {
         let bytes = size * std::mem::size_of::<Entry>();
         let grow = self.returns * GROW_WHEN > self.merges && size * 2 <= MAX_SLOTS && crate::cache::claim_growth(bytes);
         (self.merges, self.returns) = (0, 0);
-        let learned = |entry: &&Entry| entry.key != 0 && !(entry.len == 1 && entry.ids[1] == SEED);
+        let narrow = self.seed.narrow;
+        let learned = |entry: &&Entry| entry.key != 0 && !entry.is_seed(narrow);
         if grow {
             // The seed first, so its tokens keep their home slots; then the learned pieces.
             let old = std::mem::replace(&mut self.slots, crate::huge::filled(EMPTY, size * 2));
             let spill = std::mem::take(&mut self.spill);
             self.seed_again();
+            let mut ids = Vec::with_capacity(SPILL_BLOCK);
             for entry in old.iter().filter(learned) {
-                let len = entry.len as usize;
-                let ids: &[Rank] = if len <= INLINE { &entry.ids[..len] } else { &spill[entry.ids[0] as usize..][..len] };
-                let mut moved = Entry { key: entry.key, len: entry.len, ids: [0; INLINE] };
-                self.fill(&mut moved, ids);
+                ids.clear();
+                entry.push_ids(&spill, &mut ids, narrow);
+                let mut moved = Entry { key: entry.key, data: [0; 4] };
+                self.fill(&mut moved, &ids);
                 self.place(moved);
             }
             return;
@@ -304,11 +372,27 @@ impl Table {
 
     /// Sets `entry`'s ids: inline, or appended to the side array.
     fn fill(&mut self, entry: &mut Entry, ids: &[Rank]) {
-        entry.len = ids.len() as u32;
-        if ids.len() <= INLINE {
-            entry.ids[..ids.len()].copy_from_slice(ids);
+        let len = ids.len() as u32;
+        let at = self.spill.len() as u32;
+        if self.seed.narrow {
+            if ids.len() <= NARROW_INLINE && ids.iter().all(|&id| id < NARROW_SEED) {
+                let mut lanes = [0u16; 8];
+                for (lane, &id) in lanes.iter_mut().zip(ids) {
+                    *lane = id as u16;
+                }
+                lanes[7] = len as u16;
+                for (word, pair) in entry.data.iter_mut().zip(lanes.chunks_exact(2)) {
+                    *word = u32::from(pair[0]) | u32::from(pair[1]) << 16;
+                }
+            } else {
+                entry.data = [at, 0, 0, (len | NARROW_SPILLED) << 16];
+                self.spill.extend_from_slice(ids);
+            }
+        } else if ids.len() <= INLINE {
+            entry.data = [len, 0, 0, 0];
+            entry.data[1..=ids.len()].copy_from_slice(ids);
         } else {
-            entry.ids[0] = self.spill.len() as Rank;
+            entry.data = [len, at, 0, 0];
             self.spill.extend_from_slice(ids);
         }
     }
@@ -343,20 +427,40 @@ impl Table {
     /// Encodes the pieces of the chunk in order, appending their ids to `out`, and empties it.
     /// `long(piece, out)` encodes a piece the table cannot answer (longer than [`SHORT`]), and
     /// `merge(piece, out)` a short one it does not hold, which it then learns.
+    #[inline(always)]
     pub fn encode_chunk(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<Rank>,
+        long: impl FnMut(&[u8], &mut Vec<Rank>),
+        merge: impl FnMut(&[u8], &mut Vec<Rank>),
+    ) {
+        if self.seed.narrow {
+            self.encode_chunk_as::<true>(bytes, out, long, merge);
+        } else {
+            self.encode_chunk_as::<false>(bytes, out, long, merge);
+        }
+    }
+
+    /// [`Table::encode_chunk`] for a narrow table (`NARROW`) or a wide one.
+    fn encode_chunk_as<const NARROW: bool>(
         &mut self,
         bytes: &[u8],
         out: &mut Vec<Rank>,
         mut long: impl FnMut(&[u8], &mut Vec<Rank>),
         mut merge: impl FnMut(&[u8], &mut Vec<Rank>),
     ) {
+        // Ids written for each piece before its entry is known to match: an entry's lanes (a narrow
+        // one's eight, its last the length), or a wide one's three ids.
+        let written_per_piece = if NARROW { 8 } else { INLINE };
+        let inline = if NARROW { NARROW_INLINE } else { INLINE };
         let filled = std::mem::take(&mut self.filled);
-        // Room for every piece's inline ids, written before the entry is known to match (checked, so
-        // that a text too large for memory stops with `OutOfMemory`).
+        // Room for every piece's lanes, written before the entry is known to match (checked, so that
+        // a text too large for memory stops with `OutOfMemory`).
         let room = |out: &mut Vec<Rank>, pieces: usize, more: usize| {
-            crate::memory::reserve(out, INLINE * pieces + more, "the ids", bytes.len(), "bytes of text");
+            crate::memory::reserve(out, written_per_piece * pieces + more, "the ids", bytes.len(), "bytes of text");
         };
-        room(out, filled, INLINE);
+        room(out, filled, written_per_piece);
         for pending in &self.chunk[..AHEAD.min(filled)] {
             prefetch(self.slots.as_ptr().wrapping_add(home(pending.hashed, self.slots.len())), true);
         }
@@ -373,11 +477,20 @@ impl Table {
                 let pending = self.chunk[at];
                 // SAFETY: `home` is below `size`, the slots' length.
                 let entry = unsafe { &*slots.add(home(pending.hashed, size)) };
-                let len = entry.len as usize;
-                // SAFETY: `INLINE` ids fit past `written`: room for `INLINE` per piece left was
-                // reserved, and `written` grows by at most `INLINE` per piece.
-                unsafe { std::ptr::copy_nonoverlapping(entry.ids.as_ptr(), target.add(written), INLINE) };
-                if entry.key == pending.key && len <= INLINE {
+                // SAFETY: `written_per_piece` ids fit past `written`: room for that many per piece
+                // left was reserved, and `written` grows by at most `inline` (fewer) per piece, and
+                // the last piece's `written_per_piece` fit.
+                let len = unsafe {
+                    if NARROW {
+                        write_lanes(entry, target.add(written));
+                        entry.narrow_len() as usize
+                    } else {
+                        std::ptr::copy_nonoverlapping(entry.data.as_ptr().add(1), target.add(written), INLINE);
+                        entry.data[0] as usize
+                    }
+                };
+                // A narrow entry's length lane is above `inline` when its ids are spilled.
+                if entry.key == pending.key && len <= inline {
                     written += len;
                     at += 1;
                     continue;
@@ -400,13 +513,13 @@ impl Table {
                 let entry = unsafe { &*self.slots.as_ptr().add(home(pending.hashed, self.slots.len())) };
                 if entry.key == pending.key {
                     // In its home slot with its ids in the side array.
-                    push_spilled(out, &self.spill, entry.ids[0] as usize, entry.len as usize);
+                    push_spilled(out, &self.spill, entry.spill_at(NARROW), entry.len(NARROW));
                 } else {
                     self.slow(pending.key, pending.hashed, piece, out, &mut merge);
                 }
             }
             at += 1;
-            room(out, filled - at, INLINE);
+            room(out, filled - at, written_per_piece);
         }
     }
 
@@ -417,13 +530,7 @@ impl Table {
     fn slow(&mut self, key: u128, hashed: u64, piece: &[u8], out: &mut Vec<Rank>, merge: &mut impl FnMut(&[u8], &mut Vec<Rank>)) {
         match find(&self.slots, key, hashed) {
             Ok(at) => {
-                let entry = self.slots[at];
-                let len = entry.len as usize;
-                if len <= INLINE {
-                    out.extend_from_slice(&entry.ids[..len]);
-                } else {
-                    push_spilled(out, &self.spill, entry.ids[0] as usize, len);
-                }
+                self.slots[at].push_ids(&self.spill, out, self.seed.narrow);
                 // Moved to its home slot, so that it is found there next time; the entry that was
                 // there stays on its probe (linear probing: it moves further along a run of full
                 // slots that already reached past its home).
@@ -438,16 +545,40 @@ impl Table {
                 self.returns += (self.dropped[bit / 64] >> (bit % 64) & 1) as usize;
                 let ids = out.len() - before;
                 let spilled = if ids > INLINE { ids } else { 0 };
+                // (A narrow table spills fewer: this bound holds for it too.)
                 if (self.len + 1) * 2 > self.slots.len() || self.spill.len() + spilled > SPILL_PER_SLOT * self.slots.len() {
                     self.make_room();
                     vacancy = find(&self.slots, key, hashed).expect_err("not in the seed: it was not in the table");
                 }
-                let mut entry = Entry { key, len: 0, ids: [0; INLINE] };
+                let mut entry = Entry { key, data: [0; 4] };
                 self.fill(&mut entry, &out[before..]);
                 self.slots[vacancy] = entry;
                 self.len += 1;
             }
         }
+    }
+}
+
+/// Writes a narrow entry's eight lanes as eight ids at `target`.
+///
+/// # Safety
+/// Eight ids must fit at `target`.
+#[inline(always)]
+unsafe fn write_lanes(entry: &Entry, target: *mut Rank) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; `data` is 16 bytes at offset 16 of a 32-byte aligned entry;
+    // the caller gives room for the two stores of 16 bytes.
+    unsafe {
+        use std::arch::x86_64::*;
+        let lanes = _mm_load_si128(entry.data.as_ptr().cast());
+        let zero = _mm_setzero_si128();
+        _mm_storeu_si128(target.cast(), _mm_unpacklo_epi16(lanes, zero));
+        _mm_storeu_si128(target.add(4).cast(), _mm_unpackhi_epi16(lanes, zero));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for index in 0..8 {
+        // SAFETY: the caller gives room for eight ids.
+        unsafe { *target.add(index) = entry.data[index / 2] >> (16 * (index % 2)) & 0xFFFF };
     }
 }
 
@@ -500,6 +631,14 @@ mod tests {
         assert_ne!(key(b"a"), key(b"a\0"));
     }
 
+    /// A seed of `tokens`; a wide one when `wide` (a token too long for the table has a large id).
+    fn seed_of<'a>(tokens: impl Iterator<Item = (&'a [u8], Rank)>, wide: bool) -> Arc<Seed> {
+        let large = wide.then_some((&b"a token too long for the table"[..], 70_000));
+        let seed = Seed::new(tokens.chain(large));
+        assert_eq!(seed.narrow, !wide);
+        Arc::new(seed)
+    }
+
     /// What the tests' merge gives for a piece: an id for its first byte and one for its last.
     fn merged(piece: &[u8]) -> [Rank; 2] {
         [1000 + Rank::from(piece[0]), 1000 + Rank::from(piece[piece.len() - 1])]
@@ -529,8 +668,14 @@ mod tests {
 
     #[test]
     fn seeds_answer_learned_pieces_come_back_and_a_full_table_starts_over() {
+        for wide in [false, true] {
+            seeds_answer_learned_pieces_come_back_and_a_full_table_starts_over_in(wide);
+        }
+    }
+
+    fn seeds_answer_learned_pieces_come_back_and_a_full_table_starts_over_in(wide: bool) {
         let tokens: Vec<(Vec<u8>, Rank)> = (0..100u32).map(|id| (format!("t{id}").into_bytes(), id)).collect();
-        let seed = Arc::new(Seed::new(tokens.iter().map(|(bytes, id)| (&bytes[..], *id))));
+        let seed = seed_of(tokens.iter().map(|(bytes, id)| (&bytes[..], *id)), wide);
         let mut table = Table::new(seed);
         // 3,000 pieces: tokens, new short pieces of 1-6 ids, and long ones, in several chunks.
         let mut text = Vec::new();
@@ -571,7 +716,13 @@ mod tests {
 
     #[test]
     fn text_read_again_that_does_not_fit_grows_the_table_and_new_text_does_not() {
-        let seed = Arc::new(Seed::new(std::iter::once((&b"t"[..], 0))));
+        for wide in [false, true] {
+            grows_in(wide);
+        }
+    }
+
+    fn grows_in(wide: bool) {
+        let seed = seed_of(std::iter::once((&b"t"[..], 0)), wide);
         let pieces = |from: u32, count: u32| -> (Vec<u8>, Vec<usize>) {
             let text: Vec<u8> = (from..from + count).flat_map(|number| format!("{number:07}").into_bytes()).collect();
             (text, (1..=count as usize).map(|number| number * 7).collect())
@@ -599,9 +750,17 @@ mod tests {
 
     #[test]
     fn pieces_of_many_ids_met_again_give_their_ids_from_the_side_array() {
-        // Pieces of 4-15 bytes, one id a byte: every one spilled, met again in its home slot or
-        // further along, the last ones spilled with fewer than a block of ids after them.
-        let seed = Arc::new(Seed::new(std::iter::once((&b"t"[..], 0))));
+        // A wide table; a narrow one; a narrow one given ids too large for it, which it spills.
+        for (wide, first_id) in [(true, 0), (false, 0), (false, 0xFFF0)] {
+            many_ids_in(wide, first_id);
+        }
+    }
+
+    fn many_ids_in(wide: bool, first_id: Rank) {
+        // Pieces of 4-15 bytes, one id a byte: every one spilled (a narrow table's of 8 bytes and
+        // more), met again in its home slot or further along, the last ones spilled with fewer than
+        // a block of ids after them.
+        let seed = seed_of(std::iter::once((&b"t"[..], 0)), wide);
         let mut table = Table::new(seed);
         let mut text = Vec::new();
         let mut cuts = Vec::new();
@@ -610,8 +769,8 @@ mod tests {
             text.extend(format!("{number:0len$}").into_bytes());
             cuts.push(text.len());
         }
-        let expected: Vec<Rank> = text.iter().map(|&byte| Rank::from(byte)).collect();
-        let many = |piece: &[u8], out: &mut Vec<Rank>| out.extend(piece.iter().map(|&byte| Rank::from(byte)));
+        let expected: Vec<Rank> = text.iter().map(|&byte| first_id + Rank::from(byte)).collect();
+        let many = |piece: &[u8], out: &mut Vec<Rank>| out.extend(piece.iter().map(|&byte| first_id + Rank::from(byte)));
         for pass in 0..3 {
             let mut merges = 0;
             let mut out = Vec::new();
@@ -630,15 +789,20 @@ mod tests {
                 merges += 1;
                 many(piece, out)
             });
-            assert_eq!(out, expected, "pass {pass}");
+            assert_eq!(out, expected, "pass {pass}, wide {wide}, first id {first_id}");
             assert_eq!(merges, if pass == 0 { 3000 } else { 0 }, "pass {pass}");
         }
     }
 
     #[test]
     fn pieces_of_many_ids_stay_within_the_side_array_bound() {
-        let seed = Arc::new(Seed::new(std::iter::once((&b"t"[..], 0))));
-        let mut table = Table::new(seed);
+        for wide in [false, true] {
+            let seed = seed_of(std::iter::once((&b"t"[..], 0)), wide);
+            within_bound_in(Table::new(seed));
+        }
+    }
+
+    fn within_bound_in(mut table: Table) {
         let text: Vec<u8> = (0..50_000u32).flat_map(|number| format!("{number:07}").into_bytes()).collect();
         let many = |piece: &[u8], out: &mut Vec<Rank>| out.extend(piece.iter().map(|&byte| Rank::from(byte)));
         let mut out = Vec::new();
