@@ -339,9 +339,9 @@ fn split(
     start
 }
 
-/// Bytes of a block the gpt2 scanner classifies at once.
+/// Bytes of a block the block scanners classify at once.
 const BLOCK: usize = 64;
-/// Bytes the gpt2 scanner splits without blocks after a block that settled fewer than two pieces,
+/// Bytes a block scanner splits without blocks after a block that settled fewer than two pieces,
 /// at first and at most (doubling while blocks keep failing).
 const FIRST_BACKOFF: usize = 4 * BLOCK;
 const LAST_BACKOFF: usize = 64 * BLOCK;
