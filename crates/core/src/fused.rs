@@ -15,7 +15,8 @@
 //! and the line of each one's home slot is prefetched; then the chunk is encoded in order, each
 //! piece's line prefetched again [`AHEAD`] pieces before its turn. A piece found in its home slot
 //! with its ids in the entry (most pieces of natural text once it has been read a while) costs a
-//! compare and a copy (a narrow entry's eight lanes widened to eight ids by two SSE2 unpacks); one in its home slot with more ids, a copy of a block of the side array;
+//! compare and a copy (a narrow entry's eight lanes widened to eight ids by two SSE2 unpacks); one
+//! in its home slot with more ids, a copy of a block of the side array;
 //! anything else (a piece further along its probe, a longer one, one never seen) takes the slow
 //! path, which asks the table again, or merges and learns.
 //!
@@ -29,9 +30,10 @@ use std::sync::Arc;
 use crate::short_tokens::SHORT;
 use crate::Rank;
 
-/// Ids held in an entry itself, and in a narrow table's ([`Seed::narrow`]: every id below
-/// [`NARROW_SEED`], sixteen bits each).
+/// Ids held in an entry itself.
 pub const INLINE: usize = 3;
+/// Ids held in an entry of a narrow table ([`Seed::narrow`]: every id below [`NARROW_SEED`]),
+/// sixteen bits each.
 pub const NARROW_INLINE: usize = 7;
 /// Pieces packed before a chunk is encoded.
 pub const CHUNK: usize = 256;

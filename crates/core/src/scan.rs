@@ -389,8 +389,7 @@ fn gather(bits: u64) -> u64 {
 }
 
 impl BlockMasks {
-    const EMPTY: BlockMasks =
-        BlockMasks {
+    const EMPTY: BlockMasks = BlockMasks {
         letter: 0,
         digit: 0,
         space: 0,
@@ -475,7 +474,7 @@ impl BlockMasks {
 
     /// Classifies the characters of two and three bytes of `block` from its first byte of 0x80 or
     /// above on, up to the first character of four bytes, or one the block scanners leave
-    /// unsettled ([`TwoByte::Unsettled`]), or one cut by the block's end: its bytes take the
+    /// unsettled ([`BlockClass::Unsettled`]), or one cut by the block's end: its bytes take the
     /// character's class for the scanners of [`Words`] kind `WORDS_KIND` (none: other), and leave
     /// `high`; those after the first are marked in `continuation`.
     #[inline(never)]
@@ -495,15 +494,18 @@ impl BlockMasks {
                 (classes.two_byte[code_point as usize] >> (2 * WORDS_KIND) & 3, 2)
             } else if (0xE0..0xF0).contains(&lead) && at + 2 < BLOCK {
                 let code_point = (u32::from(lead & 0x0F) << 12) | (continuation(1) << 6) | continuation(2);
-                (TwoByte::of(classes.class_of_code_point(code_point), words) as u8, 3)
+                (BlockClass::of(classes.class_of_code_point(code_point), words) as u8, 3)
             } else {
                 break;
             };
             let bytes = low_bits(len) << at;
+            const OTHER: u8 = BlockClass::Other as u8;
+            const LETTER_CLASS: u8 = BlockClass::Letter as u8;
+            const UPPER_CLASS: u8 = BlockClass::Upper as u8;
             match code {
-                0 => {}
-                1 => self.letter |= bytes,
-                2 => {
+                OTHER => {}
+                LETTER_CLASS => self.letter |= bytes,
+                UPPER_CLASS => {
                     self.letter |= bytes;
                     self.upper |= bytes;
                 }
@@ -608,8 +610,9 @@ fn run_starts(mask: u64) -> u64 {
 }
 
 /// The length of the contraction (`'s 't 're 've 'm 'll 'd`, the apostrophe included) at byte `at`,
-/// an apostrophe, with the letters in either case when `FOLD`; 0 if none. Reads ASCII bytes only
-/// as letters: the block scanners call it where the two bytes after the apostrophe are ASCII.
+/// an apostrophe, with the letters in either case when `FOLD`; 0 if none. Folds ASCII letters only
+/// (gpt2's contractions do not fold; the block scanners call it where the two bytes after the
+/// apostrophe are ASCII).
 #[inline(always)]
 fn ascii_contraction<const FOLD: bool>(bytes: &[u8], at: usize) -> usize {
     let letter = |offset: usize| bytes.get(at + offset).map(|&byte| if FOLD && byte.is_ascii_uppercase() { byte | 0x20 } else { byte });
@@ -636,18 +639,38 @@ fn gpt2_starts(bytes: &[u8], at: usize, masks: &BlockMasks) -> (u64, usize) {
     starts |= white & (not_white >> 1);
     starts |= 1;
     let settled = (masks.high.trailing_zeros() as usize).saturating_sub(2).min(TRUSTED);
-    let mut apostrophes = masks.apostrophe & starts & low_bits(settled);
+    let apostrophes = masks.apostrophe & starts & low_bits(settled);
+    let starts = with_contractions::<false, false>(bytes, at, apostrophes, starts);
+    (starts, settled)
+}
+
+/// `starts` with the contractions at the `apostrophes` (settled bits of the block at `at`): the
+/// start after each, none inside. Their letters in either case when `FOLD`. When `SUFFIX` (o200k's)
+/// the contraction ends the word before it, so its apostrophe starts no piece, and an apostrophe
+/// just after one follows its letters, not a word: it is skipped.
+#[inline(always)]
+fn with_contractions<const FOLD: bool, const SUFFIX: bool>(
+    bytes: &[u8],
+    at: usize,
+    mut apostrophes: u64,
+    mut starts: u64,
+) -> u64 {
+    let mut contraction_end = usize::MAX;
     while apostrophes != 0 {
         let bit = apostrophes.trailing_zeros() as usize;
         apostrophes &= apostrophes - 1;
-        let length = ascii_contraction::<false>(bytes, at + bit);
+        if SUFFIX && bit == contraction_end {
+            continue;
+        }
+        let length = ascii_contraction::<FOLD>(bytes, at + bit);
         if length > 0 {
+            contraction_end = bit + length;
             // Below bit 64: a settled apostrophe is below bit 61.
-            let inside = low_bits(length - 1) << (bit + 1);
+            let inside = low_bits(length - 1) << (bit + 1) | if SUFFIX { 1u64 << bit } else { 0 };
             starts = (starts & !inside) | (1u64 << (bit + length));
         }
     }
-    (starts, settled)
+    starts
 }
 
 /// The piece starts of a word scanner's split in the block at `at` (see [`gpt2_starts`]): the
@@ -719,7 +742,7 @@ fn word_starts<const O200K: bool, const DIGITS: usize, const TAIL: bool, const C
     let prefix = ((white & !masks.newline) << 1) | ((other & !not_prefix) << 1);
     starts &= !(letter_starts & prefix);
     // ` ?[^\s\p{L}\p{N}]+`: a space before other starts that run.
-    starts &= !(run_starts(other) & (masks.space << 1));
+    starts &= !(other_starts & (masks.space << 1));
     // Runs of white space of two bytes or more.
     let mut runs = run_starts(white) & (white >> 1);
     let tail = if TAIL {
@@ -768,25 +791,10 @@ fn word_starts<const O200K: bool, const DIGITS: usize, const TAIL: bool, const C
         }
     }
     if CONTRACTIONS {
+        // o200k's contraction is a suffix of the word before it; the cl100k shape's starts a piece.
         let after = if O200K { masks.letter << 1 } else { starts };
-        let mut apostrophes = masks.apostrophe & after & low_bits(settled);
-        // Where the last contraction ended: an apostrophe there follows its letters, not a word.
-        let mut contraction_end = usize::MAX;
-        while apostrophes != 0 {
-            let bit = apostrophes.trailing_zeros() as usize;
-            apostrophes &= apostrophes - 1;
-            if O200K && bit == contraction_end {
-                continue;
-            }
-            let length = ascii_contraction::<true>(bytes, at + bit);
-            if length > 0 {
-                contraction_end = bit + length;
-                // o200k's suffix is part of the word's piece; cl100k's contraction is a piece.
-                // Below bit 64: a settled apostrophe is below bit 61.
-                let inside = low_bits(length - 1) << (bit + 1) | if O200K { 1u64 << bit } else { 0 };
-                starts = (starts & !inside) | (1u64 << (bit + length));
-            }
-        }
+        let apostrophes = masks.apostrophe & after & low_bits(settled);
+        starts = with_contractions::<true, O200K>(bytes, at, apostrophes, starts);
     }
     (starts, settled)
 }
@@ -838,15 +846,15 @@ struct ClassTable {
     /// letter: `s`, `S` and U+017F LATIN SMALL LETTER LONG S for `s`, and so on.
     folds: Box<[(char, u8)]>,
     /// For each code point of two UTF-8 bytes (U+0080 to U+07FF, by code point), its class for the
-    /// block scanners of each [`Words`] kind: two bits per kind, a [`TwoByte`] code.
+    /// block scanners of each [`Words`] kind: two bits per kind, a [`BlockClass`] code.
     two_byte: Box<[u8]>,
 }
 
-/// How the block scanners see a character of two UTF-8 bytes: its two bytes take its class in the
-/// masks, or it ends what a block settles.
+/// How the block scanners see a character of two or three UTF-8 bytes: its bytes take its class in
+/// the masks, or it ends what a block settles.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
-enum TwoByte {
+enum BlockClass {
     Other = 0,
     /// A word character (o200k: lower case only).
     Letter = 1,
@@ -857,25 +865,25 @@ enum TwoByte {
     Unsettled = 3,
 }
 
-impl TwoByte {
+impl BlockClass {
     /// The code of a character of class `class` (not ASCII, not folding to a contraction's letter)
     /// for the scanners of `words`.
     #[inline(always)]
-    fn of(class: u8, words: Words) -> TwoByte {
+    fn of(class: u8, words: Words) -> BlockClass {
         if class & (SPACE | NUMBER) != 0 {
-            return TwoByte::Unsettled;
+            return BlockClass::Unsettled;
         }
         match words {
-            Words::Letters if class & LETTER != 0 => TwoByte::Letter,
-            Words::LettersAndMarks if class & (LETTER | MARK) != 0 => TwoByte::Letter,
+            Words::Letters if class & LETTER != 0 => BlockClass::Letter,
+            Words::LettersAndMarks if class & (LETTER | MARK) != 0 => BlockClass::Letter,
             Words::Cases => match (class & UPPER != 0, class & LOWER != 0) {
-                (true, true) => TwoByte::Unsettled,
-                (true, false) => TwoByte::Upper,
-                (false, true) => TwoByte::Letter,
-                (false, false) if class & LETTER != 0 => TwoByte::Unsettled,
-                (false, false) => TwoByte::Other,
+                (true, true) => BlockClass::Unsettled,
+                (true, false) => BlockClass::Upper,
+                (false, true) => BlockClass::Letter,
+                (false, false) if class & LETTER != 0 => BlockClass::Unsettled,
+                (false, false) => BlockClass::Other,
             },
-            _ => TwoByte::Other,
+            _ => BlockClass::Other,
         }
     }
 }
@@ -969,9 +977,9 @@ impl ClassTable {
                     .iter()
                     .map(|&words| {
                         let code = if code_point < 0x80 || folds_to_letter {
-                            TwoByte::Unsettled
+                            BlockClass::Unsettled
                         } else {
-                            TwoByte::of(class_of[code_point as usize], words)
+                            BlockClass::of(class_of[code_point as usize], words)
                         };
                         (code as u8) << (2 * words as u8)
                     })
@@ -1127,14 +1135,9 @@ impl ClassTable {
     fn gpt2_piece(&self, bytes: &[u8], start: usize) -> usize {
         // '(?:[sdmt]|ll|ve|re), case-sensitive.
         if bytes[start] == b'\'' {
-            let at = start + 1;
-            let end = match (bytes.get(at), bytes.get(at + 1)) {
-                (Some(b's' | b'd' | b'm' | b't'), _) => Some(at + 1),
-                (Some(b'l'), Some(b'l')) | (Some(b'v' | b'r'), Some(b'e')) => Some(at + 2),
-                _ => None,
-            };
-            if let Some(end) = end {
-                return end;
+            let length = ascii_contraction::<false>(bytes, start);
+            if length > 0 {
+                return start + length;
             }
         }
         // ` ?X++` for X = letters, numbers, other: an ASCII space joins the run of the non-space
@@ -1546,7 +1549,6 @@ mod tests {
         assert!(!always_ends_piece("\r\n", 1) && !always_ends_piece("ab", 1) && !always_ends_piece("é", 1));
     }
 
-    /// Pieces settled by gpt2's blocks (rather than by its scalar scanner), in this process.
     #[test]
     fn block_masks_by_vector_and_by_word_agree_on_every_byte() {
         // Every byte value at every position of a block, among neighbours that vary.
@@ -1580,6 +1582,7 @@ mod tests {
         }
     }
 
+    /// Pieces settled by blocks (rather than by the scalar scanners), in this process.
     pub(super) static BLOCK_PIECES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
     /// Every scanner, and its scalar scanner alone.
