@@ -36,8 +36,11 @@ pub const CACHED_IDS: usize = 8;
 /// starts over when full at this size; pieces longer than [`LONG_PIECE_MOST`] bytes are merged every
 /// time. On the shared corpora 4.5% of o200k's bytes are in pieces of more than 30 bytes (CJK runs,
 /// long words), merged at some 3 µs each: a fifth of a seen document's time; and words of 16-30
-/// bytes of scripts with few tokens (more than 8 ids with cl100k) an eighth of cl100k's.
-pub const LONG_PIECES_BYTES: usize = 4 << 20;
+/// bytes of scripts with few tokens (more than 8 ids with cl100k) an eighth of cl100k's. 4 MB did
+/// not hold 4 MB of Japanese Wikipedia's long pieces with cl100k: read again, it started over every
+/// pass and merged them all (76 MB/s, `encode_bench`, one text); at 16 MB it holds them (216 MB/s;
+/// all the shared corpora, 27 MB: 170 -> 241 MB/s).
+pub const LONG_PIECES_BYTES: usize = 16 << 20;
 /// The bound a thread's store of long pieces starts with (see [`LONG_PIECES_BYTES`]).
 pub const LONG_PIECES_FIRST: usize = 256 << 10;
 /// The longest piece (in bytes) kept by `crate::long_pieces`.
