@@ -21,8 +21,8 @@
 //! in a service) whose pieces do not fit. Over each [`WINDOW`] lookups it counts the misses of
 //! pieces it had dropped before, and grows when they are more than one lookup in [`GROW_WHEN`]. It
 //! counts on a sample (the pieces of one hash in [`TRACK_ONE_IN`]), remembered in a filter of one
-//! bit per hash of a dropped piece that is cleared whenever an eighth of its bits are set, so at
-//! most one miss in eight counts by chance. A stream of new text drops pieces that do not come back
+//! bit per hash of a dropped piece that is cleared whenever one in [`FILTER_FILL`] of its bits is
+//! set, so at most one miss in that many counts by chance (below the rule's one in [`GROW_WHEN`]). A stream of new text drops pieces that do not come back
 //! and leaves the size alone: memory follows how much of the text repeats, not its length. All
 //! caches of a process together grow by at most [`GROWTH_BUDGET`] bytes (`HF_BPE_CACHE_GROWTH_MB`
 //! in the environment sets another bound; 0 keeps them at their first size).
@@ -100,8 +100,15 @@ pub struct PieceCache {
 /// Only the pieces of one hash in this many are tracked (dropped and coming back), to keep the
 /// counting off most misses; the returns counted are scaled by it.
 const TRACK_ONE_IN: usize = 8;
-/// Bits in the filter of dropped pieces (32 KB, so it stays in the core's cache).
-const FILTER_BITS: usize = 1 << 18;
+/// Bits in the filter of dropped pieces (256 KB, read only on a miss of a tracked piece): with
+/// [`FILTER_FILL`] it remembers the last 32,768 tracked pieces dropped, of some 262,000 dropped,
+/// four times a cache's first size.
+const FILTER_BITS: usize = 1 << 21;
+/// The filter is cleared when one bit in this many is set: a piece never dropped finds its bit set
+/// by chance less often than one time in this many, well below one in [`GROW_WHEN`], so new text
+/// does not grow the cache.
+const FILTER_FILL: usize = 64;
+const _: () = assert!(FILTER_FILL >= 2 * GROW_WHEN);
 
 #[inline]
 fn hash(piece: &[u8]) -> usize {
@@ -219,7 +226,7 @@ impl PieceCache {
 
     /// A [`SetPrefetcher`] for this cache as it is now.
     pub fn prefetcher(&self) -> SetPrefetcher {
-        SetPrefetcher { slots: self.slots.as_ptr(), sets: self.sets(), long: self.long.prefetcher() }
+        SetPrefetcher { slots: self.slots.as_ptr(), tags: self.tags.as_ptr(), sets: self.sets(), long: self.long.prefetcher() }
     }
 
     /// How many pieces it can hold.
@@ -301,7 +308,7 @@ impl PieceCache {
     }
 
     fn remember_dropped(&mut self, hashed: usize) {
-        if self.dropped_set >= FILTER_BITS / 8 {
+        if self.dropped_set >= FILTER_BITS / FILTER_FILL {
             self.dropped.fill(0);
             self.dropped_set = 0;
         }
@@ -364,13 +371,15 @@ impl Drop for PieceCache {
 }
 
 /// Brings where a piece would be into the core's second-level cache, ahead of its lookup: the set
-/// of a piece of [`KEY_BYTES`] or fewer (its tags are small enough to stay there), and its entry in
-/// the store of long pieces (which also holds short ones of more than [`MAX_IDS`] ids). It keeps
+/// of a piece of [`KEY_BYTES`] or fewer and its tags (a grown cache's tags, 2 MB at its largest, no
+/// longer stay there), and its entry in the store of long pieces (which also holds short ones of
+/// more than [`MAX_IDS`] ids). It keeps
 /// addresses, not a borrow: a cache that grows or drops meanwhile only makes its prefetches useless
 /// (a prefetch reads nothing and cannot fault).
 #[derive(Clone, Copy)]
 pub struct SetPrefetcher {
     slots: *const Slot,
+    tags: *const u32,
     sets: usize,
     long: crate::long_pieces::EntryPrefetcher,
 }
@@ -383,6 +392,7 @@ impl SetPrefetcher {
             let first = self.slots.wrapping_add(set * 2);
             crate::fused::prefetch(first, false);
             crate::fused::prefetch(first.wrapping_add(1), false);
+            crate::fused::prefetch(self.tags.wrapping_add(set), false);
         }
         self.long.prefetch(piece);
     }
@@ -562,23 +572,36 @@ mod tests {
 
     #[test]
     fn text_read_again_that_does_not_fit_grows_the_cache_until_it_fits() {
-        let mut cache = PieceCache::new();
-        let pieces = 3 * SLOTS / 2; // more than it holds at first, fewer than half its largest size
-        let mut misses = Vec::new();
-        for _ in 0..8 {
-            misses.push(run(&mut cache, (0..pieces).map(piece)));
-        }
-        assert!(cache.capacity() >= 4 * SLOTS, "grew to {} slots; misses per pass {misses:?}", cache.capacity());
-        assert!(cache.capacity() <= MAX_SLOTS);
+        // A quarter as many pieces as slots: two-way sets drop more than one in GROW_WHEN of them
+        // at first; a larger cache drops fewer, and it stops growing below its largest size.
+        let pieces = SLOTS / 4;
+        let (cache, misses) = read_again(pieces);
+        assert!(cache.capacity() >= 2 * SLOTS, "grew to {} slots; misses per pass {misses:?}", cache.capacity());
+        assert!(cache.capacity() < MAX_SLOTS, "grew to {} slots; misses per pass {misses:?}", cache.capacity());
         // It stops growing once a larger cache would save fewer merges than its rule asks for.
         assert!(*misses.last().unwrap() * GROW_WHEN < pieces, "misses per pass {misses:?}");
+        assert!(*misses.last().unwrap() * 3 < misses[1], "misses per pass {misses:?}");
+    }
+
+    #[test]
+    fn text_read_again_that_never_fits_grows_the_cache_to_its_largest_size() {
+        let pieces = 3 * SLOTS / 2; // more than it holds at first, fewer than half its largest size
+        let (cache, misses) = read_again(pieces);
+        assert_eq!(cache.capacity(), MAX_SLOTS, "misses per pass {misses:?}");
         assert!(*misses.last().unwrap() * 5 < misses[1], "misses per pass {misses:?}");
-        // Every piece it still holds gives what was inserted for it.
+    }
+
+    /// A cache that read `pieces` distinct pieces eight times over, and its misses in each pass;
+    /// every piece it still holds gives what was inserted for it.
+    fn read_again(pieces: usize) -> (PieceCache, Vec<usize>) {
+        let mut cache = PieceCache::new();
+        let misses: Vec<usize> = (0..8).map(|_| run(&mut cache, (0..pieces).map(piece))).collect();
         for number in 0..pieces {
             if let Some(ids) = cache.get(&piece(number)) {
                 assert_eq!(ids, [piece(number).len() as Rank]);
             }
         }
+        (cache, misses)
     }
 
     #[test]
