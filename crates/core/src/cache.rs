@@ -11,7 +11,8 @@
 //! Layout: a fixed array of slots, each holding its key and ids inline (no allocation after the
 //! first use), two-way set associative: a piece may sit in one of two neighbouring slots, and a
 //! new piece replaces the one used less recently. Pieces longer than [`KEY_BYTES`], or merging to
-//! more than [`MAX_IDS`] ids, go to a store of long pieces beside it ([`crate::long_pieces`]).
+//! more than [`MAX_IDS`] ids (more than [`NARROW_IDS`], or any of them of 65,536 or more), go to a
+//! store of long pieces beside it ([`crate::long_pieces`]).
 //! Beside the slots, a small array of tags (16 hash bits per slot) lets a lookup skip the slots when
 //! no tag matches: only a matching tag's slot is read and its key compared, so a tag never decides a
 //! hit.
@@ -55,16 +56,61 @@ use crate::tuning::{
 struct Slot {
     /// Key length; 0 marks an empty slot (the empty piece is never looked up).
     key_len: u8,
-    /// The number of ids, with [`TRACKED`] set for a piece whose drop the filter counts.
+    /// The number of ids, with [`TRACKED`] set for a piece whose drop the filter counts and
+    /// [`NARROW`] for ids kept in sixteen bits.
     n_ids: u8,
     key: [u8; KEY_BYTES],
+    /// Up to [`MAX_IDS`] ids; or, with [`NARROW`], up to [`NARROW_IDS`] ids below 65,536, two to an
+    /// element (the first in the low half).
     ids: [Rank; MAX_IDS],
 }
 
-
 /// The bit of [`Slot::n_ids`] marking a tracked piece (see [`tracked`]).
 const TRACKED: u8 = 0x80;
-const _: () = assert!(MAX_IDS < TRACKED as usize);
+/// The bit of [`Slot::n_ids`] marking ids kept in sixteen bits: a piece of more than [`MAX_IDS`]
+/// ids (a word of a script with few tokens: 93% of gpt2's pieces of 16-30 bytes on the shared
+/// corpora) stays in its slot instead of going to the store of long pieces.
+const NARROW: u8 = 0x40;
+/// The most ids a slot holds in sixteen bits.
+const NARROW_IDS: usize = 2 * MAX_IDS;
+const _: () = assert!(NARROW_IDS < NARROW as usize);
+
+impl Slot {
+    fn count(&self) -> usize {
+        usize::from(self.n_ids & !(TRACKED | NARROW))
+    }
+
+    /// Appends its ids to `out`.
+    #[inline]
+    fn push_ids(&self, out: &mut Vec<Rank>) {
+        let count = self.count();
+        if self.n_ids & NARROW == 0 {
+            out.extend_from_slice(&self.ids[..count]);
+        } else {
+            out.extend((0..count).map(|lane| self.ids[lane / 2] >> (16 * (lane % 2)) & 0xFFFF));
+        }
+    }
+
+    /// Keeps `ids` (at most [`MAX_IDS`], or [`NARROW_IDS`] below 65,536); returns the [`NARROW`] bit.
+    #[inline]
+    fn set_ids(&mut self, ids: &[Rank]) -> u8 {
+        if ids.len() <= MAX_IDS {
+            self.ids[..ids.len()].copy_from_slice(ids);
+            return 0;
+        }
+        self.ids = [0; MAX_IDS];
+        for (lane, &id) in ids.iter().enumerate() {
+            self.ids[lane / 2] |= id << (16 * (lane % 2));
+        }
+        NARROW
+    }
+}
+
+/// Whether a slot can hold `ids`.
+#[inline]
+fn fits_slot(ids: &[Rank]) -> bool {
+    ids.len() <= MAX_IDS || (ids.len() <= NARROW_IDS && ids.iter().all(|&id| id <= 0xFFFF))
+}
 
 const EMPTY: Slot = Slot { key_len: 0, n_ids: 0, key: [0; KEY_BYTES], ids: [0; MAX_IDS] };
 
@@ -83,7 +129,7 @@ pub struct PieceCache {
     /// This thread's table of short pieces (see [`crate::fused`]), made on the first encode that
     /// uses it.
     fused: Option<Box<crate::fused::Table>>,
-    /// Merged pieces longer than [`KEY_BYTES`] or of more than [`MAX_IDS`] ids (see
+    /// Merged pieces longer than [`KEY_BYTES`] or of more ids than a slot holds (see
     /// [`crate::long_pieces`]).
     long: crate::long_pieces::LongPieces,
     /// Bytes this thread encoded through the table's path before it had a table (see
@@ -234,14 +280,14 @@ impl PieceCache {
         self.slots.len()
     }
 
-    /// The cached ids of `piece`, if it is cached.
+    /// Appends the cached ids of `piece` to `out`, if it is cached; returns whether it was.
     #[inline]
-    pub fn get(&mut self, piece: &[u8]) -> Option<&[Rank]> {
+    pub fn get_into(&mut self, piece: &[u8], out: &mut Vec<Rank>) -> bool {
         if piece.len() > KEY_BYTES {
-            return self.long.get(piece);
+            return self.long_into(piece, out);
         }
         if piece.is_empty() {
-            return None;
+            return false;
         }
         self.lookups += 1;
         let (set, tag) = place(hash(piece), self.sets());
@@ -251,21 +297,32 @@ impl PieceCache {
             }
             let slot = &self.slots[set * 2 + way];
             if usize::from(slot.key_len) == piece.len() && &slot.key[..piece.len()] == piece {
+                slot.push_ids(out);
                 self.mark(set, way);
-                let slot = &self.slots[set * 2 + way];
-                return Some(&slot.ids[..usize::from(slot.n_ids & !TRACKED)]);
+                return true;
             }
         }
         // A piece merging to more ids than a slot holds (a word of a script the vocabulary has few
         // tokens for) is kept with the long ones; nothing is looked up there while it holds none.
-        self.long.get(piece)
+        self.long_into(piece, out)
+    }
+
+    #[inline]
+    fn long_into(&self, piece: &[u8], out: &mut Vec<Rank>) -> bool {
+        match self.long.get(piece) {
+            Some(ids) => {
+                out.extend_from_slice(ids);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Remembers that `piece` merges to `ids` (ignored when either is too long to hold), after a
-    /// [`PieceCache::get`] of it missed.
+    /// [`PieceCache::get_into`] of it missed.
     #[inline]
     pub fn insert(&mut self, piece: &[u8], ids: &[Rank]) {
-        if piece.len() > KEY_BYTES || ids.len() > MAX_IDS {
+        if piece.len() > KEY_BYTES || !fits_slot(ids) {
             return self.long.insert(piece, ids);
         }
         if piece.is_empty() {
@@ -301,8 +358,8 @@ impl PieceCache {
         let replaced = (slot.n_ids & TRACKED != 0).then(|| hash(&slot.key[..usize::from(slot.key_len)]));
         slot.key_len = piece.len() as u8;
         slot.key[..piece.len()].copy_from_slice(piece);
-        slot.n_ids = ids.len() as u8 | if tracked(hashed) { TRACKED } else { 0 };
-        slot.ids[..ids.len()].copy_from_slice(ids);
+        let narrow = slot.set_ids(ids);
+        slot.n_ids = ids.len() as u8 | narrow | if tracked(hashed) { TRACKED } else { 0 };
         self.mark(set, way);
         replaced
     }
@@ -332,9 +389,12 @@ impl PieceCache {
             return;
         }
         let mut grown = Self::with_slots(slots);
+        let mut ids = Vec::with_capacity(NARROW_IDS);
         for slot in self.slots.iter().filter(|slot| slot.key_len != 0) {
             let key = &slot.key[..usize::from(slot.key_len)];
-            grown.put(hash(key), key, &slot.ids[..usize::from(slot.n_ids & !TRACKED)]);
+            ids.clear();
+            slot.push_ids(&mut ids);
+            grown.put(hash(key), key, &ids);
         }
         // Pieces dropped before still count as returns.
         std::mem::swap(&mut grown.dropped, &mut self.dropped);
@@ -373,7 +433,7 @@ impl Drop for PieceCache {
 /// Brings where a piece would be into the core's second-level cache, ahead of its lookup: the set
 /// of a piece of [`KEY_BYTES`] or fewer and its tags (a grown cache's tags, 2 MB at its largest, no
 /// longer stay there), and its entry in the store of long pieces (which also holds short ones of
-/// more than [`MAX_IDS`] ids). It keeps
+/// more ids than a slot holds). It keeps
 /// addresses, not a borrow: a cache that grows or drops meanwhile only makes its prefetches useless
 /// (a prefetch reads nothing and cannot fault).
 #[derive(Clone, Copy)]
@@ -491,6 +551,12 @@ impl fmt::Debug for ShardedCache {
 mod tests {
     use super::*;
 
+    /// The ids `cache` holds for `piece`, if any.
+    fn cached(cache: &mut PieceCache, piece: &[u8]) -> Option<Vec<Rank>> {
+        let mut ids = Vec::new();
+        cache.get_into(piece, &mut ids).then_some(ids)
+    }
+
     /// Where `piece` sits in a cache of the first size.
     fn first_place(piece: &[u8]) -> (usize, u32) {
         place(hash(piece), SLOTS / 2)
@@ -499,19 +565,42 @@ mod tests {
     #[test]
     fn holds_what_was_inserted_long_pieces_beside_and_refuses_what_is_too_long() {
         let mut cache = PieceCache::new();
-        assert_eq!(cache.get(b"hello"), None);
+        assert_eq!(cached(&mut cache, b"hello"), None);
         cache.insert(b"hello", &[1, 2]);
-        assert_eq!(cache.get(b"hello"), Some(&[1, 2][..]));
-        assert_eq!(cache.get(b"hell"), None);
+        assert_eq!(cached(&mut cache, b"hello"), Some(vec![1, 2]));
+        assert_eq!(cached(&mut cache, b"hell"), None);
         let long = [b'x'; KEY_BYTES + 1];
-        assert_eq!(cache.get(&long), None);
+        assert_eq!(cached(&mut cache, &long), None);
         cache.insert(&long, &[7]);
-        assert_eq!(cache.get(&long), Some(&[7][..]), "kept in the store of long pieces");
+        assert_eq!(cached(&mut cache, &long), Some(vec![7]), "kept in the store of long pieces");
         let too_long = vec![b'x'; crate::long_pieces::LONG_PIECE_MOST + 1];
         cache.insert(&too_long, &[7]);
-        assert_eq!(cache.get(&too_long), None);
-        cache.insert(b"many", &[0; MAX_IDS + 1]);
-        assert_eq!(cache.get(b"many"), Some(&[0; MAX_IDS + 1][..]), "kept with the long pieces");
+        assert_eq!(cached(&mut cache, &too_long), None);
+        // More ids than a slot holds in 32 bits: in sixteen bits in the slot when every id is below
+        // 65,536, with the long pieces otherwise.
+        for count in MAX_IDS + 1..=NARROW_IDS {
+            let ids: Vec<Rank> = (0..count as Rank).map(|lane| [0xFFFF, 0, 0x8001, 1][lane as usize % 4] ^ lane).collect();
+            let piece = format!("many {count}").into_bytes();
+            cache.insert(&piece, &ids);
+            assert_eq!(cached(&mut cache, &piece), Some(ids), "{count} ids");
+            assert!(cache.long.get(&piece).is_none(), "{count} ids: kept in the slot");
+        }
+        for ids in [vec![0; NARROW_IDS + 1], vec![0x1_0000; MAX_IDS + 1]] {
+            cache.insert(b"wide", &ids);
+            assert_eq!(cached(&mut cache, b"wide"), Some(ids.clone()));
+            assert_eq!(cache.long.get(b"wide"), Some(&ids[..]), "kept with the long pieces");
+            cache.long = Default::default();
+        }
+    }
+
+    #[test]
+    fn a_grown_cache_keeps_sixteen_bit_ids() {
+        let mut cache = PieceCache::new();
+        let ids: Vec<Rank> = (0..NARROW_IDS as Rank).map(|lane| 0xFFFF - lane).collect();
+        cache.insert(b"greek word", &ids);
+        cache.grow();
+        assert_eq!(cache.capacity(), 2 * SLOTS);
+        assert_eq!(cached(&mut cache, b"greek word"), Some(ids));
     }
 
     #[test]
@@ -526,11 +615,11 @@ mod tests {
             .collect();
         cache.insert(&keys[0], &[0]);
         cache.insert(&keys[1], &[1]);
-        assert_eq!(cache.get(&keys[0]), Some(&[0][..])); // keys[0] is now the recent one
+        assert_eq!(cached(&mut cache, &keys[0]), Some(vec![0])); // keys[0] is now the recent one
         cache.insert(&keys[2], &[2]); // evicts keys[1]
-        assert_eq!(cache.get(&keys[0]), Some(&[0][..]));
-        assert_eq!(cache.get(&keys[1]), None);
-        assert_eq!(cache.get(&keys[2]), Some(&[2][..]));
+        assert_eq!(cached(&mut cache, &keys[0]), Some(vec![0]));
+        assert_eq!(cached(&mut cache, &keys[1]), None);
+        assert_eq!(cached(&mut cache, &keys[2]), Some(vec![2]));
     }
 
     #[test]
@@ -546,10 +635,10 @@ mod tests {
             .find(|key| first_place(key).0 == set && first_place(key).1 != first_tag)
             .expect("another key of the set");
         cache.insert(&first, &[1]);
-        assert_eq!(cache.get(&other), None, "its tag differs: the slot is not read");
+        assert_eq!(cached(&mut cache, &other), None, "its tag differs: the slot is not read");
         cache.tags[set] = first_place(&other).1 * 0x1_0001;
-        assert_eq!(cache.get(&other), None, "its tag matches, its key does not");
-        assert_eq!(cache.get(&first), None, "a slot whose tag differs is not read");
+        assert_eq!(cached(&mut cache, &other), None, "its tag matches, its key does not");
+        assert_eq!(cached(&mut cache, &first), None, "a slot whose tag differs is not read");
     }
 
 
@@ -558,7 +647,7 @@ mod tests {
     fn run(cache: &mut PieceCache, pieces: impl Iterator<Item = Vec<u8>>) -> usize {
         let mut misses = 0;
         for piece in pieces {
-            if cache.get(&piece).is_none() {
+            if cached(cache, &piece).is_none() {
                 misses += 1;
                 cache.insert(&piece, &[piece.len() as Rank]);
             }
@@ -597,7 +686,7 @@ mod tests {
         let mut cache = PieceCache::new();
         let misses: Vec<usize> = (0..8).map(|_| run(&mut cache, (0..pieces).map(piece))).collect();
         for number in 0..pieces {
-            if let Some(ids) = cache.get(&piece(number)) {
+            if let Some(ids) = cached(&mut cache, &piece(number)) {
                 assert_eq!(ids, [piece(number).len() as Rank]);
             }
         }

@@ -1594,13 +1594,10 @@ impl Model {
         let Some(cache) = cache else {
             return merges.encode_piece(piece, out);
         };
-        match cache.get(piece) {
-            Some(ids) => out.extend_from_slice(ids),
-            None => {
-                let before = out.len();
-                merges.encode_piece(piece, out);
-                cache.insert(piece, &out[before..]);
-            }
+        if !cache.get_into(piece, out) {
+            let before = out.len();
+            merges.encode_piece(piece, out);
+            cache.insert(piece, &out[before..]);
         }
     }
 
@@ -1609,8 +1606,8 @@ impl Model {
     /// piece was packed; it holds such a piece's ids whether it is a token or was merged), the
     /// vocabulary only when the cache misses.
     fn encode_long_piece(&self, merges: &MergeTable, piece: &[u8], cache: &mut PieceCache, out: &mut Vec<Rank>) {
-        if let Some(ids) = cache.get(piece) {
-            return out.extend_from_slice(ids);
+        if cache.get_into(piece, out) {
+            return;
         }
         let before = out.len();
         match self.token_id(piece) {
