@@ -23,8 +23,9 @@
 //! pieces it had dropped before, and grows when they are more than one lookup in [`GROW_WHEN`]. It
 //! counts on a sample (the pieces of one hash in [`TRACK_ONE_IN`]), remembered in a filter of one
 //! bit per hash of a dropped piece that is cleared whenever one in [`FILTER_FILL`] of its bits is
-//! set, so at most one miss in that many counts by chance (below the rule's one in [`GROW_WHEN`]). A stream of new text drops pieces that do not come back
-//! and leaves the size alone: memory follows how much of the text repeats, not its length. All
+//! set, so at most one miss in that many counts by chance (below the rule's one in
+//! [`GROW_WHEN`]). A stream of new text drops pieces that do not come back and leaves the size
+//! alone: memory follows how much of the text repeats, not its length. All
 //! caches of a process together grow by at most [`GROWTH_BUDGET`] bytes (`HF_BPE_CACHE_GROWTH_MB`
 //! in the environment sets another bound; 0 keeps them at their first size).
 //!
@@ -121,8 +122,8 @@ pub struct PieceCache {
     /// One bit per set: which of its two slots was used last.
     recent: Box<[u64]>,
     /// Per set, a 16-bit tag for each of its two slots (way 0 in the low half): bits of the
-    /// key's hash above the set's, or 0 for an empty slot (see [`place`]). 128 KB, so it stays
-    /// in the core's cache while the slots (4.2 MB) mostly do not: a lookup reads the slot only
+    /// key's hash above the set's, or 0 for an empty slot (see [`place`]). 128 KB at first, so it
+    /// stays in the core's cache while the slots (4.2 MB) mostly do not: a lookup reads the slot only
     /// when its tag matches, and a piece that is not cached (a third of lookups on held-out text,
     /// each followed by a merge) costs no read of the slots at all.
     tags: Box<[u32]>,
